@@ -1,0 +1,161 @@
+//! The one error type of the library.
+//!
+//! Errors are values: nothing in the engine panics on bad input, a corrupt
+//! file or a full disk. `Error` is `Clone` so that a background failure can be
+//! remembered and handed to every later caller.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in ThicketDB.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// An operating-system I/O error other than a full disk.
+    #[error("I/O error{}: {message}", context_suffix(.context))]
+    Io {
+        kind: io::ErrorKind,
+        message: String,
+        context: String,
+    },
+    /// The device is full (ENOSPC or EDQUOT).
+    #[error("no space left on device{}: {message}", context_suffix(.context))]
+    NoSpace { message: String, context: String },
+    /// Stored bytes failed a checksum or could not be decoded.
+    #[error("corruption in {file} at offset {offset}: {reason}")]
+    Corruption {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    /// The caller passed something the engine does not accept.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Another process (or another `Db` in this process) holds the store.
+    #[error("store is locked by another process: {0}")]
+    Locked(String),
+    /// The store was closed, or a background error made it read-only.
+    #[error("store is closed")]
+    Closed,
+    /// A background flush or compaction failed; writes are refused until reopen.
+    #[error("background error, writes refused until reopen: {0}")]
+    Background(Box<Error>),
+}
+
+fn context_suffix(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!(" ({context})")
+    }
+}
+
+impl Error {
+    /// Builds a corruption error naming the file and the offset.
+    pub fn corruption(file: impl AsRef<Path>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption {
+            file: file.as_ref().display().to_string(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// Wraps an `io::Error`, adding what was being done (usually a path).
+    pub fn io(err: io::Error, context: impl Into<String>) -> Error {
+        let context = context.into();
+        if is_no_space(&err) {
+            Error::NoSpace {
+                message: err.to_string(),
+                context,
+            }
+        } else {
+            Error::Io {
+                kind: err.kind(),
+                message: err.to_string(),
+                context,
+            }
+        }
+    }
+
+    /// True for errors that mean "stored data is damaged".
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corruption { .. } => true,
+            Error::Background(inner) => inner.is_corruption(),
+            _ => false,
+        }
+    }
+
+    /// True for a full device.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::NoSpace { .. } => true,
+            Error::Background(inner) => inner.is_no_space(),
+            _ => false,
+        }
+    }
+}
+
+fn is_no_space(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    ) || err.raw_os_error() == Some(28)
+}
+
+impl From<io::Error> for Error {
+    fn from(err: io::Error) -> Error {
+        Error::io(err, "")
+    }
+}
+
+/// Display helper for byte strings in error messages and tools.
+pub struct Printable<'a>(pub &'a [u8]);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if c.is_control() {
+                    write!(f, "{}", c.escape_default())?;
+                } else {
+                    write!(f, "{c}")?;
+                }
+            }
+            for b in chunk.invalid() {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enospc_maps_to_no_space() {
+        let err = Error::io(io::Error::from_raw_os_error(28), "000001.log");
+        assert!(err.is_no_space());
+        assert!(err.to_string().contains("000001.log"));
+    }
+
+    #[test]
+    fn corruption_names_file_and_offset() {
+        let err = Error::corruption("000007.seg", 4096, "bad block checksum");
+        assert_eq!(
+            err.to_string(),
+            "corruption in 000007.seg at offset 4096: bad block checksum"
+        );
+        assert!(err.is_corruption());
+    }
+
+    #[test]
+    fn printable_escapes_binary() {
+        assert_eq!(Printable(b"ab\x00\xff").to_string(), "ab\\u{0}\\xff");
+    }
+}

@@ -1,0 +1,8 @@
+//! Byte-level encodings shared by every on-disk format: varints and fixed
+//! integers, masked CRC32C checksums, and internal keys.
+
+pub mod checksum;
+pub mod coding;
+pub mod internal_key;
+
+pub use internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};

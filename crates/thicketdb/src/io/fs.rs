@@ -1,0 +1,99 @@
+//! The interface between the engine and the file system.
+//!
+//! Everything the engine persists goes through these traits, so tests can
+//! substitute a layer that loses unsynced data or fails writes on purpose.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// A file opened for appending. Implementations may buffer; `flush` hands
+/// buffered bytes to the operating system (enough to survive a process
+/// crash), `sync` makes them durable (enough to survive power loss).
+pub trait WritableFile: Send {
+    /// Appends bytes (possibly buffered).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes all appended bytes durable (`fdatasync`).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (including buffered ones).
+    fn len(&self) -> u64;
+    /// True when nothing was appended yet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets by many threads at once.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is
+    /// an error (a truncated file is reported, never padded).
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Current length of the file.
+    fn len(&self) -> Result<u64>;
+    /// True when the file is empty.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Releases the disk space of `len` bytes at `offset` without changing
+    /// the file length. Returns `Ok(false)` when the file system does not
+    /// support hole punching (the space is then reclaimed only when the whole
+    /// file is deleted).
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<bool>;
+}
+
+/// A file read from start to end (logs, the MANIFEST).
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; returns 0 at the end of the file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// An exclusive lock on a store directory, released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// A file system as seen by the engine.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file for sequential reads.
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Deletes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Whether a file exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock; `Error::Locked` when someone else has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Reads a whole (small) file.
+    fn read_to_vec(&self, path: &Path) -> Result<Vec<u8>> {
+        let mut file = self.open_sequential(path)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+    /// Writes a whole file durably: create, append, sync.
+    fn write_durably(&self, path: &Path, data: &[u8]) -> Result<()> {
+        let mut file = self.create(path)?;
+        file.append(data)?;
+        file.sync()
+    }
+}

@@ -1,0 +1,11 @@
+//! The file layer: a small `FileSystem` trait the engine does all its I/O
+//! through, the real POSIX implementation, a fault-injecting implementation
+//! for tests, and segment files.
+
+pub mod fault;
+pub mod fs;
+pub mod posix;
+pub mod segment;
+
+pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+pub use posix::PosixFs;

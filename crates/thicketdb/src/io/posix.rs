@@ -1,0 +1,273 @@
+//! The real file system, through `std::fs` and `rustix`.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{fallocate, FallocateFlags};
+
+use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// Bytes buffered by a writable file before they are handed to the OS.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// The operating system's file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PosixFs;
+
+fn ctx(path: &Path) -> String {
+    path.display().to_string()
+}
+
+struct PosixWritable {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    len: u64,
+}
+
+impl PosixWritable {
+    fn write_out(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.file
+                .write_all(&self.buf)
+                .map_err(|e| Error::io(e, ctx(&self.path)))?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for PosixWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.len() + data.len() > WRITE_BUFFER {
+            self.write_out()?;
+            if data.len() >= WRITE_BUFFER {
+                return self
+                    .file
+                    .write_all(data)
+                    .map_err(|e| Error::io(e, ctx(&self.path)));
+            }
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_out()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.write_out()?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(e, ctx(&self.path)))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct PosixRandom {
+    file: File,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for PosixRandom {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::corruption(
+                    &self.path,
+                    offset,
+                    format!("file too short to read {} bytes", buf.len()),
+                )
+            } else {
+                Error::io(e, ctx(&self.path))
+            }
+        })
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(e, ctx(&self.path)))?
+            .len())
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
+        match fallocate(
+            &self.file,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            offset,
+            len,
+        ) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::NOSYS) => Ok(false),
+            Err(e) => Err(Error::io(e.into(), ctx(&self.path))),
+        }
+    }
+}
+
+struct PosixSequential {
+    file: File,
+    path: PathBuf,
+}
+
+impl SequentialFile for PosixSequential {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.file
+            .read(buf)
+            .map_err(|e| Error::io(e, ctx(&self.path)))
+    }
+}
+
+struct PosixLock {
+    _file: File,
+}
+
+impl FileLock for PosixLock {}
+
+impl FileSystem for PosixFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(e, ctx(path)))?;
+        Ok(Box::new(PosixWritable {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: 0,
+        }))
+    }
+
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io(e, ctx(path)))?;
+        Ok(Arc::new(PosixRandom {
+            file,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        let file = File::open(path).map_err(|e| Error::io(e, ctx(path)))?;
+        Ok(Box::new(PosixSequential {
+            file,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io(e, ctx(from)))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io(e, ctx(path)))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| Error::io(e, ctx(dir)))? {
+            let entry = entry.map_err(|e| Error::io(e, ctx(dir)))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path).map_err(|e| Error::io(e, ctx(path)))?.len())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(e, ctx(dir)))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(e, ctx(dir)))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(e, ctx(path)))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(PosixLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(ctx(path))),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(e, ctx(path))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_read_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let fs = PosixFs;
+        let mut w = fs.create(&path).unwrap();
+        w.append(b"hello ").unwrap();
+        w.append(&vec![7u8; WRITE_BUFFER + 10]).unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 6 + WRITE_BUFFER as u64 + 10);
+        let r = fs.open_random(&path).unwrap();
+        let mut buf = [0u8; 6];
+        r.read_exact_at(0, &mut buf).unwrap();
+        assert_eq!(&buf, b"hello ");
+        let mut past = [0u8; 4];
+        let err = r.read_exact_at(w.len() - 2, &mut past).unwrap_err();
+        assert!(err.is_corruption());
+    }
+
+    #[test]
+    fn second_lock_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let fs = PosixFs;
+        let held = fs.lock(&path).unwrap();
+        assert!(matches!(fs.lock(&path), Err(Error::Locked(_))));
+        drop(held);
+        fs.lock(&path).unwrap();
+    }
+
+    #[test]
+    fn punch_hole_keeps_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg");
+        let fs = PosixFs;
+        let mut w = fs.create(&path).unwrap();
+        w.append(&vec![1u8; 64 * 1024]).unwrap();
+        w.sync().unwrap();
+        let r = fs.open_random(&path).unwrap();
+        let punched = r.punch_hole(4096, 8192).unwrap();
+        assert_eq!(r.len().unwrap(), 64 * 1024);
+        let mut buf = [9u8; 16];
+        r.read_exact_at(4096, &mut buf).unwrap();
+        if punched {
+            assert_eq!(buf, [0u8; 16]);
+        }
+    }
+}
