@@ -1,12 +1,32 @@
 //! ThicketDB: a persistent, ordered, write-optimized key-value store.
 //!
-//! See `DESIGN.md` for the layering; each module below is one layer.
+//! ```no_run
+//! use thicketdb::{Db, Options};
+//! let db = Db::open("/tmp/example-db", Options::default())?;
+//! db.put(b"hello", b"world")?;
+//! assert_eq!(db.get(b"hello")?, Some(b"world".to_vec()));
+//! # Ok::<(), thicketdb::Error>(())
+//! ```
+//!
+//! Layers, lowest first (see `DESIGN.md`): `format`, `io`, `log`, `table`,
+//! `memtable`, `version`, `compaction`, `db`.
 
+pub mod check;
+pub mod compaction;
+pub mod db;
 pub mod error;
 pub mod format;
 pub mod io;
 pub mod iterator;
 pub mod log;
+pub mod memtable;
+pub mod options;
+pub mod run_iter;
+pub mod stats;
 pub mod table;
+pub mod table_cache;
+pub mod version;
 
+pub use db::{Db, DbIterator, Snapshot, Stats, WriteBatch};
 pub use error::{Error, Result};
+pub use options::{Options, Profile, ReadOptions, WriteOptions};

@@ -102,8 +102,14 @@ impl RandomAccessFile for PosixRandom {
     }
 
     fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
+        // Readers hold the file read-only; hole punching needs write access,
+        // and is rare enough that a second descriptor per call is fine.
+        let writable = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| Error::io(e, ctx(&self.path)))?;
         match fallocate(
-            &self.file,
+            &writable,
             FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
             offset,
             len,
@@ -190,7 +196,9 @@ impl FileSystem for PosixFs {
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        Ok(fs::metadata(path).map_err(|e| Error::io(e, ctx(path)))?.len())
+        Ok(fs::metadata(path)
+            .map_err(|e| Error::io(e, ctx(path)))?
+            .len())
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {

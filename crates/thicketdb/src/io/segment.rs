@@ -34,7 +34,11 @@ pub fn verify_header(file: &Path, header: &[u8]) -> Result<()> {
     }
     let stored = decode_fixed32(header, 12).unwrap_or(0);
     if checksum::unmask(stored) != checksum::crc32c(&header[..12]) {
-        return Err(Error::corruption(file, 12, "segment header checksum mismatch"));
+        return Err(Error::corruption(
+            file,
+            12,
+            "segment header checksum mismatch",
+        ));
     }
     let version = decode_fixed32(header, 8).unwrap_or(0);
     if version != SEGMENT_FORMAT_VERSION {

@@ -1,0 +1,42 @@
+//! Sorted string tables: immutable, sorted runs of internal keys stored
+//! inside segment files.
+//!
+//! A table is a sequence of blocks (data blocks, an optional Bloom filter,
+//! a properties block and an index block) followed by a fixed-size footer.
+//! Block handles are relative to the table start, so a table can be placed
+//! at any offset of a segment. See `docs/format-table.md` for the layout.
+
+mod block;
+mod block_builder;
+mod block_handle;
+mod block_io;
+mod block_iter;
+mod bloom;
+mod builder;
+mod cache;
+mod compression;
+mod footer;
+mod hll;
+mod options;
+mod properties;
+mod reader;
+mod separator;
+mod table_iter;
+#[cfg(test)]
+mod testutil;
+
+pub use block::Block;
+pub use block_builder::BlockBuilder;
+pub use block_handle::BlockHandle;
+pub use block_io::BLOCK_TRAILER_LEN;
+pub use block_iter::BlockIter;
+pub use bloom::{BloomBuilder, BloomFilter};
+pub use builder::{TableBuilder, TableSummary};
+pub use cache::BlockCache;
+pub use compression::{CompressionType, MAX_BLOCK_SIZE};
+pub use footer::{Footer, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+pub use hll::HyperLogLog;
+pub use options::TableOptions;
+pub use properties::TableProperties;
+pub use reader::Table;
+pub use table_iter::TableIterator;

@@ -51,7 +51,11 @@ impl InternalIterator for VecIterator {
         self.pos = 0;
     }
     fn seek_to_last(&mut self) {
-        self.pos = self.entries.len().checked_sub(1).unwrap_or(self.entries.len());
+        self.pos = self
+            .entries
+            .len()
+            .checked_sub(1)
+            .unwrap_or(self.entries.len());
     }
     fn seek(&mut self, target: &[u8]) {
         self.pos = self.entries.partition_point(|(k, _)| {
@@ -74,3 +78,6 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
 }
+
+mod merging;
+pub use merging::MergingIterator;

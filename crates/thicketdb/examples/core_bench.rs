@@ -1,0 +1,84 @@
+//! Measures the engine core on one thread: sequential non-sync writes of
+//! `key%016d` keys with 100-byte values, then point gets of random keys once
+//! their blocks are in the block cache, then peak RSS.
+//!
+//! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR]`
+
+use std::time::Instant;
+
+use thicketdb::{Db, Options};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let count: u64 = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(1_000_000);
+    let dir = match args.next() {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::env::temp_dir().join(format!("thicket-core-bench-{}", std::process::id())),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = Options {
+        block_cache_size: 256 << 20,
+        ..Options::default()
+    };
+    let db = Db::open(&dir, options.clone())?;
+    let value = [b'v'; 100];
+    let start = Instant::now();
+    for i in 0..count {
+        db.put(format!("key{i:016}").as_bytes(), &value)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "fillseq: {count} writes in {secs:.3} s = {:.0} writes/s",
+        count as f64 / secs
+    );
+    db.flush()?;
+
+    let lookups = count.min(1_000_000);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % count
+    };
+    // Warm the block cache, then measure.
+    for _ in 0..lookups {
+        db.get(format!("key{:016}", next()).as_bytes())?;
+    }
+    let start = Instant::now();
+    let mut found = 0u64;
+    for _ in 0..lookups {
+        found += u64::from(db.get(format!("key{:016}", next()).as_bytes())?.is_some());
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(found, lookups, "every loaded key must be found");
+    let stats = db.stats();
+    println!(
+        "readrandom (cached): {lookups} gets in {secs:.3} s = {:.0} gets/s (block cache hits {} misses {})",
+        lookups as f64 / secs,
+        stats.block_cache_hits,
+        stats.block_cache_misses
+    );
+    println!(
+        "write_amplification {:.3} tables {} segments {} fsyncs {}",
+        stats.write_amplification, stats.tables, stats.segments, stats.fsyncs
+    );
+    db.close()?;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(line) = status.lines().find(|l| l.starts_with("VmHWM")) {
+        let budget = options.write_buffer_size * (options.max_immutable_memtables as u64 + 1)
+            + options.block_cache_size
+            + (64 << 20);
+        println!(
+            "peak RSS {} (budget {} kB)",
+            line.trim_start_matches("VmHWM:").trim(),
+            budget >> 10
+        );
+    }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! Background work: flushing immutable memtables, compacting L0, and
+//! releasing the space of tables no version references any more.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::{DbInner, SuperVersion};
+use crate::compaction::drop_rule::DropRule;
+use crate::compaction::executor::ExecContext;
+use crate::compaction::output::{write_tables, OutputSpec};
+use crate::compaction::{execute, pick_l0, pick_range, CompactionTask};
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::memtable::{Memtable, MemtableIterator};
+use crate::stats::Counters;
+use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
+use crate::version::{TableMeta, Version, VersionEdit};
+
+pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("thicket-bg".into())
+        .spawn(move || run(&inner))
+        .map_err(|e| Error::io(e, "spawning the background thread"))
+}
+
+enum Job {
+    Flush,
+    Compact(CompactionTask),
+}
+
+fn run(inner: &Arc<DbInner>) {
+    loop {
+        let job = {
+            let mut bg = inner.background.lock();
+            loop {
+                if bg.shutting_down {
+                    return;
+                }
+                if bg.error.is_none() {
+                    if let Some(job) = next_job(inner) {
+                        break job;
+                    }
+                }
+                inner.background_cv.wait(&mut bg);
+            }
+        };
+        let result = {
+            let _exclusive = inner.compaction_lock.lock();
+            match job {
+                Job::Flush => flush_oldest(inner),
+                Job::Compact(task) => compact(inner, task),
+            }
+        };
+        collect_obsolete_files(inner);
+        {
+            let mut bg = inner.background.lock();
+            bg.jobs_done += 1;
+            if let Err(e) = result {
+                bg.error.get_or_insert(e);
+            }
+            inner.background_cv.notify_all();
+        }
+        let _writers = inner.write.lock();
+        inner.write_cv.notify_all();
+    }
+}
+
+fn next_job(inner: &DbInner) -> Option<Job> {
+    let sv = inner.super_version();
+    if !sv.imms.is_empty() {
+        return Some(Job::Flush);
+    }
+    pick_l0(&sv.version, &inner.options).map(Job::Compact)
+}
+
+/// Writes a memtable's entries into a new segment as L0 tables.
+pub(crate) fn write_memtable(
+    inner_fs: &dyn crate::io::FileSystem,
+    dir: &std::path::Path,
+    options: &crate::options::Options,
+    mem: Arc<Memtable>,
+    smallest_snapshot: u64,
+    new_file_number: &dyn Fn() -> u64,
+) -> Result<crate::compaction::output::Output> {
+    let mut source = MemtableIterator::new(mem);
+    source.seek_to_first();
+    let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
+    let spec = OutputSpec {
+        fs: inner_fs,
+        dir,
+        segment: new_file_number(),
+        table_options: options.table_options(),
+        target_table_size: options.target_table_size,
+        new_table_id: new_file_number,
+    };
+    write_tables(&spec, &mut source, &mut |k| rule.keep(k))
+}
+
+fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
+    move || inner.versions.lock().new_file_number()
+}
+
+fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
+    let sv = inner.super_version();
+    let Some(imm) = sv.imms.last().cloned() else {
+        return Ok(());
+    };
+    let latest = inner
+        .last_sequence
+        .load(std::sync::atomic::Ordering::Acquire);
+    let output = write_memtable(
+        inner.fs.as_ref(),
+        &inner.dir,
+        &inner.options,
+        imm.clone(),
+        inner.snapshots.oldest(latest),
+        &new_file_number(inner),
+    )?;
+    let c = &inner.counters;
+    Counters::add(&c.flushes, 1);
+    if !output.tables.is_empty() {
+        Counters::add(&c.flush_bytes_written, output.segment_bytes);
+        Counters::add(&c.fsyncs_flush, 1);
+    }
+    let mut versions = inner.versions.lock();
+    let run = versions.new_file_number();
+    let mut edit = VersionEdit::default();
+    for t in &output.tables {
+        edit.add_table(0, run, t.clone());
+    }
+    edit.last_sequence = Some(latest);
+    // The oldest memtable still unflushed decides which logs are needed.
+    let now = inner.super_version();
+    let still_needed = now
+        .imms
+        .iter()
+        .rev()
+        .find(|m| !Arc::ptr_eq(m, &imm))
+        .unwrap_or(&now.mem);
+    edit.log_number = Some(still_needed.log_number());
+    let version = versions.log_and_apply(edit)?;
+    let log_number = versions.log_number();
+    install(inner, version, Some(&imm));
+    drop(versions);
+    delete_obsolete_logs(inner, log_number);
+    Ok(())
+}
+
+/// Publishes a new version, dropping `flushed` from the immutable list.
+fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
+    let mut sv = inner.super_version.write();
+    let imms = sv
+        .imms
+        .iter()
+        .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+        .cloned()
+        .collect();
+    *sv = Arc::new(SuperVersion {
+        mem: sv.mem.clone(),
+        imms,
+        version,
+    });
+}
+
+fn compact(inner: &Arc<DbInner>, task: CompactionTask) -> Result<()> {
+    let version = inner.versions.lock().current();
+    let latest = inner
+        .last_sequence
+        .load(std::sync::atomic::Ordering::Acquire);
+    let numbers = new_file_number(inner);
+    let ctx = ExecContext {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        table_cache: &inner.table_cache,
+        table_options: inner.options.table_options(),
+        target_table_size: inner.options.target_table_size,
+        smallest_snapshot: inner.snapshots.oldest(latest),
+        new_file_number: &numbers,
+    };
+    let executed = execute(&task, &version, &ctx)?;
+    drop(version);
+    let c = &inner.counters;
+    Counters::add(&c.compactions_merge, 1);
+    Counters::add(&c.compaction_bytes_read, executed.bytes_read);
+    if executed.segment.is_some() {
+        Counters::add(&c.compaction_bytes_written, executed.bytes_written);
+        Counters::add(&c.fsyncs_compaction, 1);
+    }
+    let dead: Vec<Arc<TableMeta>> = task.inputs.into_iter().flat_map(|i| i.tables).collect();
+    {
+        let mut versions = inner.versions.lock();
+        let version = versions.log_and_apply(executed.edit)?;
+        install(inner, version, None);
+    }
+    // Released once no reader holds them (see `collect_obsolete_files`).
+    inner.obsolete.lock().extend(dead);
+    Ok(())
+}
+
+/// Manual compaction on the caller's thread, excluding background jobs.
+pub(crate) fn compact_range(
+    inner: &Arc<DbInner>,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    inner.check_background_error()?;
+    let result = {
+        let _exclusive = inner.compaction_lock.lock();
+        let version = inner.versions.lock().current();
+        match pick_range(&version, start, end) {
+            Some(task) => compact(inner, task),
+            None => Ok(()),
+        }
+    };
+    collect_obsolete_files(inner);
+    if let Err(e) = &result {
+        super::write::set_background_error(inner, e.clone());
+    }
+    super::write::wake_background(inner);
+    result
+}
+
+fn delete_obsolete_logs(inner: &DbInner, log_number: u64) {
+    let Ok(names) = inner.fs.list(&inner.dir) else {
+        return;
+    };
+    for name in names {
+        if let Some(FileKind::Log(n)) = parse_file_name(&name) {
+            if n < log_number {
+                // Failing to delete only leaves garbage for the next sweep.
+                let _ = inner.fs.remove(&log_path(&inner.dir, n));
+            }
+        }
+    }
+}
+
+/// Releases dead tables no reader can reach any more: punches their byte
+/// ranges out of their segments, and deletes segments with no table left.
+pub(crate) fn collect_obsolete_files(inner: &DbInner) {
+    let mut obsolete = inner.obsolete.lock();
+    let current = inner.versions.lock().current();
+    let live_per_segment = current.segment_table_counts();
+    let (unreachable, still_used): (Vec<_>, Vec<_>) =
+        obsolete.drain(..).partition(|t| Arc::strong_count(t) == 1);
+    *obsolete = still_used;
+    for table in unreachable {
+        inner.table_cache.evict_table(table.id);
+        let segment_dead = !live_per_segment.contains_key(&table.segment)
+            && !obsolete.iter().any(|t| t.segment == table.segment);
+        if segment_dead {
+            inner.table_cache.evict_segment(table.segment);
+            let path = segment_path(&inner.dir, table.segment);
+            if inner.fs.exists(&path) && inner.fs.remove(&path).is_ok() {
+                Counters::add(&inner.counters.segments_deleted, 1);
+            }
+        } else if let Ok(file) = inner.table_cache.segment_file(table.segment) {
+            if let Ok(true) = file.punch_hole(table.offset, table.length) {
+                Counters::add(&inner.counters.holes_punched, 1);
+            }
+        }
+    }
+}

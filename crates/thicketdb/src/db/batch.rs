@@ -1,0 +1,229 @@
+//! `WriteBatch`: updates applied atomically, and their encoding, which is
+//! also the payload of a log record (see `docs/format.md`):
+//! `fixed64 first_sequence | fixed32 count | count × (kind u8 | key | [value])`
+//! with keys and values length-prefixed by varints.
+
+use crate::error::{Error, Result};
+use crate::format::coding::{
+    decode_fixed32, decode_fixed64, get_length_prefixed, put_length_prefixed, varint_len,
+};
+use crate::format::internal_key::ValueKind;
+
+/// Largest accepted user key.
+pub const MAX_KEY_SIZE: usize = 64 << 10;
+/// Largest accepted value.
+pub const MAX_VALUE_SIZE: usize = 256 << 20;
+
+const HEADER_LEN: usize = 12;
+
+/// An ordered set of puts and deletes applied all or nothing.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+    user_bytes: u64,
+}
+
+impl Default for WriteBatch {
+    fn default() -> WriteBatch {
+        WriteBatch::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("count", &self.count)
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+/// One decoded update of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOp<'a> {
+    pub kind: ValueKind,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+impl WriteBatch {
+    pub fn new() -> WriteBatch {
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            count: 0,
+            user_bytes: 0,
+        }
+    }
+
+    /// Adds a put; `InvalidArgument` when the key or value is too large.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        if value.len() > MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds the limit of {MAX_VALUE_SIZE}",
+                value.len()
+            )));
+        }
+        self.rep
+            .reserve(1 + varint_len(key.len() as u64) + key.len() + 5 + value.len());
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.count += 1;
+        self.user_bytes += (key.len() + value.len()) as u64;
+        Ok(())
+    }
+
+    /// Adds a delete; `InvalidArgument` when the key is too large.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        check_key(key)?;
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.count += 1;
+        self.user_bytes += key.len() as u64;
+        Ok(())
+    }
+
+    /// Number of updates.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Removes every update.
+    pub fn clear(&mut self) {
+        self.rep.truncate(HEADER_LEN);
+        self.count = 0;
+        self.user_bytes = 0;
+    }
+
+    /// Bytes of user keys and values in the batch.
+    pub fn user_bytes(&self) -> u64 {
+        self.user_bytes
+    }
+
+    /// Encoded size.
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Appends the updates of `other` (used to merge a write group).
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.count += other.count;
+        self.user_bytes += other.user_bytes;
+    }
+
+    /// Stamps the first sequence number and count, returning the encoding.
+    pub(crate) fn encode(&mut self, first_sequence: u64) -> &[u8] {
+        self.rep[..8].copy_from_slice(&first_sequence.to_le_bytes());
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+        &self.rep
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes exceeds the limit of {MAX_KEY_SIZE}",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A decoded batch as read back from a log record.
+pub(crate) struct DecodedBatch<'a> {
+    pub first_sequence: u64,
+    pub count: u32,
+    body: &'a [u8],
+}
+
+impl<'a> DecodedBatch<'a> {
+    /// Parses the header; the error string explains what is malformed.
+    pub fn parse(rep: &'a [u8]) -> std::result::Result<DecodedBatch<'a>, String> {
+        let first_sequence = decode_fixed64(rep, 0).ok_or("batch header truncated")?;
+        let count = decode_fixed32(rep, 8).ok_or("batch header truncated")?;
+        Ok(DecodedBatch {
+            first_sequence,
+            count,
+            body: &rep[HEADER_LEN..],
+        })
+    }
+
+    /// Decodes every update, checking the count.
+    pub fn ops(&self) -> std::result::Result<Vec<BatchOp<'a>>, String> {
+        let mut ops = Vec::with_capacity(self.count.min(1 << 16) as usize);
+        let mut cur = self.body;
+        while let Some((&tag, rest)) = cur.split_first() {
+            cur = rest;
+            let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("bad op kind {tag}"))?;
+            let key = get_length_prefixed(&mut cur).ok_or("truncated key")?;
+            let value = match kind {
+                ValueKind::Value => get_length_prefixed(&mut cur).ok_or("truncated value")?,
+                ValueKind::Deletion => &[][..],
+            };
+            ops.push(BatchOp { kind, key, value });
+        }
+        if ops.len() != self.count as usize {
+            return Err(format!(
+                "batch count {} does not match {} ops",
+                self.count,
+                ops.len()
+            ));
+        }
+        Ok(ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let mut b = WriteBatch::new();
+        b.put(b"k1", b"v1").unwrap();
+        b.delete(b"k2").unwrap();
+        b.put(b"", b"").unwrap();
+        let mut other = WriteBatch::new();
+        other.put(b"k3", &[7u8; 300]).unwrap();
+        b.append(&other);
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.user_bytes(), 2 + 2 + 2 + 2 + 300);
+        let rep = b.encode(100).to_vec();
+        let d = DecodedBatch::parse(&rep).unwrap();
+        assert_eq!(d.first_sequence, 100);
+        let ops = d.ops().unwrap();
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[1].kind, ValueKind::Deletion);
+        assert_eq!(ops[1].key, b"k2");
+        assert_eq!(ops[3].value.len(), 300);
+    }
+
+    #[test]
+    fn limits_are_invalid_argument() {
+        let mut b = WriteBatch::new();
+        let big = vec![0u8; MAX_KEY_SIZE + 1];
+        assert!(matches!(b.put(&big, b"v"), Err(Error::InvalidArgument(_))));
+        assert!(matches!(b.delete(&big), Err(Error::InvalidArgument(_))));
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn malformed_batches_are_errors() {
+        assert!(DecodedBatch::parse(&[1, 2, 3]).is_err());
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v").unwrap();
+        let mut rep = b.encode(1).to_vec();
+        rep[8] = 2;
+        assert!(DecodedBatch::parse(&rep).unwrap().ops().is_err());
+        rep.truncate(rep.len() - 1);
+        rep[8] = 1;
+        assert!(DecodedBatch::parse(&rep).unwrap().ops().is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! The user-facing iterator: a merge of every memtable and run, filtered to
+//! one sequence number, collapsed to the newest version of each user key,
+//! with deletions hidden, within optional bounds, in both directions.
+//!
+//! It follows LevelDB's `DBIter`: going forward the merged cursor sits on the
+//! entry being returned; going backward it sits just before all entries of
+//! the returned key, whose value is copied aside.
+
+use std::sync::Arc;
+
+use super::snapshot::Snapshot;
+use super::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::memtable::MemtableIterator;
+use crate::options::ReadOptions;
+use crate::run_iter::RunIterator;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over user keys. Call `seek_to_first`, `seek_to_last` or `seek`
+/// before reading. It sees one consistent state and never blocks writers.
+pub struct DbIterator {
+    iter: MergingIterator,
+    snapshot: Snapshot,
+    direction: Direction,
+    valid: bool,
+    /// Forward: the user key being skipped; reverse: the current key.
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    error: Option<Error>,
+    /// Keeps the memtables and version this iterator reads alive.
+    _super_version: Arc<SuperVersion>,
+}
+
+pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
+    inner.check_open()?;
+    let snapshot = match opts.snapshot {
+        Some(s) => s,
+        None => Snapshot::new(
+            inner
+                .last_sequence
+                .load(std::sync::atomic::Ordering::Acquire),
+            inner.snapshots.clone(),
+        ),
+    };
+    let sv = inner.super_version();
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        children.push(Box::new(MemtableIterator::new(mem.clone())));
+    }
+    for level in &sv.version.levels {
+        for run in &level.runs {
+            let tables = run.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
+            if !tables.is_empty() {
+                children.push(Box::new(RunIterator::new(
+                    tables,
+                    inner.table_cache.clone(),
+                )));
+            }
+        }
+    }
+    Ok(DbIterator {
+        iter: MergingIterator::new(children),
+        snapshot,
+        direction: Direction::Forward,
+        valid: false,
+        saved_key: Vec::new(),
+        saved_value: Vec::new(),
+        lower: opts.lower_bound,
+        upper: opts.upper_bound,
+        error: None,
+        _super_version: sv,
+    })
+}
+
+impl DbIterator {
+    /// Whether the cursor is on a key. When it turns false, check `status`.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key; requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "DbIterator::key on an invalid iterator");
+        match self.direction {
+            Direction::Forward => user_key(self.iter.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value; requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "DbIterator::value on an invalid iterator");
+        match self.direction {
+            Direction::Forward => self.iter.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met (I/O or corruption), if any.
+    pub fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.iter.status()
+    }
+
+    /// Positions on the first key at or above the lower bound.
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Some(lower) => self.seek(&lower),
+            None => {
+                self.direction = Direction::Forward;
+                self.iter.seek_to_first();
+                self.find_next_user_entry(false);
+            }
+        }
+    }
+
+    /// Positions on the last key below the upper bound.
+    pub fn seek_to_last(&mut self) {
+        self.direction = Direction::Reverse;
+        self.saved_key.clear();
+        match &self.upper {
+            Some(upper) => {
+                let target = InternalKey::new(upper, MAX_SEQUENCE, ValueKind::SEEK);
+                self.iter.seek(target.encoded());
+                if self.iter.valid() {
+                    self.iter.prev();
+                } else {
+                    self.iter.seek_to_last();
+                }
+            }
+            None => self.iter.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Positions on the first key `>= target` (and within bounds).
+    pub fn seek(&mut self, target: &[u8]) {
+        let target = match &self.lower {
+            Some(lower) if lower.as_slice() > target => lower.clone(),
+            _ => target.to_vec(),
+        };
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        let ikey = InternalKey::new(&target, self.snapshot.sequence(), ValueKind::SEEK);
+        self.iter.seek(ikey.encoded());
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the next key; requires `valid()`.
+    pub fn next(&mut self) {
+        assert!(self.valid, "DbIterator::next on an invalid iterator");
+        if self.direction == Direction::Reverse {
+            self.direction = Direction::Forward;
+            // The cursor is just before the current key's entries.
+            if self.iter.valid() {
+                self.iter.next();
+            } else {
+                self.iter.seek_to_first();
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key.extend_from_slice(user_key(self.iter.key()));
+            self.iter.next();
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key; requires `valid()`.
+    pub fn prev(&mut self) {
+        assert!(self.valid, "DbIterator::prev on an invalid iterator");
+        if self.direction == Direction::Forward {
+            self.saved_key.clear();
+            self.saved_key.extend_from_slice(user_key(self.iter.key()));
+            loop {
+                self.iter.prev();
+                if !self.iter.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return;
+                }
+                if user_key(self.iter.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    fn parse(&mut self) -> Option<(u64, ValueKind)> {
+        match ParsedKey::parse(self.iter.key()) {
+            Some(p) => Some((p.sequence, p.kind)),
+            None => {
+                self.error = Some(Error::corruption(
+                    "iterator",
+                    0,
+                    "malformed internal key in merged stream",
+                ));
+                None
+            }
+        }
+    }
+
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        self.valid = false;
+        while self.iter.valid() && self.error.is_none() {
+            if let Some((seq, kind)) = self.parse() {
+                if seq <= self.snapshot.sequence() {
+                    let ukey = user_key(self.iter.key());
+                    if self.upper.as_deref().is_some_and(|u| ukey >= u) {
+                        break;
+                    }
+                    match kind {
+                        ValueKind::Deletion => {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(ukey);
+                            skipping = true;
+                        }
+                        ValueKind::Value => {
+                            if !(skipping && ukey <= self.saved_key.as_slice()) {
+                                self.valid = true;
+                                self.saved_key.clear();
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            self.iter.next();
+        }
+        self.saved_key.clear();
+    }
+
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Deletion;
+        while self.iter.valid() && self.error.is_none() {
+            if let Some((seq, this_kind)) = self.parse() {
+                if seq <= self.snapshot.sequence() {
+                    let ukey = user_key(self.iter.key());
+                    if kind != ValueKind::Deletion && ukey < self.saved_key.as_slice() {
+                        break;
+                    }
+                    if self.lower.as_deref().is_some_and(|l| ukey < l) {
+                        break;
+                    }
+                    kind = this_kind;
+                    match kind {
+                        ValueKind::Deletion => {
+                            self.saved_key.clear();
+                            self.saved_value.clear();
+                        }
+                        ValueKind::Value => {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(ukey);
+                            self.saved_value.clear();
+                            self.saved_value.extend_from_slice(self.iter.value());
+                        }
+                    }
+                }
+            }
+            self.iter.prev();
+        }
+        if kind == ValueKind::Deletion || self.error.is_some() {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+        } else {
+            self.valid = true;
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The store: the write path, the read path and the background thread.
+//!
+//! `Db` is a cheap handle (`Clone`, `Send + Sync`). State shared with the
+//! background thread and iterators lives in `DbInner`; the last `Db` handle
+//! to go stops the background thread and persists the counters.
+
+mod background;
+mod batch;
+mod iter;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub(crate) use batch::DecodedBatch;
+pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use iter::DbIterator;
+pub use snapshot::Snapshot;
+pub use stats::Stats;
+
+use crate::error::{Error, Result};
+use crate::io::{FileLock, FileSystem, PosixFs};
+use crate::memtable::Memtable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::stats::Counters;
+use crate::table_cache::TableCache;
+use crate::version::{Version, VersionSet};
+use snapshot::SnapshotRegistry;
+use write::WriteState;
+
+/// What a read needs, swapped as one unit: the mutable memtable, the
+/// immutable ones waiting for flush (newest first) and the version.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<Memtable>,
+    pub imms: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// Coordination between writers, the background thread and `close`.
+#[derive(Default)]
+pub(crate) struct BackgroundState {
+    /// A failed flush or compaction; writes are refused until reopen.
+    pub error: Option<Error>,
+    pub shutting_down: bool,
+    /// Completed background jobs, so waiters can tell progress happened.
+    pub jobs_done: u64,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub counters: Arc<Counters>,
+    pub table_cache: Arc<TableCache>,
+    pub snapshots: Arc<SnapshotRegistry>,
+    /// Sequence number of the last write visible to readers.
+    pub last_sequence: AtomicU64,
+    pub super_version: RwLock<Arc<SuperVersion>>,
+    pub write: Mutex<WriteState>,
+    /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
+    pub write_cv: Condvar,
+    pub log: Mutex<write::LogState>,
+    pub versions: Mutex<VersionSet>,
+    pub background: Mutex<BackgroundState>,
+    pub background_cv: Condvar,
+    /// Held while a flush or compaction runs: one at a time in the core.
+    pub compaction_lock: Mutex<()>,
+    /// Tables removed from the current version, awaiting release.
+    pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
+    pub closed: AtomicBool,
+    _lock: Box<dyn FileLock>,
+}
+
+impl DbInner {
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        self.super_version.read().clone()
+    }
+
+    /// The background error, if any, as the error writers get.
+    pub fn check_background_error(&self) -> Result<()> {
+        match &self.background.lock().error {
+            Some(e) => Err(Error::Background(Box::new(e.clone()))),
+            None => Ok(()),
+        }
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+struct DbHandle {
+    inner: Arc<DbInner>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl DbHandle {
+    fn shutdown(&self) -> Result<()> {
+        let Some(thread) = self.background.lock().take() else {
+            return Ok(());
+        };
+        {
+            let mut bg = self.inner.background.lock();
+            bg.shutting_down = true;
+            self.inner.background_cv.notify_all();
+        }
+        // A panicking background thread has already recorded nothing useful;
+        // the store is closed either way.
+        let _ = thread.join();
+        self.inner.closed.store(true, Ordering::Release);
+        {
+            let mut log = self.inner.log.lock();
+            log.writer.flush()?;
+        }
+        self.inner.versions.lock().persist_counters()?;
+        background::collect_obsolete_files(&self.inner);
+        Ok(())
+    }
+}
+
+impl Drop for DbHandle {
+    fn drop(&mut self) {
+        // Errors here cannot be reported; `Db::close` reports them.
+        let _ = self.shutdown();
+    }
+}
+
+/// A ThicketDB store. Cheap to clone and share across threads.
+#[derive(Clone)]
+pub struct Db {
+    handle: Arc<DbHandle>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner().dir)
+            .finish()
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the store in directory `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_with_fs(path, options, Arc::new(PosixFs))
+    }
+
+    /// Opens the store through a given file system (tests inject faults).
+    pub fn open_with_fs(
+        path: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), options, fs)?);
+        let thread = background::spawn(inner.clone())?;
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                inner,
+                background: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    fn inner(&self) -> &Arc<DbInner> {
+        &self.handle.inner
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.inner().dir
+    }
+
+    /// The options this store runs with.
+    pub fn options(&self) -> &Options {
+        &self.inner().options
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(key, value, WriteOptions::default())
+    }
+
+    pub fn put_opt(&self, key: &[u8], value: &[u8], opts: WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value)?;
+        self.write_opt(batch, opts)
+    }
+
+    /// Removes `key` (a no-op when absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(key, WriteOptions::default())
+    }
+
+    pub fn delete_opt(&self, key: &[u8], opts: WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key)?;
+        self.write_opt(batch, opts)
+    }
+
+    /// Applies a batch atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, WriteOptions::default())
+    }
+
+    pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        write::write(self.inner(), batch, opts)
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        read::get(self.inner(), key, opts.snapshot.as_ref())
+    }
+
+    /// A consistent read view at the current point of the write order.
+    pub fn snapshot(&self) -> Snapshot {
+        let inner = self.inner();
+        Snapshot::new(
+            inner.last_sequence.load(Ordering::Acquire),
+            inner.snapshots.clone(),
+        )
+    }
+
+    /// An iterator over user keys within the bounds of `opts`; call a seek
+    /// method before reading.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        iter::new(self.inner(), opts)
+    }
+
+    /// Flushes the memtable and waits until every immutable memtable is on
+    /// disk.
+    pub fn flush(&self) -> Result<()> {
+        write::flush(self.inner())
+    }
+
+    /// Flushes, then compacts every table overlapping `[start, end]` (`None`
+    /// is unbounded) into the bottom of the tree, dropping overwritten
+    /// versions and deletions no snapshot needs.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        background::compact_range(self.inner(), start, end)
+    }
+
+    /// Engine statistics.
+    pub fn stats(&self) -> Stats {
+        stats::collect(self.inner())
+    }
+
+    /// Stops background work, persists counters and releases the store.
+    /// Other clones of this handle get `Error::Closed` afterwards.
+    pub fn close(self) -> Result<()> {
+        self.handle.shutdown()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,250 @@
+//! Opening a store: lock, options, MANIFEST replay, log replay, and the
+//! sweep of files no version references.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::background::write_memtable;
+use super::snapshot::SnapshotRegistry;
+use super::write::{insert_into_memtable, LogState, WriteState};
+use super::{BackgroundState, DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::io::FileSystem;
+use crate::log::{LogReader, LogWriter};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::table::BlockCache;
+use crate::table_cache::TableCache;
+use crate::version::files::{
+    current_path, lock_path, log_path, options_path, parse_file_name, temp_path, FileKind,
+};
+use crate::version::{Version, VersionEdit, VersionSet};
+
+pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
+    options.validate()?;
+    fs.create_dir_all(dir)?;
+    let lock = fs.lock(&lock_path(dir))?;
+    let exists = fs.exists(&current_path(dir));
+    if exists {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "a store already exists in {}",
+                dir.display()
+            )));
+        }
+        check_stored_profile(fs.as_ref(), dir, &options)?;
+    } else {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "no store in {} and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        let tmp = temp_path(dir, 0);
+        fs.write_durably(&tmp, options.encode().as_bytes())?;
+        fs.rename(&tmp, &options_path(dir))?;
+        fs.sync_dir(dir)?;
+    }
+
+    let counters = Arc::new(Counters::default());
+    let recovered = if exists {
+        VersionSet::recover(fs.as_ref(), dir)?
+    } else {
+        VersionSet::empty()
+    };
+    counters.restore(&recovered.stats);
+    let names = fs.list(dir)?;
+    let highest = names
+        .iter()
+        .filter_map(|n| match parse_file_name(n)? {
+            FileKind::Log(x) | FileKind::Segment(x) | FileKind::Manifest(x) | FileKind::Temp(x) => {
+                Some(x)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let next_file = Arc::new(AtomicU64::new(highest + 1));
+    let mut versions = VersionSet::open(fs.clone(), dir, counters.clone(), recovered, next_file)?;
+
+    let mut logs: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match parse_file_name(n)? {
+            FileKind::Log(x) if x >= versions.log_number() => Some(x),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let mut edit = VersionEdit::default();
+    let mut last_sequence = versions.last_sequence();
+    let mut replay = Replay {
+        fs: fs.as_ref(),
+        dir,
+        options: &options,
+        versions: &versions,
+        mem: Arc::new(Memtable::new(0)),
+        edit: &mut edit,
+    };
+    for &log in &logs {
+        last_sequence = last_sequence.max(replay.log(log)?);
+    }
+    replay.flush_memtable()?;
+
+    let log_number = versions.new_file_number();
+    let log_file = fs.create(&log_path(dir, log_number))?;
+    edit.log_number = Some(log_number);
+    edit.last_sequence = Some(last_sequence);
+    let version = versions.log_and_apply(edit)?;
+    sweep(fs.as_ref(), dir, &version, log_number);
+
+    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
+    let table_cache = Arc::new(TableCache::new(
+        dir,
+        fs.clone(),
+        options.max_open_files,
+        block_cache,
+    ));
+    release_dead_space(&table_cache, &version);
+    Ok(DbInner {
+        dir: dir.to_path_buf(),
+        counters,
+        table_cache,
+        snapshots: Arc::new(SnapshotRegistry::default()),
+        last_sequence: AtomicU64::new(last_sequence),
+        super_version: RwLock::new(Arc::new(SuperVersion {
+            mem: Arc::new(Memtable::new(log_number)),
+            imms: Vec::new(),
+            version,
+        })),
+        write: Mutex::new(WriteState::default()),
+        write_cv: Condvar::new(),
+        log: Mutex::new(LogState {
+            writer: LogWriter::new(log_file),
+            number: log_number,
+        }),
+        versions: Mutex::new(versions),
+        background: Mutex::new(BackgroundState::default()),
+        background_cv: Condvar::new(),
+        compaction_lock: Mutex::new(()),
+        obsolete: Mutex::new(Vec::new()),
+        closed: AtomicBool::new(false),
+        options,
+        fs,
+        _lock: lock,
+    })
+}
+
+fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
+    let path = options_path(dir);
+    if !fs.exists(&path) {
+        return Err(Error::corruption(&path, 0, "OPTIONS file is missing"));
+    }
+    let stored = Options::decode(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    if stored.profile != options.profile {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} was created with profile {:?}; it cannot be opened as {:?}",
+            dir.display(),
+            stored.profile.name(),
+            options.profile.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Replays logs into memtables, flushing each full one into L0.
+struct Replay<'a> {
+    fs: &'a dyn FileSystem,
+    dir: &'a Path,
+    options: &'a Options,
+    versions: &'a VersionSet,
+    mem: Arc<Memtable>,
+    edit: &'a mut VersionEdit,
+}
+
+impl Replay<'_> {
+    /// Replays one log; returns the last sequence number it holds.
+    fn log(&mut self, number: u64) -> Result<u64> {
+        let path = log_path(self.dir, number);
+        let mut reader = LogReader::new(
+            self.fs.open_sequential(&path)?,
+            path.clone(),
+            self.options.wal_recovery_mode,
+        );
+        let mut last = 0;
+        let mut record = Vec::new();
+        while let Some(offset) = reader.read_record_into(&mut record)? {
+            last = insert_into_memtable(&self.mem, &record)
+                .map_err(|why| Error::corruption(&path, offset, why))?;
+            if self.mem.approximate_size() >= self.options.write_buffer_size {
+                self.flush_memtable()?;
+            }
+        }
+        Ok(last)
+    }
+
+    fn flush_memtable(&mut self) -> Result<()> {
+        if self.mem.is_empty() {
+            return Ok(());
+        }
+        let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0)));
+        let numbers = || self.versions.new_file_number();
+        // Recovery runs before any snapshot exists: only the newest version
+        // of each key matters, but keep them all, as a flush does.
+        let output = write_memtable(self.fs, self.dir, self.options, mem, 0, &numbers)?;
+        let run = self.versions.new_file_number();
+        for t in output.tables {
+            self.edit.add_table(0, run, t);
+        }
+        Ok(())
+    }
+}
+
+/// Deletes files that no version needs: old logs and MANIFESTs, temporary
+/// files and unreferenced segments left by an interrupted flush or compaction.
+fn sweep(fs: &dyn FileSystem, dir: &Path, version: &Version, log_number: u64) {
+    let live = version.segment_table_counts();
+    let Ok(names) = fs.list(dir) else { return };
+    for name in names {
+        let doomed = match parse_file_name(&name) {
+            Some(FileKind::Log(n)) => n < log_number,
+            Some(FileKind::Segment(n)) => !live.contains_key(&n),
+            Some(FileKind::Temp(_)) => true,
+            _ => false,
+        };
+        if doomed {
+            // Garbage that stays is harmless; the next open tries again.
+            let _ = fs.remove(&dir.join(&name));
+        }
+    }
+}
+
+/// Punches out the gaps between live tables of each segment: the space of
+/// tables that died before a crash let their holes be punched.
+fn release_dead_space(cache: &TableCache, version: &Version) {
+    let mut by_segment: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for t in version.tables() {
+        by_segment
+            .entry(t.segment)
+            .or_default()
+            .push((t.offset, t.length));
+    }
+    for (segment, mut ranges) in by_segment {
+        let Ok(file) = cache.segment_file(segment) else {
+            continue;
+        };
+        let Ok(len) = file.len() else { continue };
+        ranges.sort_unstable();
+        let mut cursor = crate::io::segment::SEGMENT_HEADER_LEN;
+        for (offset, length) in ranges.into_iter().chain(std::iter::once((len, 0))) {
+            if offset > cursor {
+                // Best effort: a failure leaves the space allocated, no more.
+                let _ = file.punch_hole(cursor, offset - cursor);
+            }
+            cursor = cursor.max(offset + length);
+        }
+    }
+}

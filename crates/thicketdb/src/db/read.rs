@@ -1,0 +1,61 @@
+//! Point lookups: memtables, then each level's runs newest first; inside a
+//! run one table is a candidate (binary search on key ranges), and its Bloom
+//! filter, index and block (through the block cache) decide.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::snapshot::Snapshot;
+use super::DbInner;
+use crate::error::Result;
+use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
+use crate::memtable::Lookup;
+
+pub(crate) fn get(
+    inner: &Arc<DbInner>,
+    key: &[u8],
+    snapshot: Option<&Snapshot>,
+) -> Result<Option<Vec<u8>>> {
+    inner.check_open()?;
+    // Read the sequence before the super version: every write at or below
+    // it is then in one of the memtables or tables we look at.
+    let seq = match snapshot {
+        Some(s) => s.sequence(),
+        None => inner.last_sequence.load(Ordering::Acquire),
+    };
+    let sv = inner.super_version();
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        match mem.get(key, seq) {
+            Some(Lookup::Value(v)) => return Ok(Some(v.to_vec())),
+            Some(Lookup::Deleted) => return Ok(None),
+            None => {}
+        }
+    }
+    let lookup = InternalKey::new(key, seq, ValueKind::SEEK);
+    for level in &sv.version.levels {
+        for run in &level.runs {
+            let Some(i) = run.find(key) else { continue };
+            let meta = &run.tables[i];
+            if meta.min_seq > seq {
+                continue;
+            }
+            let table = inner.table_cache.table(meta)?;
+            if let Some((found_key, value)) = table.get(lookup.encoded())? {
+                let parsed = ParsedKey::parse(&found_key).ok_or_else(|| {
+                    crate::error::Error::corruption(
+                        format!("table {}", meta.id),
+                        meta.offset,
+                        "malformed internal key",
+                    )
+                })?;
+                if parsed.user_key == key {
+                    return Ok(match parsed.kind {
+                        ValueKind::Value => Some(value),
+                        ValueKind::Deletion => None,
+                    });
+                }
+            }
+        }
+    }
+    Ok(None)
+}

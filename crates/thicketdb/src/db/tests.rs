@@ -1,0 +1,216 @@
+//! Behaviour of the store through its public API, on the real file system.
+
+use super::*;
+use crate::options::Options;
+
+fn small_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_table_size: 16 << 10,
+        block_size: 1024,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(opts).unwrap();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.delete(b"a").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+}
+
+#[test]
+fn many_writes_flush_compact_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..20_000u32 {
+        db.put(&key(i % 7000), format!("v{i}").as_bytes()).unwrap();
+    }
+    for i in (0..7000u32).step_by(3) {
+        db.delete(&key(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let stats = db.stats();
+    assert!(stats.flushes > 0, "{stats:?}");
+    assert!(stats.compactions_merge > 0, "{stats:?}");
+    assert!(stats.tables > 1);
+    let check = |db: &Db| {
+        for i in 0..7000u32 {
+            let expect = if i % 3 == 0 {
+                None
+            } else {
+                let last = (0..20_000u32).rev().find(|j| j % 7000 == i).unwrap();
+                Some(format!("v{last}").into_bytes())
+            };
+            assert_eq!(db.get(&key(i)).unwrap(), expect, "key {i}");
+        }
+        assert_eq!(scan(db, ReadOptions::default()).len(), 7000 - 2334);
+    };
+    check(&db);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.stats().tables_per_level[0], 0);
+    check(&db);
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    check(&db);
+    assert!(db.stats().user_bytes_written > 0, "counters persisted");
+}
+
+#[test]
+fn snapshots_see_a_fixed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put(b"k", b"old").unwrap();
+    let snap = db.snapshot();
+    db.put(b"k", b"new").unwrap();
+    db.delete(b"k").unwrap();
+    for i in 0..5000u32 {
+        db.put(&key(i), &[b'x'; 50]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let opts = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt(b"k", &opts).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(b"k").unwrap(), None);
+    assert_eq!(scan(&db, opts), vec![(b"k".to_vec(), b"old".to_vec())]);
+}
+
+#[test]
+fn iterator_bounds_and_reverse() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..100u32 {
+        db.put(&key(i), &key(i)).unwrap();
+    }
+    db.flush().unwrap();
+    for i in (0..100u32).step_by(2) {
+        db.delete(&key(i)).unwrap();
+    }
+    let opts = ReadOptions {
+        lower_bound: Some(key(10)),
+        upper_bound: Some(key(20)),
+        ..ReadOptions::default()
+    };
+    let fwd: Vec<_> = scan(&db, opts.clone())
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let expect: Vec<_> = (10..20).filter(|i| i % 2 == 1).map(key).collect();
+    assert_eq!(fwd, expect);
+    let mut it = db.iter(opts).unwrap();
+    it.seek_to_last();
+    let mut rev = Vec::new();
+    while it.valid() {
+        rev.push(it.key().to_vec());
+        it.prev();
+    }
+    rev.reverse();
+    assert_eq!(rev, expect);
+    it.seek(&key(14));
+    assert_eq!(it.key(), key(15).as_slice());
+    it.prev();
+    assert_eq!(it.key(), key(13).as_slice());
+    it.next();
+    assert_eq!(it.key(), key(15).as_slice());
+}
+
+#[test]
+fn batches_are_atomic_and_limits_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"x", b"1").unwrap();
+    b.put(b"y", b"2").unwrap();
+    b.delete(b"x").unwrap();
+    db.write(b).unwrap();
+    assert_eq!(db.get(b"x").unwrap(), None);
+    assert_eq!(db.get(b"y").unwrap(), Some(b"2".to_vec()));
+    let huge_key = vec![0u8; MAX_KEY_SIZE + 1];
+    assert!(matches!(
+        db.put(&huge_key, b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn second_open_is_locked_and_profile_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    assert!(matches!(
+        Db::open(dir.path(), small_options()),
+        Err(Error::Locked(_))
+    ));
+    db.close().unwrap();
+    let opts = Options {
+        create_if_missing: false,
+        ..small_options()
+    };
+    Db::open(dir.path(), opts).unwrap();
+    let missing = tempfile::tempdir().unwrap();
+    let opts = Options {
+        create_if_missing: false,
+        ..small_options()
+    };
+    assert!(matches!(
+        Db::open(missing.path().join("none"), opts),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn concurrent_writers_and_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let db = db.clone();
+            s.spawn(move || {
+                for i in 0..2000u32 {
+                    let k = key(t * 100_000 + i);
+                    db.put(&k, &k).unwrap();
+                    assert_eq!(db.get(&k).unwrap(), Some(k.clone()));
+                }
+            });
+        }
+    });
+    assert_eq!(scan(&db, ReadOptions::default()).len(), 8000);
+    let stats = db.stats();
+    assert_eq!(stats.user_writes, 8000);
+    assert!(stats.write_groups <= 8000);
+}
+
+#[test]
+fn closed_handle_refuses_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let other = db.clone();
+    db.close().unwrap();
+    assert!(matches!(other.put(b"a", b"b"), Err(Error::Closed)));
+    assert!(matches!(other.get(b"a"), Err(Error::Closed)));
+}

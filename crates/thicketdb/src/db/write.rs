@@ -1,0 +1,317 @@
+//! The write path: group commit, memtable switching and write stalls.
+//!
+//! Writers queue up; the writer at the front becomes the leader, merges the
+//! batches behind it into one log record, appends it with one `write` (and
+//! at most one `fdatasync`), inserts the group into the memtable with
+//! consecutive sequence numbers, publishes the last sequence and wakes the
+//! followers.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::batch::{DecodedBatch, WriteBatch};
+use super::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::WriteOptions;
+use crate::stats::Counters;
+use crate::version::files::log_path;
+
+/// A group stops growing at this many bytes (LevelDB's 1 MiB).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// One writer waiting in the queue.
+pub(crate) struct PendingWrite {
+    batch: Option<WriteBatch>,
+    sync: bool,
+    result: Option<Result<()>>,
+}
+
+type Slot = Arc<parking_lot::Mutex<PendingWrite>>;
+
+#[derive(Default)]
+pub(crate) struct WriteState {
+    queue: VecDeque<Slot>,
+}
+
+/// The current log; only the write leader and memtable switches touch it.
+pub(crate) struct LogState {
+    pub writer: LogWriter,
+    pub number: u64,
+}
+
+pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+    inner.check_open()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let slot: Slot = Arc::new(parking_lot::Mutex::new(PendingWrite {
+        batch: Some(batch),
+        sync: opts.sync,
+        result: None,
+    }));
+    let mut state = inner.write.lock();
+    state.queue.push_back(slot.clone());
+    loop {
+        if let Some(result) = slot.lock().result.take() {
+            return result;
+        }
+        if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+            break;
+        }
+        inner.write_cv.wait(&mut state);
+    }
+    // This writer leads: it owns the front of the queue until it pops it.
+    let outcome = lead(inner, &mut state);
+    let group = match outcome {
+        Ok(group) => group,
+        Err(e) => {
+            // Only the leader fails; followers retry under a new leader.
+            state.queue.pop_front();
+            inner.write_cv.notify_all();
+            return Err(e);
+        }
+    };
+    let mut result = Ok(());
+    for _ in 0..group.len {
+        let done = state.queue.pop_front().expect("group members are queued");
+        if Arc::ptr_eq(&done, &slot) {
+            result = group.result.clone();
+        } else {
+            done.lock().result = Some(group.result.clone());
+        }
+    }
+    inner.write_cv.notify_all();
+    result
+}
+
+struct Group {
+    len: usize,
+    result: Result<()>,
+}
+
+/// Makes room, forms a group, and commits it. Called with the queue lock,
+/// which is released while the log is written.
+fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> Result<Group> {
+    inner.check_background_error()?;
+    make_room(inner, state, false)?;
+    let (mut merged, len, sync) = form_group(state);
+    let count = merged.len() as u64;
+    let user_bytes = merged.user_bytes();
+    let result = MutexGuard::unlocked(state, || {
+        let sv = inner.super_version();
+        let first = inner.last_sequence.load(Ordering::Acquire) + 1;
+        let mut log = inner.log.lock();
+        let record = merged.encode(first);
+        let logged = log
+            .writer
+            .add_record(record)
+            .and_then(|()| log.writer.flush())
+            .and_then(|()| {
+                if sync {
+                    Counters::add(&inner.counters.fsyncs_log, 1);
+                    log.writer.sync()
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = logged {
+            // The log may now hold a torn record: refuse further writes.
+            set_background_error(inner, e.clone());
+            return Err(e);
+        }
+        Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
+        insert_into_memtable(&sv.mem, record).map_err(|why| {
+            Error::InvalidArgument(format!("internal: batch failed to decode: {why}"))
+        })?;
+        inner
+            .last_sequence
+            .store(first + count - 1, Ordering::Release);
+        Ok(())
+    });
+    if result.is_ok() {
+        let c = &inner.counters;
+        Counters::add(&c.user_bytes_written, user_bytes);
+        Counters::add(&c.user_writes, count);
+        Counters::add(&c.write_groups, 1);
+    }
+    Ok(Group { len, result })
+}
+
+/// Takes the leader's batch and merges followers' batches behind it.
+fn form_group(state: &mut MutexGuard<'_, super::WriteState>) -> (WriteBatch, usize, bool) {
+    let mut iter = state.queue.iter();
+    let leader = iter.next().expect("leader is queued");
+    let (mut merged, sync) = {
+        let mut l = leader.lock();
+        (l.batch.take().expect("leader batch present"), l.sync)
+    };
+    let mut len = 1;
+    for follower in iter {
+        let mut f = follower.lock();
+        // A sync write never rides in a non-sync group: it would be
+        // acknowledged without its fdatasync.
+        if f.sync && !sync {
+            break;
+        }
+        let Some(batch) = f.batch.as_ref() else { break };
+        if merged.encoded_len() + batch.encoded_len() > MAX_GROUP_BYTES {
+            break;
+        }
+        merged.append(batch);
+        f.batch = None;
+        len += 1;
+    }
+    (merged, len, sync)
+}
+
+/// Applies an encoded batch to the memtable.
+pub(crate) fn insert_into_memtable(
+    mem: &Memtable,
+    record: &[u8],
+) -> std::result::Result<u64, String> {
+    let batch = DecodedBatch::parse(record)?;
+    let ops = batch.ops()?;
+    let mut seq = batch.first_sequence;
+    for op in &ops {
+        mem.add(seq, op.kind, op.key, op.value);
+        seq += 1;
+    }
+    Ok(seq.saturating_sub(1))
+}
+
+pub(crate) fn set_background_error(inner: &DbInner, e: Error) {
+    let mut bg = inner.background.lock();
+    if bg.error.is_none() {
+        bg.error = Some(e);
+    }
+    inner.background_cv.notify_all();
+}
+
+/// Ensures the memtable has room, switching it when full and stalling while
+/// flushes or L0 compaction fall behind. `force` switches a non-empty
+/// memtable regardless of size (for `flush`).
+fn make_room(
+    inner: &Arc<DbInner>,
+    state: &mut MutexGuard<'_, super::WriteState>,
+    force: bool,
+) -> Result<()> {
+    let opts = &inner.options;
+    let mut slowed = false;
+    loop {
+        inner.check_background_error()?;
+        inner.check_open()?;
+        let sv = inner.super_version();
+        let l0_runs = sv.version.levels[0].runs.len();
+        if !slowed && !force && l0_runs >= opts.l0_slowdown_writes_trigger {
+            // Delay each write a little rather than stopping all of them
+            // later; this hands the CPU to compaction.
+            slowed = true;
+            let start = Instant::now();
+            MutexGuard::unlocked(state, || std::thread::sleep(Duration::from_millis(1)));
+            Counters::add(
+                &inner.counters.stall_micros,
+                start.elapsed().as_micros() as u64,
+            );
+            continue;
+        }
+        let full = sv.mem.approximate_size() >= opts.write_buffer_size;
+        if !force && !full {
+            return Ok(());
+        }
+        if force && sv.mem.is_empty() {
+            return Ok(());
+        }
+        if sv.imms.len() >= opts.max_immutable_memtables
+            || (!force && l0_runs >= opts.l0_stop_writes_trigger)
+        {
+            let start = Instant::now();
+            wake_background(inner);
+            inner.write_cv.wait_for(state, Duration::from_millis(100));
+            Counters::add(
+                &inner.counters.stall_micros,
+                start.elapsed().as_micros() as u64,
+            );
+            continue;
+        }
+        switch_memtable(inner)?;
+        wake_background(inner);
+        return Ok(());
+    }
+}
+
+/// Starts a new log and memtable; the old memtable becomes immutable.
+fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
+    let number = inner.versions.lock().new_file_number();
+    let file = match inner.fs.create(&log_path(&inner.dir, number)) {
+        Ok(f) => f,
+        Err(e) => {
+            set_background_error(inner, e.clone());
+            return Err(e);
+        }
+    };
+    {
+        let mut log = inner.log.lock();
+        // The old log must reach the OS before its memtable can be flushed
+        // and the log deleted; it already has (every group flushes).
+        log.writer = LogWriter::new(file);
+        log.number = number;
+    }
+    // Only the queue's front switches memtables, and flushes only remove
+    // immutable memtables or replace the version, so building from the
+    // current super version under its lock loses nothing.
+    let mut current = inner.super_version.write();
+    let mut imms = Vec::with_capacity(current.imms.len() + 1);
+    imms.push(current.mem.clone());
+    imms.extend(current.imms.iter().cloned());
+    let next = SuperVersion {
+        mem: Arc::new(Memtable::new(number)),
+        imms,
+        version: current.version.clone(),
+    };
+    *current = Arc::new(next);
+    Ok(())
+}
+
+pub(crate) fn wake_background(inner: &DbInner) {
+    let _bg = inner.background.lock();
+    inner.background_cv.notify_all();
+}
+
+/// Switches a non-empty memtable and waits until nothing is left to flush.
+pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+    inner.check_open()?;
+    {
+        let mut state = inner.write.lock();
+        // Take the leader's place so no group is mid-commit during the switch.
+        let slot: Slot = Arc::new(parking_lot::Mutex::new(PendingWrite {
+            batch: None,
+            sync: false,
+            result: None,
+        }));
+        state.queue.push_back(slot.clone());
+        while !state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+            inner.write_cv.wait(&mut state);
+        }
+        let result = make_room(inner, &mut state, true);
+        state.queue.pop_front();
+        inner.write_cv.notify_all();
+        result?;
+    }
+    let mut state = inner.write.lock();
+    loop {
+        inner.check_background_error()?;
+        if inner.super_version().imms.is_empty() {
+            return Ok(());
+        }
+        wake_background(inner);
+        inner
+            .write_cv
+            .wait_for(&mut state, Duration::from_millis(100));
+    }
+}

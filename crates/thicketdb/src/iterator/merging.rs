@@ -1,0 +1,200 @@
+//! A k-way merge of internal iterators, in both directions.
+//!
+//! Children are few (memtables, L0 runs, one per deeper run), so the
+//! smallest/largest child is found by a linear scan, as LevelDB does. When
+//! the direction changes, every other child is re-positioned around the
+//! current key.
+
+use std::cmp::Ordering;
+
+use super::InternalIterator;
+use crate::error::Result;
+use crate::format::internal_key::compare;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+pub struct MergingIterator {
+    children: Vec<Box<dyn InternalIterator>>,
+    current: Option<usize>,
+    direction: Direction,
+}
+
+impl MergingIterator {
+    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
+        MergingIterator {
+            children,
+            current: None,
+            direction: Direction::Forward,
+        }
+    }
+
+    fn pick(&mut self, want: Ordering) {
+        let mut best: Option<usize> = None;
+        for (i, child) in self.children.iter().enumerate() {
+            if !child.valid() {
+                continue;
+            }
+            best = match best {
+                Some(b) if compare(child.key(), self.children[b].key()) != want => Some(b),
+                _ => Some(i),
+            };
+        }
+        self.current = best;
+    }
+
+    fn find_smallest(&mut self) {
+        self.pick(Ordering::Less);
+    }
+
+    fn find_largest(&mut self) {
+        self.pick(Ordering::Greater);
+    }
+
+    fn cur(&self) -> usize {
+        self.current.expect("merging iterator used while invalid")
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        for c in &mut self.children {
+            c.seek_to_first();
+        }
+        self.direction = Direction::Forward;
+        self.find_smallest();
+    }
+
+    fn seek_to_last(&mut self) {
+        for c in &mut self.children {
+            c.seek_to_last();
+        }
+        self.direction = Direction::Reverse;
+        self.find_largest();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        for c in &mut self.children {
+            c.seek(target);
+        }
+        self.direction = Direction::Forward;
+        self.find_smallest();
+    }
+
+    fn next(&mut self) {
+        let cur = self.cur();
+        if self.direction != Direction::Forward {
+            let key = self.children[cur].key().to_vec();
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if i == cur {
+                    continue;
+                }
+                c.seek(&key);
+                if c.valid() && compare(c.key(), &key) == Ordering::Equal {
+                    c.next();
+                }
+            }
+            self.direction = Direction::Forward;
+        }
+        self.children[cur].next();
+        self.find_smallest();
+    }
+
+    fn prev(&mut self) {
+        let cur = self.cur();
+        if self.direction != Direction::Reverse {
+            let key = self.children[cur].key().to_vec();
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if i == cur {
+                    continue;
+                }
+                c.seek(&key);
+                if c.valid() {
+                    c.prev();
+                } else {
+                    c.seek_to_last();
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.children[cur].prev();
+        self.find_largest();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.children[self.cur()].key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.children[self.cur()].value()
+    }
+
+    fn status(&self) -> Result<()> {
+        self.children.iter().try_for_each(|c| c.status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::internal_key::{InternalKey, ValueKind};
+    use crate::iterator::VecIterator;
+    use proptest::prelude::*;
+
+    fn source(keys: &[(u8, u64)]) -> Box<dyn InternalIterator> {
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|&(k, s)| {
+                (
+                    InternalKey::new(&[k], s, ValueKind::Value).into_vec(),
+                    vec![k],
+                )
+            })
+            .collect();
+        entries.sort_by(|a, b| compare(&a.0, &b.0));
+        entries.dedup_by(|a, b| a.0 == b.0);
+        Box::new(VecIterator::new(entries))
+    }
+
+    proptest! {
+        #[test]
+        fn matches_sorted_union_with_direction_changes(
+            parts in proptest::collection::vec(proptest::collection::vec((any::<u8>(), 0u64..1000), 0..20), 1..5),
+            moves in proptest::collection::vec(any::<bool>(), 0..60),
+        ) {
+            // Sequence numbers are made unique across sources, as in the engine.
+            let mut seq = 0;
+            let parts: Vec<Vec<(u8, u64)>> = parts.into_iter().map(|p| p.into_iter().map(|(k, _)| { seq += 1; (k, seq) }).collect()).collect();
+            let mut expected: Vec<Vec<u8>> = parts.iter().flatten()
+                .map(|&(k, s)| InternalKey::new(&[k], s, ValueKind::Value).into_vec()).collect();
+            expected.sort_by(|a, b| compare(a, b));
+            let mut it = MergingIterator::new(parts.iter().map(|p| source(p)).collect());
+            it.seek_to_first();
+            let mut got = Vec::new();
+            while it.valid() { got.push(it.key().to_vec()); it.next(); }
+            prop_assert_eq!(&got, &expected);
+
+            if expected.is_empty() { return Ok(()); }
+            let mut pos = expected.len() / 2;
+            it.seek(&expected[pos]);
+            for forward in moves {
+                prop_assert!(it.valid());
+                prop_assert_eq!(it.key(), &expected[pos][..]);
+                if forward {
+                    if pos + 1 == expected.len() { break; }
+                    it.next(); pos += 1;
+                } else {
+                    if pos == 0 { break; }
+                    it.prev(); pos -= 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The physical layout of a log: 32 KiB blocks of fragments, each behind a
+//! 7-byte header (see `docs/format-log.md`).
+
+use std::fmt;
+
+use crate::format::checksum;
+
+/// Logs are read and written in blocks of this size; a fragment never
+/// crosses a block boundary, so a reader can resynchronise at any block.
+pub const BLOCK_SIZE: usize = 32 * 1024;
+
+/// Masked crc32c (4) + payload length (2) + fragment type (1).
+pub const HEADER_SIZE: usize = 7;
+
+/// What part of a record a fragment holds. Type 0 is reserved: it is what a
+/// zero-filled (preallocated, never written) region decodes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FragmentType {
+    /// A whole record.
+    Full = 1,
+    /// The first piece of a record that spans blocks.
+    First = 2,
+    /// An inner piece.
+    Middle = 3,
+    /// The final piece.
+    Last = 4,
+}
+
+impl FragmentType {
+    fn from_byte(byte: u8) -> Option<FragmentType> {
+        match byte {
+            1 => Some(FragmentType::Full),
+            2 => Some(FragmentType::First),
+            3 => Some(FragmentType::Middle),
+            4 => Some(FragmentType::Last),
+            _ => None,
+        }
+    }
+
+    /// True for the fragments a record starts with.
+    pub fn starts_record(self) -> bool {
+        matches!(self, FragmentType::Full | FragmentType::First)
+    }
+
+    /// True for the fragments a record ends with.
+    pub fn ends_record(self) -> bool {
+        matches!(self, FragmentType::Full | FragmentType::Last)
+    }
+}
+
+/// The header of a fragment holding `payload`.
+pub fn encode_header(kind: FragmentType, payload: &[u8]) -> [u8; HEADER_SIZE] {
+    debug_assert!(payload.len() <= BLOCK_SIZE - HEADER_SIZE);
+    let crc = fragment_crc(kind as u8, payload);
+    let mut header = [0u8; HEADER_SIZE];
+    header[..4].copy_from_slice(&crc.to_le_bytes());
+    header[4..6].copy_from_slice(&(payload.len() as u16).to_le_bytes());
+    header[6] = kind as u8;
+    header
+}
+
+/// Masked crc32c over the type byte and the payload: covering the type means
+/// a flipped type is caught like any other damage.
+fn fragment_crc(kind: u8, payload: &[u8]) -> u32 {
+    checksum::mask(checksum::crc32c_two(&[kind], payload))
+}
+
+/// A fragment that decoded and passed its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment {
+    pub kind: FragmentType,
+    /// Payload length; the payload follows the header.
+    pub len: usize,
+}
+
+/// Why the bytes at a position are not a fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadFragment {
+    /// All seven header bytes are zero: a preallocated or zeroed region.
+    Zeroed,
+    /// Fewer than seven bytes before the end of the file.
+    TruncatedHeader,
+    /// The type byte is not 1..=4.
+    UnknownType(u8),
+    /// The length runs past the end of the block.
+    LengthPastBlock(usize),
+    /// The length fits the block but runs past the end of the file: what a
+    /// write cut short by a crash looks like.
+    TruncatedPayload(usize),
+    /// The checksum does not match.
+    Checksum(usize),
+}
+
+impl BadFragment {
+    /// The length the header claims, when it at least fits the block: the
+    /// reader tries the position after it first when resynchronising.
+    pub fn declared_len(self) -> Option<usize> {
+        match self {
+            BadFragment::Zeroed => Some(0),
+            BadFragment::TruncatedPayload(len) | BadFragment::Checksum(len) => Some(len),
+            BadFragment::TruncatedHeader
+            | BadFragment::UnknownType(_)
+            | BadFragment::LengthPastBlock(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for BadFragment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadFragment::Zeroed => f.write_str("zero-filled region"),
+            BadFragment::TruncatedHeader => f.write_str("fragment header cut short by end of file"),
+            BadFragment::UnknownType(t) => write!(f, "unknown fragment type {t}"),
+            BadFragment::LengthPastBlock(len) => {
+                write!(f, "fragment length {len} runs past the end of its block")
+            }
+            BadFragment::TruncatedPayload(len) => {
+                write!(f, "fragment of {len} bytes cut short by end of file")
+            }
+            BadFragment::Checksum(_) => f.write_str("fragment checksum mismatch"),
+        }
+    }
+}
+
+/// Decodes the fragment at the start of `data`, the bytes from the header to
+/// the end of the block's data; `room` is the distance from the header to
+/// the end of the block (more than `data.len()` only in the last, short
+/// block of a file).
+pub fn decode_fragment(data: &[u8], room: usize) -> Result<Fragment, BadFragment> {
+    let Some(header) = data.first_chunk::<HEADER_SIZE>() else {
+        return Err(BadFragment::TruncatedHeader);
+    };
+    if header == &[0u8; HEADER_SIZE] {
+        return Err(BadFragment::Zeroed);
+    }
+    let stored_crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+    let type_byte = header[6];
+    let kind = FragmentType::from_byte(type_byte).ok_or(BadFragment::UnknownType(type_byte))?;
+    let end = HEADER_SIZE + len;
+    if end > room {
+        return Err(BadFragment::LengthPastBlock(len));
+    }
+    let payload = data
+        .get(HEADER_SIZE..end)
+        .ok_or(BadFragment::TruncatedPayload(len))?;
+    if fragment_crc(type_byte, payload) != stored_crc {
+        return Err(BadFragment::Checksum(len));
+    }
+    Ok(Fragment { kind, len })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(kind: FragmentType, payload: &[u8]) -> Vec<u8> {
+        let mut bytes = encode_header(kind, payload).to_vec();
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    #[test]
+    fn header_layout() {
+        let header = encode_header(FragmentType::First, b"abc");
+        assert_eq!(&header[4..], &[3, 0, 2]);
+        let crc = u32::from_le_bytes(header[..4].try_into().unwrap());
+        assert_eq!(checksum::unmask(crc), checksum::crc32c(b"\x02abc"));
+    }
+
+    #[test]
+    fn decodes_valid_fragment() {
+        let bytes = fragment(FragmentType::Last, b"hello");
+        assert_eq!(
+            decode_fragment(&bytes, BLOCK_SIZE),
+            Ok(Fragment {
+                kind: FragmentType::Last,
+                len: 5
+            })
+        );
+    }
+
+    #[test]
+    fn classifies_damage() {
+        let good = fragment(FragmentType::Full, b"hello");
+        assert_eq!(
+            decode_fragment(&good[..5], BLOCK_SIZE),
+            Err(BadFragment::TruncatedHeader)
+        );
+        assert_eq!(
+            decode_fragment(&[0u8; 20], BLOCK_SIZE),
+            Err(BadFragment::Zeroed)
+        );
+        assert_eq!(
+            decode_fragment(&good[..9], BLOCK_SIZE),
+            Err(BadFragment::TruncatedPayload(5))
+        );
+        assert_eq!(
+            decode_fragment(&good, 10),
+            Err(BadFragment::LengthPastBlock(5))
+        );
+        let mut bad_type = good.clone();
+        bad_type[6] = 9;
+        assert_eq!(
+            decode_fragment(&bad_type, BLOCK_SIZE),
+            Err(BadFragment::UnknownType(9))
+        );
+        // The type byte is under the checksum.
+        let mut retyped = good.clone();
+        retyped[6] = FragmentType::First as u8;
+        assert_eq!(
+            decode_fragment(&retyped, BLOCK_SIZE),
+            Err(BadFragment::Checksum(5))
+        );
+        let mut flipped = good;
+        flipped[9] ^= 0x10;
+        assert_eq!(
+            decode_fragment(&flipped, BLOCK_SIZE),
+            Err(BadFragment::Checksum(5))
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Options, profiles (named option presets) and their persisted form.
+//!
+//! A store remembers the profile and options it was created with in its
+//! `OPTIONS` file; later opens start from those, may override tunables for
+//! that open, and are refused when they ask for another profile.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::format::checksum;
+use crate::log::RecoveryMode;
+use crate::table::{CompressionType, TableOptions};
+
+/// A named options preset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// The engine core's defaults.
+    #[default]
+    Default,
+}
+
+impl Profile {
+    pub const ALL: &'static [Profile] = &[Profile::Default];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Default => "default",
+        }
+    }
+
+    /// The options this profile starts from.
+    pub fn options(self) -> Options {
+        match self {
+            Profile::Default => Options::default(),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Profile> {
+        Profile::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Profile::ALL.iter().map(|p| p.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown profile {s:?} (known: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// Tunables of a store. Build from `Profile::options()` or `Default`, then
+/// adjust fields or call [`Options::set`] by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The preset these options came from; persisted and checked on open.
+    pub profile: Profile,
+    /// Create the store when the directory holds none.
+    pub create_if_missing: bool,
+    /// Refuse to open a store that already exists.
+    pub error_if_exists: bool,
+    /// Bytes a memtable may hold before it is switched and flushed.
+    pub write_buffer_size: u64,
+    /// Immutable memtables waiting for flush before writers stop.
+    pub max_immutable_memtables: usize,
+    /// Size at which flush and compaction cut output tables.
+    pub target_table_size: u64,
+    /// Uncompressed size of a data block.
+    pub block_size: usize,
+    /// Keys between restart points in a block.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters.
+    pub bloom_bits_per_key: u32,
+    /// Block compression for new tables.
+    pub compression: CompressionType,
+    /// Bytes of the shared block cache.
+    pub block_cache_size: u64,
+    /// Open segment files kept in the descriptor cache.
+    pub max_open_files: usize,
+    /// L0 runs that trigger an L0 compaction.
+    pub l0_compaction_trigger: usize,
+    /// L0 runs from which each write is delayed.
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 runs at which writes wait for compaction.
+    pub l0_stop_writes_trigger: usize,
+    /// How log corruption found during recovery is handled.
+    pub wal_recovery_mode: RecoveryMode,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            profile: Profile::Default,
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_immutable_memtables: 2,
+            target_table_size: 2 << 20,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::None,
+            block_cache_size: 64 << 20,
+            max_open_files: 1000,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 8,
+            l0_stop_writes_trigger: 12,
+            wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
+        }
+    }
+}
+
+fn parse<T: FromStr>(name: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| Error::InvalidArgument(format!("bad value {value:?} for option {name}")))
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool> {
+    match value {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(Error::InvalidArgument(format!(
+            "bad value {value:?} for option {name} (expected true or false)"
+        ))),
+    }
+}
+
+impl Options {
+    /// Names accepted by [`Options::set`], in the order they are persisted.
+    pub const NAMES: &'static [&'static str] = &[
+        "write_buffer_size",
+        "max_immutable_memtables",
+        "target_table_size",
+        "block_size",
+        "block_restart_interval",
+        "bloom_bits_per_key",
+        "compression",
+        "block_cache_size",
+        "max_open_files",
+        "l0_compaction_trigger",
+        "l0_slowdown_writes_trigger",
+        "l0_stop_writes_trigger",
+        "wal_recovery_mode",
+    ];
+
+    /// Sets one option from its textual form (`--option NAME=VALUE`).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        match name {
+            "write_buffer_size" => self.write_buffer_size = parse(name, value)?,
+            "max_immutable_memtables" => self.max_immutable_memtables = parse(name, value)?,
+            "target_table_size" => self.target_table_size = parse(name, value)?,
+            "block_size" => self.block_size = parse(name, value)?,
+            "block_restart_interval" => self.block_restart_interval = parse(name, value)?,
+            "bloom_bits_per_key" => self.bloom_bits_per_key = parse(name, value)?,
+            "compression" => self.compression = parse(name, value)?,
+            "block_cache_size" => self.block_cache_size = parse(name, value)?,
+            "max_open_files" => self.max_open_files = parse(name, value)?,
+            "l0_compaction_trigger" => self.l0_compaction_trigger = parse(name, value)?,
+            "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = parse(name, value)?,
+            "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = parse(name, value)?,
+            "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
+            "create_if_missing" => self.create_if_missing = parse_bool(name, value)?,
+            "error_if_exists" => self.error_if_exists = parse_bool(name, value)?,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown option {name:?} (known: {})",
+                    Options::NAMES.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// The textual value of a persisted option.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "write_buffer_size" => self.write_buffer_size.to_string(),
+            "max_immutable_memtables" => self.max_immutable_memtables.to_string(),
+            "target_table_size" => self.target_table_size.to_string(),
+            "block_size" => self.block_size.to_string(),
+            "block_restart_interval" => self.block_restart_interval.to_string(),
+            "bloom_bits_per_key" => self.bloom_bits_per_key.to_string(),
+            "compression" => self.compression.to_string(),
+            "block_cache_size" => self.block_cache_size.to_string(),
+            "max_open_files" => self.max_open_files.to_string(),
+            "l0_compaction_trigger" => self.l0_compaction_trigger.to_string(),
+            "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger.to_string(),
+            "l0_stop_writes_trigger" => self.l0_stop_writes_trigger.to_string(),
+            "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Rejects combinations the engine cannot run with.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: &str| Err(Error::InvalidArgument(msg.to_string()));
+        if self.write_buffer_size < 64 << 10 {
+            return bad("write_buffer_size must be at least 65536");
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.target_table_size < 4096 {
+            return bad("target_table_size must be at least 4096");
+        }
+        if self.block_size < 256 || self.block_size > 16 << 20 {
+            return bad("block_size must be between 256 and 16 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16");
+        }
+        if self.l0_compaction_trigger < 1
+            || self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        Ok(())
+    }
+
+    /// The table-format part of the options.
+    pub fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+        }
+    }
+
+    /// The persisted form: a versioned text file with a checksum line (see
+    /// `docs/format.md`).
+    pub fn encode(&self) -> String {
+        let mut body = format!("{OPTIONS_HEADER}\nprofile={}\n", self.profile);
+        for name in Options::NAMES {
+            if let Some(v) = self.get(name) {
+                body.push_str(&format!("{name}={v}\n"));
+            }
+        }
+        let crc = checksum::crc32c(body.as_bytes());
+        body.push_str(&format!("crc32c={crc:08x}\n"));
+        body
+    }
+
+    /// Parses a persisted `OPTIONS` file; `file` names it in errors.
+    pub fn decode(file: &str, text: &[u8]) -> Result<Options> {
+        let corrupt = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
+        let text = std::str::from_utf8(text).map_err(|e| corrupt(e.valid_up_to(), "not UTF-8"))?;
+        let crc_at = text
+            .rfind("crc32c=")
+            .ok_or_else(|| corrupt(text.len(), "missing checksum line"))?;
+        let (body, crc_line) = text.split_at(crc_at);
+        let stored = u32::from_str_radix(crc_line.trim_end().trim_start_matches("crc32c="), 16)
+            .map_err(|_| corrupt(crc_at, "bad checksum line"))?;
+        if stored != checksum::crc32c(body.as_bytes()) {
+            return Err(corrupt(crc_at, "options checksum mismatch"));
+        }
+        let mut lines = body.lines();
+        if lines.next() != Some(OPTIONS_HEADER) {
+            return Err(corrupt(0, "unknown OPTIONS header or version"));
+        }
+        let mut options = Options::default();
+        for line in lines {
+            let (name, value) = line
+                .split_once('=')
+                .ok_or_else(|| corrupt(0, "malformed line"))?;
+            if name == "profile" {
+                options.profile = value.parse().map_err(|_| corrupt(0, "unknown profile"))?;
+            } else {
+                options
+                    .set(name, value)
+                    .map_err(|e| corrupt(0, &format!("bad option line {line:?}: {e}")))?;
+            }
+        }
+        Ok(options)
+    }
+}
+
+const OPTIONS_HEADER: &str = "thicketdb-options 1";
+
+/// Per-write settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// `fdatasync` the log before acknowledging: the write survives power
+    /// loss. Without it a write survives a process crash only.
+    pub sync: bool,
+}
+
+/// Per-read settings.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<crate::db::Snapshot>,
+    /// Inclusive lower bound of iteration.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound of iteration.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Verify block checksums on every read (always on for this engine;
+    /// kept for API parity and future caching of verified blocks).
+    pub fill_cache: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let mut o = Options::default();
+        o.set("write_buffer_size", "4194304").unwrap();
+        o.set("compression", "lz4").unwrap();
+        let text = o.encode();
+        assert_eq!(Options::decode("OPTIONS", text.as_bytes()).unwrap(), o);
+    }
+
+    #[test]
+    fn tampering_is_detected() {
+        let text = Options::default().encode().replace("=4096", "=8192");
+        let err = Options::decode("OPTIONS", text.as_bytes()).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_bad_options_are_clear_errors() {
+        let mut o = Options::default();
+        let e = o.set("no_such_thing", "1").unwrap_err();
+        assert!(e.to_string().contains("unknown option"));
+        let e = o.set("write_buffer_size", "lots").unwrap_err();
+        assert!(e.to_string().contains("bad value"));
+        o.set("write_buffer_size", "10").unwrap();
+        assert!(o.validate().is_err());
+        assert!("nope".parse::<Profile>().is_err());
+        assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+    }
+}

@@ -1,0 +1,168 @@
+//! An iterator over one run: its tables concatenated in key order, each
+//! opened only when the cursor reaches it.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::format::internal_key::compare;
+use crate::iterator::InternalIterator;
+use crate::table::TableIterator;
+use crate::table_cache::TableCache;
+use crate::version::TableMeta;
+
+pub struct RunIterator {
+    tables: Vec<Arc<TableMeta>>,
+    cache: Arc<TableCache>,
+    /// Index of the table `inner` iterates.
+    index: usize,
+    inner: Option<TableIterator>,
+    error: Option<Error>,
+}
+
+impl RunIterator {
+    pub fn new(tables: Vec<Arc<TableMeta>>, cache: Arc<TableCache>) -> RunIterator {
+        RunIterator {
+            tables,
+            cache,
+            index: 0,
+            inner: None,
+            error: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) -> bool {
+        self.inner = None;
+        self.index = index;
+        if index >= self.tables.len() || self.error.is_some() {
+            return false;
+        }
+        match self.cache.table(&self.tables[index]) {
+            Ok(t) => {
+                self.inner = Some(t.iter());
+                true
+            }
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    fn inner_valid(&self) -> bool {
+        self.inner.as_ref().is_some_and(|i| i.valid())
+    }
+
+    /// After the current table ran out, moves forward to the next non-empty
+    /// table (or stops on an error).
+    fn skip_forward(&mut self) {
+        while !self.inner_valid() {
+            if let Some(inner) = &self.inner {
+                if let Err(e) = inner.status() {
+                    self.error = Some(e);
+                    self.inner = None;
+                    return;
+                }
+            }
+            if !self.open(self.index + 1) {
+                return;
+            }
+            if let Some(inner) = &mut self.inner {
+                inner.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while !self.inner_valid() {
+            if let Some(inner) = &self.inner {
+                if let Err(e) = inner.status() {
+                    self.error = Some(e);
+                    self.inner = None;
+                    return;
+                }
+            }
+            if self.index == 0 || !self.open(self.index - 1) {
+                self.inner = None;
+                return;
+            }
+            if let Some(inner) = &mut self.inner {
+                inner.seek_to_last();
+            }
+        }
+    }
+
+    fn inner(&self) -> &TableIterator {
+        self.inner
+            .as_ref()
+            .expect("run iterator used while invalid")
+    }
+}
+
+impl InternalIterator for RunIterator {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.inner_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.open(0) {
+            if let Some(inner) = &mut self.inner {
+                inner.seek_to_first();
+            }
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.tables.is_empty() {
+            self.inner = None;
+            return;
+        }
+        if self.open(self.tables.len() - 1) {
+            if let Some(inner) = &mut self.inner {
+                inner.seek_to_last();
+            }
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let i = self
+            .tables
+            .partition_point(|t| compare(&t.largest, target) == std::cmp::Ordering::Less);
+        if self.open(i) {
+            if let Some(inner) = &mut self.inner {
+                inner.seek(target);
+            }
+        }
+        self.skip_forward();
+    }
+
+    fn next(&mut self) {
+        if let Some(inner) = &mut self.inner {
+            inner.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(inner) = &mut self.inner {
+            inner.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.inner().key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.inner().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.inner.as_ref().map_or(Ok(()), |i| i.status())
+    }
+}

@@ -1,0 +1,160 @@
+//! Blocks as stored on disk: the (possibly compressed) bytes followed by a
+//! 5-byte trailer, a compression type byte and the masked CRC32C of the
+//! bytes and the type byte.
+
+use std::path::Path;
+
+use super::block_handle::BlockHandle;
+use super::compression::{self, CompressionType};
+use crate::error::{Error, Result};
+use crate::format::checksum;
+use crate::format::coding::decode_fixed32;
+use crate::io::{RandomAccessFile, WritableFile};
+
+/// Bytes following every block: type byte + masked CRC32C.
+pub const BLOCK_TRAILER_LEN: usize = 5;
+
+/// Appends `raw` (compressed when worthwhile) and its trailer to `file`.
+/// `table_start` is the table's absolute offset; `scratch` is reused
+/// compression output.
+pub fn write_block(
+    file: &mut dyn WritableFile,
+    table_start: u64,
+    raw: &[u8],
+    compression: CompressionType,
+    scratch: &mut Vec<u8>,
+) -> Result<BlockHandle> {
+    let kind = compression::compress(compression, raw, scratch);
+    let stored: &[u8] = if kind == CompressionType::None {
+        raw
+    } else {
+        scratch
+    };
+    let handle = BlockHandle::new(file.len() - table_start, stored.len() as u64);
+    let mut trailer = [0u8; BLOCK_TRAILER_LEN];
+    trailer[0] = kind as u8;
+    let crc = checksum::crc32c_two(stored, &trailer[..1]);
+    trailer[1..].copy_from_slice(&checksum::mask(crc).to_le_bytes());
+    file.append(stored)?;
+    file.append(&trailer)?;
+    Ok(handle)
+}
+
+/// Where a table's blocks are read from, for reads and error reports.
+#[derive(Clone, Copy)]
+pub struct TableFile<'a> {
+    pub file: &'a dyn RandomAccessFile,
+    pub path: &'a Path,
+    /// Absolute offset of the table in the file.
+    pub start: u64,
+    /// Bytes of the table before its footer; every block must end by then.
+    pub blocks_end: u64,
+}
+
+impl TableFile<'_> {
+    /// Absolute file offset of `handle`'s block.
+    /// (Saturating: a corrupt handle must yield an error, not an overflow.)
+    pub fn absolute(&self, handle: BlockHandle) -> u64 {
+        self.start.saturating_add(handle.offset)
+    }
+
+    /// The error for a block at `handle` whose contents do not decode.
+    pub fn corruption(&self, handle: BlockHandle, reason: &str) -> Error {
+        Error::corruption(self.path, self.absolute(handle), reason)
+    }
+
+    /// Reads the block at `handle`, verifies its checksum and returns its
+    /// uncompressed contents.
+    pub fn read_block(&self, handle: BlockHandle) -> Result<Vec<u8>> {
+        let abs = self.absolute(handle);
+        let corrupt = |reason: &str| self.corruption(handle, reason);
+        let end = handle
+            .offset
+            .checked_add(handle.size)
+            .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
+            .filter(|&e| e <= self.blocks_end)
+            .ok_or_else(|| corrupt("block handle points outside the table"))?;
+        let len = (end - handle.offset) as usize;
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(abs, &mut buf)?;
+        let size = len - BLOCK_TRAILER_LEN;
+        let stored_crc = decode_fixed32(&buf, size + 1).unwrap_or(0);
+        if checksum::unmask(stored_crc) != checksum::crc32c(&buf[..size + 1]) {
+            return Err(corrupt("block checksum mismatch"));
+        }
+        match CompressionType::from_u8(buf[size]) {
+            Some(CompressionType::None) => {
+                buf.truncate(size);
+                Ok(buf)
+            }
+            Some(kind) => compression::decompress(kind, &buf[..size]).map_err(corrupt),
+            None => Err(corrupt("unknown block compression type")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::testutil::MemFile;
+
+    fn write(raw: &[u8], kind: CompressionType) -> (MemFile, BlockHandle) {
+        let mut file = MemFile::default();
+        file.append(b"0123456789").unwrap();
+        let h = write_block(&mut file, 10, raw, kind, &mut Vec::new()).unwrap();
+        (file, h)
+    }
+
+    fn reader(file: &MemFile) -> TableFile<'_> {
+        TableFile {
+            file,
+            path: Path::new("t.seg"),
+            start: 10,
+            blocks_end: file.size() - 10,
+        }
+    }
+
+    #[test]
+    fn round_trip_each_compression() {
+        let raw = b"abcdefgh".repeat(100);
+        for kind in [
+            CompressionType::None,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
+            let (file, h) = write(&raw, kind);
+            assert_eq!(h.offset, 0);
+            assert_eq!(reader(&file).read_block(h).unwrap(), raw);
+            if kind != CompressionType::None {
+                assert!(h.size < raw.len() as u64 / 2);
+            }
+        }
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let raw = b"abcdefgh".repeat(20);
+        for kind in [CompressionType::None, CompressionType::Lz4] {
+            let (file, h) = write(&raw, kind);
+            for i in 10..file.size() as usize {
+                let bad = file.with_flipped(i);
+                let err = reader(&bad).read_block(h).unwrap_err();
+                assert!(err.is_corruption());
+                assert!(err.to_string().contains("t.seg at offset 10"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn handle_outside_table_is_corruption() {
+        let (file, h) = write(b"abc", CompressionType::None);
+        let r = reader(&file);
+        for bad in [
+            BlockHandle::new(h.offset, h.size + 1),
+            BlockHandle::new(u64::MAX, 1),
+            BlockHandle::new(1, u64::MAX),
+        ] {
+            assert!(r.read_block(bad).unwrap_err().is_corruption());
+        }
+    }
+}

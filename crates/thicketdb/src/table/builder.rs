@@ -1,0 +1,282 @@
+//! Writes one table at the end of a (segment) file.
+//!
+//! Layout: data blocks, the Bloom filter block (if enabled), the properties
+//! block, the index block, then the footer. Each index entry maps a
+//! separator key (`>=` every key of its data block, `<` every key of the
+//! next) to the block's handle.
+
+use std::cmp::Ordering;
+
+use super::block_builder::BlockBuilder;
+use super::block_handle::BlockHandle;
+use super::block_io::write_block;
+use super::bloom::BloomBuilder;
+use super::compression::CompressionType;
+use super::footer::{Footer, FORMAT_VERSION};
+use super::options::TableOptions;
+use super::properties::TableProperties;
+use super::separator::shortest_separator;
+use crate::error::{Error, Result};
+use crate::format::internal_key::{self, ParsedKey, ValueKind};
+use crate::io::WritableFile;
+
+/// Largest key plus value accepted, keeping block offsets well inside u32.
+pub const MAX_ENTRY_LEN: usize = 1 << 30;
+
+/// What a finished table is and where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Absolute offset of the table's first byte in the file.
+    pub offset: u64,
+    /// Bytes of the table, footer included.
+    pub length: u64,
+    pub properties: TableProperties,
+}
+
+/// Builds a table from entries added in increasing internal-key order.
+/// After an error the builder (and the bytes it appended) must be abandoned.
+pub struct TableBuilder<'a> {
+    file: &'a mut dyn WritableFile,
+    options: TableOptions,
+    start: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    /// Handle of the last flushed data block; its index entry is written
+    /// once the next key is known, so the separator can be shortened.
+    pending: Option<BlockHandle>,
+    last_key: Vec<u8>,
+    filter: Option<BloomBuilder>,
+    props: TableProperties,
+    separator: Vec<u8>,
+    handle_buf: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+impl<'a> TableBuilder<'a> {
+    /// Starts a table at `file`'s current end.
+    pub fn new(options: &TableOptions, file: &'a mut dyn WritableFile) -> TableBuilder<'a> {
+        let start = file.len();
+        TableBuilder {
+            file,
+            options: options.clone(),
+            start,
+            data_block: BlockBuilder::new(options.restart_interval),
+            // Full keys in every index entry let lookups binary-search the
+            // index without reconstructing prefix-compressed keys.
+            index_block: BlockBuilder::new(1),
+            pending: None,
+            last_key: Vec::new(),
+            filter: (options.bloom_bits_per_key > 0)
+                .then(|| BloomBuilder::new(options.bloom_bits_per_key)),
+            props: TableProperties {
+                format_version: FORMAT_VERSION,
+                ..TableProperties::default()
+            },
+            separator: Vec::new(),
+            handle_buf: Vec::new(),
+            compressed: Vec::new(),
+        }
+    }
+
+    /// Adds an entry; `internal_key` must be a well-formed internal key
+    /// greater than every key added before.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        let parsed = ParsedKey::parse(internal_key)
+            .ok_or_else(|| Error::InvalidArgument("malformed internal key".into()))?;
+        if internal_key.len() + value.len() > MAX_ENTRY_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "entry of {} bytes exceeds the {MAX_ENTRY_LEN}-byte limit",
+                internal_key.len() + value.len()
+            )));
+        }
+        let first = self.props.entries == 0;
+        if !first && internal_key::compare(internal_key, &self.last_key) != Ordering::Greater {
+            return Err(Error::InvalidArgument(
+                "table keys must be added in strictly increasing order".into(),
+            ));
+        }
+        if let Some(handle) = self.pending.take() {
+            shortest_separator(&mut self.separator, &self.last_key, internal_key);
+            self.add_index_entry(handle);
+        }
+        if first || parsed.user_key != internal_key::user_key(&self.last_key) {
+            if let Some(filter) = &mut self.filter {
+                filter.add(parsed.user_key);
+            }
+            self.props.hll.add(parsed.user_key);
+        }
+        self.record(internal_key, value, &parsed);
+        self.data_block.add(internal_key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        if self.data_block.size_estimate() >= self.options.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes the table would occupy if finished now (metadata excluded).
+    pub fn estimated_size(&self) -> u64 {
+        self.file.len() - self.start
+            + (self.data_block.size_estimate() + self.index_block.size_estimate()) as u64
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Writes the remaining blocks and the footer. Does not sync the file.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending.take() {
+            self.separator.clear();
+            self.separator.extend_from_slice(&self.last_key);
+            self.add_index_entry(handle);
+        }
+        let filter = match self.filter.as_ref().map(BloomBuilder::finish) {
+            // The filter is random bits: compressing it would only cost time.
+            Some(bits) => self.write_raw(&bits, CompressionType::None)?,
+            None => BlockHandle::default(),
+        };
+        self.props.largest_key.clone_from(&self.last_key);
+        let properties = self.write_raw(&self.props.encode(), self.options.compression)?;
+        let index_raw = self.index_block.finish();
+        let index = write_block(
+            self.file,
+            self.start,
+            index_raw,
+            self.options.compression,
+            &mut self.compressed,
+        )?;
+        let footer = Footer {
+            filter,
+            properties,
+            index,
+        };
+        self.file.append(&footer.encode())?;
+        Ok(TableSummary {
+            offset: self.start,
+            length: self.file.len() - self.start,
+            properties: self.props,
+        })
+    }
+
+    fn record(&mut self, key: &[u8], value: &[u8], parsed: &ParsedKey<'_>) {
+        let p = &mut self.props;
+        if p.entries == 0 {
+            p.smallest_key = key.to_vec();
+            p.min_seq = parsed.sequence;
+            p.max_seq = parsed.sequence;
+        }
+        p.entries += 1;
+        if parsed.kind == ValueKind::Deletion {
+            p.deletions += 1;
+        }
+        p.raw_key_bytes += key.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.min_seq = p.min_seq.min(parsed.sequence);
+        p.max_seq = p.max_seq.max(parsed.sequence);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let raw = self.data_block.finish();
+        self.props.data_bytes += raw.len() as u64;
+        let handle = write_block(
+            self.file,
+            self.start,
+            raw,
+            self.options.compression,
+            &mut self.compressed,
+        )?;
+        self.data_block.reset();
+        self.pending = Some(handle);
+        Ok(())
+    }
+
+    /// Adds `self.separator -> handle` to the index.
+    fn add_index_entry(&mut self, handle: BlockHandle) {
+        self.handle_buf.clear();
+        handle.encode_to(&mut self.handle_buf);
+        self.index_block.add(&self.separator, &self.handle_buf);
+    }
+
+    fn write_raw(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
+        write_block(
+            self.file,
+            self.start,
+            raw,
+            compression,
+            &mut self.compressed,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::InternalKey;
+    use crate::table::testutil::MemFile;
+
+    fn ik(user: &str, seq: u64, kind: ValueKind) -> Vec<u8> {
+        InternalKey::new(user.as_bytes(), seq, kind).into_vec()
+    }
+
+    #[test]
+    fn rejects_out_of_order_and_malformed_keys() {
+        let mut file = MemFile::default();
+        let mut b = TableBuilder::new(&TableOptions::default(), &mut file);
+        b.add(&ik("b", 5, ValueKind::Value), b"v").unwrap();
+        for bad in [
+            ik("a", 9, ValueKind::Value),
+            ik("b", 5, ValueKind::Value),
+            ik("b", 6, ValueKind::Value),
+        ] {
+            assert!(matches!(b.add(&bad, b"v"), Err(Error::InvalidArgument(_))));
+        }
+        assert!(matches!(
+            b.add(b"short", b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        b.add(&ik("b", 4, ValueKind::Deletion), b"").unwrap();
+        assert_eq!(b.entries(), 2);
+    }
+
+    #[test]
+    fn summary_and_properties() {
+        let mut file = MemFile::default();
+        file.append(&[0; 16]).unwrap();
+        let opts = TableOptions {
+            block_size: 256,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::new(&opts, &mut file);
+        for i in 0..1000u64 {
+            let kind = if i % 10 == 0 {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            b.add(&ik(&format!("k{i:05}"), 5000 - i, kind), b"value")
+                .unwrap();
+        }
+        assert!(b.estimated_size() > 10_000);
+        let s = b.finish().unwrap();
+        assert_eq!(s.offset, 16);
+        assert_eq!(s.offset + s.length, file.size());
+        let p = &s.properties;
+        assert_eq!(p.entries, 1000);
+        assert_eq!(p.deletions, 100);
+        assert_eq!(p.raw_value_bytes, 5000);
+        assert_eq!(p.raw_key_bytes, 1000 * 14);
+        assert_eq!(p.smallest_key, ik("k00000", 5000, ValueKind::Deletion));
+        assert_eq!(p.largest_key, ik("k00999", 4001, ValueKind::Value));
+        assert_eq!((p.min_seq, p.max_seq), (4001, 5000));
+        assert!((p.hll.estimate() - 1000.0).abs() < 50.0);
+        assert!(p.data_bytes > 14_000);
+        assert_eq!(p.format_version, FORMAT_VERSION);
+    }
+}

@@ -1,0 +1,120 @@
+//! The fixed-size footer that ends every table and locates its metadata.
+
+use super::block_handle::BlockHandle;
+use crate::format::checksum;
+use crate::format::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
+
+/// Bytes in a footer.
+pub const FOOTER_LEN: usize = 64;
+/// Identifies a table footer ("THKTTBL\x01" read as a little-endian u64).
+pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"THKTTBL\x01");
+/// The table format this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+const VERSION_POS: usize = 48;
+const MAGIC_POS: usize = 52;
+const CRC_POS: usize = 60;
+
+/// Handles of a table's metadata blocks. A filter handle of size 0 means the
+/// table has no filter (a real filter is never empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Footer {
+    pub filter: BlockHandle,
+    pub properties: BlockHandle,
+    pub index: BlockHandle,
+}
+
+impl Footer {
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut buf = Vec::with_capacity(FOOTER_LEN);
+        for h in [self.filter, self.properties, self.index] {
+            put_fixed64(&mut buf, h.offset);
+            put_fixed64(&mut buf, h.size);
+        }
+        put_fixed32(&mut buf, FORMAT_VERSION);
+        put_fixed64(&mut buf, TABLE_MAGIC);
+        let crc = checksum::mask(checksum::crc32c(&buf));
+        put_fixed32(&mut buf, crc);
+        let mut out = [0u8; FOOTER_LEN];
+        out.copy_from_slice(&buf);
+        out
+    }
+
+    /// Decodes and verifies a footer; `Err` carries the corruption reason.
+    pub fn decode(src: &[u8]) -> Result<Footer, &'static str> {
+        if src.len() != FOOTER_LEN {
+            return Err("table footer has the wrong length");
+        }
+        // Magic first: a wrong magic means "not a table here" (bad offset or
+        // length), which is a more useful report than a checksum mismatch.
+        if decode_fixed64(src, MAGIC_POS) != Some(TABLE_MAGIC) {
+            return Err("bad table magic number");
+        }
+        let stored = decode_fixed32(src, CRC_POS).ok_or("table footer truncated")?;
+        if checksum::unmask(stored) != checksum::crc32c(&src[..CRC_POS]) {
+            return Err("table footer checksum mismatch");
+        }
+        if decode_fixed32(src, VERSION_POS) != Some(FORMAT_VERSION) {
+            return Err("unsupported table format version");
+        }
+        let handle = |i: usize| -> Result<BlockHandle, &'static str> {
+            let offset = decode_fixed64(src, i * 16).ok_or("table footer truncated")?;
+            let size = decode_fixed64(src, i * 16 + 8).ok_or("table footer truncated")?;
+            Ok(BlockHandle::new(offset, size))
+        };
+        Ok(Footer {
+            filter: handle(0)?,
+            properties: handle(1)?,
+            index: handle(2)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Footer {
+        Footer {
+            filter: BlockHandle::new(1000, 120),
+            properties: BlockHandle::new(1125, 4200),
+            index: BlockHandle::new(5330, 77),
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        assert_eq!(Footer::decode(&sample().encode()), Ok(sample()));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let good = sample().encode();
+        for i in 0..FOOTER_LEN {
+            let mut bad = good;
+            bad[i] ^= 0x10;
+            assert!(Footer::decode(&bad).is_err(), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn wrong_length_is_rejected() {
+        let good = sample().encode();
+        assert!(Footer::decode(&good[1..]).is_err());
+        assert!(Footer::decode(&[]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let _ = Footer::decode(&bytes);
+        }
+
+        #[test]
+        fn garbage_with_magic_is_rejected(mut bytes in proptest::collection::vec(any::<u8>(), FOOTER_LEN)) {
+            bytes[MAGIC_POS..CRC_POS].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+            prop_assert!(Footer::decode(&bytes).is_err());
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Knobs for building tables.
+
+use super::compression::CompressionType;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block; a block is cut once it
+    /// reaches this size.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks: larger values shrink
+    /// blocks, smaller ones shorten the scan after a binary search.
+    pub restart_interval: usize,
+    /// Bloom filter bits per user key; 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+    pub compression: CompressionType,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::None,
+        }
+    }
+}

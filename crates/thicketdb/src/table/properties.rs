@@ -1,0 +1,182 @@
+//! Table statistics, stored in the properties block.
+//!
+//! Encoding: a sequence of fields `tag varint | length varint | payload`.
+//! Integer payloads are one varint filling the payload exactly. Readers skip
+//! fields whose tag they do not know, so later versions can add fields
+//! without breaking older readers; a missing field reads as its default.
+
+use super::hll::HyperLogLog;
+use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
+
+const TAG_ENTRIES: u64 = 1;
+const TAG_DELETIONS: u64 = 2;
+const TAG_DATA_BYTES: u64 = 3;
+const TAG_RAW_KEY_BYTES: u64 = 4;
+const TAG_RAW_VALUE_BYTES: u64 = 5;
+const TAG_SMALLEST_KEY: u64 = 6;
+const TAG_LARGEST_KEY: u64 = 7;
+const TAG_MIN_SEQ: u64 = 8;
+const TAG_MAX_SEQ: u64 = 9;
+const TAG_HLL: u64 = 10;
+const TAG_FORMAT_VERSION: u64 = 11;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableProperties {
+    /// Entries of every kind.
+    pub entries: u64,
+    /// Entries that are deletion tombstones.
+    pub deletions: u64,
+    /// Uncompressed bytes of all data blocks.
+    pub data_bytes: u64,
+    /// Sum of internal key lengths.
+    pub raw_key_bytes: u64,
+    pub raw_value_bytes: u64,
+    /// First internal key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Last internal key (empty for an empty table).
+    pub largest_key: Vec<u8>,
+    /// Smallest and largest sequence numbers (0 for an empty table).
+    pub min_seq: u64,
+    pub max_seq: u64,
+    /// Distinct user keys.
+    pub hll: HyperLogLog,
+    pub format_version: u32,
+}
+
+impl TableProperties {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            128 + self.smallest_key.len() + self.largest_key.len() + HyperLogLog::ENCODED_LEN,
+        );
+        let ints = [
+            (TAG_ENTRIES, self.entries),
+            (TAG_DELETIONS, self.deletions),
+            (TAG_DATA_BYTES, self.data_bytes),
+            (TAG_RAW_KEY_BYTES, self.raw_key_bytes),
+            (TAG_RAW_VALUE_BYTES, self.raw_value_bytes),
+            (TAG_MIN_SEQ, self.min_seq),
+            (TAG_MAX_SEQ, self.max_seq),
+            (TAG_FORMAT_VERSION, u64::from(self.format_version)),
+        ];
+        let mut payload = Vec::new();
+        for (tag, v) in ints {
+            payload.clear();
+            put_varint64(&mut payload, v);
+            put_field(&mut out, tag, &payload);
+        }
+        put_field(&mut out, TAG_SMALLEST_KEY, &self.smallest_key);
+        put_field(&mut out, TAG_LARGEST_KEY, &self.largest_key);
+        payload.clear();
+        self.hll.encode_to(&mut payload);
+        put_field(&mut out, TAG_HLL, &payload);
+        out
+    }
+
+    /// Decodes properties; `Err` carries the corruption reason.
+    pub fn decode(mut src: &[u8]) -> Result<TableProperties, &'static str> {
+        let mut p = TableProperties::default();
+        while !src.is_empty() {
+            let tag = get_varint64(&mut src).ok_or("bad property tag")?;
+            let payload = get_length_prefixed(&mut src).ok_or("truncated property")?;
+            match tag {
+                TAG_ENTRIES => p.entries = int(payload)?,
+                TAG_DELETIONS => p.deletions = int(payload)?,
+                TAG_DATA_BYTES => p.data_bytes = int(payload)?,
+                TAG_RAW_KEY_BYTES => p.raw_key_bytes = int(payload)?,
+                TAG_RAW_VALUE_BYTES => p.raw_value_bytes = int(payload)?,
+                TAG_SMALLEST_KEY => p.smallest_key = payload.to_vec(),
+                TAG_LARGEST_KEY => p.largest_key = payload.to_vec(),
+                TAG_MIN_SEQ => p.min_seq = int(payload)?,
+                TAG_MAX_SEQ => p.max_seq = int(payload)?,
+                TAG_HLL => p.hll = HyperLogLog::decode(payload)?,
+                TAG_FORMAT_VERSION => {
+                    p.format_version =
+                        u32::try_from(int(payload)?).map_err(|_| "bad format version property")?
+                }
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+}
+
+fn put_field(dst: &mut Vec<u8>, tag: u64, payload: &[u8]) {
+    put_varint64(dst, tag);
+    put_length_prefixed(dst, payload);
+}
+
+fn int(mut payload: &[u8]) -> Result<u64, &'static str> {
+    let v = get_varint64(&mut payload).ok_or("bad integer property")?;
+    payload
+        .is_empty()
+        .then_some(v)
+        .ok_or("bad integer property")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> TableProperties {
+        let mut hll = HyperLogLog::new();
+        hll.add(b"a");
+        hll.add(b"z");
+        TableProperties {
+            entries: 1000,
+            deletions: 7,
+            data_bytes: 123_456,
+            raw_key_bytes: 20_000,
+            raw_value_bytes: 100_000,
+            smallest_key: b"a\x01\x00\x00\x00\x00\x00\x00\x00".to_vec(),
+            largest_key: b"z\x01\x05\x00\x00\x00\x00\x00\x00".to_vec(),
+            min_seq: 1,
+            max_seq: u64::MAX >> 8,
+            hll,
+            format_version: 1,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let p = sample();
+        assert_eq!(TableProperties::decode(&p.encode()), Ok(p));
+    }
+
+    #[test]
+    fn unknown_tags_are_skipped() {
+        let mut buf = Vec::new();
+        put_field(&mut buf, 999, b"from the future");
+        buf.extend_from_slice(&sample().encode());
+        put_field(&mut buf, 12, &[0xff; 3]);
+        assert_eq!(TableProperties::decode(&buf), Ok(sample()));
+    }
+
+    #[test]
+    fn missing_fields_default() {
+        let mut buf = Vec::new();
+        put_field(&mut buf, TAG_ENTRIES, &[5]);
+        let p = TableProperties::decode(&buf).unwrap();
+        assert_eq!(p.entries, 5);
+        assert_eq!(p.hll, HyperLogLog::new());
+    }
+
+    #[test]
+    fn malformed_fields_are_rejected() {
+        let encoded = sample().encode();
+        assert!(TableProperties::decode(&encoded[..encoded.len() - 1]).is_err());
+        let mut buf = Vec::new();
+        put_field(&mut buf, TAG_ENTRIES, &[5, 6]);
+        assert!(TableProperties::decode(&buf).is_err());
+        let mut buf = Vec::new();
+        put_field(&mut buf, TAG_HLL, &[12, 0]);
+        assert!(TableProperties::decode(&buf).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            let _ = TableProperties::decode(&bytes);
+        }
+    }
+}

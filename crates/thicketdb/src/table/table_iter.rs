@@ -1,0 +1,271 @@
+//! A two-level cursor over a table: the index block picks a data block,
+//! a block cursor walks it.
+
+use std::sync::Arc;
+
+use super::block::Block;
+use super::block_handle::BlockHandle;
+use super::block_iter::BlockIter;
+use super::reader::Table;
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+
+pub struct TableIterator {
+    table: Arc<Table>,
+    index: BlockIter<Arc<Block>>,
+    data: Option<BlockIter<Arc<Block>>>,
+    /// Handle of the block `data` walks, to avoid reloading it.
+    data_handle: BlockHandle,
+    /// First error met; once set the iterator stays invalid.
+    status: Option<Error>,
+}
+
+impl TableIterator {
+    pub(crate) fn new(table: Arc<Table>) -> TableIterator {
+        let index = BlockIter::new(Arc::clone(table.index_block()));
+        TableIterator {
+            table,
+            index,
+            data: None,
+            data_handle: BlockHandle::default(),
+            status: None,
+        }
+    }
+
+    fn fail(&mut self, err: Error) {
+        self.status.get_or_insert(err);
+        self.data = None;
+    }
+
+    /// Points `data` at the block the index cursor is on.
+    fn init_data_block(&mut self) {
+        if !self.index.valid() {
+            self.data = None;
+            return;
+        }
+        let handle = match self.table.index_handle(self.index.value()) {
+            Ok(h) => h,
+            Err(e) => return self.fail(e),
+        };
+        if self.data.is_some() && handle == self.data_handle {
+            return;
+        }
+        match self.table.block(handle) {
+            Ok(block) => {
+                // Hand the key buffer over so stepping across blocks does
+                // not allocate.
+                let key_buf = self
+                    .data
+                    .take()
+                    .map(BlockIter::into_key_buffer)
+                    .unwrap_or_default();
+                self.data = Some(BlockIter::with_key_buffer(block, key_buf));
+                self.data_handle = handle;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Returns true when there is nothing more to do: the data cursor is
+    /// valid, an error was recorded, or the index is exhausted.
+    fn settled(&mut self) -> bool {
+        if self.status.is_some() {
+            return true;
+        }
+        if let Some(d) = &self.data {
+            if d.valid() {
+                return true;
+            }
+            if let Err(e) = d.status() {
+                self.fail(e);
+                return true;
+            }
+        }
+        if !self.index.valid() {
+            if let Err(e) = self.index.status() {
+                self.fail(e);
+            }
+            self.data = None;
+            return true;
+        }
+        false
+    }
+
+    /// Moves forward past exhausted (or empty) data blocks.
+    fn skip_forward(&mut self) {
+        while !self.settled() {
+            self.index.next();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// Moves backward past exhausted (or empty) data blocks.
+    fn skip_backward(&mut self) {
+        while !self.settled() {
+            self.index.prev();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.status.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        self.index.seek_to_first();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.index.seek_to_last();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_forward();
+    }
+
+    fn next(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            Some(e) => Err(e.clone()),
+            None => self.index.status(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::internal_key;
+    use crate::iterator::VecIterator;
+    use crate::table::options::TableOptions;
+    use crate::table::testutil::*;
+    use proptest::prelude::*;
+
+    fn small_blocks() -> TableOptions {
+        TableOptions {
+            block_size: 200,
+            restart_interval: 4,
+            ..TableOptions::default()
+        }
+    }
+
+    #[test]
+    fn direction_changes_across_block_boundaries() {
+        let entries = sample_entries(300);
+        let (file, s) = build_table(&entries, &small_blocks());
+        let t = open_table(file, &s, None).unwrap();
+        let mut it = t.iter();
+        it.seek_to_first();
+        for i in 0..entries.len() - 1 {
+            assert_eq!(it.key(), entries[i].0.as_slice());
+            it.next();
+            assert_eq!(it.key(), entries[i + 1].0.as_slice());
+            it.prev();
+            assert_eq!(it.key(), entries[i].0.as_slice());
+            it.next();
+        }
+        it.next();
+        assert!(!it.valid());
+        it.seek_to_first();
+        it.prev();
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+    }
+
+    #[test]
+    fn corruption_mid_iteration_stops_with_status() {
+        let entries = sample_entries(300);
+        let (file, s) = build_table(&entries, &small_blocks());
+        // Damage the last data block: the footer and index stay intact.
+        let t = open_table(MemFile::new(file.bytes()), &s, None).unwrap();
+        let mut it = t.iter();
+        it.seek_to_last();
+        let last_block = it.data_handle;
+        let pos = s.offset + last_block.offset + 2;
+        let t = open_table(file.with_flipped(pos as usize), &s, None).unwrap();
+        let mut it = t.iter();
+        it.seek_to_first();
+        let mut seen = 0;
+        while it.valid() {
+            seen += 1;
+            it.next();
+        }
+        assert!(seen > 0 && seen < entries.len());
+        assert!(it.status().unwrap_err().is_corruption());
+        it.seek_to_first();
+        assert!(!it.valid(), "errors are sticky");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn seek_matches_a_sorted_vector(n in 0u32..400, targets in proptest::collection::vec((0u32..900, 99_500u64..100_100), 1..50)) {
+            let entries = sample_entries(n);
+            let (file, s) = build_table(&entries, &small_blocks());
+            let t = open_table(file, &s, None).unwrap();
+            let mut it = t.iter();
+            let mut reference = VecIterator::new(entries.clone());
+            for (user, seq) in targets {
+                let target = internal_key::InternalKey::new(&ukey(user), seq, internal_key::ValueKind::SEEK);
+                it.seek(target.encoded());
+                reference.seek(target.encoded());
+                prop_assert_eq!(it.valid(), reference.valid());
+                if reference.valid() {
+                    prop_assert_eq!(it.key(), reference.key());
+                    prop_assert_eq!(it.value(), reference.value());
+                    it.prev();
+                    reference.prev();
+                    prop_assert_eq!(it.valid(), reference.valid());
+                    if reference.valid() {
+                        prop_assert_eq!(it.key(), reference.key());
+                    }
+                }
+            }
+        }
+    }
+}

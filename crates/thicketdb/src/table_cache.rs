@@ -1,0 +1,80 @@
+//! Bounded caches of open segment files (BoLT's descriptor cache: one
+//! descriptor per segment, not per table) and of opened tables (their index,
+//! filter and properties held in memory).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+
+use crate::error::Result;
+use crate::io::{FileSystem, RandomAccessFile};
+use crate::table::{BlockCache, Table};
+use crate::version::files::segment_path;
+use crate::version::TableMeta;
+
+pub struct TableCache {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    files: Cache<u64, Arc<dyn RandomAccessFile>>,
+    tables: Cache<u64, Arc<Table>>,
+    block_cache: Arc<BlockCache>,
+}
+
+impl TableCache {
+    pub fn new(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        max_open_files: usize,
+        block_cache: Arc<BlockCache>,
+    ) -> TableCache {
+        TableCache {
+            dir: dir.to_path_buf(),
+            fs,
+            files: Cache::new(max_open_files.max(1)),
+            tables: Cache::new(max_open_files.max(1) * 4),
+            block_cache,
+        }
+    }
+
+    /// The open file of a segment, from the descriptor cache.
+    pub fn segment_file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        self.files.get_or_insert_with(&segment, || {
+            self.fs.open_random(&segment_path(&self.dir, segment))
+        })
+    }
+
+    /// The opened table for `meta`.
+    pub fn table(&self, meta: &TableMeta) -> Result<Arc<Table>> {
+        self.tables.get_or_insert_with(&meta.id, || {
+            let file = self.segment_file(meta.segment)?;
+            Table::open(
+                file,
+                segment_path(&self.dir, meta.segment),
+                meta.segment,
+                meta.offset,
+                meta.length,
+                Some(self.block_cache.clone()),
+            )
+            .map(Arc::new)
+        })
+    }
+
+    /// Forgets a dead table.
+    pub fn evict_table(&self, table: u64) {
+        self.tables.remove(&table);
+    }
+
+    /// Closes a deleted segment's descriptor.
+    pub fn evict_segment(&self, segment: u64) {
+        self.files.remove(&segment);
+    }
+
+    pub fn block_cache(&self) -> &Arc<BlockCache> {
+        &self.block_cache
+    }
+
+    pub fn open_files(&self) -> usize {
+        self.files.len()
+    }
+}

@@ -1,0 +1,229 @@
+//! `VersionEdit`: one atomic change to the set of live tables, as recorded
+//! in the MANIFEST. Encoded as tagged fields (see `docs/format.md`); an
+//! unknown tag is corruption, since a newer format bumps the version tag.
+
+use std::sync::Arc;
+
+use super::meta::TableMeta;
+use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
+
+/// Format version written in every MANIFEST's first edit.
+pub const MANIFEST_FORMAT_VERSION: u64 = 1;
+
+const TAG_LOG_NUMBER: u64 = 1;
+const TAG_NEXT_FILE_NUMBER: u64 = 2;
+const TAG_LAST_SEQUENCE: u64 = 3;
+const TAG_NEW_TABLE: u64 = 4;
+const TAG_DELETED_TABLE: u64 = 5;
+const TAG_STAT: u64 = 6;
+const TAG_FORMAT_VERSION: u64 = 7;
+
+/// A table added to a run of a level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTable {
+    pub level: usize,
+    pub run: u64,
+    pub meta: Arc<TableMeta>,
+}
+
+/// A table removed from a run of a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeletedTable {
+    pub level: usize,
+    pub run: u64,
+    pub table: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    pub format_version: Option<u64>,
+    /// Logs numbered below this hold nothing that is not in tables.
+    pub log_number: Option<u64>,
+    pub next_file_number: Option<u64>,
+    pub last_sequence: Option<u64>,
+    pub new_tables: Vec<NewTable>,
+    pub deleted_tables: Vec<DeletedTable>,
+    /// Cumulative engine counters at the time of the edit.
+    pub stats: Vec<(String, u64)>,
+}
+
+impl VersionEdit {
+    pub fn add_table(&mut self, level: usize, run: u64, meta: Arc<TableMeta>) {
+        self.new_tables.push(NewTable { level, run, meta });
+    }
+
+    pub fn delete_table(&mut self, level: usize, run: u64, table: u64) {
+        self.deleted_tables.push(DeletedTable { level, run, table });
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut field = |tag: u64, v: Option<u64>| {
+            if let Some(v) = v {
+                put_varint64(&mut out, tag);
+                put_varint64(&mut out, v);
+            }
+        };
+        field(TAG_FORMAT_VERSION, self.format_version);
+        field(TAG_LOG_NUMBER, self.log_number);
+        field(TAG_NEXT_FILE_NUMBER, self.next_file_number);
+        field(TAG_LAST_SEQUENCE, self.last_sequence);
+        for t in &self.new_tables {
+            put_varint64(&mut out, TAG_NEW_TABLE);
+            put_varint64(&mut out, t.level as u64);
+            put_varint64(&mut out, t.run);
+            let m = &t.meta;
+            for v in [m.id, m.segment, m.offset, m.length] {
+                put_varint64(&mut out, v);
+            }
+            put_length_prefixed(&mut out, &m.smallest);
+            put_length_prefixed(&mut out, &m.largest);
+            for v in [m.entries, m.min_seq, m.max_seq] {
+                put_varint64(&mut out, v);
+            }
+        }
+        for d in &self.deleted_tables {
+            put_varint64(&mut out, TAG_DELETED_TABLE);
+            put_varint64(&mut out, d.level as u64);
+            put_varint64(&mut out, d.run);
+            put_varint64(&mut out, d.table);
+        }
+        for (name, value) in &self.stats {
+            put_varint64(&mut out, TAG_STAT);
+            put_length_prefixed(&mut out, name.as_bytes());
+            put_varint64(&mut out, *value);
+        }
+        out
+    }
+
+    /// Decodes an edit; the error string says what was malformed (the
+    /// caller adds file and offset).
+    pub fn decode(mut src: &[u8]) -> Result<VersionEdit, String> {
+        let mut edit = VersionEdit::default();
+        let src = &mut src;
+        let num = |src: &mut &[u8], what: &str| {
+            get_varint64(src).ok_or_else(|| format!("truncated {what}"))
+        };
+        while !src.is_empty() {
+            let tag = num(src, "tag")?;
+            match tag {
+                TAG_FORMAT_VERSION => {
+                    let v = num(src, "format version")?;
+                    if v != MANIFEST_FORMAT_VERSION {
+                        return Err(format!("unsupported MANIFEST format version {v}"));
+                    }
+                    edit.format_version = Some(v);
+                }
+                TAG_LOG_NUMBER => edit.log_number = Some(num(src, "log number")?),
+                TAG_NEXT_FILE_NUMBER => edit.next_file_number = Some(num(src, "next file")?),
+                TAG_LAST_SEQUENCE => edit.last_sequence = Some(num(src, "last sequence")?),
+                TAG_NEW_TABLE => {
+                    let level = level(num(src, "level")?)?;
+                    let run = num(src, "run")?;
+                    let id = num(src, "table id")?;
+                    let segment = num(src, "segment")?;
+                    let offset = num(src, "offset")?;
+                    let length = num(src, "length")?;
+                    let smallest = internal_key(src, "smallest key")?;
+                    let largest = internal_key(src, "largest key")?;
+                    let entries = num(src, "entries")?;
+                    let min_seq = num(src, "min seq")?;
+                    let max_seq = num(src, "max seq")?;
+                    edit.add_table(
+                        level,
+                        run,
+                        Arc::new(TableMeta {
+                            id,
+                            segment,
+                            offset,
+                            length,
+                            smallest,
+                            largest,
+                            entries,
+                            min_seq,
+                            max_seq,
+                        }),
+                    );
+                }
+                TAG_DELETED_TABLE => {
+                    let level = level(num(src, "level")?)?;
+                    let run = num(src, "run")?;
+                    let table = num(src, "table id")?;
+                    edit.delete_table(level, run, table);
+                }
+                TAG_STAT => {
+                    let name = get_length_prefixed(src).ok_or("truncated stat name")?;
+                    let name = std::str::from_utf8(name).map_err(|_| "stat name not UTF-8")?;
+                    let value = num(src, "stat value")?;
+                    edit.stats.push((name.to_string(), value));
+                }
+                other => return Err(format!("unknown edit tag {other}")),
+            }
+        }
+        Ok(edit)
+    }
+}
+
+fn level(v: u64) -> Result<usize, String> {
+    if v < super::NUM_LEVELS as u64 {
+        Ok(v as usize)
+    } else {
+        Err(format!("level {v} out of range"))
+    }
+}
+
+fn internal_key(src: &mut &[u8], what: &str) -> Result<Vec<u8>, String> {
+    let k = get_length_prefixed(src).ok_or_else(|| format!("truncated {what}"))?;
+    crate::format::internal_key::ParsedKey::parse(k).ok_or_else(|| format!("malformed {what}"))?;
+    Ok(k.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::meta::tests::table;
+    use proptest::prelude::*;
+
+    #[test]
+    fn round_trip() {
+        let mut e = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            log_number: Some(5),
+            next_file_number: Some(99),
+            last_sequence: Some(1234),
+            stats: vec![("fsyncs_log".into(), 17)],
+            ..Default::default()
+        };
+        e.add_table(0, 7, table(8, "a", "m"));
+        e.add_table(1, 3, table(9, "n", "z"));
+        e.delete_table(1, 3, 4);
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+    }
+
+    #[test]
+    fn rejects_unknown_tag_and_bad_level() {
+        assert!(VersionEdit::decode(&[99, 1]).is_err());
+        let mut bytes = Vec::new();
+        put_varint64(&mut bytes, TAG_DELETED_TABLE);
+        put_varint64(&mut bytes, 50);
+        put_varint64(&mut bytes, 1);
+        put_varint64(&mut bytes, 1);
+        assert!(VersionEdit::decode(&bytes).unwrap_err().contains("level"));
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = VersionEdit::decode(&bytes);
+        }
+
+        #[test]
+        fn every_truncation_is_an_error_or_prefix(cut in 0usize..60) {
+            let mut e = VersionEdit::default();
+            e.add_table(2, 3, table(4, "abc", "xyz"));
+            let bytes = e.encode();
+            let cut = cut.min(bytes.len() - 1);
+            prop_assert!(VersionEdit::decode(&bytes[..cut]).map(|d| d != e).unwrap_or(true));
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! What a version knows about each table, and how tables form runs and
+//! runs form levels.
+
+use std::sync::Arc;
+
+use crate::format::internal_key::user_key;
+
+/// A logical table: where it lives and what it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableMeta {
+    /// Unique table number (from the store's file-number counter).
+    pub id: u64,
+    /// Segment file holding the table.
+    pub segment: u64,
+    /// Byte offset of the table inside the segment.
+    pub offset: u64,
+    /// Byte length of the table.
+    pub length: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Number of entries.
+    pub entries: u64,
+    /// Smallest sequence number inside.
+    pub min_seq: u64,
+    /// Largest sequence number inside.
+    pub max_seq: u64,
+}
+
+impl TableMeta {
+    pub fn smallest_user_key(&self) -> &[u8] {
+        user_key(&self.smallest)
+    }
+
+    pub fn largest_user_key(&self) -> &[u8] {
+        user_key(&self.largest)
+    }
+
+    /// Whether the table's user-key range intersects `[lo, hi]` (inclusive;
+    /// `None` is unbounded).
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let before = hi.is_some_and(|hi| self.smallest_user_key() > hi);
+        let after = lo.is_some_and(|lo| self.largest_user_key() < lo);
+        !before && !after
+    }
+}
+
+/// A sorted sequence of tables with disjoint user-key ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// Unique run number; larger numbers hold newer data within a level.
+    pub id: u64,
+    /// Tables ordered by key.
+    pub tables: Vec<Arc<TableMeta>>,
+}
+
+impl Run {
+    /// Index of the only table that may contain `user_key`.
+    pub fn find(&self, user_key: &[u8]) -> Option<usize> {
+        let i = self
+            .tables
+            .partition_point(|t| t.largest_user_key() < user_key);
+        (i < self.tables.len() && self.tables[i].smallest_user_key() <= user_key).then_some(i)
+    }
+
+    /// Tables overlapping `[lo, hi]`.
+    pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableMeta>> {
+        self.tables
+            .iter()
+            .filter(|t| t.overlaps(lo, hi))
+            .cloned()
+            .collect()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.tables.iter().map(|t| t.length).sum()
+    }
+}
+
+/// Runs of one level, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Level {
+    pub runs: Vec<Run>,
+}
+
+impl Level {
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(Run::bytes).sum()
+    }
+
+    pub fn table_count(&self) -> usize {
+        self.runs.iter().map(|r| r.tables.len()).sum()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::format::internal_key::{InternalKey, ValueKind};
+
+    pub(crate) fn table(id: u64, lo: &str, hi: &str) -> Arc<TableMeta> {
+        Arc::new(TableMeta {
+            id,
+            segment: 1,
+            offset: 16,
+            length: 100,
+            smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
+            largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Value).into_vec(),
+            entries: 2,
+            min_seq: 1,
+            max_seq: 9,
+        })
+    }
+
+    #[test]
+    fn run_find_and_overlap() {
+        let run = Run {
+            id: 1,
+            tables: vec![table(1, "a", "c"), table(2, "e", "g"), table(3, "h", "k")],
+        };
+        assert_eq!(run.find(b"b"), Some(0));
+        assert_eq!(run.find(b"d"), None);
+        assert_eq!(run.find(b"g"), Some(1));
+        assert_eq!(run.find(b"z"), None);
+        let ids: Vec<u64> = run
+            .overlapping(Some(b"c"), Some(b"f"))
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(ids, vec![1, 2]);
+        assert_eq!(run.overlapping(None, None).len(), 3);
+    }
+}

@@ -1,0 +1,14 @@
+//! Versions: the set of live tables organised as levels of runs, the edits
+//! that change it, the MANIFEST that records those edits, and file naming.
+
+pub mod edit;
+pub mod files;
+pub mod meta;
+pub mod set;
+#[allow(clippy::module_inception)]
+pub mod version;
+
+pub use edit::VersionEdit;
+pub use meta::{Level, Run, TableMeta};
+pub use set::VersionSet;
+pub use version::{Version, NUM_LEVELS};

@@ -1,0 +1,170 @@
+//! `Version`: an immutable picture of every live table, shared by readers
+//! through an `Arc`. Applying a `VersionEdit` yields the next version.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::edit::VersionEdit;
+use super::meta::{Level, Run, TableMeta};
+
+/// Levels in every version: L0 holds one run per flush, deeper levels hold
+/// the runs compaction builds.
+pub const NUM_LEVELS: usize = 7;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub levels: Vec<Level>,
+}
+
+impl Default for Version {
+    fn default() -> Version {
+        Version {
+            levels: vec![Level::default(); NUM_LEVELS],
+        }
+    }
+}
+
+impl Version {
+    /// Applies an edit: deletions first, then additions. Errors describe an
+    /// edit that does not fit this version (a corrupt MANIFEST).
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
+        let mut next = self.clone();
+        for d in &edit.deleted_tables {
+            let level = &mut next.levels[d.level];
+            let run = level
+                .runs
+                .iter_mut()
+                .find(|r| r.id == d.run)
+                .ok_or_else(|| format!("deleted table {} names missing run {}", d.table, d.run))?;
+            let before = run.tables.len();
+            run.tables.retain(|t| t.id != d.table);
+            if run.tables.len() == before {
+                return Err(format!(
+                    "deleted table {} is not in run {} of L{}",
+                    d.table, d.run, d.level
+                ));
+            }
+        }
+        let mut touched: Vec<(usize, u64)> = Vec::new();
+        for n in &edit.new_tables {
+            let level = &mut next.levels[n.level];
+            let run = match level.runs.iter_mut().position(|r| r.id == n.run) {
+                Some(i) => &mut level.runs[i],
+                None => {
+                    level.runs.push(Run {
+                        id: n.run,
+                        tables: Vec::new(),
+                    });
+                    level.runs.last_mut().expect("just pushed")
+                }
+            };
+            run.tables.push(n.meta.clone());
+            touched.push((n.level, n.run));
+        }
+        for level in &mut next.levels {
+            level.runs.retain(|r| !r.tables.is_empty());
+            level.runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for (level, run_id) in touched {
+            let run = next.levels[level]
+                .runs
+                .iter_mut()
+                .find(|r| r.id == run_id)
+                .expect("touched run exists");
+            run.tables
+                .sort_by(|a, b| crate::format::internal_key::compare(&a.smallest, &b.smallest));
+            for pair in run.tables.windows(2) {
+                if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
+                    return Err(format!(
+                        "tables {} and {} overlap in run {} of L{}",
+                        pair[0].id, pair[1].id, run_id, level
+                    ));
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// Every live table.
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
+        self.levels
+            .iter()
+            .flat_map(|l| l.runs.iter())
+            .flat_map(|r| r.tables.iter())
+    }
+
+    pub fn table_count(&self) -> usize {
+        self.levels.iter().map(Level::table_count).sum()
+    }
+
+    /// Live tables per segment.
+    pub fn segment_table_counts(&self) -> HashMap<u64, usize> {
+        let mut counts = HashMap::new();
+        for t in self.tables() {
+            *counts.entry(t.segment).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The edit that recreates this version from nothing (the first record
+    /// of a fresh MANIFEST).
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        for (i, level) in self.levels.iter().enumerate() {
+            for run in &level.runs {
+                for t in &run.tables {
+                    edit.add_table(i, run.id, t.clone());
+                }
+            }
+        }
+        edit
+    }
+
+    /// Index of the deepest level holding any table, if any.
+    pub fn deepest_nonempty_level(&self) -> Option<usize> {
+        self.levels.iter().rposition(|l| !l.runs.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::meta::tests::table;
+
+    #[test]
+    fn apply_adds_orders_and_deletes() {
+        let mut e = VersionEdit::default();
+        e.add_table(0, 5, table(10, "a", "f"));
+        e.add_table(0, 6, table(11, "b", "g"));
+        e.add_table(1, 2, table(13, "m", "z"));
+        e.add_table(1, 2, table(12, "a", "k"));
+        let v = Version::default().apply(&e).unwrap();
+        let l0: Vec<u64> = v.levels[0].runs.iter().map(|r| r.id).collect();
+        assert_eq!(l0, vec![6, 5], "newest run first");
+        let l1: Vec<u64> = v.levels[1].runs[0].tables.iter().map(|t| t.id).collect();
+        assert_eq!(l1, vec![12, 13], "tables sorted by key");
+        assert_eq!(v.table_count(), 4);
+
+        let mut d = VersionEdit::default();
+        d.delete_table(0, 5, 10);
+        let v2 = v.apply(&d).unwrap();
+        assert_eq!(v2.levels[0].runs.len(), 1, "empty run dropped");
+        assert_eq!(Version::default().apply(&v2.snapshot_edit()).unwrap(), v2);
+    }
+
+    #[test]
+    fn apply_rejects_overlap_and_missing() {
+        let mut e = VersionEdit::default();
+        e.add_table(1, 1, table(1, "a", "f"));
+        e.add_table(1, 1, table(2, "e", "g"));
+        assert!(Version::default()
+            .apply(&e)
+            .unwrap_err()
+            .contains("overlap"));
+        let mut d = VersionEdit::default();
+        d.delete_table(1, 1, 3);
+        assert!(Version::default().apply(&d).is_err());
+    }
+}
