@@ -2,8 +2,9 @@
 //! `key%016d` keys with 100-byte values, then point gets of random keys once
 //! their blocks are in the block cache, then peak RSS.
 //!
-//! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR]`
+//! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR] [LOOKUPS]`
 
+use std::io::Write;
 use std::time::Instant;
 
 use thicketdb::{Db, Options};
@@ -26,9 +27,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let db = Db::open(&dir, options.clone())?;
     let value = [b'v'; 100];
+    let mut key = Vec::with_capacity(32);
     let start = Instant::now();
     for i in 0..count {
-        db.put(format!("key{i:016}").as_bytes(), &value)?;
+        key.clear();
+        write!(key, "key{i:016}")?;
+        db.put(&key, &value)?;
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
@@ -37,7 +41,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     db.flush()?;
 
-    let lookups = count.min(1_000_000);
+    let lookups: u64 = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(count.min(1_000_000));
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = || {
         x ^= x << 13;
@@ -47,14 +55,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // Warm the block cache, then measure.
     for _ in 0..lookups {
-        db.get(format!("key{:016}", next()).as_bytes())?;
+        key.clear();
+        write!(key, "key{:016}", next())?;
+        db.get(&key)?;
     }
     let start = Instant::now();
     let mut found = 0u64;
     for _ in 0..lookups {
-        found += u64::from(db.get(format!("key{:016}", next()).as_bytes())?.is_some());
+        key.clear();
+        write!(key, "key{:016}", next())?;
+        found += u64::from(db.get(&key)?.is_some());
     }
-    let secs = start.elapsed().as_secs_f64();
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
     assert_eq!(found, lookups, "every loaded key must be found");
     let stats = db.stats();
     println!(

@@ -54,6 +54,9 @@ pub fn write_tables(
         }
     };
     let segment_bytes = segment.finish()?;
+    // The MANIFEST edit that follows must not name a file whose directory
+    // entry could vanish on power loss.
+    spec.fs.sync_dir(spec.dir)?;
     Ok(Output {
         tables,
         segment_bytes,

@@ -49,8 +49,15 @@ pub struct BatchOp<'a> {
 
 impl WriteBatch {
     pub fn new() -> WriteBatch {
+        WriteBatch::with_capacity(0)
+    }
+
+    /// A batch whose buffer holds `bytes` of keys and values without growing.
+    pub fn with_capacity(bytes: usize) -> WriteBatch {
+        let mut rep = Vec::with_capacity(HEADER_LEN + 16 + bytes);
+        rep.resize(HEADER_LEN, 0);
         WriteBatch {
-            rep: vec![0; HEADER_LEN],
+            rep,
             count: 0,
             user_bytes: 0,
         }
@@ -158,6 +165,14 @@ impl<'a> DecodedBatch<'a> {
     /// Decodes every update, checking the count.
     pub fn ops(&self) -> std::result::Result<Vec<BatchOp<'a>>, String> {
         let mut ops = Vec::with_capacity(self.count.min(1 << 16) as usize);
+        self.for_each(|op| ops.push(op))?;
+        Ok(ops)
+    }
+
+    /// Hands every update to `f` in order, then checks the count; on a
+    /// malformed batch `f` may have seen a prefix of it.
+    pub fn for_each(&self, mut f: impl FnMut(BatchOp<'a>)) -> std::result::Result<(), String> {
+        let mut seen = 0usize;
         let mut cur = self.body;
         while let Some((&tag, rest)) = cur.split_first() {
             cur = rest;
@@ -167,16 +182,16 @@ impl<'a> DecodedBatch<'a> {
                 ValueKind::Value => get_length_prefixed(&mut cur).ok_or("truncated value")?,
                 ValueKind::Deletion => &[][..],
             };
-            ops.push(BatchOp { kind, key, value });
+            f(BatchOp { kind, key, value });
+            seen += 1;
         }
-        if ops.len() != self.count as usize {
+        if seen != self.count as usize {
             return Err(format!(
-                "batch count {} does not match {} ops",
-                self.count,
-                ops.len()
+                "batch count {} does not match {seen} ops",
+                self.count
             ));
         }
-        Ok(ops)
+        Ok(())
     }
 }
 

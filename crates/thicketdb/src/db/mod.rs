@@ -193,7 +193,7 @@ impl Db {
     }
 
     pub fn put_opt(&self, key: &[u8], value: &[u8], opts: WriteOptions) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len());
         batch.put(key, value)?;
         self.write_opt(batch, opts)
     }
@@ -204,7 +204,7 @@ impl Db {
     }
 
     pub fn delete_opt(&self, key: &[u8], opts: WriteOptions) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(key.len());
         batch.delete(key)?;
         self.write_opt(batch, opts)
     }

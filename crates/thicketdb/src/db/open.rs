@@ -96,6 +96,8 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
 
     let log_number = versions.new_file_number();
     let log_file = fs.create(&log_path(dir, log_number))?;
+    fs.sync_dir(dir)?;
+    Counters::add(&counters.fsyncs_log, 1);
     edit.log_number = Some(log_number);
     edit.last_sequence = Some(last_sequence);
     let version = versions.log_and_apply(edit)?;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use super::snapshot::Snapshot;
 use super::DbInner;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
 use crate::memtable::Lookup;
+use crate::version::files::segment_path;
 
 pub(crate) fn get(
     inner: &Arc<DbInner>,
@@ -26,7 +27,7 @@ pub(crate) fn get(
     let sv = inner.super_version();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(key, seq) {
-            Some(Lookup::Value(v)) => return Ok(Some(v.to_vec())),
+            Some(Lookup::Value(v)) => return Ok(Some(v)),
             Some(Lookup::Deleted) => return Ok(None),
             None => {}
         }
@@ -40,20 +41,22 @@ pub(crate) fn get(
                 continue;
             }
             let table = inner.table_cache.table(meta)?;
-            if let Some((found_key, value)) = table.get(lookup.encoded())? {
-                let parsed = ParsedKey::parse(&found_key).ok_or_else(|| {
-                    crate::error::Error::corruption(
-                        format!("table {}", meta.id),
+            let found = table.get_with(lookup.encoded(), |found_key, value| {
+                ParsedKey::parse(found_key).map(|p| match p.kind {
+                    ValueKind::Value => Some(value.to_vec()),
+                    ValueKind::Deletion => None,
+                })
+            })?;
+            match found {
+                Some(Some(result)) => return Ok(result),
+                Some(None) => {
+                    return Err(Error::corruption(
+                        segment_path(&inner.dir, meta.segment),
                         meta.offset,
-                        "malformed internal key",
-                    )
-                })?;
-                if parsed.user_key == key {
-                    return Ok(match parsed.kind {
-                        ValueKind::Value => Some(value),
-                        ValueKind::Deletion => None,
-                    });
+                        format!("malformed internal key in table {}", meta.id),
+                    ))
                 }
+                None => {}
             }
         }
     }

@@ -170,18 +170,19 @@ fn form_group(state: &mut MutexGuard<'_, super::WriteState>) -> (WriteBatch, usi
     (merged, len, sync)
 }
 
-/// Applies an encoded batch to the memtable.
+/// Applies an encoded batch to the memtable; returns its last sequence.
+/// A malformed batch is rejected before anything is inserted.
 pub(crate) fn insert_into_memtable(
     mem: &Memtable,
     record: &[u8],
 ) -> std::result::Result<u64, String> {
     let batch = DecodedBatch::parse(record)?;
-    let ops = batch.ops()?;
+    batch.for_each(|_| ())?;
     let mut seq = batch.first_sequence;
-    for op in &ops {
+    batch.for_each(|op| {
         mem.add(seq, op.kind, op.key, op.value);
         seq += 1;
-    }
+    })?;
     Ok(seq.saturating_sub(1))
 }
 
@@ -248,17 +249,21 @@ fn make_room(
 /// Starts a new log and memtable; the old memtable becomes immutable.
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     let number = inner.versions.lock().new_file_number();
-    let file = match inner.fs.create(&log_path(&inner.dir, number)) {
+    let created = inner
+        .fs
+        .create(&log_path(&inner.dir, number))
+        .and_then(|f| inner.fs.sync_dir(&inner.dir).map(|()| f));
+    let file = match created {
         Ok(f) => f,
         Err(e) => {
             set_background_error(inner, e.clone());
             return Err(e);
         }
     };
+    Counters::add(&inner.counters.fsyncs_log, 1);
     {
         let mut log = inner.log.lock();
-        // The old log must reach the OS before its memtable can be flushed
-        // and the log deleted; it already has (every group flushes).
+        // Every group already handed the old log to the OS.
         log.writer = LogWriter::new(file);
         log.number = number;
     }

@@ -134,11 +134,13 @@ impl<'a> ParsedKey<'a> {
 
 /// The user-key part of an encoded internal key (which must be at least
 /// `TRAILER_LEN` long; shorter input yields an empty key).
+#[inline]
 pub fn user_key(encoded: &[u8]) -> &[u8] {
     &encoded[..encoded.len().saturating_sub(TRAILER_LEN)]
 }
 
 /// The trailer of an encoded internal key (0 when too short).
+#[inline]
 pub fn trailer(encoded: &[u8]) -> u64 {
     if encoded.len() < TRAILER_LEN {
         return 0;
@@ -149,6 +151,7 @@ pub fn trailer(encoded: &[u8]) -> u64 {
 }
 
 /// Orders encoded internal keys: user key ascending, trailer descending.
+#[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     user_key(a)
         .cmp(user_key(b))

@@ -1,113 +1,59 @@
-//! A bidirectional cursor over a memtable.
-//!
-//! The skiplist's own cursors borrow the list, so the iterator keeps an
-//! `Arc` of the memtable and refills a small window of cloned entries (a
-//! refcount bump each) with one skiplist search per window, in either
-//! direction. Entries are immutable once inserted, so a window never goes
-//! stale; newer entries are filtered by sequence number above this layer.
+//! A bidirectional cursor over a memtable. Entries are immutable once
+//! inserted, so the cursor stays valid while writes continue; entries newer
+//! than the reader's snapshot are filtered above this layer.
 
-use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{Entry, Memtable};
+use super::skiplist::NIL;
+use super::Memtable;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 
-const WINDOW: usize = 64;
-
 pub struct MemtableIterator {
     mem: Arc<Memtable>,
-    window: Vec<Entry>,
-    /// Index into `window`; `window.len()` means invalid.
-    pos: usize,
-    /// Whether `window` is in descending order (filled by a backward step).
-    backward: bool,
+    /// Current node, or `NIL` when invalid.
+    node: u32,
 }
 
 impl MemtableIterator {
     pub fn new(mem: Arc<Memtable>) -> MemtableIterator {
-        MemtableIterator {
-            mem,
-            window: Vec::with_capacity(WINDOW),
-            pos: 0,
-            backward: false,
-        }
-    }
-
-    fn fill_forward(&mut self, from: Bound<&Entry>) {
-        let next: Vec<Entry> = self
-            .mem
-            .entries
-            .range((from, Bound::Unbounded))
-            .take(WINDOW)
-            .map(|e| e.value().clone())
-            .collect();
-        self.window = next;
-        self.backward = false;
-        self.pos = 0;
-    }
-
-    fn fill_backward(&mut self, to: Bound<&Entry>) {
-        let next: Vec<Entry> = self
-            .mem
-            .entries
-            .range((Bound::Unbounded, to))
-            .rev()
-            .take(WINDOW)
-            .map(|e| e.value().clone())
-            .collect();
-        self.window = next;
-        self.backward = true;
-        self.pos = 0;
-    }
-
-    fn current(&self) -> &Entry {
-        &self.window[self.pos]
+        MemtableIterator { mem, node: NIL }
     }
 }
 
 impl InternalIterator for MemtableIterator {
     fn valid(&self) -> bool {
-        self.pos < self.window.len()
+        self.node != NIL
     }
 
     fn seek_to_first(&mut self) {
-        self.fill_forward(Bound::Unbounded);
+        self.node = self.mem.list.first();
     }
 
     fn seek_to_last(&mut self) {
-        self.fill_backward(Bound::Unbounded);
+        self.node = self.mem.list.last();
     }
 
     fn seek(&mut self, target: &[u8]) {
-        let key = Entry::seek_key(target);
-        self.fill_forward(Bound::Included(&key));
+        self.node = self.mem.list.seek(target);
     }
 
     fn next(&mut self) {
-        if !self.backward && self.pos + 1 < self.window.len() {
-            self.pos += 1;
-            return;
-        }
-        let cur = self.current().clone();
-        self.fill_forward(Bound::Excluded(&cur));
+        self.node = self.mem.list.next(self.node);
     }
 
     fn prev(&mut self) {
-        if self.backward && self.pos + 1 < self.window.len() {
-            self.pos += 1;
-            return;
-        }
-        let cur = self.current().clone();
-        self.fill_backward(Bound::Excluded(&cur));
+        // No back links: find the predecessor by search, as LevelDB does.
+        let key = self.mem.list.node(self.node).key();
+        self.node = self.mem.list.seek_before(key);
     }
 
     fn key(&self) -> &[u8] {
-        self.current().key()
+        self.mem.list.node(self.node).key()
     }
 
     fn value(&self) -> &[u8] {
-        self.current().value()
+        self.mem.list.node(self.node).value()
     }
 
     fn status(&self) -> Result<()> {
@@ -168,5 +114,14 @@ mod tests {
         assert_eq!(user(&it), "k00101");
         it.seek(InternalKey::new(b"zzz", 1, ValueKind::SEEK).encoded());
         assert!(!it.valid());
+    }
+
+    #[test]
+    fn iterator_sees_entries_added_after_creation() {
+        let mem = filled(10);
+        let mut it = MemtableIterator::new(mem.clone());
+        mem.add(100, ValueKind::Value, b"k99999", b"late");
+        it.seek_to_last();
+        assert_eq!(user(&it), "k99999");
     }
 }

@@ -5,84 +5,25 @@
 //! single allocation holding the internal key and the value.
 
 mod iter;
+mod skiplist;
 
-use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use bytes::Bytes;
-use crossbeam_skiplist::SkipSet;
-
-use crate::format::internal_key::{self, append_internal_key, ParsedKey, ValueKind};
+use crate::format::internal_key::{append_internal_key, InternalKey, ParsedKey, ValueKind};
 
 pub use iter::MemtableIterator;
-
-/// Per-entry bookkeeping counted against `write_buffer_size` on top of the
-/// key and value bytes (skiplist node, tower and refcounts).
-const ENTRY_OVERHEAD: u64 = 80;
-
-/// One memtable entry: `internal key ++ value` in one buffer.
-#[derive(Clone)]
-pub(crate) struct Entry {
-    buf: Bytes,
-    key_len: u32,
-}
-
-impl Entry {
-    fn new(user_key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) -> Entry {
-        let mut buf = Vec::with_capacity(user_key.len() + 8 + value.len());
-        append_internal_key(&mut buf, user_key, seq, kind);
-        let key_len = buf.len() as u32;
-        buf.extend_from_slice(value);
-        Entry {
-            buf: Bytes::from(buf),
-            key_len,
-        }
-    }
-
-    fn seek_key(internal_key: &[u8]) -> Entry {
-        Entry {
-            buf: Bytes::copy_from_slice(internal_key),
-            key_len: internal_key.len() as u32,
-        }
-    }
-
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.buf[..self.key_len as usize]
-    }
-
-    pub(crate) fn value(&self) -> &[u8] {
-        &self.buf[self.key_len as usize..]
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        internal_key::compare(self.key(), other.key())
-    }
-}
+use skiplist::{SkipList, NIL};
 
 /// What a memtable knows about a user key at a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
-    Value(Bytes),
+    Value(Vec<u8>),
     Deleted,
 }
 
 /// An in-memory sorted buffer of recent writes, tied to one log file.
 pub struct Memtable {
-    entries: SkipSet<Entry>,
+    list: SkipList,
     size: AtomicU64,
     log_number: u64,
 }
@@ -91,7 +32,7 @@ impl Memtable {
     /// A memtable whose writes are recorded in log `log_number`.
     pub fn new(log_number: u64) -> Memtable {
         Memtable {
-            entries: SkipSet::new(),
+            list: SkipList::default(),
             size: AtomicU64::new(0),
             log_number,
         }
@@ -104,26 +45,28 @@ impl Memtable {
 
     /// Inserts an entry. Sequence numbers are unique, so entries never collide.
     pub fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let entry = Entry::new(user_key, seq, kind, value);
-        self.size.fetch_add(
-            entry.buf.len() as u64 + ENTRY_OVERHEAD,
-            AtomicOrdering::Relaxed,
-        );
-        self.entries.insert(entry);
+        let mut buf = Vec::with_capacity(user_key.len() + 8 + value.len());
+        append_internal_key(&mut buf, user_key, seq, kind);
+        let key_len = buf.len() as u32;
+        buf.extend_from_slice(value);
+        let charge = self.list.insert(buf.into_boxed_slice(), key_len);
+        self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
 
     /// The newest version of `user_key` with sequence `<= snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: u64) -> Option<Lookup> {
-        let seek = Entry::seek_key(
-            &internal_key::InternalKey::new(user_key, snapshot, ValueKind::SEEK).into_vec(),
-        );
-        let found = self.entries.lower_bound(Bound::Included(&seek))?;
-        let parsed = ParsedKey::parse(found.key())?;
+        let seek = InternalKey::new(user_key, snapshot, ValueKind::SEEK);
+        let found = self.list.seek(seek.encoded());
+        if found == NIL {
+            return None;
+        }
+        let node = self.list.node(found);
+        let parsed = ParsedKey::parse(node.key())?;
         if parsed.user_key != user_key {
             return None;
         }
         Some(match parsed.kind {
-            ValueKind::Value => Lookup::Value(found.buf.slice(found.key_len as usize..)),
+            ValueKind::Value => Lookup::Value(node.value().to_vec()),
             ValueKind::Deletion => Lookup::Deleted,
         })
     }
@@ -135,12 +78,12 @@ impl Memtable {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.list.len()
     }
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.list.is_empty()
     }
 }
 
@@ -155,20 +98,14 @@ mod tests {
         m.add(2, ValueKind::Value, b"a", b"v2");
         m.add(3, ValueKind::Deletion, b"a", b"");
         m.add(4, ValueKind::Value, b"b", b"x");
-        assert_eq!(
-            m.get(b"a", 1),
-            Some(Lookup::Value(Bytes::from_static(b"v1")))
-        );
-        assert_eq!(
-            m.get(b"a", 2),
-            Some(Lookup::Value(Bytes::from_static(b"v2")))
-        );
+        assert_eq!(m.get(b"a", 1), Some(Lookup::Value(b"v1".to_vec())));
+        assert_eq!(m.get(b"a", 2), Some(Lookup::Value(b"v2".to_vec())));
         assert_eq!(m.get(b"a", 3), Some(Lookup::Deleted));
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"b", 3), None);
         assert_eq!(m.get(b"c", 9), None);
         assert_eq!(m.len(), 4);
-        assert!(m.approximate_size() > 4 * ENTRY_OVERHEAD);
+        assert!(m.approximate_size() > 4 * 64);
     }
 
     #[test]

@@ -123,7 +123,8 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
 
     fn seek(&mut self, target: &[u8]) {
         // Find the last restart point whose key is < target, then scan.
-        let (mut left, mut right) = (0, self.block.num_restarts() - 1);
+        let num_restarts = self.block.num_restarts();
+        let (mut left, mut right) = (0, num_restarts - 1);
         while left < right {
             let mid = (left + right).div_ceil(2);
             let Some(key) = self.block.restart_key(mid) else {
@@ -137,11 +138,23 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
                 right = mid - 1;
             }
         }
+        // The search established key(left) < target (when left > 0) and
+        // key(left + 1) >= target (when it exists): skip those comparisons,
+        // which for index blocks (one entry per restart) means all of them.
+        let mut known_less = left > 0;
+        let known_not_less = if left + 1 < num_restarts {
+            self.block.restart_point(left + 1)
+        } else {
+            self.block.restarts()
+        };
         self.seek_to_restart(left);
         while self.parse_next() {
-            if internal_key::compare(&self.key, target) != Ordering::Less {
+            if self.current >= known_not_less
+                || (!known_less && internal_key::compare(&self.key, target) != Ordering::Less)
+            {
                 return;
             }
+            known_less = false;
         }
     }
 

@@ -21,7 +21,7 @@ use crate::format::internal_key::{self, ParsedKey, ValueKind};
 use crate::io::WritableFile;
 
 /// Largest key plus value accepted, keeping block offsets well inside u32.
-pub const MAX_ENTRY_LEN: usize = 1 << 30;
+const MAX_ENTRY_LEN: usize = 1 << 30;
 
 /// What a finished table is and where it was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,7 +115,8 @@ impl<'a> TableBuilder<'a> {
         Ok(())
     }
 
-    /// Bytes the table would occupy if finished now (metadata excluded).
+    /// Bytes the table would occupy if finished now, not counting the
+    /// filter and properties blocks.
     pub fn estimated_size(&self) -> u64 {
         self.file.len() - self.start
             + (self.data_block.size_estimate() + self.index_block.size_estimate()) as u64

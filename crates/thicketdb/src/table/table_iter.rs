@@ -85,7 +85,6 @@ impl TableIterator {
             if let Err(e) = self.index.status() {
                 self.fail(e);
             }
-            self.data = None;
             return true;
         }
         false

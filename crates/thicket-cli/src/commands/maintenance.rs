@@ -1,0 +1,23 @@
+//! `flush` and `compact`.
+
+use super::{open, Access, Status};
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+
+pub fn flush(g: &GlobalArgs) -> CliResult<Status> {
+    let db = open(g, Access::Existing)?;
+    db.flush()?;
+    let s = db.stats();
+    db.close()?;
+    println!("flushed: {} tables in {} segments", s.tables, s.segments);
+    Ok(Status::Success)
+}
+
+pub fn compact(g: &GlobalArgs) -> CliResult<Status> {
+    let db = open(g, Access::Existing)?;
+    db.compact_range(None, None)?;
+    let s = db.stats();
+    db.close()?;
+    println!("compacted: {} tables in {} segments", s.tables, s.segments);
+    Ok(Status::Success)
+}

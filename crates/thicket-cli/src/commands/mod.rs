@@ -1,0 +1,95 @@
+//! The commands, and how they open the store.
+
+mod check;
+mod kv;
+mod load;
+mod maintenance;
+mod scan;
+mod stats;
+
+use std::path::Path;
+
+use thicketdb::version::files::{current_path, options_path};
+use thicketdb::{Db, Options, Profile};
+
+use crate::cli::{Cli, Command, GlobalArgs};
+use crate::error::{CliError, CliResult};
+
+/// How a command ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Success,
+    /// `get` found no value (exit status 1).
+    NotFound,
+}
+
+pub fn run(cli: Cli) -> CliResult<Status> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Put { key, value, sync } => kv::put(g, key.as_bytes(), value.as_bytes(), sync),
+        Command::Get { key } => kv::get(g, key.as_bytes()),
+        Command::Delete { key, sync } => kv::delete(g, key.as_bytes(), sync),
+        Command::Scan(args) => scan::run(g, &args),
+        Command::Stats { json } => stats::run(g, json),
+        Command::Check => check::run(g),
+        Command::Load(args) => load::run(g, &args),
+        Command::Flush => maintenance::flush(g),
+        Command::Compact => maintenance::compact(g),
+    }
+}
+
+/// Whether a command may create a store that does not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Writes: create the store when missing.
+    Create,
+    /// Reads: a missing store is an error, not an empty new store.
+    Existing,
+}
+
+/// The `--db` directory (required by every command).
+pub fn db_dir(g: &GlobalArgs) -> CliResult<&Path> {
+    g.db.as_deref()
+        .ok_or_else(|| CliError::Usage("--db DIR is required".to_string()))
+}
+
+/// The options to open the store with: the stored ones when the store has
+/// an OPTIONS file (else the requested profile's), then the requested
+/// profile (so the library refuses a mismatch), then the `--option`
+/// overrides in order.
+pub fn build_options(g: &GlobalArgs, dir: &Path, access: Access) -> CliResult<Options> {
+    let profile: Option<Profile> = g.profile.as_deref().map(str::parse).transpose()?;
+    let stored = options_path(dir);
+    let mut options = if stored.exists() {
+        let text = std::fs::read(&stored)
+            .map_err(|e| thicketdb::Error::io(e, stored.display().to_string()))?;
+        let mut options = Options::decode(&stored.display().to_string(), &text)?;
+        if let Some(p) = profile {
+            options.profile = p;
+        }
+        options
+    } else {
+        profile.unwrap_or_default().options()
+    };
+    if access == Access::Existing {
+        options.create_if_missing = false;
+    }
+    for spec in &g.options {
+        let (name, value) = spec.split_once('=').ok_or_else(|| {
+            CliError::Usage(format!("bad --option {spec:?}: expected NAME=VALUE"))
+        })?;
+        options.set(name.trim(), value.trim())?;
+    }
+    options.validate()?;
+    Ok(options)
+}
+
+/// Opens the store named by `--db`.
+pub fn open(g: &GlobalArgs, access: Access) -> CliResult<Db> {
+    let dir = db_dir(g)?;
+    let options = build_options(g, dir, access)?;
+    if access == Access::Existing && !options.create_if_missing && !current_path(dir).exists() {
+        return Err(CliError::Usage(format!("no store in {}", dir.display())));
+    }
+    Ok(Db::open(dir, options)?)
+}

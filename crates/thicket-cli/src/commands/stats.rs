@@ -1,0 +1,18 @@
+//! `stats`: a readable summary or one JSON object.
+
+use super::{open, Access, Status};
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+use crate::stats_json;
+
+pub fn run(g: &GlobalArgs, json: bool) -> CliResult<Status> {
+    let db = open(g, Access::Existing)?;
+    let stats = db.stats();
+    db.close()?;
+    if json {
+        println!("{}", stats_json::to_json(&stats));
+    } else {
+        print!("{}", stats_json::summary(&stats));
+    }
+    Ok(Status::Success)
+}

@@ -1,0 +1,31 @@
+//! `thicket`: the command-line tool of ThicketDB.
+//!
+//! Exit status: 0 on success, 1 when `get` finds no value, 2 on any error
+//! (the message goes to stderr as `error: <message>`).
+
+mod cli;
+mod commands;
+mod error;
+mod keys;
+mod permutation;
+mod stats_json;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(commands::Status::Success) => ExitCode::SUCCESS,
+        Ok(commands::Status::NotFound) => ExitCode::from(1),
+        // The reader of our output went away (`thicket scan | head`).
+        Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

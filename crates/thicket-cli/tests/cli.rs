@@ -1,0 +1,290 @@
+//! The `thicket` command line, run as a separate process.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn thicket(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_thicket"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .expect("run thicket")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(db: &Path, args: &[&str]) -> String {
+    let o = thicket(db, args);
+    assert!(
+        o.status.success(),
+        "thicket {args:?} failed: {}\n{}",
+        o.status,
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+#[track_caller]
+fn fails(db: &Path, args: &[&str]) -> String {
+    let o = thicket(db, args);
+    assert_eq!(o.status.code(), Some(2), "thicket {args:?}: {}", stderr(&o));
+    assert!(o.stdout.is_empty(), "unexpected output: {}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("error: "), "{err}");
+    err
+}
+
+fn stats_json(db: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(db, &["stats", "--json"])).expect("stats --json is JSON")
+}
+
+#[test]
+fn put_get_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(db, &["put", "apple", "red"]);
+    ok(db, &["put", "banana", "yellow"]);
+    assert_eq!(ok(db, &["get", "apple"]), "red\n");
+    ok(db, &["put", "apple", "green", "--sync"]);
+    assert_eq!(ok(db, &["get", "apple"]), "green\n");
+
+    let absent = thicket(db, &["get", "cherry"]);
+    assert_eq!(absent.status.code(), Some(1));
+    assert!(absent.stdout.is_empty());
+
+    ok(db, &["delete", "apple"]);
+    assert_eq!(thicket(db, &["get", "apple"]).status.code(), Some(1));
+    assert_eq!(ok(db, &["get", "banana"]), "yellow\n");
+}
+
+#[test]
+fn scan_bounds_limit_and_direction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    for k in ["a", "b", "c", "d", "e"] {
+        ok(db, &["put", k, &k.to_uppercase()]);
+    }
+    ok(db, &["delete", "c"]);
+    assert_eq!(ok(db, &["scan"]), "a\tA\nb\tB\nd\tD\ne\tE\n");
+    assert_eq!(
+        ok(db, &["scan", "--from", "b", "--to", "e"]),
+        "b\tB\nd\tD\n"
+    );
+    assert_eq!(ok(db, &["scan", "--from", "bb"]), "d\tD\ne\tE\n");
+    assert_eq!(ok(db, &["scan", "--limit", "2"]), "a\tA\nb\tB\n");
+    assert_eq!(ok(db, &["scan", "--limit", "0"]), "");
+    assert_eq!(ok(db, &["scan", "--reverse"]), "e\tE\nd\tD\nb\tB\na\tA\n");
+    assert_eq!(
+        ok(
+            db,
+            &[
+                "scan",
+                "--reverse",
+                "--from",
+                "b",
+                "--to",
+                "e",
+                "--limit",
+                "1"
+            ]
+        ),
+        "d\tD\n"
+    );
+    assert_eq!(ok(db, &["scan", "--reverse", "--to", "b"]), "a\tA\n");
+}
+
+#[test]
+fn load_then_scan_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let out = ok(db, &["load", "--count", "25000", "--value-size", "20"]);
+    let acked: Vec<&str> = out.lines().filter(|l| l.starts_with("acked ")).collect();
+    assert!(acked.contains(&"acked 10000"), "{out}");
+    assert_eq!(acked.last(), Some(&"acked 25000"), "{out}");
+    let summary = out.lines().last().unwrap();
+    assert!(
+        summary.starts_with("loaded 25000 keys in ") && summary.ends_with(" writes/s"),
+        "{summary}"
+    );
+    assert_eq!(
+        ok(db, &["get", "key0000000000000042"]),
+        "v0000000000000042|v0\n"
+    );
+    assert_eq!(
+        ok(db, &["scan", "--reverse", "--limit", "1"]),
+        "key0000000000024999\tv0000000000024999|v0\n"
+    );
+    // Random order writes the same keys.
+    ok(
+        db,
+        &[
+            "load", "--count", "1000", "--start", "25000", "--random", "--seed", "7",
+        ],
+    );
+    let scanned = ok(db, &["scan", "--from", "key0000000000024990"]);
+    assert_eq!(scanned.lines().count(), 1010);
+}
+
+#[test]
+fn stats_json_has_required_keys_and_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(
+        db,
+        &[
+            "load",
+            "--count",
+            "5000",
+            "--option",
+            "write_buffer_size=65536",
+        ],
+    );
+    let s = stats_json(db);
+    for key in [
+        "tables",
+        "segments",
+        "user_bytes_written",
+        "engine_bytes_written",
+        "write_amplification",
+        "fsyncs",
+        "fsyncs_by_cause",
+        "compactions_merge",
+        "compactions_move",
+        "tables_per_level",
+        "runs_per_level",
+        "bytes_per_level",
+        "stall_micros",
+        "flushes",
+        "user_writes",
+    ] {
+        assert!(s.get(key).is_some(), "stats lacks {key}: {s}");
+    }
+    for cause in ["log", "flush", "compaction", "manifest"] {
+        assert!(s["fsyncs_by_cause"][cause].is_u64(), "{s}");
+    }
+    let user = s["user_bytes_written"].as_u64().unwrap();
+    assert!(user >= 5000 * 100, "{s}");
+    assert_eq!(s["user_writes"].as_u64(), Some(5000));
+    assert!(s["engine_bytes_written"].as_u64().unwrap() >= user, "{s}");
+    assert!(s["tables"].as_u64().unwrap() >= 1, "{s}");
+    assert!(s["write_amplification"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(s["tables_per_level"].is_array(), "{s}");
+
+    // Counters are cumulative across processes.
+    ok(db, &["load", "--count", "3000", "--start", "5000"]);
+    let s2 = stats_json(db);
+    assert_eq!(s2["user_writes"].as_u64(), Some(8000), "{s2}");
+    assert!(s2["user_bytes_written"].as_u64().unwrap() > user);
+
+    let text = ok(db, &["stats"]);
+    assert!(text.lines().count() > 5, "{text}");
+    assert!(text.contains("write amp"), "{text}");
+}
+
+#[test]
+fn options_and_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(
+        db,
+        &["put", "k", "v", "--option", "write_buffer_size=65536"],
+    );
+    ok(
+        db,
+        &[
+            "flush",
+            "--option",
+            "target_table_size=65536",
+            "--option",
+            "block_size=1024",
+        ],
+    );
+    let err = fails(db, &["get", "k", "--option", "bogus=1"]);
+    assert!(err.contains("bogus"), "{err}");
+    let err = fails(db, &["get", "k", "--option", "write_buffer_size=lots"]);
+    assert!(err.contains("write_buffer_size"), "{err}");
+    let err = fails(db, &["get", "k", "--option", "write_buffer_size=10"]);
+    assert!(err.contains("write_buffer_size"), "{err}");
+    let err = fails(db, &["get", "k", "--option", "write_buffer_size"]);
+    assert!(err.contains("NAME=VALUE"), "{err}");
+
+    let err = fails(db, &["get", "k", "--profile", "nosuch"]);
+    assert!(err.contains("nosuch"), "{err}");
+    assert_eq!(ok(db, &["get", "k", "--profile", "default"]), "v\n");
+
+    let fresh = dir.path().join("fresh");
+    let err = fails(&fresh, &["put", "k", "v", "--profile", "nosuch"]);
+    assert!(err.contains("nosuch"), "{err}");
+    ok(&fresh, &["put", "k", "v", "--profile", "default"]);
+    let options = std::fs::read_to_string(fresh.join("OPTIONS")).unwrap();
+    assert!(options.contains("profile=default"), "{options}");
+}
+
+#[test]
+fn reads_do_not_create_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("none");
+    let err = fails(&db, &["get", "k"]);
+    assert!(err.contains("no store"), "{err}");
+    assert!(!db.join("CURRENT").exists());
+}
+
+#[test]
+fn missing_db_is_a_usage_error() {
+    let o = Command::new(env!("CARGO_BIN_EXE_thicket"))
+        .args(["get", "k"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--db"));
+}
+
+#[test]
+fn check_finds_a_flipped_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let small = [
+        "--option",
+        "write_buffer_size=65536",
+        "--option",
+        "target_table_size=65536",
+    ];
+    let mut args = vec!["load", "--count", "5000"];
+    args.extend(small);
+    ok(db, &args);
+    ok(db, &["compact"]);
+    ok(db, &["put", "tail", "in the log"]);
+    let report = ok(db, &["check"]);
+    assert!(report.starts_with("ok:"), "{report}");
+
+    let mut segments = Vec::new();
+    for entry in std::fs::read_dir(db).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "seg") {
+            let mut bytes = std::fs::read(&path).unwrap();
+            if bytes.len() > 200 {
+                // Offset 100 lies in the first data block of the first table.
+                bytes[100] ^= 0x55;
+                std::fs::write(&path, bytes).unwrap();
+                segments.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(!segments.is_empty(), "no segment written");
+    let o = thicket(db, &["check"]);
+    assert!(!o.status.success(), "check passed a corrupt store");
+    let err = stderr(&o);
+    assert!(
+        segments.iter().any(|s| err.contains(s.as_str())),
+        "{err} names none of {segments:?}"
+    );
+    assert!(err.contains("offset"), "{err}");
+}

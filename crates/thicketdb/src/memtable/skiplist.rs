@@ -1,0 +1,323 @@
+//! A skiplist of memtable entries for one writer and many lock-free readers.
+//!
+//! Nodes live in an append-only `boxcar::Vec` and link to each other by
+//! index, so readers need neither locks nor `unsafe`: a node is fully built
+//! before it is pushed, and becomes reachable only when a predecessor's
+//! `next` is stored with `Release` after the push. Nodes are never removed;
+//! the whole list is dropped with its memtable.
+//!
+//! Inserts remember the predecessors of the last insert at every level, so
+//! a key above the previous one (a sequential load) is placed by walking
+//! forward from those nodes instead of searching from the head.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
+
+use crate::format::internal_key::compare;
+
+pub const MAX_HEIGHT: usize = 12;
+/// "No node": the end of a level, or the head as a predecessor.
+pub const NIL: u32 = u32::MAX;
+
+pub struct Node {
+    buf: Box<[u8]>,
+    key_len: u32,
+    next: [AtomicU32; MAX_HEIGHT],
+}
+
+impl Node {
+    pub fn key(&self) -> &[u8] {
+        &self.buf[..self.key_len as usize]
+    }
+
+    pub fn value(&self) -> &[u8] {
+        &self.buf[self.key_len as usize..]
+    }
+
+    /// Bytes this node occupies, for memtable accounting.
+    pub fn charge(&self) -> usize {
+        self.buf.len() + std::mem::size_of::<Node>()
+    }
+}
+
+struct Writer {
+    rng: u64,
+    /// Index of the last inserted node, if any.
+    last: u32,
+    /// The last insert's predecessor at each level (`NIL` = head).
+    prev: [u32; MAX_HEIGHT],
+}
+
+pub struct SkipList {
+    nodes: boxcar::Vec<Node>,
+    head: [AtomicU32; MAX_HEIGHT],
+    height: AtomicUsize,
+    writer: Mutex<Writer>,
+}
+
+impl Default for SkipList {
+    fn default() -> SkipList {
+        SkipList {
+            nodes: boxcar::Vec::new(),
+            head: std::array::from_fn(|_| AtomicU32::new(NIL)),
+            height: AtomicUsize::new(1),
+            writer: Mutex::new(Writer {
+                rng: 0x2545_f491_4f6c_dd1d,
+                last: NIL,
+                prev: [NIL; MAX_HEIGHT],
+            }),
+        }
+    }
+}
+
+impl SkipList {
+    pub fn len(&self) -> usize {
+        self.nodes.count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The node at `index` (an index obtained from this list).
+    pub fn node(&self, index: u32) -> &Node {
+        &self.nodes[index as usize]
+    }
+
+    fn next_of(&self, node: u32, level: usize) -> u32 {
+        let link = match node {
+            NIL => &self.head[level],
+            n => &self.node(n).next[level],
+        };
+        link.load(AtomicOrdering::Acquire)
+    }
+
+    /// Whether `key` sorts after the node `next` (false at the end).
+    fn goes_after(&self, key: &[u8], next: u32) -> bool {
+        next != NIL && compare(self.node(next).key(), key) == Ordering::Less
+    }
+
+    /// Inserts `key ++ value`; `key` must not be present. Inserts are
+    /// serialised internally; readers are never blocked.
+    pub fn insert(&self, buf: Box<[u8]>, key_len: u32) -> usize {
+        let mut w = self.writer.lock();
+        let height = random_height(&mut w.rng);
+        let key = &buf[..key_len as usize];
+        let mut prev = [NIL; MAX_HEIGHT];
+        let hinted = w.last != NIL && compare(self.node(w.last).key(), key) == Ordering::Less;
+        let mut x = NIL;
+        let top = self.height.load(AtomicOrdering::Relaxed).max(height);
+        for level in (0..top).rev() {
+            let hint = w.prev[level];
+            if hinted && hint != NIL && hint != x {
+                // Every remembered predecessor sorts before `key`; start from
+                // the later of it and the node found one level up.
+                if x == NIL
+                    || compare(self.node(hint).key(), self.node(x).key()) == Ordering::Greater
+                {
+                    x = hint;
+                }
+            }
+            loop {
+                let next = self.next_of(x, level);
+                if self.goes_after(key, next) {
+                    x = next;
+                } else {
+                    break;
+                }
+            }
+            prev[level] = x;
+        }
+        let node = Node {
+            next: std::array::from_fn(|level| {
+                AtomicU32::new(if level < height {
+                    self.next_of(prev[level], level)
+                } else {
+                    NIL
+                })
+            }),
+            buf,
+            key_len,
+        };
+        let charge = node.charge();
+        let index = self.nodes.push(node) as u32;
+        self.height.fetch_max(height, AtomicOrdering::Relaxed);
+        for (level, &p) in prev.iter().enumerate().take(height) {
+            let link = match p {
+                NIL => &self.head[level],
+                n => &self.node(n).next[level],
+            };
+            link.store(index, AtomicOrdering::Release);
+        }
+        for (level, slot) in w.prev.iter_mut().enumerate() {
+            *slot = if level < height { index } else { prev[level] };
+        }
+        w.last = index;
+        charge
+    }
+
+    /// The first node whose key is `>= key`, or `NIL`.
+    pub fn seek(&self, key: &[u8]) -> u32 {
+        let mut x = NIL;
+        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
+            loop {
+                let next = self.next_of(x, level);
+                if self.goes_after(key, next) {
+                    x = next;
+                } else {
+                    break;
+                }
+            }
+        }
+        self.next_of(x, 0)
+    }
+
+    /// The last node whose key is `< key`, or `NIL`.
+    pub fn seek_before(&self, key: &[u8]) -> u32 {
+        let mut x = NIL;
+        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
+            loop {
+                let next = self.next_of(x, level);
+                if self.goes_after(key, next) {
+                    x = next;
+                } else {
+                    break;
+                }
+            }
+        }
+        x
+    }
+
+    pub fn first(&self) -> u32 {
+        self.next_of(NIL, 0)
+    }
+
+    /// The last node, or `NIL`.
+    pub fn last(&self) -> u32 {
+        let mut x = NIL;
+        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
+            loop {
+                let next = self.next_of(x, level);
+                if next == NIL {
+                    break;
+                }
+                x = next;
+            }
+        }
+        x
+    }
+
+    /// The node after `index` at level 0, or `NIL`.
+    pub fn next(&self, index: u32) -> u32 {
+        self.next_of(index, 0)
+    }
+}
+
+/// Height with probability 1/4 of each extra level, as in LevelDB.
+fn random_height(rng: &mut u64) -> usize {
+    let mut height = 1;
+    while height < MAX_HEIGHT {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        if !(*rng).is_multiple_of(4) {
+            break;
+        }
+        height += 1;
+    }
+    height
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::internal_key::{InternalKey, ValueKind};
+    use proptest::prelude::*;
+
+    fn entry(k: u32, seq: u64) -> (Box<[u8]>, u32) {
+        let key = InternalKey::new(format!("{k:06}").as_bytes(), seq, ValueKind::Value).into_vec();
+        let len = key.len() as u32;
+        (key.into_boxed_slice(), len)
+    }
+
+    fn keys(list: &SkipList) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut x = list.first();
+        while x != NIL {
+            out.push(list.node(x).key().to_vec());
+            x = list.next(x);
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn stays_sorted_in_any_insert_order(order in proptest::collection::vec((0u32..500, 0u64..1_000_000), 0..300)) {
+            let list = SkipList::default();
+            let mut expected = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for (k, s) in order {
+                if !seen.insert((k, s)) { continue; }
+                let (buf, len) = entry(k, s);
+                expected.push(buf[..len as usize].to_vec());
+                list.insert(buf, len);
+            }
+            expected.sort_by(|a, b| compare(a, b));
+            prop_assert_eq!(keys(&list), expected.clone());
+            for (i, k) in expected.iter().enumerate() {
+                prop_assert_eq!(list.node(list.seek(k)).key(), &k[..]);
+                let before = list.seek_before(k);
+                if i == 0 {
+                    prop_assert_eq!(before, NIL);
+                } else {
+                    prop_assert_eq!(list.node(before).key(), &expected[i - 1][..]);
+                }
+            }
+            match expected.last() {
+                Some(k) => prop_assert_eq!(list.node(list.last()).key(), &k[..]),
+                None => prop_assert_eq!(list.last(), NIL),
+            }
+        }
+    }
+
+    #[test]
+    fn sequential_then_random_inserts() {
+        let list = SkipList::default();
+        for k in 0..2000 {
+            let (b, l) = entry(k * 2, 1);
+            list.insert(b, l);
+        }
+        for k in (0..2000).rev() {
+            let (b, l) = entry(k * 2 + 1, 1);
+            list.insert(b, l);
+        }
+        let got = keys(&list);
+        assert_eq!(got.len(), 4000);
+        assert!(got
+            .windows(2)
+            .all(|w| compare(&w[0], &w[1]) == Ordering::Less));
+    }
+
+    #[test]
+    fn readers_see_a_consistent_list_during_inserts() {
+        let list = std::sync::Arc::new(SkipList::default());
+        std::thread::scope(|s| {
+            let writer = list.clone();
+            s.spawn(move || {
+                for k in 0..20_000 {
+                    let (b, l) = entry((k * 7919) % 20_000, 1);
+                    writer.insert(b, l);
+                }
+            });
+            for _ in 0..20 {
+                let got = keys(&list);
+                assert!(got
+                    .windows(2)
+                    .all(|w| compare(&w[0], &w[1]) == Ordering::Less));
+            }
+        });
+        assert_eq!(keys(&list).len(), 20_000);
+    }
+}
