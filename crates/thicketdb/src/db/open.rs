@@ -86,6 +86,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         dir,
         options: &options,
         versions: &versions,
+        counters: &counters,
         mem: Arc::new(Memtable::new(0)),
         edit: &mut edit,
     };
@@ -163,6 +164,7 @@ struct Replay<'a> {
     dir: &'a Path,
     options: &'a Options,
     versions: &'a VersionSet,
+    counters: &'a Counters,
     mem: Arc<Memtable>,
     edit: &'a mut VersionEdit,
 }
@@ -197,6 +199,11 @@ impl Replay<'_> {
         // Recovery runs before any snapshot exists: only the newest version
         // of each key matters, but keep them all, as a flush does.
         let output = write_memtable(self.fs, self.dir, self.options, mem, 0, &numbers)?;
+        Counters::add(&self.counters.flushes, 1);
+        if !output.tables.is_empty() {
+            Counters::add(&self.counters.flush_bytes_written, output.segment_bytes);
+            Counters::add(&self.counters.fsyncs_flush, 2);
+        }
         let run = self.versions.new_file_number();
         for t in output.tables {
             self.edit.add_table(0, run, t);

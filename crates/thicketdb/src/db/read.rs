@@ -25,14 +25,14 @@ pub(crate) fn get(
         None => inner.last_sequence.load(Ordering::Acquire),
     };
     let sv = inner.super_version();
+    let lookup = InternalKey::new(key, seq, ValueKind::SEEK);
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        match mem.get(key, seq) {
+        match mem.get(lookup.encoded()) {
             Some(Lookup::Value(v)) => return Ok(Some(v)),
             Some(Lookup::Deleted) => return Ok(None),
             None => {}
         }
     }
-    let lookup = InternalKey::new(key, seq, ValueKind::SEEK);
     for level in &sv.version.levels {
         for run in &level.runs {
             let Some(i) = run.find(key) else { continue };

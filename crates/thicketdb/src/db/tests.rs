@@ -214,3 +214,25 @@ fn closed_handle_refuses_work() {
     assert!(matches!(other.put(b"a", b"b"), Err(Error::Closed)));
     assert!(matches!(other.get(b"a"), Err(Error::Closed)));
 }
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Db>();
+    assert_send_sync::<Snapshot>();
+    fn assert_send<T: Send>() {}
+    assert_send::<DbIterator>();
+}
+
+#[test]
+fn replayed_log_is_flushed_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.flushes, 1, "{stats:?}");
+    assert_eq!(stats.tables, 1);
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}

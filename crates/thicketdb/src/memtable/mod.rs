@@ -9,7 +9,7 @@ mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use crate::format::internal_key::{append_internal_key, InternalKey, ParsedKey, ValueKind};
+use crate::format::internal_key::{append_internal_key, user_key, ParsedKey, ValueKind};
 
 pub use iter::MemtableIterator;
 use skiplist::{SkipList, NIL};
@@ -53,16 +53,16 @@ impl Memtable {
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
 
-    /// The newest version of `user_key` with sequence `<= snapshot`.
-    pub fn get(&self, user_key: &[u8], snapshot: u64) -> Option<Lookup> {
-        let seek = InternalKey::new(user_key, snapshot, ValueKind::SEEK);
-        let found = self.list.seek(seek.encoded());
+    /// The newest version of the user key of `lookup` (an internal key
+    /// built with `ValueKind::SEEK` at the reader's snapshot) visible to it.
+    pub fn get(&self, lookup: &[u8]) -> Option<Lookup> {
+        let found = self.list.seek(lookup);
         if found == NIL {
             return None;
         }
         let node = self.list.node(found);
         let parsed = ParsedKey::parse(node.key())?;
-        if parsed.user_key != user_key {
+        if parsed.user_key != user_key(lookup) {
             return None;
         }
         Some(match parsed.kind {
@@ -91,6 +91,12 @@ impl Memtable {
 mod tests {
     use super::*;
 
+    use crate::format::internal_key::InternalKey;
+
+    fn get(m: &Memtable, key: &[u8], seq: u64) -> Option<Lookup> {
+        m.get(InternalKey::new(key, seq, ValueKind::SEEK).encoded())
+    }
+
     #[test]
     fn get_respects_snapshot_and_deletes() {
         let m = Memtable::new(1);
@@ -98,12 +104,12 @@ mod tests {
         m.add(2, ValueKind::Value, b"a", b"v2");
         m.add(3, ValueKind::Deletion, b"a", b"");
         m.add(4, ValueKind::Value, b"b", b"x");
-        assert_eq!(m.get(b"a", 1), Some(Lookup::Value(b"v1".to_vec())));
-        assert_eq!(m.get(b"a", 2), Some(Lookup::Value(b"v2".to_vec())));
-        assert_eq!(m.get(b"a", 3), Some(Lookup::Deleted));
-        assert_eq!(m.get(b"a", 0), None);
-        assert_eq!(m.get(b"b", 3), None);
-        assert_eq!(m.get(b"c", 9), None);
+        assert_eq!(get(&m, b"a", 1), Some(Lookup::Value(b"v1".to_vec())));
+        assert_eq!(get(&m, b"a", 2), Some(Lookup::Value(b"v2".to_vec())));
+        assert_eq!(get(&m, b"a", 3), Some(Lookup::Deleted));
+        assert_eq!(get(&m, b"a", 0), None);
+        assert_eq!(get(&m, b"b", 3), None);
+        assert_eq!(get(&m, b"c", 9), None);
         assert_eq!(m.len(), 4);
         assert!(m.approximate_size() > 4 * 64);
     }
@@ -112,7 +118,7 @@ mod tests {
     fn prefix_keys_do_not_collide() {
         let m = Memtable::new(1);
         m.add(1, ValueKind::Value, b"ab", b"1");
-        assert_eq!(m.get(b"a", 9), None);
-        assert_eq!(m.get(b"abc", 9), None);
+        assert_eq!(get(&m, b"a", 9), None);
+        assert_eq!(get(&m, b"abc", 9), None);
     }
 }
