@@ -2,7 +2,7 @@
 //! `key%016d` keys with 100-byte values, then point gets of random keys once
 //! their blocks are in the block cache, then peak RSS.
 //!
-//! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR] [LOOKUPS]`
+//! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR] [LOOKUPS] [NAME=VALUE,...]`
 
 use std::io::Write;
 use std::time::Instant;
@@ -20,11 +20,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(d) => std::path::PathBuf::from(d),
         None => std::env::temp_dir().join(format!("thicket-core-bench-{}", std::process::id())),
     };
+    let lookups_arg = args.next();
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
+    let mut options = Options {
         block_cache_size: 256 << 20,
         ..Options::default()
     };
+    for setting in args.next().iter().flat_map(|s| s.split(',')) {
+        let (name, value) = setting.split_once('=').ok_or("options are NAME=VALUE")?;
+        options.set(name, value)?;
+    }
     let db = Db::open(&dir, options.clone())?;
     let value = [b'v'; 100];
     let mut key = Vec::with_capacity(32);
@@ -41,8 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     db.flush()?;
 
-    let lookups: u64 = args
-        .next()
+    let lookups: u64 = lookups_arg
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(count.min(1_000_000));

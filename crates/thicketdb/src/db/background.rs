@@ -30,25 +30,26 @@ enum Job {
 
 fn run(inner: &Arc<DbInner>) {
     loop {
-        let job = {
+        {
             let mut bg = inner.background.lock();
             loop {
                 if bg.shutting_down {
                     return;
                 }
-                if bg.error.is_none() {
-                    if let Some(job) = next_job(inner) {
-                        break job;
-                    }
+                if bg.error.is_none() && next_job(inner).is_some() {
+                    break;
                 }
                 inner.background_cv.wait(&mut bg);
             }
-        };
+        }
         let result = {
             let _exclusive = inner.compaction_lock.lock();
-            match job {
-                Job::Flush => flush_oldest(inner),
-                Job::Compact(task) => compact(inner, task),
+            // Pick under the lock: a manual compaction may have changed the
+            // version since the check above.
+            match next_job(inner) {
+                Some(Job::Flush) => flush_oldest(inner),
+                Some(Job::Compact(task)) => compact(inner, task),
+                None => Ok(()),
             }
         };
         collect_obsolete_files(inner);

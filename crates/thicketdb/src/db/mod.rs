@@ -76,7 +76,8 @@ pub(crate) struct DbInner {
     /// Tables removed from the current version, awaiting release.
     pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
     pub closed: AtomicBool,
-    _lock: Box<dyn FileLock>,
+    /// Released by `close`, even while other handles are alive.
+    pub lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 
 impl DbInner {
@@ -111,6 +112,7 @@ impl DbHandle {
         let Some(thread) = self.background.lock().take() else {
             return Ok(());
         };
+        self.inner.closed.store(true, Ordering::Release);
         {
             let mut bg = self.inner.background.lock();
             bg.shutting_down = true;
@@ -119,14 +121,11 @@ impl DbHandle {
         // A panicking background thread has already recorded nothing useful;
         // the store is closed either way.
         let _ = thread.join();
-        self.inner.closed.store(true, Ordering::Release);
-        {
-            let mut log = self.inner.log.lock();
-            log.writer.flush()?;
-        }
-        self.inner.versions.lock().persist_counters()?;
+        let flushed = self.inner.log.lock().writer.flush();
+        let persisted = self.inner.versions.lock().persist_counters();
         background::collect_obsolete_files(&self.inner);
-        Ok(())
+        self.inner.lock.lock().take();
+        flushed.and(persisted)
     }
 }
 

@@ -137,7 +137,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         closed: AtomicBool::new(false),
         options,
         fs,
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
     })
 }
 

@@ -263,7 +263,14 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     Counters::add(&inner.counters.fsyncs_log, 1);
     {
         let mut log = inner.log.lock();
-        // Every group already handed the old log to the OS.
+        // A later sync write syncs only the new log; syncing the old one now
+        // keeps every synced write's predecessors durable too (the state
+        // after power loss stays a prefix of the write order).
+        if let Err(e) = log.writer.sync() {
+            set_background_error(inner, e.clone());
+            return Err(e);
+        }
+        Counters::add(&inner.counters.fsyncs_log, 1);
         log.writer = LogWriter::new(file);
         log.number = number;
     }

@@ -1,0 +1,147 @@
+//! Writes the seed corpus: `cargo run --example seed_corpus -- corpus`.
+//! Every seed is a valid encoding made by the engine itself, so the fuzzer
+//! starts from deep inside each decoder.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use thicketdb::format::internal_key::{InternalKey, ValueKind};
+use thicketdb::io::fault::FaultFs;
+use thicketdb::io::FileSystem;
+use thicketdb::log::{LogReader, RecoveryMode};
+use thicketdb::table::{
+    BlockBuilder, BloomBuilder, HyperLogLog, TableBuilder, TableOptions, FOOTER_LEN,
+};
+use thicketdb::{Db, Options, WriteBatch};
+
+fn write(root: &Path, target: &str, name: &str, data: &[u8]) {
+    let dir = root.join(target);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join(name), data).expect("write seed");
+}
+
+fn prefixed(tag: u8, data: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    out.extend_from_slice(data);
+    out
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A store with tables, a MANIFEST and a non-empty log.
+fn store() -> Vec<(String, Vec<u8>)> {
+    let fs = FaultFs::new();
+    let dir = Path::new(thicketdb_fuzz::STORE_DIR);
+    let options = Options {
+        write_buffer_size: 64 << 10,
+        target_table_size: 8 << 10,
+        block_size: 512,
+        ..Options::default()
+    };
+    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).expect("open");
+    for i in 0..400 {
+        db.put(&key(i), format!("value-{i}").as_bytes()).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in (0..400).step_by(3) {
+        db.delete(&key(i)).expect("delete");
+    }
+    db.compact_range(None, None).expect("compact");
+    let mut batch = WriteBatch::new();
+    batch.put(b"batch-a", b"1").expect("batch");
+    batch.delete(b"batch-b").expect("batch");
+    db.write(batch).expect("write");
+    db.put(b"unflushed", b"in the log").expect("put");
+    fs.crash_process();
+    drop(db);
+    fs.list(dir)
+        .expect("list")
+        .into_iter()
+        .filter(|name| name != "LOCK")
+        .map(|name| {
+            let data = fs.read_to_vec(&dir.join(&name)).expect("read");
+            (name, data)
+        })
+        .collect()
+}
+
+fn table() -> Vec<u8> {
+    let fs = FaultFs::new();
+    let path = PathBuf::from("t.seg");
+    let mut file = fs.create(&path).expect("create");
+    let options = TableOptions {
+        block_size: 256,
+        restart_interval: 4,
+        bloom_bits_per_key: 10,
+        compression: thicketdb::table::CompressionType::None,
+    };
+    let mut builder = TableBuilder::new(&options, &mut *file);
+    for i in 0..60 {
+        let kind = if i % 7 == 0 {
+            ValueKind::Deletion
+        } else {
+            ValueKind::Value
+        };
+        let k = InternalKey::new(&key(i), 1000 - u64::from(i), kind);
+        builder.add(k.encoded(), format!("v{i}").as_bytes()).expect("add");
+    }
+    builder.finish().expect("finish");
+    file.sync().expect("sync");
+    fs.read_to_vec(&path).expect("read")
+}
+
+fn main() {
+    let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "corpus".into()));
+    let files = store();
+    write(&root, "open_store", "seed-store", &thicketdb_fuzz::encode_files(&files));
+    for (name, data) in &files {
+        let fs = FaultFs::new();
+        let path = PathBuf::from(name);
+        if name.ends_with(".log") || name.starts_with("MANIFEST") {
+            write(&root, "log_reader", &format!("seed-{name}"), data);
+            fs.write_durably(&path, data).expect("write");
+            let mut reader = LogReader::new(
+                fs.open_sequential(&path).expect("open"),
+                path.clone(),
+                RecoveryMode::TolerateTailCorruption,
+            );
+            let mut n = 0;
+            while let Some((_, record)) = reader.read_record().expect("read") {
+                if name.starts_with("MANIFEST") {
+                    write(&root, "version_edit", &format!("seed-{n}"), &record);
+                }
+                n += 1;
+            }
+        }
+        if name == "OPTIONS" {
+            write(&root, "options", "seed-options", data);
+        }
+    }
+    let table = table();
+    write(&root, "table", "seed-table", &prefixed(0, &table));
+    let mut block = BlockBuilder::new(4);
+    for i in 0..20 {
+        let k = InternalKey::new(&key(i), u64::from(i) + 1, ValueKind::Value);
+        block.add(k.encoded(), b"block value");
+    }
+    write(&root, "block", "seed-block", &prefixed(12, block.finish()));
+    let footer = &table[table.len() - FOOTER_LEN..];
+    write(&root, "table_meta", "seed-footer", &prefixed(0, footer));
+    write(&root, "table_meta", "seed-handle", &[1, 0x80, 0x01, 0x20]);
+    let props = thicketdb::table::TableProperties::default().encode();
+    write(&root, "table_meta", "seed-properties", &prefixed(2, &props));
+    let mut bloom = BloomBuilder::new(10);
+    for i in 0..50 {
+        bloom.add(&key(i));
+    }
+    write(&root, "table_meta", "seed-bloom", &prefixed(3, &bloom.finish()));
+    let mut hll = HyperLogLog::new();
+    for i in 0..500 {
+        hll.add(&key(i));
+    }
+    let mut out = Vec::new();
+    hll.encode_to(&mut out);
+    write(&root, "table_meta", "seed-hll", &prefixed(4, &out));
+}

@@ -1,0 +1,25 @@
+//! A data or index block from fuzzed bytes: decoding and iterating must
+//! report corruption, never panic.
+#![no_main]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use libfuzzer_sys::fuzz_target;
+use thicketdb::table::{Block, BlockIter};
+
+fuzz_target!(|data: &[u8]| {
+    // The first byte picks the seek target's length, taken from the end.
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let target = &rest[rest.len().saturating_sub(usize::from(n % 32))..];
+    let Ok(block) = Block::new(rest.to_vec(), Arc::from(Path::new("fuzz.seg")), 0) else {
+        return;
+    };
+    let block = Arc::new(block);
+    let mut iter = BlockIter::new(Arc::clone(&block));
+    thicketdb_fuzz::exercise(&mut iter, target);
+    let mut borrowed = BlockIter::new(&*block);
+    thicketdb_fuzz::exercise(&mut borrowed, target);
+});

@@ -1,0 +1,113 @@
+//! Helpers shared by the fuzz targets and the seed-corpus generator.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use thicketdb::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
+use thicketdb::io::fault::FaultFs;
+use thicketdb::io::{FileSystem, RandomAccessFile, SequentialFile};
+use thicketdb::iterator::InternalIterator;
+
+/// Steps any iterator may take in one pass: a decoder that loops forever
+/// shows up as a hang report (libFuzzer's `-timeout`), not here.
+pub const MAX_STEPS: usize = 100_000;
+
+/// Directory of the fuzzed store inside the in-memory file system.
+pub const STORE_DIR: &str = "db";
+
+/// An in-memory file system holding one file with `data`.
+pub fn single_file(name: &str, data: &[u8]) -> (FaultFs, PathBuf) {
+    let fs = FaultFs::new();
+    let path = PathBuf::from(name);
+    fs.write_durably(&path, data).expect("in-memory write");
+    (fs, path)
+}
+
+pub fn random_file(data: &[u8]) -> Arc<dyn RandomAccessFile> {
+    let (fs, path) = single_file("fuzz.seg", data);
+    fs.open_random(&path).expect("in-memory open")
+}
+
+pub fn sequential_file(data: &[u8]) -> Box<dyn SequentialFile> {
+    let (fs, path) = single_file("fuzz.log", data);
+    fs.open_sequential(&path).expect("in-memory open")
+}
+
+/// Walks an iterator both ways and seeks to `target` (a user key); returns
+/// the entries seen. Each step must keep the iterator consistent: a valid
+/// iterator has a key of at least a trailer's length or reports an error.
+pub fn exercise(iter: &mut dyn InternalIterator, target: &[u8]) -> usize {
+    let mut seen = 0;
+    iter.seek_to_first();
+    while iter.valid() && seen < MAX_STEPS {
+        let _ = (iter.key(), iter.value());
+        iter.next();
+        seen += 1;
+    }
+    let _ = iter.status();
+    iter.seek_to_last();
+    let mut back = 0;
+    while iter.valid() && back < MAX_STEPS {
+        let _ = (iter.key(), iter.value());
+        iter.prev();
+        back += 1;
+    }
+    let _ = iter.status();
+    let seek = InternalKey::new(target, MAX_SEQUENCE, ValueKind::SEEK);
+    iter.seek(seek.encoded());
+    for _ in 0..16 {
+        if !iter.valid() {
+            break;
+        }
+        iter.next();
+    }
+    let _ = iter.status();
+    seen + back
+}
+
+/// The container the `open_store` target reads: a sequence of files, each
+/// `[name length: u8][name][data length: u32 LE][data]`. A truncated last
+/// entry takes what is left. Names are reduced to one path component.
+pub fn decode_files(mut input: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    while let Some((&name_len, rest)) = input.split_first() {
+        let name_len = usize::from(name_len).min(rest.len());
+        let (name, rest) = rest.split_at(name_len);
+        let len_bytes = rest.get(..4).unwrap_or(rest);
+        let mut len = [0u8; 4];
+        len[..len_bytes.len()].copy_from_slice(len_bytes);
+        let rest = &rest[len_bytes.len()..];
+        let len = (u32::from_le_bytes(len) as usize).min(rest.len());
+        let (data, rest) = rest.split_at(len);
+        let name: String = String::from_utf8_lossy(name)
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+            .collect();
+        if !name.is_empty() && name != "." && name != ".." && name != "LOCK" {
+            files.push((name, data.to_vec()));
+        }
+        input = rest;
+    }
+    files
+}
+
+pub fn encode_files(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, data) in files {
+        out.push(u8::try_from(name.len()).expect("short name"));
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&u32::try_from(data.len()).expect("small file").to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// Writes `files` into `dir` of `fs`.
+pub fn install_files(fs: &FaultFs, dir: &Path, files: &[(String, Vec<u8>)]) {
+    fs.create_dir_all(dir).expect("in-memory mkdir");
+    for (name, data) in files {
+        fs.write_durably(&dir.join(name), data)
+            .expect("in-memory write");
+    }
+    fs.sync_dir(dir).expect("in-memory sync_dir");
+}

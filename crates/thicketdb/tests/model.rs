@@ -1,0 +1,522 @@
+//! Model-based randomized test: random operation sequences checked against a
+//! `BTreeMap`, on the real file system and on `FaultFs`.
+//!
+//! Reproduce one case with `THICKET_MODEL_SEED=<seed>` (and optionally
+//! `THICKET_MODEL_OPS=<n>`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use thicketdb::check::{check_store, check_store_with_fs};
+use thicketdb::io::fault::FaultFs;
+use thicketdb::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteOptions};
+
+const KEYS: usize = 200;
+const MAX_SNAPSHOTS: usize = 4;
+
+enum Backend {
+    Posix(tempfile::TempDir),
+    Fault(FaultFs),
+}
+
+/// What a run exercises.
+#[derive(Clone)]
+struct Config {
+    options: Options,
+    /// Whether `compact_range` is among the operations.
+    manual_compaction: bool,
+}
+
+/// Background flushes and L0 compactions, no manual compaction.
+fn background_compaction() -> Config {
+    Config {
+        options: small_options(),
+        manual_compaction: false,
+    }
+}
+
+/// Manual compactions; L0 is never compacted in the background, so that a
+/// manual compaction cannot race a background one (see
+/// `manual_compaction_racing_background_compaction` in `api.rs`).
+fn manual_compaction() -> Config {
+    Config {
+        options: Options {
+            l0_compaction_trigger: 1000,
+            l0_slowdown_writes_trigger: 1000,
+            l0_stop_writes_trigger: 1000,
+            ..small_options()
+        },
+        manual_compaction: true,
+    }
+}
+
+/// Both at once.
+fn all_compactions() -> Config {
+    Config {
+        options: small_options(),
+        manual_compaction: true,
+    }
+}
+
+impl Backend {
+    fn open(&self, options: &Options) -> Db {
+        match self {
+            Backend::Posix(dir) => Db::open(dir.path(), options.clone()).unwrap(),
+            Backend::Fault(fs) => open_fault(fs, options.clone()).unwrap(),
+        }
+    }
+
+    fn check(&self) {
+        let report = match self {
+            Backend::Posix(dir) => check_store(dir.path()),
+            Backend::Fault(fs) => check_store_with_fs(&fault_dir(), Arc::new(fs.clone())),
+        };
+        if let Err(e) = report {
+            panic!("check_store on a cleanly closed store: {e}");
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Posix(_) => "posix",
+            Backend::Fault(_) => "faultfs",
+        }
+    }
+}
+
+struct Harness {
+    rng: StdRng,
+    config: Config,
+    backend: Backend,
+    db: Option<Db>,
+    keys: Vec<Vec<u8>>,
+    model: Model,
+    snapshots: Vec<(Snapshot, Model)>,
+    /// An iterator created earlier and the state it must show.
+    old_iter: Option<(DbIterator, Entries)>,
+    writes: u64,
+    base: String,
+    ctx: String,
+    reopens: u32,
+}
+
+fn random_keys(rng: &mut StdRng) -> Vec<Vec<u8>> {
+    // A small alphabet so keys share prefixes; 0x00 and 0xff test byte order.
+    const ALPHABET: &[u8] = b"\x00abc\xff";
+    let mut keys = BTreeSet::new();
+    keys.insert(Vec::new());
+    while keys.len() < KEYS {
+        let len = match rng.random_range(0..10) {
+            0 => rng.random_range(1..4),
+            1 => rng.random_range(20..80),
+            _ => rng.random_range(4..12),
+        };
+        let k: Vec<u8> = (0..len)
+            .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())])
+            .collect();
+        keys.insert(k);
+    }
+    keys.into_iter().collect()
+}
+
+impl Harness {
+    fn new(seed: u64, backend: Backend, config: Config) -> Harness {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let keys = random_keys(&mut rng);
+        let db = backend.open(&config.options);
+        Harness {
+            rng,
+            config,
+            base: format!("{} seed {seed}", backend.name()),
+            ctx: format!("{} seed {seed}", backend.name()),
+            backend,
+            db: Some(db),
+            keys,
+            model: Model::new(),
+            snapshots: Vec::new(),
+            old_iter: None,
+            writes: 0,
+            reopens: 0,
+        }
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().unwrap()
+    }
+
+    fn key(&mut self) -> Vec<u8> {
+        let i = self.rng.random_range(0..self.keys.len());
+        self.keys[i].clone()
+    }
+
+    /// A key or an arbitrary byte string (mostly between the stored keys).
+    fn probe(&mut self) -> Vec<u8> {
+        let mut k = self.key();
+        match self.rng.random_range(0..4) {
+            0 => k.push(self.rng.random()),
+            1 => {
+                k.pop();
+            }
+            _ => {}
+        }
+        k
+    }
+
+    fn value(&mut self) -> Vec<u8> {
+        self.writes += 1;
+        let len = match self.rng.random_range(0..10) {
+            0 => self.rng.random_range(1000..5000),
+            1 | 2 => self.rng.random_range(0..16),
+            _ => self.rng.random_range(0..300),
+        };
+        // Each write's value is unique (when long enough) so stale data shows.
+        let tag = self.writes.to_le_bytes();
+        (0..len)
+            .map(|i| tag[i % 8] ^ (i / 8) as u8)
+            .collect::<Vec<u8>>()
+    }
+
+    fn write_options(&mut self) -> WriteOptions {
+        WriteOptions {
+            sync: self.rng.random_bool(0.05),
+        }
+    }
+
+    fn step(&mut self, step: usize) {
+        self.ctx = format!("{} step {step}", self.base);
+        match self.rng.random_range(0..1000) {
+            0..300 => {
+                let (k, v, o) = (self.key(), self.value(), self.write_options());
+                self.db().put_opt(&k, &v, o).unwrap();
+                self.model.insert(k, v);
+            }
+            300..400 => {
+                let (k, o) = (self.key(), self.write_options());
+                self.db().delete_opt(&k, o).unwrap();
+                self.model.remove(&k);
+            }
+            400..480 => {
+                let n = self.rng.random_range(0..12);
+                let mut ops = Vec::new();
+                for _ in 0..n {
+                    let k = self.key();
+                    let v = if self.rng.random_bool(0.7) {
+                        Some(self.value())
+                    } else {
+                        None
+                    };
+                    ops.push((k, v));
+                }
+                let o = self.write_options();
+                self.db().write_opt(batch_of(&ops), o).unwrap();
+                apply(&mut self.model, &ops);
+            }
+            480..640 => self.check_get(),
+            640..660 => {
+                if self.snapshots.len() < MAX_SNAPSHOTS {
+                    let snap = self.db().snapshot();
+                    self.snapshots.push((snap, self.model.clone()));
+                }
+            }
+            660..680 => {
+                if !self.snapshots.is_empty() {
+                    let i = self.rng.random_range(0..self.snapshots.len());
+                    self.snapshots.swap_remove(i);
+                }
+            }
+            680..800 => self.check_iter(),
+            800..815 => {
+                if let Some((mut it, want)) = self.old_iter.take() {
+                    it.seek_to_first();
+                    let (got, status) = drain(&mut it, true);
+                    status.unwrap();
+                    assert!(
+                        got == want,
+                        "{}: old iterator: {}",
+                        self.ctx,
+                        vs(&got, &want)
+                    );
+                } else {
+                    let it = self.db().iter(ReadOptions::default()).unwrap();
+                    self.old_iter = Some((it, model_vec(&self.model)));
+                }
+            }
+            815..830 => self.db().flush().unwrap(),
+            830..840 if self.config.manual_compaction => {
+                let (a, b) = (self.key(), self.key());
+                let (start, end) = match self.rng.random_range(0..4) {
+                    0 => (None, None),
+                    1 => (Some(a.min(b.clone())), None),
+                    2 => (None, Some(a.max(b))),
+                    // Sometimes an empty (inverted) range.
+                    _ => (Some(a), Some(b)),
+                };
+                self.db()
+                    .compact_range(start.as_deref(), end.as_deref())
+                    .unwrap();
+            }
+            840..845 => self.reopen(),
+            _ => self.check_get(),
+        }
+    }
+
+    fn check_get(&mut self) {
+        let k = self.probe();
+        let got = self.db().get(&k).unwrap();
+        assert_eq!(
+            got.as_ref(),
+            self.model.get(&k),
+            "{}: get {}",
+            self.ctx,
+            show(&k)
+        );
+        if !self.snapshots.is_empty() {
+            let i = self.rng.random_range(0..self.snapshots.len());
+            let (snap, want) = &self.snapshots[i];
+            let opts = ReadOptions {
+                snapshot: Some(snap.clone()),
+                ..ReadOptions::default()
+            };
+            let got = self.db().get_opt(&k, &opts).unwrap();
+            assert_eq!(
+                got.as_ref(),
+                want.get(&k),
+                "{}: get {} in snapshot {i} (seq {})",
+                self.ctx,
+                show(&k),
+                snap.sequence()
+            );
+        }
+    }
+
+    fn bound(&mut self) -> Option<Vec<u8>> {
+        if self.rng.random_bool(0.5) {
+            None
+        } else {
+            Some(self.probe())
+        }
+    }
+
+    fn check_iter(&mut self) {
+        let lower = self.bound();
+        let upper = self.bound();
+        let (snapshot, state) = if !self.snapshots.is_empty() && self.rng.random_bool(0.3) {
+            let i = self.rng.random_range(0..self.snapshots.len());
+            let (s, m) = &self.snapshots[i];
+            (Some(s.clone()), m)
+        } else {
+            (None, &self.model)
+        };
+        let want: Entries = state
+            .iter()
+            .filter(|(k, _)| lower.as_ref().is_none_or(|l| *k >= l))
+            .filter(|(k, _)| upper.as_ref().is_none_or(|u| *k < u))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let ctx = format!(
+            "{}: iter lower {:?} upper {:?} snapshot {:?}",
+            self.ctx,
+            lower.as_deref().map(show),
+            upper.as_deref().map(show),
+            snapshot.as_ref().map(|s| s.sequence())
+        );
+        let opts = ReadOptions {
+            snapshot,
+            lower_bound: lower,
+            upper_bound: upper,
+            ..ReadOptions::default()
+        };
+        let mut it = self.db().iter(opts).unwrap();
+        match self.rng.random_range(0..3) {
+            0 => {
+                it.seek_to_first();
+                let (got, status) = drain(&mut it, true);
+                status.unwrap();
+                assert!(got == want, "{ctx} forward: {}", vs(&got, &want));
+            }
+            1 => {
+                it.seek_to_last();
+                let (mut got, status) = drain(&mut it, false);
+                status.unwrap();
+                got.reverse();
+                assert!(got == want, "{ctx} reverse: {}", vs(&got, &want));
+            }
+            _ => {
+                let target = self.probe();
+                it.seek(&target);
+                let mut pos = want.partition_point(|(k, _)| *k < target);
+                let mut trace = format!("seek {}", show(&target));
+                for _ in 0..40 {
+                    if pos < want.len() {
+                        assert!(it.valid(), "{ctx} {trace}: want {}", show(&want[pos].0));
+                        assert!(
+                            it.key() == want[pos].0 && it.value() == want[pos].1,
+                            "{ctx} {trace}: got key {} want {}",
+                            show(it.key()),
+                            show(&want[pos].0)
+                        );
+                        if self.rng.random_bool(0.5) {
+                            it.next();
+                            pos += 1;
+                            trace.push_str(" next");
+                        } else {
+                            it.prev();
+                            pos = pos.checked_sub(1).unwrap_or(want.len());
+                            trace.push_str(" prev");
+                        }
+                    } else {
+                        assert!(
+                            !it.valid(),
+                            "{ctx} {trace}: got key {}, want end",
+                            show(it.key())
+                        );
+                        it.status().unwrap();
+                        if self.rng.random_bool(0.5) {
+                            it.seek_to_first();
+                            pos = 0;
+                            trace.push_str(" first");
+                        } else {
+                            it.seek_to_last();
+                            pos = want.len().saturating_sub(1);
+                            trace.push_str(" last");
+                        }
+                    }
+                }
+                it.status().unwrap();
+            }
+        }
+    }
+
+    fn reopen(&mut self) {
+        self.snapshots.clear();
+        self.old_iter = None;
+        let db = self.db.take().unwrap();
+        match (self.rng.random_range(0..3), &self.backend) {
+            (0, _) => {
+                db.close().unwrap();
+                self.backend.check();
+            }
+            // A process crash keeps every acknowledged write.
+            (1, Backend::Fault(fs)) => {
+                fs.crash_process();
+                drop(db);
+            }
+            _ => drop(db),
+        }
+        self.reopens += 1;
+        self.db = Some(self.backend.open(&self.config.options));
+        self.check_all("after reopen");
+    }
+
+    fn check_all(&self, what: &str) {
+        let got = scan_model(self.db()).unwrap();
+        assert!(
+            got == self.model,
+            "{} {what}: {}",
+            self.ctx,
+            diff(&got, &self.model)
+        );
+    }
+}
+
+fn vs(got: &Entries, want: &Entries) -> String {
+    let got_keys: Vec<String> = got.iter().map(|(k, _)| show(k)).collect();
+    let want_keys: Vec<String> = want.iter().map(|(k, _)| show(k)).collect();
+    if got_keys == want_keys {
+        "same keys, different values".to_string()
+    } else {
+        format!("got keys {got_keys:?}\nwant keys {want_keys:?}")
+    }
+}
+
+fn run(seed: u64, ops: usize, backend: Backend, config: Config) {
+    let mut h = Harness::new(seed, backend, config);
+    for step in 0..ops {
+        h.step(step);
+    }
+    h.snapshots.clear();
+    h.old_iter = None;
+    h.check_all("at the end");
+    let stats = h.db().stats();
+    assert_eq!(stats.background_error, None, "{}", h.ctx);
+    if h.config.manual_compaction {
+        h.db().compact_range(None, None).unwrap();
+        h.check_all("after a full compaction");
+    }
+    h.reopen();
+    assert!(stats.flushes > 0, "{}: no flush happened: {stats:?}", h.ctx);
+    assert!(
+        stats.compactions_merge + stats.compactions_move > 0,
+        "{}: no compaction happened: {stats:?}",
+        h.ctx
+    );
+    assert!(h.reopens > 0);
+    eprintln!(
+        "{}: {} writes, {} reopens, {} flushes, {} merge compactions, {} moves",
+        h.base, h.writes, h.reopens, stats.flushes, stats.compactions_merge, stats.compactions_move
+    );
+}
+
+fn seeds(default: &[u64]) -> Vec<u64> {
+    match std::env::var("THICKET_MODEL_SEED") {
+        Ok(s) => vec![s.parse().expect("THICKET_MODEL_SEED must be a number")],
+        Err(_) => default.to_vec(),
+    }
+}
+
+fn ops(default: usize) -> usize {
+    std::env::var("THICKET_MODEL_OPS")
+        .map(|s| s.parse().expect("THICKET_MODEL_OPS must be a number"))
+        .unwrap_or(default)
+}
+
+const OPS: usize = 6000;
+
+fn posix() -> Backend {
+    Backend::Posix(tempfile::tempdir().unwrap())
+}
+
+fn fault() -> Backend {
+    Backend::Fault(FaultFs::new())
+}
+
+#[test]
+fn model_posix_background_compaction() {
+    for seed in seeds(&[1, 2, 3]) {
+        run(seed, ops(OPS), posix(), background_compaction());
+    }
+}
+
+#[test]
+fn model_posix_manual_compaction() {
+    for seed in seeds(&[4, 5, 6]) {
+        run(seed, ops(OPS), posix(), manual_compaction());
+    }
+}
+
+#[test]
+fn model_faultfs_background_compaction() {
+    for seed in seeds(&[101, 102, 103]) {
+        run(seed, ops(OPS), fault(), background_compaction());
+    }
+}
+
+#[test]
+fn model_faultfs_manual_compaction() {
+    for seed in seeds(&[104, 105, 106]) {
+        run(seed, ops(OPS), fault(), manual_compaction());
+    }
+}
+
+#[test]
+fn model_all_compactions() {
+    for seed in seeds(&[201, 202]) {
+        run(seed, ops(OPS), posix(), all_compactions());
+        run(seed, ops(OPS), fault(), all_compactions());
+    }
+}
