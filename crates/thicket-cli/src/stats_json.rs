@@ -36,6 +36,9 @@ pub fn to_json(stats: &Stats) -> Value {
         flushes,
         compactions_merge,
         compactions_move,
+        tables_moved,
+        level_bytes_read,
+        level_bytes_written,
         stall_micros,
         holes_punched,
         segments_deleted,
@@ -75,6 +78,9 @@ pub fn to_json(stats: &Stats) -> Value {
         "flushes": flushes,
         "compactions_merge": compactions_merge,
         "compactions_move": compactions_move,
+        "tables_moved": tables_moved,
+        "level_bytes_read": level_bytes_read,
+        "level_bytes_written": level_bytes_written,
         "stall_micros": stall_micros,
         "holes_punched": holes_punched,
         "segments_deleted": segments_deleted,
@@ -107,9 +113,13 @@ pub fn summary(s: &Stats) -> String {
     for (level, tables) in s.tables_per_level.iter().enumerate() {
         let runs = s.runs_per_level.get(level).copied().unwrap_or(0);
         let size = s.bytes_per_level.get(level).copied().unwrap_or(0);
+        let read = s.level_bytes_read.get(level).copied().unwrap_or(0);
+        let written = s.level_bytes_written.get(level).copied().unwrap_or(0);
         line(format_args!(
-            "  L{level}:             {tables} tables, {runs} runs, {}",
-            bytes(size)
+            "  L{level}:             {tables} tables, {runs} runs, {}; compaction read {}, written {}",
+            bytes(size),
+            bytes(read),
+            bytes(written)
         ));
     }
     line(format_args!("last sequence:    {}", s.last_sequence));
@@ -140,8 +150,8 @@ pub fn summary(s: &Stats) -> String {
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move",
-        s.flushes, s.compactions_merge, s.compactions_move
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved)",
+        s.flushes, s.compactions_merge, s.compactions_move, s.tables_moved
     ));
     line(format_args!(
         "stalls:           {:.3} s",

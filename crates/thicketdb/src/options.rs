@@ -15,24 +15,56 @@ use crate::table::{CompressionType, TableOptions};
 /// A named options preset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Profile {
-    /// The engine core's defaults.
+    /// The engine's defaults: leveled compaction with every BoLT element.
     #[default]
     Default,
+    /// Stock LevelDB behaviour: one 2 MiB table per file and one fsync per
+    /// table, one victim per compaction (the baseline BoLT is measured
+    /// against).
+    LevelDb,
+    /// BoLT: compaction files of 1 MiB logical tables, group compaction of
+    /// up to 64 MiB, settled compaction, the shared descriptor cache.
+    Bolt,
 }
 
 impl Profile {
-    pub const ALL: &'static [Profile] = &[Profile::Default];
+    pub const ALL: &'static [Profile] = &[Profile::Default, Profile::LevelDb, Profile::Bolt];
 
     pub fn name(self) -> &'static str {
         match self {
             Profile::Default => "default",
+            Profile::LevelDb => "leveldb",
+            Profile::Bolt => "bolt",
         }
     }
 
-    /// The options this profile starts from.
+    /// The options this profile starts from. `leveldb` and `bolt` share
+    /// LevelDB's level sizes and the BoLT paper's 64 MiB memtable, so that
+    /// they differ only in BoLT's elements.
     pub fn options(self) -> Options {
+        let paper = Options {
+            profile: self,
+            max_bytes_for_level_base: 10 << 20,
+            ..Options::default()
+        };
         match self {
             Profile::Default => Options::default(),
+            Profile::LevelDb => Options {
+                target_table_size: 2 << 20,
+                compaction_file: false,
+                group_compaction_bytes: 0,
+                settled_compaction: false,
+                segment_descriptor_cache: false,
+                ..paper
+            },
+            Profile::Bolt => Options {
+                target_table_size: 1 << 20,
+                compaction_file: true,
+                group_compaction_bytes: 64 << 20,
+                settled_compaction: true,
+                segment_descriptor_cache: true,
+                ..paper
+            },
         }
     }
 }
@@ -96,6 +128,22 @@ pub struct Options {
     pub l0_stop_writes_trigger: usize,
     /// How log corruption found during recovery is handled.
     pub wal_recovery_mode: RecoveryMode,
+    /// Byte target of L1; deeper levels grow by `level_size_multiplier`.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between level targets.
+    pub level_size_multiplier: u64,
+    /// BoLT compaction file: all tables of a flush or compaction in one
+    /// segment with one fsync (false: one segment and fsync per table).
+    pub compaction_file: bool,
+    /// BoLT group compaction: victims per task up to this many bytes (0:
+    /// one victim table, as LevelDB).
+    pub group_compaction_bytes: u64,
+    /// BoLT settled compaction: victims with the least overlap, and those
+    /// without overlap promoted by metadata only.
+    pub settled_compaction: bool,
+    /// BoLT descriptor cache: tables of a segment share one open file
+    /// (false: every table opens its own descriptor, as LevelDB's TableCache).
+    pub segment_descriptor_cache: bool,
 }
 
 impl Default for Options {
@@ -117,6 +165,12 @@ impl Default for Options {
             l0_slowdown_writes_trigger: 8,
             l0_stop_writes_trigger: 12,
             wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            compaction_file: true,
+            group_compaction_bytes: 64 << 20,
+            settled_compaction: true,
+            segment_descriptor_cache: true,
         }
     }
 }
@@ -153,6 +207,12 @@ impl Options {
         "l0_slowdown_writes_trigger",
         "l0_stop_writes_trigger",
         "wal_recovery_mode",
+        "max_bytes_for_level_base",
+        "level_size_multiplier",
+        "compaction_file",
+        "group_compaction_bytes",
+        "settled_compaction",
+        "segment_descriptor_cache",
     ];
 
     /// Sets one option from its textual form (`--option NAME=VALUE`).
@@ -171,6 +231,12 @@ impl Options {
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = parse(name, value)?,
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = parse(name, value)?,
             "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
+            "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse(name, value)?,
+            "level_size_multiplier" => self.level_size_multiplier = parse(name, value)?,
+            "compaction_file" => self.compaction_file = parse_bool(name, value)?,
+            "group_compaction_bytes" => self.group_compaction_bytes = parse(name, value)?,
+            "settled_compaction" => self.settled_compaction = parse_bool(name, value)?,
+            "segment_descriptor_cache" => self.segment_descriptor_cache = parse_bool(name, value)?,
             "create_if_missing" => self.create_if_missing = parse_bool(name, value)?,
             "error_if_exists" => self.error_if_exists = parse_bool(name, value)?,
             _ => {
@@ -199,6 +265,12 @@ impl Options {
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger.to_string(),
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger.to_string(),
             "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
+            "max_bytes_for_level_base" => self.max_bytes_for_level_base.to_string(),
+            "level_size_multiplier" => self.level_size_multiplier.to_string(),
+            "compaction_file" => self.compaction_file.to_string(),
+            "group_compaction_bytes" => self.group_compaction_bytes.to_string(),
+            "settled_compaction" => self.settled_compaction.to_string(),
+            "segment_descriptor_cache" => self.segment_descriptor_cache.to_string(),
             _ => return None,
         })
     }
@@ -223,6 +295,12 @@ impl Options {
         }
         if self.bloom_bits_per_key > 64 {
             return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.max_bytes_for_level_base < 64 << 10 {
+            return bad("max_bytes_for_level_base must be at least 65536");
+        }
+        if self.level_size_multiplier < 2 {
+            return bad("level_size_multiplier must be at least 2");
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
@@ -349,5 +427,26 @@ mod tests {
         assert!(o.validate().is_err());
         assert!("nope".parse::<Profile>().is_err());
         assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+    }
+
+    #[test]
+    fn profiles_round_trip_and_differ_only_in_bolt_elements() {
+        for &p in Profile::ALL {
+            let o = p.options();
+            assert_eq!(o.profile, p);
+            o.validate().unwrap();
+            assert_eq!(p.name().parse::<Profile>().unwrap(), p);
+            assert_eq!(
+                Options::decode("OPTIONS", o.encode().as_bytes()).unwrap(),
+                o
+            );
+        }
+        let (l, b) = (Profile::LevelDb.options(), Profile::Bolt.options());
+        assert_eq!(l.write_buffer_size, b.write_buffer_size);
+        assert_eq!(l.max_bytes_for_level_base, b.max_bytes_for_level_base);
+        assert!(!l.compaction_file && b.compaction_file);
+        assert!(l.group_compaction_bytes == 0 && b.group_compaction_bytes > 0);
+        assert!(!l.settled_compaction && b.settled_compaction);
+        assert!(!l.segment_descriptor_cache && b.segment_descriptor_cache);
     }
 }

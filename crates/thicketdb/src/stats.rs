@@ -4,18 +4,31 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::version::NUM_LEVELS;
+
 macro_rules! counters {
     ($($name:ident: $doc:literal,)*) => {
         /// Cumulative counters, updated lock-free by every layer.
         #[derive(Debug, Default)]
         pub struct Counters {
             $(#[doc = $doc] pub $name: AtomicU64,)*
+            /// Bytes read by compactions from each level.
+            pub level_bytes_read: [AtomicU64; NUM_LEVELS],
+            /// Bytes written by flushes (L0) and compactions into each level.
+            pub level_bytes_written: [AtomicU64; NUM_LEVELS],
         }
 
         impl Counters {
-            /// `(name, value)` for every counter, in declaration order.
+            /// `(name, value)` for every counter, in declaration order, then
+            /// the per-level ones as `level_bytes_read.N` / `level_bytes_written.N`.
             pub fn snapshot(&self) -> Vec<(String, u64)> {
-                vec![$((stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)),)*]
+                let mut out = vec![$((stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)),)*];
+                for (prefix, values) in [("level_bytes_read", &self.level_bytes_read), ("level_bytes_written", &self.level_bytes_written)] {
+                    for (i, v) in values.iter().enumerate() {
+                        out.push((format!("{prefix}.{i}"), v.load(Ordering::Relaxed)));
+                    }
+                }
+                out
             }
 
             /// Restores persisted values; unknown names are ignored so that
@@ -24,7 +37,20 @@ macro_rules! counters {
                 for (name, value) in values {
                     match name.as_str() {
                         $(stringify!($name) => self.$name.store(*value, Ordering::Relaxed),)*
-                        _ => {}
+                        other => {
+                            let per_level = other.split_once('.').and_then(|(prefix, level)| {
+                                let level: usize = level.parse().ok()?;
+                                let values = match prefix {
+                                    "level_bytes_read" => &self.level_bytes_read,
+                                    "level_bytes_written" => &self.level_bytes_written,
+                                    _ => return None,
+                                };
+                                values.get(level)
+                            });
+                            if let Some(counter) = per_level {
+                                counter.store(*value, Ordering::Relaxed);
+                            }
+                        }
                     }
                 }
             }
@@ -48,6 +74,7 @@ counters! {
     flushes: "Memtables flushed.",
     compactions_merge: "Compactions that merged tables.",
     compactions_move: "Compactions that moved tables by metadata only.",
+    tables_moved: "Tables promoted to the next level by metadata only.",
     stall_micros: "Microseconds writers spent stalled or slowed down.",
     holes_punched: "Dead table ranges released with hole punching.",
     segments_deleted: "Segment files deleted after their last table died.",
@@ -61,6 +88,18 @@ impl Counters {
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
+
+    pub fn level_read(&self, level: usize, bytes: u64) {
+        if let Some(c) = self.level_bytes_read.get(level) {
+            Counters::add(c, bytes);
+        }
+    }
+
+    pub fn level_written(&self, level: usize, bytes: u64) {
+        if let Some(c) = self.level_bytes_written.get(level) {
+            Counters::add(c, bytes);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -72,11 +111,13 @@ mod tests {
         let c = Counters::default();
         Counters::add(&c.fsyncs_log, 3);
         Counters::add(&c.user_bytes_written, 100);
+        c.level_written(3, 42);
         let snap = c.snapshot();
         let d = Counters::default();
         d.restore(&snap);
         d.restore(&[("retired_counter".into(), 5)]);
         assert_eq!(d.snapshot(), snap);
         assert_eq!(Counters::get(&d.fsyncs_log), 3);
+        assert_eq!(Counters::get(&d.level_bytes_written[3]), 42);
     }
 }

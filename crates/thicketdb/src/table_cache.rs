@@ -15,6 +15,8 @@ use crate::version::TableMeta;
 
 pub struct TableCache {
     dir: PathBuf,
+    /// Share one descriptor per segment (BoLT) or open one per table.
+    share_descriptors: bool,
     fs: Arc<dyn FileSystem>,
     files: Cache<u64, Arc<dyn RandomAccessFile>>,
     tables: Cache<u64, Arc<Table>>,
@@ -26,13 +28,15 @@ impl TableCache {
         dir: &Path,
         fs: Arc<dyn FileSystem>,
         max_open_files: usize,
+        share_descriptors: bool,
         block_cache: Arc<BlockCache>,
     ) -> TableCache {
         TableCache {
             dir: dir.to_path_buf(),
+            share_descriptors,
             fs,
             files: Cache::new(max_open_files.max(1)),
-            tables: Cache::new(max_open_files.max(1) * 4),
+            tables: Cache::new(max_open_files.max(1)),
             block_cache,
         }
     }
@@ -47,7 +51,12 @@ impl TableCache {
     /// The opened table for `meta`.
     pub fn table(&self, meta: &TableMeta) -> Result<Arc<Table>> {
         self.tables.get_or_insert_with(&meta.id, || {
-            let file = self.segment_file(meta.segment)?;
+            let file = if self.share_descriptors {
+                self.segment_file(meta.segment)?
+            } else {
+                self.fs
+                    .open_random(&segment_path(&self.dir, meta.segment))?
+            };
             Table::open(
                 file,
                 segment_path(&self.dir, meta.segment),

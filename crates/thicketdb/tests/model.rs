@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thicketdb::check::{check_store, check_store_with_fs};
 use thicketdb::io::fault::FaultFs;
-use thicketdb::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteOptions};
+use thicketdb::{Db, DbIterator, Options, Profile, ReadOptions, Snapshot, WriteOptions};
 
 const KEYS: usize = 200;
 const MAX_SNAPSHOTS: usize = 4;
@@ -518,5 +518,34 @@ fn model_all_compactions() {
     for seed in seeds(&[201, 202]) {
         run(seed, ops(OPS), posix(), all_compactions());
         run(seed, ops(OPS), fault(), all_compactions());
+    }
+}
+
+/// Every profile's options, shrunk so that flushes, multi-level
+/// compactions, group compactions and moves all happen in a short run.
+fn profile_config(profile: Profile) -> Config {
+    let base = profile.options();
+    Config {
+        options: Options {
+            write_buffer_size: 64 << 10,
+            target_table_size: 8 << 10,
+            block_size: 1024,
+            l0_compaction_trigger: 2,
+            max_bytes_for_level_base: 64 << 10,
+            level_size_multiplier: 2,
+            group_compaction_bytes: base.group_compaction_bytes.min(32 << 10),
+            ..base
+        },
+        manual_compaction: true,
+    }
+}
+
+#[test]
+fn model_every_profile() {
+    for &profile in Profile::ALL {
+        for seed in seeds(&[301, 302]) {
+            run(seed, ops(OPS), fault(), profile_config(profile));
+        }
+        run(303, ops(OPS), posix(), profile_config(profile));
     }
 }

@@ -1,13 +1,14 @@
-//! Runs a compaction task: k-way merge of the inputs, dropping what no
-//! reader needs, output into one segment synced once, and the edit that
-//! swaps inputs for outputs.
+//! Runs any compaction task: each merge group is a k-way merge of its
+//! inputs that drops what no reader needs; all outputs go to one segment
+//! (or one per table without `compaction_file`); moves only change
+//! metadata. The result is the edit that swaps inputs for outputs.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::drop_rule::DropRule;
-use super::output::{write_tables, OutputSpec};
-use super::pick::CompactionTask;
+use super::output::{Output, OutputSink, OutputSpec};
+use super::task::CompactionTask;
 use crate::error::Result;
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
@@ -23,6 +24,7 @@ pub struct ExecContext<'a> {
     pub table_cache: &'a Arc<TableCache>,
     pub table_options: TableOptions,
     pub target_table_size: u64,
+    pub compaction_file: bool,
     pub smallest_snapshot: u64,
     pub new_file_number: &'a dyn Fn() -> u64,
 }
@@ -31,8 +33,7 @@ pub struct ExecContext<'a> {
 pub struct Executed {
     pub edit: VersionEdit,
     pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub segment: Option<u64>,
+    pub output: Output,
 }
 
 pub fn execute(
@@ -40,46 +41,42 @@ pub fn execute(
     version: &Version,
     ctx: &ExecContext<'_>,
 ) -> Result<Executed> {
-    let children: Vec<Box<dyn InternalIterator>> = task
-        .inputs
-        .iter()
-        .map(|i| {
-            Box::new(RunIterator::new(i.tables.clone(), ctx.table_cache.clone()))
-                as Box<dyn InternalIterator>
-        })
-        .collect();
-    let mut merged = MergingIterator::new(children);
-    merged.seek_to_first();
     let deeper = &version.levels[task.output_level + 1..];
-    let mut rule = DropRule::new(ctx.smallest_snapshot, |ukey: &[u8]| {
+    let is_bottommost = |ukey: &[u8]| {
         deeper
             .iter()
             .all(|level| level.runs.iter().all(|run| run.find(ukey).is_none()))
-    });
-    let segment = (ctx.new_file_number)();
-    let spec = OutputSpec {
+    };
+    let mut sink = OutputSink::new(OutputSpec {
         fs: ctx.fs,
         dir: ctx.dir,
-        segment,
         table_options: ctx.table_options.clone(),
         target_table_size: ctx.target_table_size,
-        new_table_id: ctx.new_file_number,
-    };
-    let output = write_tables(&spec, &mut merged, &mut |k| rule.keep(k))?;
-    let output_run = task.output_run.unwrap_or_else(ctx.new_file_number);
-    let mut edit = VersionEdit::default();
-    for input in &task.inputs {
-        for t in &input.tables {
-            edit.delete_table(input.level, input.run, t.id);
-        }
+        compaction_file: ctx.compaction_file,
+        new_file_number: ctx.new_file_number,
+    });
+    for group in &task.merges {
+        let children: Vec<Box<dyn InternalIterator>> = group
+            .iter()
+            .map(|i| {
+                Box::new(RunIterator::new(i.tables.clone(), ctx.table_cache.clone()))
+                    as Box<dyn InternalIterator>
+            })
+            .collect();
+        let mut merged = MergingIterator::new(children);
+        merged.seek_to_first();
+        let mut rule = DropRule::new(ctx.smallest_snapshot, is_bottommost);
+        sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
     }
+    let output = sink.finish()?;
+    let output_run = task.output_run.unwrap_or_else(ctx.new_file_number);
+    let mut edit = task.base_edit(output_run);
     for t in &output.tables {
         edit.add_table(task.output_level, output_run, t.clone());
     }
     Ok(Executed {
         edit,
-        bytes_read: task.input_bytes(),
-        bytes_written: output.segment_bytes,
-        segment: (!output.tables.is_empty()).then_some(segment),
+        bytes_read: task.merge_bytes(),
+        output,
     })
 }

@@ -1,9 +1,13 @@
-//! Writes a sorted stream of entries as tables of about `target_table_size`
-//! into one new segment, synced once (BoLT's compaction file). A table is
-//! only cut between user keys, so every version of a key lives in one table
-//! and the tables of a run never overlap.
+//! Writes sorted streams of entries as tables of about `target_table_size`.
+//!
+//! With `compaction_file` (BoLT's compaction file) every table of a task
+//! goes into one segment made durable by a single `fdatasync`; without it
+//! each table gets a segment of its own, synced when the table is done, as
+//! stock LevelDB writes one file per SSTable. A table is only cut between
+//! user keys, so every version of a key lives in one table and the tables of
+//! a run never overlap.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -19,83 +23,142 @@ use crate::version::TableMeta;
 pub struct OutputSpec<'a> {
     pub fs: &'a dyn FileSystem,
     pub dir: &'a Path,
-    pub segment: u64,
     pub table_options: TableOptions,
     pub target_table_size: u64,
-    /// Allocates a table number.
-    pub new_table_id: &'a dyn Fn() -> u64,
+    /// All tables of the task in one segment (true) or one segment each.
+    pub compaction_file: bool,
+    /// Allocates segment and table numbers.
+    pub new_file_number: &'a dyn Fn() -> u64,
 }
 
-/// The tables written and the bytes of the synced segment.
+/// The tables written, the synced segments' bytes and their `fdatasync`s.
 #[derive(Debug, Default)]
 pub struct Output {
     pub tables: Vec<Arc<TableMeta>>,
-    pub segment_bytes: u64,
+    pub bytes: u64,
+    pub syncs: u64,
+    pub segments: Vec<u64>,
 }
 
-/// Drains `source` from its current position, keeping the entries `keep`
-/// accepts. Writes nothing (and leaves no file) when nothing is kept.
-pub fn write_tables(
-    spec: &OutputSpec<'_>,
-    source: &mut dyn InternalIterator,
-    keep: &mut dyn FnMut(&[u8]) -> bool,
-) -> Result<Output> {
-    let path = segment_path(spec.dir, spec.segment);
-    let mut segment = SegmentWriter::create(spec.fs, &path)?;
-    let result = fill(spec, &mut segment, source, keep);
-    let tables = match result {
-        Ok(t) if !t.is_empty() => t,
-        other => {
-            drop(segment);
-            // The segment is not referenced by any version; removing it now
-            // only saves the next open's sweep the work.
-            let _ = spec.fs.remove(&path);
-            return other.map(|_| Output::default());
-        }
-    };
-    let segment_bytes = segment.finish()?;
-    // The MANIFEST edit that follows must not name a file whose directory
-    // entry could vanish on power loss.
-    spec.fs.sync_dir(spec.dir)?;
-    Ok(Output {
-        tables,
-        segment_bytes,
-    })
+/// Collects the output of one flush or compaction task.
+pub struct OutputSink<'a> {
+    spec: OutputSpec<'a>,
+    open: Option<(u64, PathBuf, SegmentWriter)>,
+    output: Output,
 }
 
-fn fill(
-    spec: &OutputSpec<'_>,
-    segment: &mut SegmentWriter,
-    source: &mut dyn InternalIterator,
-    keep: &mut dyn FnMut(&[u8]) -> bool,
-) -> Result<Vec<Arc<TableMeta>>> {
-    let mut tables = Vec::new();
-    let mut last_user_key = Vec::new();
-    while source.valid() {
-        let mut builder = TableBuilder::new(&spec.table_options, segment.file());
-        while source.valid() {
-            let key = source.key();
-            if builder.entries() > 0
-                && builder.estimated_size() >= spec.target_table_size
-                && user_key(key) != last_user_key.as_slice()
-            {
-                break;
-            }
-            if keep(key) {
-                builder.add(key, source.value())?;
-                last_user_key.clear();
-                last_user_key.extend_from_slice(user_key(key));
-            }
-            source.next();
-        }
-        source.status()?;
-        if builder.entries() > 0 {
-            let summary = builder.finish()?;
-            tables.push(Arc::new(meta(spec.segment, (spec.new_table_id)(), summary)));
+impl<'a> OutputSink<'a> {
+    pub fn new(spec: OutputSpec<'a>) -> OutputSink<'a> {
+        OutputSink {
+            spec,
+            open: None,
+            output: Output::default(),
         }
     }
-    source.status()?;
-    Ok(tables)
+
+    /// Drains `source` from its current position, keeping the entries
+    /// `keep` accepts. On error the partly written segment is removed.
+    pub fn add_stream(
+        &mut self,
+        source: &mut dyn InternalIterator,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<()> {
+        let result = self.fill(source, keep);
+        if result.is_err() {
+            self.abandon();
+        }
+        result
+    }
+
+    fn fill(
+        &mut self,
+        source: &mut dyn InternalIterator,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<()> {
+        let mut last_user_key = Vec::new();
+        while source.valid() {
+            self.open_segment()?;
+            let (number, _, segment) = self.open.as_mut().expect("segment is open");
+            let segment_number = *number;
+            let mut builder = TableBuilder::new(&self.spec.table_options, segment.file());
+            while source.valid() {
+                let key = source.key();
+                if builder.entries() > 0
+                    && builder.estimated_size() >= self.spec.target_table_size
+                    && user_key(key) != last_user_key.as_slice()
+                {
+                    break;
+                }
+                if keep(key) {
+                    builder.add(key, source.value())?;
+                    last_user_key.clear();
+                    last_user_key.extend_from_slice(user_key(key));
+                }
+                source.next();
+            }
+            source.status()?;
+            if builder.entries() > 0 {
+                let summary = builder.finish()?;
+                let id = (self.spec.new_file_number)();
+                self.output
+                    .tables
+                    .push(Arc::new(meta(segment_number, id, summary)));
+                if !self.spec.compaction_file {
+                    self.close_segment()?;
+                }
+            }
+        }
+        source.status()
+    }
+
+    /// Creates the segment tables are appended to, unless one is open.
+    fn open_segment(&mut self) -> Result<()> {
+        if self.open.is_none() {
+            let number = (self.spec.new_file_number)();
+            let path = segment_path(self.spec.dir, number);
+            let writer = SegmentWriter::create(self.spec.fs, &path)?;
+            self.open = Some((number, path, writer));
+        }
+        Ok(())
+    }
+
+    /// Syncs the open segment, or deletes it when it holds no table.
+    fn close_segment(&mut self) -> Result<()> {
+        let Some((number, path, writer)) = self.open.take() else {
+            return Ok(());
+        };
+        if writer.is_empty() {
+            drop(writer);
+            // Unreferenced; the next open's sweep would remove it anyway.
+            let _ = self.spec.fs.remove(&path);
+            return Ok(());
+        }
+        self.output.bytes += writer.finish()?;
+        self.output.syncs += 1;
+        self.output.segments.push(number);
+        Ok(())
+    }
+
+    fn abandon(&mut self) {
+        if let Some((_, path, writer)) = self.open.take() {
+            drop(writer);
+            let _ = self.spec.fs.remove(&path);
+        }
+    }
+
+    /// Makes every segment durable, and their directory entries too: the
+    /// MANIFEST edit that follows must not name a file that could vanish.
+    pub fn finish(mut self) -> Result<Output> {
+        if let Err(e) = self.close_segment() {
+            self.abandon();
+            return Err(e);
+        }
+        if !self.output.segments.is_empty() {
+            self.spec.fs.sync_dir(self.spec.dir)?;
+            self.output.syncs += 1;
+        }
+        Ok(std::mem::take(&mut self.output))
+    }
 }
 
 fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {

@@ -7,14 +7,14 @@ use std::thread::JoinHandle;
 use super::{DbInner, SuperVersion};
 use crate::compaction::drop_rule::DropRule;
 use crate::compaction::executor::ExecContext;
-use crate::compaction::output::{write_tables, OutputSpec};
-use crate::compaction::{execute, pick_l0, pick_range, CompactionTask};
+use crate::compaction::output::{Output, OutputSink, OutputSpec};
+use crate::compaction::{execute, CompactionTask};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
-use crate::version::{TableMeta, Version, VersionEdit};
+use crate::version::{TableMeta, Version, VersionEdit, NUM_LEVELS};
 
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -71,30 +71,31 @@ fn next_job(inner: &DbInner) -> Option<Job> {
     if !sv.imms.is_empty() {
         return Some(Job::Flush);
     }
-    pick_l0(&sv.version, &inner.options).map(Job::Compact)
+    inner.policy.pick(&sv.version).map(Job::Compact)
 }
 
-/// Writes a memtable's entries into a new segment as L0 tables.
+/// Writes a memtable's entries as L0 tables.
 pub(crate) fn write_memtable(
-    inner_fs: &dyn crate::io::FileSystem,
+    fs: &dyn crate::io::FileSystem,
     dir: &std::path::Path,
     options: &crate::options::Options,
     mem: Arc<Memtable>,
     smallest_snapshot: u64,
     new_file_number: &dyn Fn() -> u64,
-) -> Result<crate::compaction::output::Output> {
+) -> Result<Output> {
     let mut source = MemtableIterator::new(mem);
     source.seek_to_first();
     let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
-    let spec = OutputSpec {
-        fs: inner_fs,
+    let mut sink = OutputSink::new(OutputSpec {
+        fs,
         dir,
-        segment: new_file_number(),
         table_options: options.table_options(),
         target_table_size: options.target_table_size,
-        new_table_id: new_file_number,
-    };
-    write_tables(&spec, &mut source, &mut |k| rule.keep(k))
+        compaction_file: options.compaction_file,
+        new_file_number,
+    });
+    sink.add_stream(&mut source, &mut |k| rule.keep(k))?;
+    sink.finish()
 }
 
 fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
@@ -119,11 +120,9 @@ fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     )?;
     let c = &inner.counters;
     Counters::add(&c.flushes, 1);
-    if !output.tables.is_empty() {
-        Counters::add(&c.flush_bytes_written, output.segment_bytes);
-        // The segment and its directory entry.
-        Counters::add(&c.fsyncs_flush, 2);
-    }
+    Counters::add(&c.flush_bytes_written, output.bytes);
+    Counters::add(&c.fsyncs_flush, output.syncs);
+    c.level_written(0, output.bytes);
     let mut versions = inner.versions.lock();
     let run = versions.new_file_number();
     let mut edit = VersionEdit::default();
@@ -176,19 +175,37 @@ fn compact(inner: &Arc<DbInner>, task: CompactionTask) -> Result<()> {
         table_cache: &inner.table_cache,
         table_options: inner.options.table_options(),
         target_table_size: inner.options.target_table_size,
+        compaction_file: inner.options.compaction_file,
         smallest_snapshot: inner.snapshots.oldest(latest),
         new_file_number: &numbers,
     };
     let executed = execute(&task, &version, &ctx)?;
     drop(version);
     let c = &inner.counters;
-    Counters::add(&c.compactions_merge, 1);
-    Counters::add(&c.compaction_bytes_read, executed.bytes_read);
-    if executed.segment.is_some() {
-        Counters::add(&c.compaction_bytes_written, executed.bytes_written);
-        Counters::add(&c.fsyncs_compaction, 2);
+    if !task.merges.is_empty() {
+        Counters::add(&c.compactions_merge, 1);
     }
-    let dead: Vec<Arc<TableMeta>> = task.inputs.into_iter().flat_map(|i| i.tables).collect();
+    if !task.moves.is_empty() {
+        Counters::add(&c.compactions_move, 1);
+        Counters::add(
+            &c.tables_moved,
+            task.moves.iter().map(|m| m.tables.len() as u64).sum(),
+        );
+    }
+    Counters::add(&c.compaction_bytes_read, executed.bytes_read);
+    Counters::add(&c.compaction_bytes_written, executed.output.bytes);
+    Counters::add(&c.fsyncs_compaction, executed.output.syncs);
+    for input in task.merge_inputs() {
+        c.level_read(input.level, input.tables.iter().map(|t| t.length).sum());
+    }
+    c.level_written(task.output_level, executed.output.bytes);
+    // Moved tables stay live under their new level; merge inputs die.
+    let dead: Vec<Arc<TableMeta>> = task
+        .merges
+        .into_iter()
+        .flatten()
+        .flat_map(|i| i.tables)
+        .collect();
     {
         let mut versions = inner.versions.lock();
         let version = versions.log_and_apply(executed.edit)?;
@@ -206,14 +223,23 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     inner.check_background_error()?;
-    let result = {
+    let result = (|| -> Result<()> {
         let _exclusive = inner.compaction_lock.lock();
-        let version = inner.versions.lock().current();
-        match pick_range(&version, start, end) {
-            Some(task) => compact(inner, task),
-            None => Ok(()),
+        for level in 0..NUM_LEVELS - 1 {
+            let version = inner.versions.lock().current();
+            let Some(deepest) = version.deepest_nonempty_level() else {
+                break;
+            };
+            if level >= deepest.max(1) {
+                break;
+            }
+            if let Some(task) = inner.policy.manual(&version, level, start, end) {
+                drop(version);
+                compact(inner, task)?;
+            }
         }
-    };
+        Ok(())
+    })();
     collect_obsolete_files(inner);
     if let Err(e) = &result {
         super::write::set_background_error(inner, e.clone());

@@ -109,6 +109,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         dir,
         fs.clone(),
         options.max_open_files,
+        options.segment_descriptor_cache,
         block_cache,
     ));
     release_dead_space(&table_cache, &version);
@@ -116,6 +117,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         dir: dir.to_path_buf(),
         counters,
         table_cache,
+        policy: crate::compaction::LeveledPolicy::new(&options),
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
         super_version: RwLock::new(Arc::new(SuperVersion {
@@ -200,10 +202,9 @@ impl Replay<'_> {
         // of each key matters, but keep them all, as a flush does.
         let output = write_memtable(self.fs, self.dir, self.options, mem, 0, &numbers)?;
         Counters::add(&self.counters.flushes, 1);
-        if !output.tables.is_empty() {
-            Counters::add(&self.counters.flush_bytes_written, output.segment_bytes);
-            Counters::add(&self.counters.fsyncs_flush, 2);
-        }
+        Counters::add(&self.counters.flush_bytes_written, output.bytes);
+        Counters::add(&self.counters.fsyncs_flush, output.syncs);
+        self.counters.level_written(0, output.bytes);
         let run = self.versions.new_file_number();
         for t in output.tables {
             self.edit.add_table(0, run, t);

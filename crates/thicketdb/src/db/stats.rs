@@ -43,6 +43,13 @@ pub struct Stats {
     pub flushes: u64,
     pub compactions_merge: u64,
     pub compactions_move: u64,
+    /// Tables promoted to the next level by metadata only.
+    pub tables_moved: u64,
+    /// Bytes compactions read from each level.
+    pub level_bytes_read: Vec<u64>,
+    /// Bytes flushes (L0) and compactions wrote into each level.
+    pub level_bytes_written: Vec<u64>,
+
     pub stall_micros: u64,
     pub holes_punched: u64,
     pub segments_deleted: u64,
@@ -93,6 +100,9 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         flushes: get(&c.flushes),
         compactions_merge: get(&c.compactions_merge),
         compactions_move: get(&c.compactions_move),
+        tables_moved: get(&c.tables_moved),
+        level_bytes_read: c.level_bytes_read.iter().map(get).collect(),
+        level_bytes_written: c.level_bytes_written.iter().map(get).collect(),
         stall_micros: get(&c.stall_micros),
         holes_punched: get(&c.holes_punched),
         segments_deleted: get(&c.segments_deleted),

@@ -1,0 +1,343 @@
+//! The `leveled` policy: LevelDB's leveling with BoLT's group and settled
+//! compaction as options.
+//!
+//! - L0 is due when it holds `l0_compaction_trigger` runs: every L0 run is
+//!   merged with the L1 tables it overlaps.
+//! - Ln (n ≥ 1) is due when its bytes exceed `max_bytes_for_level_base ×
+//!   level_size_multiplier^(n-1)`; the level with the highest score goes
+//!   first (LevelDB's `VersionSet::Finalize`).
+//! - Victims: one table, taken round-robin after the previous victim
+//!   (LevelDB's compact pointer), or with `group_compaction_bytes > 0` as
+//!   many as shed the overflow, up to that many bytes (BoLT group
+//!   compaction). With `settled_compaction` victims are the tables with the
+//!   least overlap in the next level, contiguous or not, and those with none
+//!   are promoted by metadata only (BoLT settled compaction). A lone victim
+//!   without overlap is always moved (LevelDB's trivial move).
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::task::{CompactionTask, TaskInput};
+use crate::format::internal_key::compare;
+use crate::options::Options;
+use crate::version::{Run, TableMeta, Version, NUM_LEVELS};
+
+/// Picks leveled compactions; remembers each level's compact pointer.
+#[derive(Debug)]
+pub struct LeveledPolicy {
+    options: Options,
+    /// Largest internal key of the last victim per level (round-robin).
+    compact_pointers: Mutex<Vec<Vec<u8>>>,
+}
+
+impl LeveledPolicy {
+    pub fn new(options: &Options) -> LeveledPolicy {
+        LeveledPolicy {
+            options: options.clone(),
+            compact_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
+        }
+    }
+
+    /// Byte target of level `n` (n ≥ 1).
+    pub fn target_bytes(&self, level: usize) -> u64 {
+        let mult = self.options.level_size_multiplier.max(1);
+        let mut target = self.options.max_bytes_for_level_base;
+        for _ in 1..level {
+            target = target.saturating_mul(mult);
+        }
+        target
+    }
+
+    /// Each level's score; a level with score ≥ 1 needs compaction. The last
+    /// level has nowhere to go and scores 0.
+    pub fn scores(&self, version: &Version) -> Vec<f64> {
+        (0..NUM_LEVELS)
+            .map(|level| {
+                if level + 1 == NUM_LEVELS {
+                    0.0
+                } else if level == 0 {
+                    version.levels[0].runs.len() as f64
+                        / self.options.l0_compaction_trigger.max(1) as f64
+                } else {
+                    version.levels[level].bytes() as f64 / self.target_bytes(level) as f64
+                }
+            })
+            .collect()
+    }
+
+    /// The most urgent task, if any level needs one.
+    pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
+        let scores = self.scores(version);
+        let (level, score) = scores
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        if score < 1.0 {
+            return None;
+        }
+        let reason = format!("L{level} score {score:.2}");
+        if level == 0 {
+            Some(l0_task(version, reason))
+        } else {
+            self.level_task(version, level, reason)
+        }
+    }
+
+    fn level_task(
+        &self,
+        version: &Version,
+        level: usize,
+        reason: String,
+    ) -> Option<CompactionTask> {
+        let run = version.levels[level].runs.first()?;
+        let next = version.levels[level + 1].runs.first();
+        let overflow = version.levels[level]
+            .bytes()
+            .saturating_sub(self.target_bytes(level));
+        let group = self.options.group_compaction_bytes;
+        let budget = if group == 0 {
+            1
+        } else {
+            overflow.min(group).max(1)
+        };
+        let victims = if self.options.settled_compaction {
+            settled_victims(run, next, budget)
+        } else {
+            self.round_robin_victims(level, run, budget)
+        };
+        Some(build_task(level, run, next, victims, reason))
+    }
+
+    fn round_robin_victims(&self, level: usize, run: &Run, budget: u64) -> Vec<Arc<TableMeta>> {
+        let mut pointers = self.compact_pointers.lock();
+        let pointer = &pointers[level];
+        let start = if pointer.is_empty() {
+            0
+        } else {
+            run.tables
+                .partition_point(|t| compare(&t.largest, pointer) != std::cmp::Ordering::Greater)
+        };
+        let start = if start >= run.tables.len() { 0 } else { start };
+        let mut victims = Vec::new();
+        let mut bytes = 0;
+        for t in &run.tables[start..] {
+            if bytes >= budget {
+                break;
+            }
+            bytes += t.length;
+            victims.push(t.clone());
+        }
+        if let Some(last) = victims.last() {
+            pointers[level] = last.largest.clone();
+        }
+        victims
+    }
+
+    /// A manual compaction of level `level` within `[start, end]` into the
+    /// next level, or `None` when the level has nothing in range.
+    pub fn manual(
+        &self,
+        version: &Version,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionTask> {
+        if level + 1 >= NUM_LEVELS {
+            return None;
+        }
+        let reason = format!("manual compaction of L{level}");
+        if level == 0 {
+            let task = l0_task(version, reason);
+            return (!task.merges.is_empty() || !task.moves.is_empty()).then_some(task);
+        }
+        let run = version.levels[level].runs.first()?;
+        let victims = run.overlapping(start, end);
+        if victims.is_empty() {
+            return None;
+        }
+        let next = version.levels[level + 1].runs.first();
+        Some(build_task(level, run, next, victims, reason))
+    }
+}
+
+/// Bytes of the tables of `next` overlapping `t`.
+fn overlap_bytes(t: &TableMeta, next: Option<&Run>) -> u64 {
+    next.map_or(0, |r| {
+        r.overlapping(Some(t.smallest_user_key()), Some(t.largest_user_key()))
+            .iter()
+            .map(|o| o.length)
+            .sum()
+    })
+}
+
+/// The tables with the smallest overlap ratio (overlap bytes per table
+/// byte), up to `budget` bytes, in key order.
+fn settled_victims(run: &Run, next: Option<&Run>, budget: u64) -> Vec<Arc<TableMeta>> {
+    let mut ranked: Vec<(u64, &Arc<TableMeta>)> = run
+        .tables
+        .iter()
+        .map(|t| (overlap_bytes(t, next) * 1024 / t.length.max(1), t))
+        .collect();
+    ranked.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| compare(&a.1.smallest, &b.1.smallest))
+    });
+    let mut victims = Vec::new();
+    let mut bytes = 0;
+    for (_, t) in ranked {
+        if bytes >= budget {
+            break;
+        }
+        bytes += t.length;
+        victims.push(t.clone());
+    }
+    victims.sort_by(|a, b| compare(&a.smallest, &b.smallest));
+    victims
+}
+
+/// Every L0 table, with the L1 tables under them, split into groups whose
+/// key ranges connect; a group of one L0 table overlapping nothing is moved
+/// to L1 by metadata (a sequential load then rewrites nothing).
+fn l0_task(version: &Version, reason: String) -> CompactionTask {
+    let l1 = version.levels[1].runs.first();
+    let mut items: Vec<(usize, u64, Arc<TableMeta>)> = Vec::new();
+    for run in &version.levels[0].runs {
+        for t in &run.tables {
+            items.push((0, run.id, t.clone()));
+        }
+    }
+    if let Some(run) = l1 {
+        for t in &run.tables {
+            let under_l0 = version.levels[0].runs.iter().any(|r| {
+                r.tables
+                    .iter()
+                    .any(|l0| t.overlaps(Some(l0.smallest_user_key()), Some(l0.largest_user_key())))
+            });
+            if under_l0 {
+                items.push((1, run.id, t.clone()));
+            }
+        }
+    }
+    items.sort_by(|a, b| a.2.smallest_user_key().cmp(b.2.smallest_user_key()));
+    let mut components: Vec<Vec<(usize, u64, Arc<TableMeta>)>> = Vec::new();
+    let mut reach: Vec<u8> = Vec::new();
+    for item in items {
+        let (small, large) = (item.2.smallest_user_key(), item.2.largest_user_key());
+        match components.last_mut() {
+            Some(c) if small <= reach.as_slice() => {
+                if large > reach.as_slice() {
+                    reach = large.to_vec();
+                }
+                c.push(item);
+            }
+            _ => {
+                reach = large.to_vec();
+                components.push(vec![item]);
+            }
+        }
+    }
+    let mut merges = Vec::new();
+    let mut moves = Vec::new();
+    for component in components {
+        if let [(0, run, table)] = component.as_slice() {
+            moves.push(TaskInput {
+                level: 0,
+                run: *run,
+                tables: vec![table.clone()],
+            });
+            continue;
+        }
+        let mut inputs: Vec<TaskInput> = Vec::new();
+        for (level, run, table) in component {
+            match inputs.iter_mut().find(|i| i.level == level && i.run == run) {
+                Some(input) => input.tables.push(table),
+                None => inputs.push(TaskInput {
+                    level,
+                    run,
+                    tables: vec![table],
+                }),
+            }
+        }
+        // Newest first: L0 runs by descending id, then L1.
+        inputs.sort_by(|a, b| a.level.cmp(&b.level).then(b.run.cmp(&a.run)));
+        for input in &mut inputs {
+            input
+                .tables
+                .sort_by(|a, b| compare(&a.smallest, &b.smallest));
+        }
+        merges.push(inputs);
+    }
+    CompactionTask {
+        merges,
+        moves,
+        output_level: 1,
+        output_run: l1.map(|r| r.id),
+        reason,
+    }
+}
+
+/// Splits victims of `level` into moves (no overlap below) and merge groups
+/// (victims sharing an overlapped table merge together).
+fn build_task(
+    level: usize,
+    run: &Run,
+    next: Option<&Run>,
+    victims: Vec<Arc<TableMeta>>,
+    reason: String,
+) -> CompactionTask {
+    let mut moves = Vec::new();
+    let mut groups: Vec<(Vec<Arc<TableMeta>>, Vec<Arc<TableMeta>>)> = Vec::new();
+    for v in victims {
+        let under = next.map_or_else(Vec::new, |r| {
+            r.overlapping(Some(v.smallest_user_key()), Some(v.largest_user_key()))
+        });
+        if under.is_empty() {
+            moves.push(v);
+            continue;
+        }
+        match groups.last_mut() {
+            Some((vs, us)) if us.last().map(|t| t.id) == under.first().map(|t| t.id) => {
+                vs.push(v);
+                us.extend(under.into_iter().skip(1));
+            }
+            _ => groups.push((vec![v], under)),
+        }
+    }
+    let next_id = next.map(|r| r.id);
+    CompactionTask {
+        merges: groups
+            .into_iter()
+            .map(|(vs, us)| {
+                vec![
+                    TaskInput {
+                        level,
+                        run: run.id,
+                        tables: vs,
+                    },
+                    TaskInput {
+                        level: level + 1,
+                        run: next_id.expect("overlap implies a next run"),
+                        tables: us,
+                    },
+                ]
+            })
+            .collect(),
+        moves: if moves.is_empty() {
+            Vec::new()
+        } else {
+            vec![TaskInput {
+                level,
+                run: run.id,
+                tables: moves,
+            }]
+        },
+        output_level: level + 1,
+        output_run: next_id,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests;
