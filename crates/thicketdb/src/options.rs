@@ -7,6 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::compaction::PolicyKind;
 use crate::error::{Error, Result};
 use crate::format::checksum;
 use crate::log::RecoveryMode;
@@ -25,16 +26,24 @@ pub enum Profile {
     /// BoLT: compaction files of 1 MiB logical tables, group compaction of
     /// up to 64 MiB, settled compaction, the shared descriptor cache.
     Bolt,
+    /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
+    Sifr,
 }
 
 impl Profile {
-    pub const ALL: &'static [Profile] = &[Profile::Default, Profile::LevelDb, Profile::Bolt];
+    pub const ALL: &'static [Profile] = &[
+        Profile::Default,
+        Profile::LevelDb,
+        Profile::Bolt,
+        Profile::Sifr,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Profile::Default => "default",
             Profile::LevelDb => "leveldb",
             Profile::Bolt => "bolt",
+            Profile::Sifr => "sifr",
         }
     }
 
@@ -64,6 +73,13 @@ impl Profile {
                 settled_compaction: true,
                 segment_descriptor_cache: true,
                 ..paper
+            },
+            Profile::Sifr => Options {
+                profile: self,
+                compaction_policy: PolicyKind::Tiered,
+                runs_per_level: 4,
+                target_table_size: 2 << 20,
+                ..Options::default()
             },
         }
     }
@@ -128,6 +144,10 @@ pub struct Options {
     pub l0_stop_writes_trigger: usize,
     /// How log corruption found during recovery is handled.
     pub wal_recovery_mode: RecoveryMode,
+    /// The shape of the tree: `leveled` or `tiered`.
+    pub compaction_policy: PolicyKind,
+    /// Tiered: runs a level holds before they are merged into the next.
+    pub runs_per_level: usize,
     /// Byte target of L1; deeper levels grow by `level_size_multiplier`.
     pub max_bytes_for_level_base: u64,
     /// Growth factor between level targets.
@@ -165,6 +185,8 @@ impl Default for Options {
             l0_slowdown_writes_trigger: 8,
             l0_stop_writes_trigger: 12,
             wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
+            compaction_policy: PolicyKind::Leveled,
+            runs_per_level: 4,
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             compaction_file: true,
@@ -207,6 +229,8 @@ impl Options {
         "l0_slowdown_writes_trigger",
         "l0_stop_writes_trigger",
         "wal_recovery_mode",
+        "compaction_policy",
+        "runs_per_level",
         "max_bytes_for_level_base",
         "level_size_multiplier",
         "compaction_file",
@@ -231,6 +255,8 @@ impl Options {
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = parse(name, value)?,
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = parse(name, value)?,
             "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
+            "compaction_policy" => self.compaction_policy = parse(name, value)?,
+            "runs_per_level" => self.runs_per_level = parse(name, value)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse(name, value)?,
             "level_size_multiplier" => self.level_size_multiplier = parse(name, value)?,
             "compaction_file" => self.compaction_file = parse_bool(name, value)?,
@@ -265,6 +291,8 @@ impl Options {
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger.to_string(),
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger.to_string(),
             "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
+            "compaction_policy" => self.compaction_policy.to_string(),
+            "runs_per_level" => self.runs_per_level.to_string(),
             "max_bytes_for_level_base" => self.max_bytes_for_level_base.to_string(),
             "level_size_multiplier" => self.level_size_multiplier.to_string(),
             "compaction_file" => self.compaction_file.to_string(),
@@ -298,6 +326,9 @@ impl Options {
         }
         if self.max_bytes_for_level_base < 64 << 10 {
             return bad("max_bytes_for_level_base must be at least 65536");
+        }
+        if self.runs_per_level < 2 {
+            return bad("runs_per_level must be at least 2");
         }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");

@@ -42,7 +42,8 @@ fn store() -> Vec<(String, Vec<u8>)> {
     };
     let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).expect("open");
     for i in 0..400 {
-        db.put(&key(i), format!("value-{i}").as_bytes()).expect("put");
+        db.put(&key(i), format!("value-{i}").as_bytes())
+            .expect("put");
     }
     db.flush().expect("flush");
     for i in (0..400).step_by(3) {
@@ -85,7 +86,9 @@ fn table() -> Vec<u8> {
             ValueKind::Value
         };
         let k = InternalKey::new(&key(i), 1000 - u64::from(i), kind);
-        builder.add(k.encoded(), format!("v{i}").as_bytes()).expect("add");
+        builder
+            .add(k.encoded(), format!("v{i}").as_bytes())
+            .expect("add");
     }
     builder.finish().expect("finish");
     file.sync().expect("sync");
@@ -95,7 +98,12 @@ fn table() -> Vec<u8> {
 fn main() {
     let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "corpus".into()));
     let files = store();
-    write(&root, "open_store", "seed-store", &thicketdb_fuzz::encode_files(&files));
+    write(
+        &root,
+        "open_store",
+        "seed-store",
+        &thicketdb_fuzz::encode_files(&files),
+    );
     for (name, data) in &files {
         let fs = FaultFs::new();
         let path = PathBuf::from(name);
@@ -136,7 +144,12 @@ fn main() {
     for i in 0..50 {
         bloom.add(&key(i));
     }
-    write(&root, "table_meta", "seed-bloom", &prefixed(3, &bloom.finish()));
+    write(
+        &root,
+        "table_meta",
+        "seed-bloom",
+        &prefixed(3, &bloom.finish()),
+    );
     let mut hll = HyperLogLog::new();
     for i in 0..500 {
         hll.add(&key(i));

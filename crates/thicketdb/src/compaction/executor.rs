@@ -41,11 +41,22 @@ pub fn execute(
     version: &Version,
     ctx: &ExecContext<'_>,
 ) -> Result<Executed> {
+    // Older data may sit deeper, or in other runs of the output level (a
+    // tiered level's older runs): a deletion must stay while any could
+    // hold its key.
     let deeper = &version.levels[task.output_level + 1..];
+    let siblings = version.levels[task.output_level]
+        .runs
+        .iter()
+        .filter(|r| Some(r.id) != task.output_run);
+    let inputs: Vec<u64> = task.all_tables().map(|t| t.id).collect();
     let is_bottommost = |ukey: &[u8]| {
-        deeper
-            .iter()
-            .all(|level| level.runs.iter().all(|run| run.find(ukey).is_none()))
+        let elsewhere = |run: &crate::version::Run| {
+            run.find(ukey)
+                .is_some_and(|i| !inputs.contains(&run.tables[i].id))
+        };
+        deeper.iter().all(|level| !level.runs.iter().any(elsewhere))
+            && !siblings.clone().any(elsewhere)
     };
     let mut sink = OutputSink::new(OutputSpec {
         fs: ctx.fs,

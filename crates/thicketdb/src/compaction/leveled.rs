@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::components::split_components;
 use super::task::{CompactionTask, TaskInput};
 use crate::format::internal_key::compare;
 use crate::options::Options;
@@ -220,55 +221,7 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
             }
         }
     }
-    items.sort_by(|a, b| a.2.smallest_user_key().cmp(b.2.smallest_user_key()));
-    let mut components: Vec<Vec<(usize, u64, Arc<TableMeta>)>> = Vec::new();
-    let mut reach: Vec<u8> = Vec::new();
-    for item in items {
-        let (small, large) = (item.2.smallest_user_key(), item.2.largest_user_key());
-        match components.last_mut() {
-            Some(c) if small <= reach.as_slice() => {
-                if large > reach.as_slice() {
-                    reach = large.to_vec();
-                }
-                c.push(item);
-            }
-            _ => {
-                reach = large.to_vec();
-                components.push(vec![item]);
-            }
-        }
-    }
-    let mut merges = Vec::new();
-    let mut moves = Vec::new();
-    for component in components {
-        if let [(0, run, table)] = component.as_slice() {
-            moves.push(TaskInput {
-                level: 0,
-                run: *run,
-                tables: vec![table.clone()],
-            });
-            continue;
-        }
-        let mut inputs: Vec<TaskInput> = Vec::new();
-        for (level, run, table) in component {
-            match inputs.iter_mut().find(|i| i.level == level && i.run == run) {
-                Some(input) => input.tables.push(table),
-                None => inputs.push(TaskInput {
-                    level,
-                    run,
-                    tables: vec![table],
-                }),
-            }
-        }
-        // Newest first: L0 runs by descending id, then L1.
-        inputs.sort_by(|a, b| a.level.cmp(&b.level).then(b.run.cmp(&a.run)));
-        for input in &mut inputs {
-            input
-                .tables
-                .sort_by(|a, b| compare(&a.smallest, &b.smallest));
-        }
-        merges.push(inputs);
-    }
+    let (merges, moves) = split_components(items, |level| level == 0);
     CompactionTask {
         merges,
         moves,
@@ -277,6 +230,8 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
         reason,
     }
 }
+
+type Tables = Vec<Arc<TableMeta>>;
 
 /// Splits victims of `level` into moves (no overlap below) and merge groups
 /// (victims sharing an overlapped table merge together).
@@ -288,7 +243,8 @@ fn build_task(
     reason: String,
 ) -> CompactionTask {
     let mut moves = Vec::new();
-    let mut groups: Vec<(Vec<Arc<TableMeta>>, Vec<Arc<TableMeta>>)> = Vec::new();
+    // (victims, the next-level tables under them)
+    let mut groups: Vec<(Tables, Tables)> = Vec::new();
     for v in victims {
         let under = next.map_or_else(Vec::new, |r| {
             r.overlapping(Some(v.smallest_user_key()), Some(v.largest_user_key()))

@@ -2,12 +2,17 @@
 //! merge (`drop_rule`), writing merged output as tables (`output`) and
 //! running a task end to end (`executor`).
 
+pub mod components;
 pub mod drop_rule;
 pub mod executor;
 pub mod leveled;
 pub mod output;
+pub mod policy;
 pub mod task;
+pub mod tiered;
 
 pub use executor::execute;
 pub use leveled::LeveledPolicy;
+pub use policy::{Policy, PolicyKind};
 pub use task::{CompactionTask, TaskInput};
+pub use tiered::TieredPolicy;

@@ -60,7 +60,7 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn FileSystem>,
     pub counters: Arc<Counters>,
     pub table_cache: Arc<TableCache>,
-    pub policy: crate::compaction::LeveledPolicy,
+    pub policy: crate::compaction::Policy,
     pub snapshots: Arc<SnapshotRegistry>,
     /// Sequence number of the last write visible to readers.
     pub last_sequence: AtomicU64,

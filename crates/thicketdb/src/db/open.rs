@@ -117,7 +117,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         dir: dir.to_path_buf(),
         counters,
         table_cache,
-        policy: crate::compaction::LeveledPolicy::new(&options),
+        policy: crate::compaction::Policy::new(&options),
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
         super_version: RwLock::new(Arc::new(SuperVersion {

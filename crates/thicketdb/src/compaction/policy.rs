@@ -1,0 +1,88 @@
+//! The compaction policy a store runs with, chosen by `compaction_policy`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::leveled::LeveledPolicy;
+use super::task::CompactionTask;
+use super::tiered::TieredPolicy;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::version::Version;
+
+/// Which shape the tree keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// One run per level below L0 (LevelDB, BoLT).
+    Leveled,
+    /// Up to `runs_per_level` runs per level (SifrDB's split forest).
+    Tiered,
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyKind::Leveled => "leveled",
+            PolicyKind::Tiered => "tiered",
+        })
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<PolicyKind> {
+        match s {
+            "leveled" => Ok(PolicyKind::Leveled),
+            "tiered" => Ok(PolicyKind::Tiered),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown compaction policy {s:?} (known: leveled, tiered)"
+            ))),
+        }
+    }
+}
+
+/// A policy looks at a version and returns the task to run, if any.
+#[derive(Debug)]
+pub enum Policy {
+    Leveled(LeveledPolicy),
+    Tiered(TieredPolicy),
+}
+
+impl Policy {
+    pub fn new(options: &Options) -> Policy {
+        match options.compaction_policy {
+            PolicyKind::Leveled => Policy::Leveled(LeveledPolicy::new(options)),
+            PolicyKind::Tiered => Policy::Tiered(TieredPolicy::new(options)),
+        }
+    }
+
+    /// The most urgent task, if the tree needs one.
+    pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
+        match self {
+            Policy::Leveled(p) => p.pick(version),
+            Policy::Tiered(p) => p.pick(version),
+        }
+    }
+
+    /// A manual compaction of one level within `[start, end]`.
+    pub fn manual(
+        &self,
+        version: &Version,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionTask> {
+        match self {
+            Policy::Leveled(p) => p.manual(version, level, start, end),
+            Policy::Tiered(p) => p.manual(version, level),
+        }
+    }
+
+    /// L0 runs at which a compaction is due (for write stalls).
+    pub fn l0_trigger(&self, options: &Options) -> usize {
+        match self {
+            Policy::Leveled(_) => options.l0_compaction_trigger,
+            Policy::Tiered(_) => options.runs_per_level,
+        }
+    }
+}
