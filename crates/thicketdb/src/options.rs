@@ -148,6 +148,10 @@ pub struct Options {
     pub compaction_policy: PolicyKind,
     /// Tiered: runs a level holds before they are merged into the next.
     pub runs_per_level: usize,
+    /// Tiered: a merge expected to write at least this many tables
+    /// checkpoints every this many tables, releasing consumed inputs early
+    /// (SifrDB's early cleaning with a compaction journal); 0 disables it.
+    pub early_cleaning_threshold: usize,
     /// Byte target of L1; deeper levels grow by `level_size_multiplier`.
     pub max_bytes_for_level_base: u64,
     /// Growth factor between level targets.
@@ -187,6 +191,7 @@ impl Default for Options {
             wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
             compaction_policy: PolicyKind::Leveled,
             runs_per_level: 4,
+            early_cleaning_threshold: 10,
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             compaction_file: true,
@@ -231,6 +236,7 @@ impl Options {
         "wal_recovery_mode",
         "compaction_policy",
         "runs_per_level",
+        "early_cleaning_threshold",
         "max_bytes_for_level_base",
         "level_size_multiplier",
         "compaction_file",
@@ -257,6 +263,7 @@ impl Options {
             "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
             "compaction_policy" => self.compaction_policy = parse(name, value)?,
             "runs_per_level" => self.runs_per_level = parse(name, value)?,
+            "early_cleaning_threshold" => self.early_cleaning_threshold = parse(name, value)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse(name, value)?,
             "level_size_multiplier" => self.level_size_multiplier = parse(name, value)?,
             "compaction_file" => self.compaction_file = parse_bool(name, value)?,
@@ -293,6 +300,7 @@ impl Options {
             "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
             "compaction_policy" => self.compaction_policy.to_string(),
             "runs_per_level" => self.runs_per_level.to_string(),
+            "early_cleaning_threshold" => self.early_cleaning_threshold.to_string(),
             "max_bytes_for_level_base" => self.max_bytes_for_level_base.to_string(),
             "level_size_multiplier" => self.level_size_multiplier.to_string(),
             "compaction_file" => self.compaction_file.to_string(),

@@ -75,6 +75,8 @@ counters! {
     compactions_merge: "Compactions that merged tables.",
     compactions_move: "Compactions that moved tables by metadata only.",
     tables_moved: "Tables promoted to the next level by metadata only.",
+    merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
+    merges_resumed: "Journaled merges resumed after a crash.",
     stall_micros: "Microseconds writers spent stalled or slowed down.",
     holes_punched: "Dead table ranges released with hole punching.",
     segments_deleted: "Segment files deleted after their last table died.",

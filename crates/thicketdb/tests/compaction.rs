@@ -95,3 +95,80 @@ fn tiered_levels_hold_several_runs_and_leveled_one() {
         }
     }
 }
+
+fn sifr_journaled() -> Options {
+    Options {
+        early_cleaning_threshold: 2,
+        ..small(Profile::Sifr)
+    }
+}
+
+fn assert_all(db: &Db, n: u64) {
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(vec![b'v'; 100]), "key {i}");
+    }
+}
+
+#[test]
+fn sifr_early_cleaning_checkpoints_and_releases_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), sifr_journaled()).unwrap();
+    let n = 30_000u64;
+    for i in (0..n).map(|i| (i * 7919) % n) {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.merge_checkpoints > 0, "{s:?}");
+    assert!(s.holes_punched + s.segments_deleted > 0, "{s:?}");
+    assert_all(&db, n);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), sifr_journaled()).unwrap();
+    assert_all(&db, n);
+}
+
+#[test]
+fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
+    use common::open_fault;
+    use thicketdb::io::fault::{FaultFs, FaultKind};
+    let fs = FaultFs::new();
+    // No background merges: L0 collects runs until the manual compaction.
+    let options = Options {
+        runs_per_level: 1000,
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
+        l0_compaction_trigger: 1000,
+        ..sifr_journaled()
+    };
+    let db = open_fault(&fs, options.clone()).unwrap();
+    let n = 12_000u64;
+    for i in (0..n).map(|i| (i * 7919) % n) {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.stats().runs_per_level[0] > 4);
+    // Room for a few checkpoints of the L0 merge, not for all of it.
+    fs.fail_after_bytes(120 << 10, FaultKind::NoSpace);
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    let before = db.stats();
+    assert!(before.merge_checkpoints > 0, "{before:?}");
+    // Reads stay correct mid-merge: checkpointed outputs take precedence.
+    assert_all(&db, n);
+    drop(db);
+    fs.clear_faults();
+
+    let db = open_fault(&fs, options).unwrap();
+    assert_all(&db, n);
+    db.compact_range(None, None).unwrap();
+    let after = db.stats();
+    assert!(after.merges_resumed >= 1, "{after:?}");
+    assert_eq!(after.runs_per_level[0], 0, "{after:?}");
+    assert_all(&db, n);
+    drop(db);
+    if let Err(e) =
+        thicketdb::check::check_store_with_fs(&common::fault_dir(), std::sync::Arc::new(fs.clone()))
+    {
+        panic!("{e}");
+    }
+}

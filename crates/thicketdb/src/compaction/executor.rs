@@ -10,12 +10,15 @@ use super::drop_rule::DropRule;
 use super::output::{Output, OutputSink, OutputSpec};
 use super::task::CompactionTask;
 use crate::error::Result;
+use crate::format::internal_key::{user_key, InternalKey, ValueKind};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::run_iter::RunIterator;
 use crate::table::TableOptions;
 use crate::table_cache::TableCache;
-use crate::version::{Version, VersionEdit};
+use std::collections::HashSet;
+
+use crate::version::{Run, TableMeta, Version};
 
 /// What the executor needs from the engine.
 pub struct ExecContext<'a> {
@@ -29,35 +32,61 @@ pub struct ExecContext<'a> {
     pub new_file_number: &'a dyn Fn() -> u64,
 }
 
-/// The outcome of a task, ready to commit.
+/// Commits the outputs persisted since the last checkpoint; the key is the
+/// largest user key they cover.
+pub type CheckpointFn<'a> = dyn FnMut(&[Arc<TableMeta>], &[u8]) -> Result<()> + 'a;
+
+/// A journaled merge (SifrDB early cleaning): every `every` output tables
+/// the outputs are made durable and handed to `checkpoint` with the largest
+/// user key they cover, so the caller can commit them and release the
+/// inputs they replace.
+pub struct Journal<'a> {
+    pub every: usize,
+    /// Resume a merge interrupted by a crash: skip input keys up to here.
+    pub resume_after: Option<Vec<u8>>,
+    pub checkpoint: &'a mut CheckpointFn<'a>,
+}
+
+/// The outcome of a task: its outputs, ready to commit with
+/// `CompactionTask::final_edit`.
 pub struct Executed {
-    pub edit: VersionEdit,
     pub bytes_read: u64,
     pub output: Output,
 }
 
-pub fn execute(
-    task: &CompactionTask,
-    version: &Version,
-    ctx: &ExecContext<'_>,
-) -> Result<Executed> {
-    // Older data may sit deeper, or in other runs of the output level (a
-    // tiered level's older runs): a deletion must stay while any could
-    // hold its key.
+/// Whether no data older than `task`'s inputs can hold a user key: nothing
+/// in deeper levels, nor in the output level's other runs (a tiered level's
+/// older runs), outside the task's own inputs.
+pub fn bottommost_for<'a>(
+    version: &'a Version,
+    task: &'a CompactionTask,
+) -> impl Fn(&[u8]) -> bool + 'a {
     let deeper = &version.levels[task.output_level + 1..];
-    let siblings = version.levels[task.output_level]
-        .runs
-        .iter()
-        .filter(|r| Some(r.id) != task.output_run);
-    let inputs: Vec<u64> = task.all_tables().map(|t| t.id).collect();
-    let is_bottommost = |ukey: &[u8]| {
-        let elsewhere = |run: &crate::version::Run| {
+    let siblings = &version.levels[task.output_level].runs;
+    let inputs: HashSet<u64> = task.all_tables().map(|t| t.id).collect();
+    move |ukey: &[u8]| {
+        let elsewhere = |run: &Run| {
             run.find(ukey)
                 .is_some_and(|i| !inputs.contains(&run.tables[i].id))
         };
         deeper.iter().all(|level| !level.runs.iter().any(elsewhere))
-            && !siblings.clone().any(elsewhere)
-    };
+            && !siblings
+                .iter()
+                .filter(|r| Some(r.id) != task.output_run)
+                .any(elsewhere)
+    }
+}
+
+/// Runs `task`. `is_bottommost(user_key)` says whether no data older than
+/// the task's inputs can hold the key (so its deletion may be dropped).
+/// With a journal, deletions are always kept: released inputs could no
+/// longer hide older versions left in inputs not yet released.
+pub fn execute(
+    task: &CompactionTask,
+    is_bottommost: &dyn Fn(&[u8]) -> bool,
+    ctx: &ExecContext<'_>,
+    mut journal: Option<Journal<'_>>,
+) -> Result<Executed> {
     let mut sink = OutputSink::new(OutputSpec {
         fs: ctx.fs,
         dir: ctx.dir,
@@ -66,6 +95,13 @@ pub fn execute(
         compaction_file: ctx.compaction_file,
         new_file_number: ctx.new_file_number,
     });
+    let never = |_: &[u8]| false;
+    let bottommost: &dyn Fn(&[u8]) -> bool = if journal.is_some() {
+        &never
+    } else {
+        is_bottommost
+    };
+    let mut committed = 0;
     for group in &task.merges {
         let children: Vec<Box<dyn InternalIterator>> = group
             .iter()
@@ -75,19 +111,38 @@ pub fn execute(
             })
             .collect();
         let mut merged = MergingIterator::new(children);
-        merged.seek_to_first();
-        let mut rule = DropRule::new(ctx.smallest_snapshot, is_bottommost);
-        sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
-    }
-    let output = sink.finish()?;
-    let output_run = task.output_run.unwrap_or_else(ctx.new_file_number);
-    let mut edit = task.base_edit(output_run);
-    for t in &output.tables {
-        edit.add_table(task.output_level, output_run, t.clone());
+        match journal.as_ref().and_then(|j| j.resume_after.as_deref()) {
+            Some(after) => {
+                merged.seek(InternalKey::new(after, 0, ValueKind::Deletion).encoded());
+                while merged.valid() && user_key(merged.key()) <= after {
+                    merged.next();
+                }
+                merged.status()?;
+            }
+            None => merged.seek_to_first(),
+        }
+        let mut rule = DropRule::new(ctx.smallest_snapshot, bottommost);
+        let Some(j) = journal.as_mut() else {
+            sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
+            continue;
+        };
+        while merged.valid() {
+            let room = j
+                .every
+                .saturating_sub(sink.tables().len() - committed)
+                .max(1);
+            sink.add_stream_until(&mut merged, &mut |k| rule.keep(k), room)?;
+            if sink.tables().len() - committed >= j.every && merged.valid() {
+                sink.checkpoint()?;
+                let fresh = &sink.tables()[committed..];
+                let last = fresh.last().expect("a checkpoint follows new tables");
+                (j.checkpoint)(fresh, last.largest_user_key())?;
+                committed = sink.tables().len();
+            }
+        }
     }
     Ok(Executed {
-        edit,
         bytes_read: task.merge_bytes(),
-        output,
+        output: sink.finish()?,
     })
 }

@@ -44,6 +44,9 @@ pub struct Output {
 pub struct OutputSink<'a> {
     spec: OutputSpec<'a>,
     open: Option<(u64, PathBuf, SegmentWriter)>,
+    /// The open segment holds tables a checkpoint made visible: it must
+    /// survive even if the task fails later.
+    open_is_referenced: bool,
     output: Output,
 }
 
@@ -52,6 +55,7 @@ impl<'a> OutputSink<'a> {
         OutputSink {
             spec,
             open: None,
+            open_is_referenced: false,
             output: Output::default(),
         }
     }
@@ -63,20 +67,65 @@ impl<'a> OutputSink<'a> {
         source: &mut dyn InternalIterator,
         keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<()> {
-        let result = self.fill(source, keep);
+        self.add_stream_until(source, keep, usize::MAX).map(|_| ())
+    }
+
+    /// Like `add_stream`, but returns once `max_tables` tables are complete
+    /// (the source then sits on the first entry of the next table).
+    /// Returns the number of tables completed.
+    pub fn add_stream_until(
+        &mut self,
+        source: &mut dyn InternalIterator,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+        max_tables: usize,
+    ) -> Result<usize> {
+        let result = self.fill(source, keep, max_tables);
         if result.is_err() {
             self.abandon();
         }
         result
     }
 
+    /// Tables written so far.
+    pub fn tables(&self) -> &[Arc<TableMeta>] {
+        &self.output.tables
+    }
+
+    /// Makes every table written so far durable, directory entries
+    /// included, so a MANIFEST edit may name them (a merge checkpoint).
+    pub fn checkpoint(&mut self) -> Result<()> {
+        let result = self
+            .sync_open()
+            .and_then(|()| self.spec.fs.sync_dir(self.spec.dir));
+        match result {
+            Ok(()) => {
+                self.output.syncs += 1;
+                self.open_is_referenced = self.open.is_some();
+            }
+            Err(_) => self.abandon(),
+        }
+        result
+    }
+
+    fn sync_open(&mut self) -> Result<()> {
+        if let Some((_, _, writer)) = self.open.as_mut() {
+            if !writer.is_empty() {
+                writer.sync()?;
+                self.output.syncs += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn fill(
         &mut self,
         source: &mut dyn InternalIterator,
         keep: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> Result<()> {
+        max_tables: usize,
+    ) -> Result<usize> {
         let mut last_user_key = Vec::new();
-        while source.valid() {
+        let mut completed = 0;
+        while source.valid() && completed < max_tables {
             self.open_segment()?;
             let (number, _, segment) = self.open.as_mut().expect("segment is open");
             let segment_number = *number;
@@ -103,12 +152,13 @@ impl<'a> OutputSink<'a> {
                 self.output
                     .tables
                     .push(Arc::new(meta(segment_number, id, summary)));
+                completed += 1;
                 if !self.spec.compaction_file {
                     self.close_segment()?;
                 }
             }
         }
-        source.status()
+        source.status().map(|()| completed)
     }
 
     /// Creates the segment tables are appended to, unless one is open.
@@ -127,6 +177,7 @@ impl<'a> OutputSink<'a> {
         let Some((number, path, writer)) = self.open.take() else {
             return Ok(());
         };
+        self.open_is_referenced = false;
         if writer.is_empty() {
             drop(writer);
             // Unreferenced; the next open's sweep would remove it anyway.
@@ -135,14 +186,21 @@ impl<'a> OutputSink<'a> {
         }
         self.output.bytes += writer.finish()?;
         self.output.syncs += 1;
-        self.output.segments.push(number);
+        if !self.output.segments.contains(&number) {
+            self.output.segments.push(number);
+        }
         Ok(())
     }
 
+    /// Drops the open segment after a failure; deletes it unless a
+    /// checkpoint already made some of its tables part of the store (the
+    /// bytes after them are then unreferenced and released on the next open).
     fn abandon(&mut self) {
         if let Some((_, path, writer)) = self.open.take() {
             drop(writer);
-            let _ = self.spec.fs.remove(&path);
+            if !self.open_is_referenced {
+                let _ = self.spec.fs.remove(&path);
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! A compaction task: what to merge, what to move, and where it goes.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::version::{TableMeta, VersionEdit};
@@ -50,12 +51,19 @@ impl CompactionTask {
             .flat_map(|i| i.tables.iter())
     }
 
-    /// The edit for everything except merge outputs: merge inputs deleted,
-    /// moved tables re-homed in `output_run`.
-    pub fn base_edit(&self, output_run: u64) -> VersionEdit {
+    /// The edit that completes the task: inputs not already `released`
+    /// are deleted, moved tables and `outputs` join `output_run`, and so do
+    /// the outputs a journaled merge parked in `interim` (level, run, tables).
+    pub fn final_edit(
+        &self,
+        output_run: u64,
+        outputs: &[Arc<TableMeta>],
+        released: &HashSet<u64>,
+        interim: Option<(usize, u64, &[Arc<TableMeta>])>,
+    ) -> VersionEdit {
         let mut edit = VersionEdit::default();
         for input in self.merge_inputs().chain(self.moves.iter()) {
-            for t in &input.tables {
+            for t in input.tables.iter().filter(|t| !released.contains(&t.id)) {
                 edit.delete_table(input.level, input.run, t.id);
             }
         }
@@ -63,6 +71,18 @@ impl CompactionTask {
             for t in &input.tables {
                 edit.add_table(self.output_level, output_run, t.clone());
             }
+        }
+        if let Some((level, run, parked)) = interim {
+            for t in parked {
+                edit.delete_table(level, run, t.id);
+                edit.add_table(self.output_level, output_run, t.clone());
+            }
+        }
+        let parked_ids: HashSet<u64> = interim
+            .map(|(_, _, parked)| parked.iter().map(|t| t.id).collect())
+            .unwrap_or_default();
+        for t in outputs.iter().filter(|t| !parked_ids.contains(&t.id)) {
+            edit.add_table(self.output_level, output_run, t.clone());
         }
         edit
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::components::split_components;
 use super::task::CompactionTask;
 use crate::options::Options;
-use crate::version::{TableMeta, Version, NUM_LEVELS};
+use crate::version::{MergeJournal, TableMeta, Version, NUM_LEVELS};
 
 #[derive(Debug)]
 pub struct TieredPolicy {
@@ -27,10 +27,12 @@ impl TieredPolicy {
         }
     }
 
-    /// The shallowest full level's merge, if any level is full.
+    /// The deepest full level's merge, if any level is full: merging deeper
+    /// levels first keeps every level below L0 within `runs_per_level`.
     pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
-        let level =
-            (0..NUM_LEVELS).find(|&l| version.levels[l].runs.len() >= self.runs_per_level)?;
+        let level = (0..NUM_LEVELS)
+            .rev()
+            .find(|&l| version.levels[l].runs.len() >= self.runs_per_level)?;
         let reason = format!(
             "L{level} holds {} runs (limit {})",
             version.levels[level].runs.len(),
@@ -49,6 +51,31 @@ impl TieredPolicy {
             return None;
         }
         merge_level(version, level, format!("manual compaction of L{level}"))
+    }
+}
+
+/// The rest of a journaled merge interrupted by a crash: what is left of
+/// its input runs (merge inputs wholly at or below the resume key were
+/// released; tables still there are straddling, unread or moves), merged
+/// from the first key above it.
+pub fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
+    let items: Vec<(usize, u64, Arc<TableMeta>)> = version.levels[journal.level]
+        .runs
+        .iter()
+        .filter(|r| journal.input_runs.contains(&r.id))
+        .flat_map(|r| {
+            r.tables
+                .iter()
+                .map(move |t| (journal.level, r.id, t.clone()))
+        })
+        .collect();
+    let (merges, moves) = split_components(items, |_| true);
+    CompactionTask {
+        merges,
+        moves,
+        output_level: journal.output_level,
+        output_run: None,
+        reason: format!("resumed merge of L{}", journal.level),
     }
 }
 

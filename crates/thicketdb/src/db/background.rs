@@ -1,20 +1,23 @@
 //! Background work: flushing immutable memtables, compacting L0, and
 //! releasing the space of tables no version references any more.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::{DbInner, SuperVersion};
 use crate::compaction::drop_rule::DropRule;
-use crate::compaction::executor::ExecContext;
+use crate::compaction::executor::{bottommost_for, ExecContext, Journal};
 use crate::compaction::output::{Output, OutputSink, OutputSpec};
+use crate::compaction::tiered::resume_task;
+use crate::compaction::PolicyKind;
 use crate::compaction::{execute, CompactionTask};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
-use crate::version::{TableMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::{MergeJournal, TableMeta, Version, VersionEdit, NUM_LEVELS};
 
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -26,6 +29,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 enum Job {
     Flush,
     Compact(CompactionTask),
+    Resume(CompactionTask, MergeJournal),
 }
 
 fn run(inner: &Arc<DbInner>) {
@@ -48,7 +52,8 @@ fn run(inner: &Arc<DbInner>) {
             // version since the check above.
             match next_job(inner) {
                 Some(Job::Flush) => flush_oldest(inner),
-                Some(Job::Compact(task)) => compact(inner, task),
+                Some(Job::Compact(task)) => compact(inner, task, None),
+                Some(Job::Resume(task, journal)) => compact(inner, task, Some(journal)),
                 None => Ok(()),
             }
         };
@@ -70,6 +75,12 @@ fn next_job(inner: &DbInner) -> Option<Job> {
     let sv = inner.super_version();
     if !sv.imms.is_empty() {
         return Some(Job::Flush);
+    }
+    if let Some(journal) = &sv.version.merge_journal {
+        return Some(Job::Resume(
+            resume_task(&sv.version, journal),
+            journal.clone(),
+        ));
     }
     inner.policy.pick(&sv.version).map(Job::Compact)
 }
@@ -163,7 +174,12 @@ fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable
     });
 }
 
-fn compact(inner: &Arc<DbInner>, task: CompactionTask) -> Result<()> {
+/// Runs a task and commits it. A tiered merge big enough is journaled:
+/// its outputs are committed to an interim run every
+/// `early_cleaning_threshold` tables and the inputs they replace released
+/// (SifrDB early cleaning); `resume` continues such a merge after a crash.
+fn compact(inner: &Arc<DbInner>, task: CompactionTask, resume: Option<MergeJournal>) -> Result<()> {
+    let opts = &inner.options;
     let version = inner.versions.lock().current();
     let latest = inner
         .last_sequence
@@ -173,14 +189,42 @@ fn compact(inner: &Arc<DbInner>, task: CompactionTask) -> Result<()> {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         table_cache: &inner.table_cache,
-        table_options: inner.options.table_options(),
-        target_table_size: inner.options.target_table_size,
-        compaction_file: inner.options.compaction_file,
+        table_options: opts.table_options(),
+        target_table_size: opts.target_table_size,
+        compaction_file: opts.compaction_file,
         smallest_snapshot: inner.snapshots.oldest(latest),
         new_file_number: &numbers,
     };
-    let executed = execute(&task, &version, &ctx)?;
-    drop(version);
+    if resume.is_some() {
+        Counters::add(&inner.counters.merges_resumed, 1);
+    }
+    let mut journal = resume.or_else(|| new_journal(inner, &task));
+    let mut released: HashSet<u64> = HashSet::new();
+    let executed = match journal.as_mut() {
+        None => {
+            let bottommost = bottommost_for(&version, &task);
+            execute(&task, &bottommost, &ctx, None)?
+        }
+        Some(j) => {
+            // The merge must not pin the inputs it releases as it goes.
+            drop(version);
+            let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
+            let mut checkpoint = |fresh: &[Arc<TableMeta>], last: &[u8]| {
+                checkpoint(inner, &task, j, &mut released, fresh, last)
+            };
+            let never = |_: &[u8]| false;
+            execute(
+                &task,
+                &never,
+                &ctx,
+                Some(Journal {
+                    every: opts.early_cleaning_threshold,
+                    resume_after,
+                    checkpoint: &mut checkpoint,
+                }),
+            )?
+        }
+    };
     let c = &inner.counters;
     if !task.merges.is_empty() {
         Counters::add(&c.compactions_merge, 1);
@@ -199,20 +243,99 @@ fn compact(inner: &Arc<DbInner>, task: CompactionTask) -> Result<()> {
         c.level_read(input.level, input.tables.iter().map(|t| t.length).sum());
     }
     c.level_written(task.output_level, executed.output.bytes);
-    // Moved tables stay live under their new level; merge inputs die.
+    {
+        let mut versions = inner.versions.lock();
+        let current = versions.current();
+        let output_run = task
+            .output_run
+            .unwrap_or_else(|| versions.new_file_number());
+        let parked = journal.as_ref().and_then(|j| {
+            current.levels[j.level]
+                .runs
+                .iter()
+                .find(|r| r.id == j.interim_run)
+                .map(|r| (j.level, r.id, r.tables.as_slice()))
+        });
+        let mut edit = task.final_edit(output_run, &executed.output.tables, &released, parked);
+        edit.merge_done = journal.is_some();
+        let version = versions.log_and_apply(edit)?;
+        install(inner, version, None);
+    }
+    // Moved tables stay live under their new level; merge inputs die, and
+    // are released once no reader holds them (see `collect_obsolete_files`).
     let dead: Vec<Arc<TableMeta>> = task
         .merges
         .into_iter()
         .flatten()
         .flat_map(|i| i.tables)
+        .filter(|t| !released.contains(&t.id))
         .collect();
+    inner.obsolete.lock().extend(dead);
+    Ok(())
+}
+
+/// A journal for a fresh tiered merge expected to write at least
+/// `early_cleaning_threshold` tables.
+fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
+    let opts = &inner.options;
+    let threshold = opts.early_cleaning_threshold as u64;
+    let journaled = opts.compaction_policy == PolicyKind::Tiered
+        && threshold > 0
+        && task.merge_bytes() >= threshold * opts.target_table_size;
+    if !journaled {
+        return None;
+    }
+    let first = task.merge_inputs().next()?;
+    let mut input_runs: Vec<u64> = task
+        .merge_inputs()
+        .chain(task.moves.iter())
+        .map(|i| i.run)
+        .collect();
+    input_runs.sort_unstable();
+    input_runs.dedup();
+    Some(MergeJournal {
+        level: first.level,
+        input_runs,
+        interim_run: inner.versions.lock().new_file_number(),
+        output_level: task.output_level,
+        resume_after: Vec::new(),
+    })
+}
+
+/// Commits a merge checkpoint: the fresh outputs join the interim run, the
+/// inputs wholly at or below `last` are released, and the journal records
+/// where to resume.
+fn checkpoint(
+    inner: &DbInner,
+    task: &CompactionTask,
+    journal: &mut MergeJournal,
+    released: &mut HashSet<u64>,
+    fresh: &[Arc<TableMeta>],
+    last: &[u8],
+) -> Result<()> {
+    let mut edit = VersionEdit::default();
+    for t in fresh {
+        edit.add_table(journal.level, journal.interim_run, t.clone());
+    }
+    let mut dead = Vec::new();
+    for input in task.merge_inputs() {
+        for t in &input.tables {
+            if t.largest_user_key() <= last && released.insert(t.id) {
+                edit.delete_table(input.level, input.run, t.id);
+                dead.push(t.clone());
+            }
+        }
+    }
+    journal.resume_after = last.to_vec();
+    edit.merge_journal = Some(journal.clone());
     {
         let mut versions = inner.versions.lock();
-        let version = versions.log_and_apply(executed.edit)?;
+        let version = versions.log_and_apply(edit)?;
         install(inner, version, None);
     }
-    // Released once no reader holds them (see `collect_obsolete_files`).
+    Counters::add(&inner.counters.merge_checkpoints, 1);
     inner.obsolete.lock().extend(dead);
+    collect_obsolete_files(inner);
     Ok(())
 }
 
@@ -233,9 +356,15 @@ pub(crate) fn compact_range(
             if level >= deepest.max(1) {
                 break;
             }
+            if let Some(journal) = version.merge_journal.clone() {
+                let task = resume_task(&version, &journal);
+                drop(version);
+                compact(inner, task, Some(journal))?;
+                continue;
+            }
             if let Some(task) = inner.policy.manual(&version, level, start, end) {
                 drop(version);
-                compact(inner, task)?;
+                compact(inner, task, None)?;
             }
         }
         Ok(())
@@ -266,14 +395,14 @@ fn delete_obsolete_logs(inner: &DbInner, log_number: u64) {
 /// ranges out of their segments, and deletes segments with no table left.
 pub(crate) fn collect_obsolete_files(inner: &DbInner) {
     let mut obsolete = inner.obsolete.lock();
-    let current = inner.versions.lock().current();
-    let live_per_segment = current.segment_table_counts();
-    let (unreachable, still_used): (Vec<_>, Vec<_>) =
-        obsolete.drain(..).partition(|t| Arc::strong_count(t) == 1);
+    let (tables_in_use, segments_in_use) = inner.versions.lock().in_use();
+    let (unreachable, still_used): (Vec<_>, Vec<_>) = obsolete
+        .drain(..)
+        .partition(|t| !tables_in_use.contains(&t.id));
     *obsolete = still_used;
     for table in unreachable {
         inner.table_cache.evict_table(table.id);
-        let segment_dead = !live_per_segment.contains_key(&table.segment)
+        let segment_dead = !segments_in_use.contains(&table.segment)
             && !obsolete.iter().any(|t| t.segment == table.segment);
         if segment_dead {
             inner.table_cache.evict_segment(table.segment);

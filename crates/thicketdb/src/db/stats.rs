@@ -45,6 +45,12 @@ pub struct Stats {
     pub compactions_move: u64,
     /// Tables promoted to the next level by metadata only.
     pub tables_moved: u64,
+    /// Journaled merge checkpoints (SifrDB early cleaning).
+    pub merge_checkpoints: u64,
+    /// Journaled merges resumed after a crash.
+    pub merges_resumed: u64,
+    /// A journaled merge is in progress (or was interrupted).
+    pub merge_in_progress: bool,
     /// Bytes compactions read from each level.
     pub level_bytes_read: Vec<u64>,
     /// Bytes flushes (L0) and compactions wrote into each level.
@@ -101,6 +107,9 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         compactions_merge: get(&c.compactions_merge),
         compactions_move: get(&c.compactions_move),
         tables_moved: get(&c.tables_moved),
+        merge_checkpoints: get(&c.merge_checkpoints),
+        merges_resumed: get(&c.merges_resumed),
+        merge_in_progress: sv.version.merge_journal.is_some(),
         level_bytes_read: c.level_bytes_read.iter().map(get).collect(),
         level_bytes_written: c.level_bytes_written.iter().map(get).collect(),
         stall_micros: get(&c.stall_micros),

@@ -79,6 +79,11 @@ impl SegmentWriter {
         self.len() <= SEGMENT_HEADER_LEN
     }
 
+    /// Makes what was written so far durable (a merge checkpoint).
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync()
+    }
+
     /// Makes the whole segment durable with one `fdatasync`.
     pub fn finish(mut self) -> Result<u64> {
         self.file.sync()?;

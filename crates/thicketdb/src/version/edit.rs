@@ -17,6 +17,27 @@ const TAG_NEW_TABLE: u64 = 4;
 const TAG_DELETED_TABLE: u64 = 5;
 const TAG_STAT: u64 = 6;
 const TAG_FORMAT_VERSION: u64 = 7;
+const TAG_MERGE_JOURNAL: u64 = 8;
+const TAG_MERGE_DONE: u64 = 9;
+
+/// SifrDB's compaction journal: a long merge of whole runs in progress.
+/// Outputs persisted so far sit in `interim_run` at `level` (newer than the
+/// inputs, so reads prefer them); input tables entirely at or below
+/// `resume_after` are already released. After a crash the merge resumes
+/// from the first key above `resume_after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeJournal {
+    /// Level of the input runs and of the interim run.
+    pub level: usize,
+    /// The runs being merged.
+    pub input_runs: Vec<u64>,
+    /// Where persisted outputs wait until the merge completes.
+    pub interim_run: u64,
+    /// Level the finished run is appended to.
+    pub output_level: usize,
+    /// Every input entry with a user key `<=` this is in the outputs.
+    pub resume_after: Vec<u8>,
+}
 
 /// A table added to a run of a level.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +66,10 @@ pub struct VersionEdit {
     pub deleted_tables: Vec<DeletedTable>,
     /// Cumulative engine counters at the time of the edit.
     pub stats: Vec<(String, u64)>,
+    /// A merge checkpoint (SifrDB early cleaning).
+    pub merge_journal: Option<MergeJournal>,
+    /// The journaled merge completed.
+    pub merge_done: bool,
 }
 
 impl VersionEdit {
@@ -87,6 +112,20 @@ impl VersionEdit {
             put_varint64(&mut out, d.level as u64);
             put_varint64(&mut out, d.run);
             put_varint64(&mut out, d.table);
+        }
+        if let Some(j) = &self.merge_journal {
+            put_varint64(&mut out, TAG_MERGE_JOURNAL);
+            put_varint64(&mut out, j.level as u64);
+            put_varint64(&mut out, j.input_runs.len() as u64);
+            for r in &j.input_runs {
+                put_varint64(&mut out, *r);
+            }
+            put_varint64(&mut out, j.interim_run);
+            put_varint64(&mut out, j.output_level as u64);
+            put_length_prefixed(&mut out, &j.resume_after);
+        }
+        if self.merge_done {
+            put_varint64(&mut out, TAG_MERGE_DONE);
         }
         for (name, value) in &self.stats {
             put_varint64(&mut out, TAG_STAT);
@@ -157,6 +196,29 @@ impl VersionEdit {
                     let value = num(src, "stat value")?;
                     edit.stats.push((name.to_string(), value));
                 }
+                TAG_MERGE_JOURNAL => {
+                    let level = level(num(src, "journal level")?)?;
+                    let runs = num(src, "journal run count")?;
+                    if runs > 1 << 20 {
+                        return Err(format!("journal names {runs} runs"));
+                    }
+                    let input_runs = (0..runs)
+                        .map(|_| num(src, "journal input run"))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let interim_run = num(src, "journal interim run")?;
+                    let output_level = self::level(num(src, "journal output level")?)?;
+                    let resume_after = get_length_prefixed(src)
+                        .ok_or("truncated journal resume key")?
+                        .to_vec();
+                    edit.merge_journal = Some(MergeJournal {
+                        level,
+                        input_runs,
+                        interim_run,
+                        output_level,
+                        resume_after,
+                    });
+                }
+                TAG_MERGE_DONE => edit.merge_done = true,
                 other => return Err(format!("unknown edit tag {other}")),
             }
         }
@@ -197,6 +259,15 @@ mod tests {
         e.add_table(0, 7, table(8, "a", "m"));
         e.add_table(1, 3, table(9, "n", "z"));
         e.delete_table(1, 3, 4);
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        e.merge_journal = Some(MergeJournal {
+            level: 2,
+            input_runs: vec![5, 6, 7],
+            interim_run: 9,
+            output_level: 3,
+            resume_after: b"key42".to_vec(),
+        });
+        e.merge_done = true;
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     }
 

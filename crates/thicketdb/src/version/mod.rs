@@ -8,7 +8,7 @@ pub mod set;
 #[allow(clippy::module_inception)]
 pub mod version;
 
-pub use edit::VersionEdit;
+pub use edit::{MergeJournal, VersionEdit};
 pub use meta::{Level, Run, TableMeta};
 pub use set::VersionSet;
 pub use version::{Version, NUM_LEVELS};

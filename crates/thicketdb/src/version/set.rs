@@ -5,9 +5,10 @@
 //! points `CURRENT` at it with an atomic rename; later edits are appended
 //! and synced before they take effect.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION};
 use super::files::{current_path, manifest_name, temp_path};
@@ -31,6 +32,9 @@ pub struct VersionSet {
     next_file_number: Arc<AtomicU64>,
     log_number: u64,
     last_sequence: u64,
+    /// Every version installed, weakly: a table is in use while a version
+    /// that contains it is alive (held by a reader, an iterator or a task).
+    installed: Vec<Weak<Version>>,
 }
 
 /// What recovery read from the MANIFEST.
@@ -127,6 +131,7 @@ impl VersionSet {
             next_file_number,
             log_number: rec.log_number,
             last_sequence: rec.last_sequence,
+            installed: Vec::new(),
         };
         set.write_new_manifest()?;
         Ok(set)
@@ -147,6 +152,21 @@ impl VersionSet {
 
     pub fn current(&self) -> Arc<Version> {
         self.current.clone()
+    }
+
+    /// Ids of the tables and segments some live version still references.
+    pub fn in_use(&mut self) -> (HashSet<u64>, HashSet<u64>) {
+        self.installed.retain(|v| v.strong_count() > 0);
+        let mut tables = HashSet::new();
+        let mut segments = HashSet::new();
+        let live = self.installed.iter().filter_map(Weak::upgrade);
+        for version in live.chain(std::iter::once(self.current.clone())) {
+            for t in version.tables() {
+                tables.insert(t.id);
+                segments.insert(t.segment);
+            }
+        }
+        (tables, segments)
     }
 
     pub fn log_number(&self) -> u64 {
@@ -200,6 +220,7 @@ impl VersionSet {
             self.current = Arc::new(next);
             self.log_number = edit.log_number.unwrap_or(self.log_number);
         }
+        self.installed.push(Arc::downgrade(&self.current));
         Ok(self.current.clone())
     }
 

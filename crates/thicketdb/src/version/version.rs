@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::edit::VersionEdit;
+use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
 
 /// Levels in every version: L0 holds one run per flush, deeper levels hold
@@ -14,12 +14,15 @@ pub const NUM_LEVELS: usize = 7;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
     pub levels: Vec<Level>,
+    /// A journaled merge in progress (SifrDB early cleaning), if any.
+    pub merge_journal: Option<MergeJournal>,
 }
 
 impl Default for Version {
     fn default() -> Version {
         Version {
             levels: vec![Level::default(); NUM_LEVELS],
+            merge_journal: None,
         }
     }
 }
@@ -64,6 +67,12 @@ impl Version {
         for level in &mut next.levels {
             level.runs.retain(|r| !r.tables.is_empty());
             level.runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+        }
+        if edit.merge_done {
+            next.merge_journal = None;
+        }
+        if let Some(j) = &edit.merge_journal {
+            next.merge_journal = Some(j.clone());
         }
         touched.sort_unstable();
         touched.dedup();
@@ -111,7 +120,10 @@ impl Version {
     /// The edit that recreates this version from nothing (the first record
     /// of a fresh MANIFEST).
     pub fn snapshot_edit(&self) -> VersionEdit {
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            merge_journal: self.merge_journal.clone(),
+            ..VersionEdit::default()
+        };
         for (i, level) in self.levels.iter().enumerate() {
             for run in &level.runs {
                 for t in &run.tables {
