@@ -84,8 +84,13 @@ fn tiered_levels_hold_several_runs_and_leveled_one() {
     let (_d, sifr) = load(Profile::Sifr, scrambled.clone());
     let s = sifr.stats();
     assert!(s.runs_per_level.iter().skip(1).any(|&r| r > 1), "{s:?}");
-    // L0 may briefly exceed the limit while flushes outpace compaction.
-    assert!(s.runs_per_level.iter().skip(1).all(|&r| r <= 4), "{s:?}");
+    // L0 may briefly exceed the limit while flushes outpace compaction, and
+    // a journaled merge parks its outputs in one more run of its level.
+    let limit = 4 + usize::from(s.merge_in_progress);
+    assert!(
+        s.runs_per_level.iter().skip(1).all(|&r| r <= limit),
+        "{s:?}"
+    );
     let (_d, bolt) = load(Profile::Bolt, scrambled);
     let b = bolt.stats();
     assert!(b.runs_per_level.iter().skip(1).all(|&r| r <= 1), "{b:?}");

@@ -19,11 +19,35 @@ use crate::stats::Counters;
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
 use crate::version::{MergeJournal, TableMeta, Version, VersionEdit, NUM_LEVELS};
 
-pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("thicket-bg".into())
-        .spawn(move || run(&inner))
-        .map_err(|e| Error::io(e, "spawning the background thread"))
+/// Starts the flush thread and the compaction thread. Flushes never wait
+/// behind a long compaction: they only add L0 runs, which a running task
+/// neither reads nor deletes.
+pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+    [Worker::Flush, Worker::Compaction]
+        .into_iter()
+        .map(|worker| {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name(worker.name().into())
+                .spawn(move || run(&inner, worker))
+                .map_err(|e| Error::io(e, "spawning a background thread"))
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Worker {
+    Flush,
+    Compaction,
+}
+
+impl Worker {
+    fn name(self) -> &'static str {
+        match self {
+            Worker::Flush => "thicket-flush",
+            Worker::Compaction => "thicket-compact",
+        }
+    }
 }
 
 enum Job {
@@ -32,7 +56,7 @@ enum Job {
     Resume(CompactionTask, MergeJournal),
 }
 
-fn run(inner: &Arc<DbInner>) {
+fn run(inner: &Arc<DbInner>, worker: Worker) {
     loop {
         {
             let mut bg = inner.background.lock();
@@ -40,17 +64,20 @@ fn run(inner: &Arc<DbInner>) {
                 if bg.shutting_down {
                     return;
                 }
-                if bg.error.is_none() && next_job(inner).is_some() {
+                if bg.error.is_none() && next_job(inner, worker).is_some() {
                     break;
                 }
                 inner.background_cv.wait(&mut bg);
             }
         }
         let result = {
-            let _exclusive = inner.compaction_lock.lock();
+            let _exclusive = match worker {
+                Worker::Flush => inner.flush_lock.lock(),
+                Worker::Compaction => inner.compaction_lock.lock(),
+            };
             // Pick under the lock: a manual compaction may have changed the
             // version since the check above.
-            match next_job(inner) {
+            match next_job(inner, worker) {
                 Some(Job::Flush) => flush_oldest(inner),
                 Some(Job::Compact(task)) => compact(inner, task, None),
                 Some(Job::Resume(task, journal)) => compact(inner, task, Some(journal)),
@@ -71,10 +98,10 @@ fn run(inner: &Arc<DbInner>) {
     }
 }
 
-fn next_job(inner: &DbInner) -> Option<Job> {
+fn next_job(inner: &DbInner, worker: Worker) -> Option<Job> {
     let sv = inner.super_version();
-    if !sv.imms.is_empty() {
-        return Some(Job::Flush);
+    if worker == Worker::Flush {
+        return (!sv.imms.is_empty()).then_some(Job::Flush);
     }
     if let Some(journal) = &sv.version.merge_journal {
         return Some(Job::Resume(

@@ -72,8 +72,10 @@ pub(crate) struct DbInner {
     pub versions: Mutex<VersionSet>,
     pub background: Mutex<BackgroundState>,
     pub background_cv: Condvar,
-    /// Held while a flush or compaction runs: one at a time in the core.
+    /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
+    /// Held while a memtable is flushed.
+    pub flush_lock: Mutex<()>,
     /// Tables removed from the current version, awaiting release.
     pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
     pub closed: AtomicBool,
@@ -105,14 +107,15 @@ impl DbInner {
 
 struct DbHandle {
     inner: Arc<DbInner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl DbHandle {
     fn shutdown(&self) -> Result<()> {
-        let Some(thread) = self.background.lock().take() else {
+        let threads = std::mem::take(&mut *self.background.lock());
+        if threads.is_empty() {
             return Ok(());
-        };
+        }
         self.inner.closed.store(true, Ordering::Release);
         {
             let mut bg = self.inner.background.lock();
@@ -121,7 +124,9 @@ impl DbHandle {
         }
         // A panicking background thread has already recorded nothing useful;
         // the store is closed either way.
-        let _ = thread.join();
+        for thread in threads {
+            let _ = thread.join();
+        }
         let flushed = self.inner.log.lock().writer.flush();
         let persisted = self.inner.versions.lock().persist_counters();
         background::collect_obsolete_files(&self.inner);
@@ -164,11 +169,11 @@ impl Db {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options, fs)?);
-        let thread = background::spawn(inner.clone())?;
+        let threads = background::spawn(inner.clone())?;
         Ok(Db {
             handle: Arc::new(DbHandle {
                 inner,
-                background: Mutex::new(Some(thread)),
+                background: Mutex::new(threads),
             }),
         })
     }

@@ -135,6 +135,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         background: Mutex::new(BackgroundState::default()),
         background_cv: Condvar::new(),
         compaction_lock: Mutex::new(()),
+        flush_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
         options,
