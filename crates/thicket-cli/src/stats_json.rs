@@ -37,6 +37,9 @@ pub fn to_json(stats: &Stats) -> Value {
         compactions_merge,
         compactions_move,
         tables_moved,
+        merge_checkpoints,
+        merges_resumed,
+        merge_in_progress,
         level_bytes_read,
         level_bytes_written,
         stall_micros,
@@ -79,6 +82,9 @@ pub fn to_json(stats: &Stats) -> Value {
         "compactions_merge": compactions_merge,
         "compactions_move": compactions_move,
         "tables_moved": tables_moved,
+        "merge_checkpoints": merge_checkpoints,
+        "merges_resumed": merges_resumed,
+        "merge_in_progress": merge_in_progress,
         "level_bytes_read": level_bytes_read,
         "level_bytes_written": level_bytes_written,
         "stall_micros": stall_micros,
@@ -150,8 +156,14 @@ pub fn summary(s: &Stats) -> String {
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move ({} tables moved)",
-        s.flushes, s.compactions_merge, s.compactions_move, s.tables_moved
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved); journaled merge checkpoints {}, resumed merges {}{}",
+        s.flushes,
+        s.compactions_merge,
+        s.compactions_move,
+        s.tables_moved,
+        s.merge_checkpoints,
+        s.merges_resumed,
+        if s.merge_in_progress { " (one in progress)" } else { "" }
     ));
     line(format_args!(
         "stalls:           {:.3} s",
