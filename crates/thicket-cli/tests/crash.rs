@@ -1,7 +1,9 @@
-//! Crash test: `thicket load` is killed with SIGKILL at random moments; after
-//! each kill the store must pass `thicket check` and hold exactly a prefix
-//! `key0 .. key(k-1)` of the keys, with `k` at least every key the killed
-//! process acknowledged (printed as `acked N`).
+//! Crash test, under every profile: `thicket load` is killed with SIGKILL at
+//! random moments; after each kill the store must pass `thicket check` and
+//! hold exactly a prefix `key0 .. key(k-1)` of the keys, with `k` covering
+//! every key the killed process acknowledged (printed as `acked N`). Some
+//! cycles rewrite an earlier range (same values) so runs overlap and
+//! compactions merge, including SifrDB's journaled merges.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -11,14 +13,16 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use thicketdb::{Db, Options, ReadOptions};
+use thicketdb::{Db, Options, Profile, ReadOptions};
 
 const CYCLES: usize = 20;
 const COUNT_PER_CYCLE: u64 = 200_000;
 const VALUE_SIZE: usize = 100;
-const SMALL_OPTIONS: [(&str, &str); 2] = [
+const SMALL_OPTIONS: [(&str, &str); 4] = [
     ("write_buffer_size", "262144"),
     ("target_table_size", "65536"),
+    ("max_bytes_for_level_base", "1048576"),
+    ("early_cleaning_threshold", "2"),
 ];
 
 /// The key and value `thicket load` writes for index `i` (the CLI contract).
@@ -38,17 +42,33 @@ struct Run {
 }
 
 /// Runs `thicket load` from `start` and SIGKILLs it after `after`.
-fn load_and_kill(db: &Path, start: u64, sync: bool, after: Duration) -> Run {
+fn load_and_kill(db: &Path, profile: Profile, start: u64, sync: bool, after: Duration) -> Run {
+    load_and_kill_with(db, profile, start, sync, after, &[])
+}
+
+/// `thicket --db DB --profile P` with the small options and `extra`.
+fn thicket(db: &Path, profile: Profile, extra: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_thicket"));
+    cmd.arg("--db").arg(db).args(["--profile", profile.name()]);
+    for (name, value) in SMALL_OPTIONS.iter().chain(extra) {
+        cmd.args(["--option", &format!("{name}={value}")]);
+    }
+    cmd
+}
+
+fn load_and_kill_with(
+    db: &Path,
+    profile: Profile,
+    start: u64,
+    sync: bool,
+    after: Duration,
+    extra: &[(&str, &str)],
+) -> Run {
+    let mut cmd = thicket(db, profile, extra);
     cmd.arg("load")
-        .arg("--db")
-        .arg(db)
         .args(["--count", &COUNT_PER_CYCLE.to_string()])
         .args(["--start", &start.to_string()])
         .args(["--value-size", &VALUE_SIZE.to_string()]);
-    for (name, value) in SMALL_OPTIONS {
-        cmd.args(["--option", &format!("{name}={value}")]);
-    }
     if sync {
         cmd.arg("--sync");
     }
@@ -117,8 +137,8 @@ fn check(db: &Path) {
     );
 }
 
-fn options() -> Options {
-    let mut o = Options::default();
+fn options(profile: Profile) -> Options {
+    let mut o = profile.options();
     for (name, value) in SMALL_OPTIONS {
         o.set(name, value).unwrap();
     }
@@ -145,43 +165,139 @@ fn verify_prefix(db: &Db) -> u64 {
     k
 }
 
-#[test]
-fn load_survives_sigkill() {
-    let seed = std::env::var("THICKET_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x7431_c4a5);
-    eprintln!("crash test seed {seed} (set THICKET_CRASH_SEED to change)");
+fn crash_cycles(profile: Profile, seed: u64) {
+    eprintln!("{profile}: crash test seed {seed} (set THICKET_CRASH_SEED to change)");
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path();
     let started = Instant::now();
     let mut k = 0;
+    let mut resumed = 0;
     for cycle in 0..CYCLES {
         let sync = cycle % 2 == 1;
+        let start = if cycle % 3 == 2 {
+            rng.random_range(0..=k)
+        } else {
+            k
+        };
         let after = Duration::from_millis(rng.random_range(50..=500));
-        let run = load_and_kill(path, k, sync, after);
+        let run = load_and_kill(path, profile, start, sync, after);
         check(path);
-        let db = Db::open(path, options()).expect("reopen after crash");
+        let db = Db::open(path, options(profile)).expect("reopen after crash");
         let found = verify_prefix(&db);
+        // Let the reopened store finish (or resume) its work.
+        db.compact_range(None, None).unwrap();
         let stats = db.stats();
         db.close().unwrap();
+        resumed = stats.merges_resumed;
         eprintln!(
-            "cycle {cycle}: sync={sync} kill after {after:?}: start {k}, acked {}{}, found {found} \
-             ({} tables, {} flushes, {} merges)",
+            "{profile} cycle {cycle}: sync={sync} kill after {after:?}: start {start}, acked {}{}, \
+             found {found} ({} tables, {} flushes, {} merges, {} moves, {} checkpoints, {} resumed)",
             run.acked,
             if run.finished { " (finished)" } else { "" },
             stats.tables,
             stats.flushes,
             stats.compactions_merge,
+            stats.compactions_move,
+            stats.merge_checkpoints,
+            stats.merges_resumed,
         );
         assert!(
-            found >= k + run.acked,
-            "cycle {cycle}: lost acknowledged writes: {found} keys < {k} + {} acked",
+            found >= k.max(start + run.acked),
+            "{profile} cycle {cycle}: lost acknowledged writes: {found} keys, had {k}, \
+             {} acked from {start}",
             run.acked
         );
         k = found;
     }
     assert!(k > 0, "no key was ever written");
-    eprintln!("{CYCLES} cycles, {k} keys in {:?}", started.elapsed());
+    if profile == Profile::Sifr && resumed == 0 {
+        kill_journaled_merges(path, &mut rng, k);
+    }
+    eprintln!(
+        "{profile}: {CYCLES} cycles, {k} keys in {:?}",
+        started.elapsed()
+    );
+}
+
+/// Piles overlapping L0 runs up (merges held back), then SIGKILLs a manual
+/// compaction, which is mostly one long journaled merge, until a reopen
+/// resumes the interrupted merge.
+fn kill_journaled_merges(path: &Path, rng: &mut StdRng, k: u64) {
+    let hold = [
+        ("runs_per_level", "1000"),
+        ("l0_slowdown_writes_trigger", "1000"),
+        ("l0_stop_writes_trigger", "1000"),
+    ];
+    let k = k.max(COUNT_PER_CYCLE);
+    for attempt in 0..10 {
+        for _ in 0..2 {
+            let forever = Duration::from_secs(600);
+            let run = load_and_kill_with(path, Profile::Sifr, 0, false, forever, &hold);
+            assert!(run.finished);
+        }
+        let mut child = thicket(path, Profile::Sifr, &[])
+            .arg("compact")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn thicket compact");
+        thread::sleep(Duration::from_millis(rng.random_range(50..=400)));
+        let _ = child.kill();
+        let _ = child.wait();
+        check(path);
+        let db = Db::open(path, options(Profile::Sifr)).expect("reopen after crash");
+        assert_eq!(
+            verify_prefix(&db),
+            k,
+            "attempt {attempt}: the prefix changed"
+        );
+        db.compact_range(None, None).unwrap();
+        let stats = db.stats();
+        db.close().unwrap();
+        eprintln!(
+            "sifr merge kill {attempt}: {} checkpoints, {} resumed",
+            stats.merge_checkpoints, stats.merges_resumed
+        );
+        if stats.merges_resumed > 0 {
+            return;
+        }
+    }
+    panic!("no killed merge was resumed in 10 attempts");
+}
+
+fn seed() -> u64 {
+    std::env::var("THICKET_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x7431_c4a5)
+}
+
+#[test]
+fn load_survives_sigkill_default() {
+    crash_cycles(Profile::Default, seed());
+}
+
+#[test]
+fn load_survives_sigkill_leveldb() {
+    crash_cycles(Profile::LevelDb, seed());
+}
+
+#[test]
+fn load_survives_sigkill_bolt() {
+    crash_cycles(Profile::Bolt, seed());
+}
+
+#[test]
+fn load_survives_sigkill_sifr_and_resumes_journaled_merges() {
+    crash_cycles(Profile::Sifr, seed());
+}
+
+#[test]
+fn every_profile_has_a_crash_test() {
+    assert_eq!(
+        Profile::ALL.len(),
+        4,
+        "add a crash test for the new profile"
+    );
 }
