@@ -165,7 +165,13 @@ fn verify_prefix(db: &Db) -> u64 {
     k
 }
 
+/// Crash tests run one at a time: a child forked for one test briefly
+/// inherits the descriptors of another test's open store, including its
+/// `flock`ed LOCK file, which would make that store look locked.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn crash_cycles(profile: Profile, seed: u64) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     eprintln!("{profile}: crash test seed {seed} (set THICKET_CRASH_SEED to change)");
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();

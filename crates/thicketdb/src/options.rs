@@ -142,6 +142,10 @@ pub struct Options {
     pub l0_slowdown_writes_trigger: usize,
     /// L0 runs at which writes wait for compaction.
     pub l0_stop_writes_trigger: usize,
+    /// Pending compaction bytes from which each write is delayed.
+    pub soft_pending_compaction_bytes: u64,
+    /// Pending compaction bytes at which writes wait for compaction.
+    pub hard_pending_compaction_bytes: u64,
     /// How log corruption found during recovery is handled.
     pub wal_recovery_mode: RecoveryMode,
     /// The shape of the tree: `leveled` or `tiered`.
@@ -188,6 +192,8 @@ impl Default for Options {
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 8,
             l0_stop_writes_trigger: 12,
+            soft_pending_compaction_bytes: 64 << 30,
+            hard_pending_compaction_bytes: 256 << 30,
             wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
             compaction_policy: PolicyKind::Leveled,
             runs_per_level: 4,
@@ -233,6 +239,8 @@ impl Options {
         "l0_compaction_trigger",
         "l0_slowdown_writes_trigger",
         "l0_stop_writes_trigger",
+        "soft_pending_compaction_bytes",
+        "hard_pending_compaction_bytes",
         "wal_recovery_mode",
         "compaction_policy",
         "runs_per_level",
@@ -260,6 +268,12 @@ impl Options {
             "l0_compaction_trigger" => self.l0_compaction_trigger = parse(name, value)?,
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = parse(name, value)?,
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = parse(name, value)?,
+            "soft_pending_compaction_bytes" => {
+                self.soft_pending_compaction_bytes = parse(name, value)?
+            }
+            "hard_pending_compaction_bytes" => {
+                self.hard_pending_compaction_bytes = parse(name, value)?
+            }
             "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
             "compaction_policy" => self.compaction_policy = parse(name, value)?,
             "runs_per_level" => self.runs_per_level = parse(name, value)?,
@@ -297,6 +311,8 @@ impl Options {
             "l0_compaction_trigger" => self.l0_compaction_trigger.to_string(),
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger.to_string(),
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger.to_string(),
+            "soft_pending_compaction_bytes" => self.soft_pending_compaction_bytes.to_string(),
+            "hard_pending_compaction_bytes" => self.hard_pending_compaction_bytes.to_string(),
             "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
             "compaction_policy" => self.compaction_policy.to_string(),
             "runs_per_level" => self.runs_per_level.to_string(),
@@ -334,6 +350,11 @@ impl Options {
         }
         if self.max_bytes_for_level_base < 64 << 10 {
             return bad("max_bytes_for_level_base must be at least 65536");
+        }
+        if self.soft_pending_compaction_bytes > self.hard_pending_compaction_bytes {
+            return bad(
+                "soft_pending_compaction_bytes must not exceed hard_pending_compaction_bytes",
+            );
         }
         if self.runs_per_level < 2 {
             return bad("runs_per_level must be at least 2");

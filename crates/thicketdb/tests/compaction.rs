@@ -177,3 +177,23 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
         panic!("{e}");
     }
 }
+
+#[test]
+fn pending_compaction_bytes_slow_writes_down() {
+    let opts = Options {
+        soft_pending_compaction_bytes: 1,
+        hard_pending_compaction_bytes: u64::MAX,
+        ..small(Profile::LevelDb)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut delayed = false;
+    for i in 0..20_000u64 {
+        db.put(&key((i * 7919) % 20_000), &[b'v'; 100]).unwrap();
+        delayed |= db.stats().stall_micros > 0;
+        if delayed {
+            break;
+        }
+    }
+    assert!(delayed, "writes were never slowed down: {:?}", db.stats());
+}

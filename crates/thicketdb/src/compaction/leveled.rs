@@ -67,6 +67,23 @@ impl LeveledPolicy {
             .collect()
     }
 
+    /// L0's bytes once it is due, plus every deeper level's excess over its
+    /// target.
+    pub fn pending_bytes(&self, version: &Version) -> u64 {
+        let l0 = &version.levels[0];
+        let mut pending = if l0.runs.len() >= self.options.l0_compaction_trigger {
+            l0.bytes()
+        } else {
+            0
+        };
+        for level in 1..NUM_LEVELS - 1 {
+            pending += version.levels[level]
+                .bytes()
+                .saturating_sub(self.target_bytes(level));
+        }
+        pending
+    }
+
     /// The most urgent task, if any level needs one.
     pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
         let scores = self.scores(version);

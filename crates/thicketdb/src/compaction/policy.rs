@@ -78,11 +78,12 @@ impl Policy {
         }
     }
 
-    /// L0 runs at which a compaction is due (for write stalls).
-    pub fn l0_trigger(&self, options: &Options) -> usize {
+    /// Bytes compaction owes the tree: what it must rewrite before every
+    /// level is within its limit (RocksDB's pending compaction bytes).
+    pub fn pending_bytes(&self, version: &Version) -> u64 {
         match self {
-            Policy::Leveled(_) => options.l0_compaction_trigger,
-            Policy::Tiered(_) => options.runs_per_level,
+            Policy::Leveled(p) => p.pending_bytes(version),
+            Policy::Tiered(p) => p.pending_bytes(version),
         }
     }
 }

@@ -27,6 +27,16 @@ impl TieredPolicy {
         }
     }
 
+    /// Bytes of the levels that are full.
+    pub fn pending_bytes(&self, version: &Version) -> u64 {
+        version
+            .levels
+            .iter()
+            .filter(|l| l.runs.len() >= self.runs_per_level)
+            .map(|l| l.bytes())
+            .sum()
+    }
+
     /// The deepest full level's merge, if any level is full: merging deeper
     /// levels first keeps every level below L0 within `runs_per_level`.
     pub fn pick(&self, version: &Version) -> Option<CompactionTask> {

@@ -197,6 +197,7 @@ fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable
     *sv = Arc::new(SuperVersion {
         mem: sv.mem.clone(),
         imms,
+        pending_compaction_bytes: inner.policy.pending_bytes(&version),
         version,
     });
 }

@@ -42,6 +42,9 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<Memtable>,
     pub imms: Vec<Arc<Memtable>>,
     pub version: Arc<Version>,
+    /// The policy's estimate of bytes compaction owes `version` (computed
+    /// once per version, read by every write for stalls).
+    pub pending_compaction_bytes: u64,
 }
 
 /// Coordination between writers, the background thread and `close`.

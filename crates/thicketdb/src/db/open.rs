@@ -113,16 +113,19 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         block_cache,
     ));
     release_dead_space(&table_cache, &version);
+    let policy = crate::compaction::Policy::new(&options);
+    let pending_compaction_bytes = policy.pending_bytes(&version);
     Ok(DbInner {
         dir: dir.to_path_buf(),
         counters,
         table_cache,
-        policy: crate::compaction::Policy::new(&options),
+        policy,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
         super_version: RwLock::new(Arc::new(SuperVersion {
             mem: Arc::new(Memtable::new(log_number)),
             imms: Vec::new(),
+            pending_compaction_bytes,
             version,
         })),
         write: Mutex::new(WriteState::default()),

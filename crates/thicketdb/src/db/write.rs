@@ -209,7 +209,12 @@ fn make_room(
         inner.check_open()?;
         let sv = inner.super_version();
         let l0_runs = sv.version.levels[0].runs.len();
-        if !slowed && !force && l0_runs >= opts.l0_slowdown_writes_trigger {
+        let pending = sv.pending_compaction_bytes;
+        if !slowed
+            && !force
+            && (l0_runs >= opts.l0_slowdown_writes_trigger
+                || pending >= opts.soft_pending_compaction_bytes)
+        {
             // Delay each write a little rather than stopping all of them
             // later; this hands the CPU to compaction.
             slowed = true;
@@ -229,7 +234,9 @@ fn make_room(
             return Ok(());
         }
         if sv.imms.len() >= opts.max_immutable_memtables
-            || (!force && l0_runs >= opts.l0_stop_writes_trigger)
+            || (!force
+                && (l0_runs >= opts.l0_stop_writes_trigger
+                    || pending >= opts.hard_pending_compaction_bytes))
         {
             let start = Instant::now();
             wake_background(inner);
@@ -285,6 +292,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         mem: Arc::new(Memtable::new(number)),
         imms,
         version: current.version.clone(),
+        pending_compaction_bytes: current.pending_compaction_bytes,
     };
     *current = Arc::new(next);
     Ok(())
