@@ -67,6 +67,14 @@ pub enum Command {
     Flush,
     /// Compacts the whole key range into the bottom of the tree.
     Compact,
+    /// Benchmarks ThicketDB and its peers (see docs/benchmarks.md).
+    Bench(Box<crate::bench::BenchArgs>),
+    /// Random concurrent operations checked against an expected state kept
+    /// beside the store (DIR.expected); verifies the store against it first.
+    Stress(crate::stress::StressArgs),
+    /// Runs `stress` repeatedly, SIGKILLing it at random moments, for every
+    /// profile, plus in-memory power-loss runs.
+    Crashtest(crate::stress::CrashtestArgs),
 }
 
 #[derive(Debug, Args)]

@@ -3,12 +3,14 @@
 //! Exit status: 0 on success, 1 when `get` finds no value, 2 on any error
 //! (the message goes to stderr as `error: <message>`).
 
+mod bench;
 mod cli;
 mod commands;
 mod error;
 mod keys;
 mod permutation;
 mod stats_json;
+mod stress;
 
 use std::process::ExitCode;
 

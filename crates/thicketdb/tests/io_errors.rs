@@ -33,15 +33,18 @@ fn open(fs: &FaultFs) -> thicketdb::Result<Db> {
     Db::open_with_fs(Path::new("db"), options(), Arc::new(fs.clone()))
 }
 
-/// Per key: the last acknowledged value (`None`: absent) and the values of
-/// failed writes since, any of which the store may hold instead.
+/// A value, or `None` for absent.
+type Value = Option<Vec<u8>>;
+
+/// Per key: the last acknowledged value and the values of failed writes
+/// since, any of which the store may hold instead.
 #[derive(Default)]
 struct Model {
-    keys: HashMap<u32, (Option<Vec<u8>>, Vec<Option<Vec<u8>>>)>,
+    keys: HashMap<u32, (Value, Vec<Value>)>,
 }
 
 impl Model {
-    fn record(&mut self, ops: &[(u32, Option<Vec<u8>>)], ok: bool) {
+    fn record(&mut self, ops: &[(u32, Value)], ok: bool) {
         for (i, v) in ops {
             let entry = self.keys.entry(*i).or_default();
             if ok {
@@ -52,7 +55,7 @@ impl Model {
         }
     }
 
-    fn allows(&self, i: u32, got: &Option<Vec<u8>>) -> bool {
+    fn allows(&self, i: u32, got: &Value) -> bool {
         match self.keys.get(&i) {
             None => got.is_none(),
             Some((acked, maybe)) => got == acked || maybe.contains(got),
@@ -144,7 +147,7 @@ fn run(seed: u64, trigger: Trigger, kind: FaultKind) -> (u64, bool) {
                 } else {
                     1
                 };
-                let ops: Vec<(u32, Option<Vec<u8>>)> = (0..n)
+                let ops: Vec<(u32, Value)> = (0..n)
                     .map(|_| {
                         let i = rng.random_range(0..KEYS);
                         let v = (!rng.random_bool(0.15)).then(|| value(&mut rng, serial));

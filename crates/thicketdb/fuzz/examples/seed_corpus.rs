@@ -108,7 +108,18 @@ fn main() {
         let fs = FaultFs::new();
         let path = PathBuf::from(name);
         if name.ends_with(".log") || name.starts_with("MANIFEST") {
-            write(&root, "log_reader", &format!("seed-{name}"), data);
+            write(
+                &root,
+                "log_reader",
+                &format!("seed-{name}"),
+                &prefixed(0, data),
+            );
+            write(
+                &root,
+                "log_reader",
+                &format!("seed-fixed-{name}"),
+                &prefixed(1, data),
+            );
             fs.write_durably(&path, data).expect("write");
             let mut reader = LogReader::new(
                 fs.open_sequential(&path).expect("open"),
@@ -124,7 +135,8 @@ fn main() {
             }
         }
         if name == "OPTIONS" {
-            write(&root, "options", "seed-options", data);
+            write(&root, "options", "seed-options", &prefixed(0, data));
+            write(&root, "options", "seed-fixed-options", &prefixed(1, data));
         }
     }
     let table = table();

@@ -111,3 +111,44 @@ pub fn install_files(fs: &FaultFs, dir: &Path, files: &[(String, Vec<u8>)]) {
     }
     fs.sync_dir(dir).expect("in-memory sync_dir");
 }
+
+/// Rewrites the checksum of every log fragment in `log` so that it passes,
+/// letting the fuzzer reach record assembly and what follows instead of
+/// stopping at the first checksum. Fragments are walked as the reader
+/// does: 7-byte headers (crc, u16 length, type) in 32 KiB blocks.
+pub fn fix_log_checksums(log: &mut [u8]) {
+    use thicketdb::format::checksum;
+    use thicketdb::log::{BLOCK_SIZE, HEADER_SIZE};
+    let mut pos = 0;
+    while pos + HEADER_SIZE <= log.len() {
+        let block_end = (pos / BLOCK_SIZE + 1) * BLOCK_SIZE;
+        if block_end - pos < HEADER_SIZE {
+            pos = block_end;
+            continue;
+        }
+        let len = usize::from(u16::from_le_bytes([log[pos + 4], log[pos + 5]]));
+        let end = pos + HEADER_SIZE + len;
+        if end > log.len() || end > block_end {
+            return;
+        }
+        let crc = checksum::mask(checksum::crc32c_two(
+            &log[pos + 6..pos + 7],
+            &log[pos + HEADER_SIZE..end],
+        ));
+        log[pos..pos + 4].copy_from_slice(&crc.to_le_bytes());
+        pos = end;
+    }
+}
+
+/// Replaces (or adds) the `crc32c=` line of an OPTIONS text so that it
+/// matches the body.
+pub fn fix_options_checksum(text: &[u8]) -> Vec<u8> {
+    let body_end = text
+        .windows(7)
+        .rposition(|w| w == b"crc32c=")
+        .unwrap_or(text.len());
+    let mut out = text[..body_end].to_vec();
+    let crc = thicketdb::format::checksum::crc32c(&out);
+    out.extend_from_slice(format!("crc32c={crc:08x}\n").as_bytes());
+    out
+}

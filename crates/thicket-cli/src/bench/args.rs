@@ -1,0 +1,208 @@
+//! `thicket bench` arguments and the settings one engine run gets.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+
+use super::workload::{Params, Workload};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+    /// Engines to run in turn, comma-separated: thicket, rocksdb, fjall.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "internal_child",
+        value_name = "E"
+    )]
+    pub engine: Vec<String>,
+    /// Workloads to run in turn, comma-separated (db_bench, YCSB, papers).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "internal_child",
+        value_name = "W"
+    )]
+    pub workload: Vec<String>,
+    /// Keys loaded before the run (fill workloads: keys written).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Bytes per value.
+    #[arg(long, value_name = "B", default_value_t = 100)]
+    pub value_size: usize,
+    /// Bytes per key (at least 8).
+    #[arg(long, value_name = "K", default_value_t = 16)]
+    pub key_size: usize,
+    /// Client threads.
+    #[arg(long, value_name = "T", default_value_t = 1)]
+    pub threads: usize,
+    /// Measured operations (default: N; fill workloads always write N).
+    #[arg(long, value_name = "M")]
+    pub ops: Option<u64>,
+    /// Stops the measured phase after S seconds.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Block cache, MiB.
+    #[arg(long, value_name = "C", default_value_t = 64)]
+    pub cache_mb: u64,
+    /// Memtable (write buffer) size, MiB.
+    #[arg(long, value_name = "W", default_value_t = 64)]
+    pub write_buffer_mb: u64,
+    /// Block compression: none, lz4 or zstd.
+    #[arg(long, default_value = "none", value_parser = ["none", "lz4", "zstd"])]
+    pub compression: String,
+    /// fdatasync the log on every write.
+    #[arg(long)]
+    pub sync: bool,
+    /// Bloom filter bits per key.
+    #[arg(long, value_name = "BITS", default_value_t = 10)]
+    pub bloom_bits: u32,
+    /// Background flush/compaction threads of the peers (ThicketDB has
+    /// one background thread).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub background_threads: usize,
+    /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
+    #[arg(long, value_name = "R", default_value_t = 0.5)]
+    pub read_ratio: f64,
+    /// Entries per range read: seekrandom (default 1), e (maximum, default
+    /// 100), rangehot (default: point reads).
+    #[arg(long, value_name = "L")]
+    pub scan_length: Option<usize>,
+    /// rangehot: share of the key space in the hot range.
+    #[arg(long, value_name = "F", default_value_t = 0.15)]
+    pub hot_fraction: f64,
+    /// Seed of every generator.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Writes `{"runs": [...]}` to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Internal: run one engine with these JSON settings and print the
+    /// result (the parent re-executes itself with this).
+    #[arg(long, hide = true, value_name = "JSON", exclusive = true)]
+    pub internal_child: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Plots throughput over time and latency CDFs, one line per run.
+    Plot {
+        /// A `--json` result file.
+        input: PathBuf,
+        /// The SVG to write.
+        #[arg(short = 'o', long, value_name = "FILE.svg")]
+        output: PathBuf,
+        /// Plots this workload's runs (default: the first run's).
+        #[arg(long, value_name = "W")]
+        workload: Option<String>,
+    },
+}
+
+/// Everything one engine run depends on; recorded in its JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub engine: String,
+    /// The ThicketDB profile (null for peers).
+    pub profile: Option<String>,
+    pub workload: String,
+    pub db: PathBuf,
+    pub num: u64,
+    pub ops: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub threads: usize,
+    pub duration_secs: Option<f64>,
+    pub cache_bytes: u64,
+    pub write_buffer_bytes: u64,
+    pub compression: String,
+    pub sync: bool,
+    pub bloom_bits: u32,
+    pub background_threads: usize,
+    pub read_ratio: f64,
+    pub scan_length: Option<usize>,
+    pub hot_fraction: f64,
+    pub seed: u64,
+}
+
+impl Settings {
+    pub fn workload(&self) -> Result<Workload, String> {
+        self.workload.parse()
+    }
+
+    pub fn params(&self) -> Result<Params, String> {
+        Ok(Params {
+            workload: self.workload()?,
+            num: self.num,
+            ops: self.ops,
+            threads: self.threads,
+            key_size: self.key_size,
+            value_size: self.value_size,
+            read_ratio: self.read_ratio,
+            scan_length: self.scan_length,
+            hot_fraction: self.hot_fraction,
+            seed: self.seed,
+        })
+    }
+}
+
+impl BenchArgs {
+    /// Checks the shared settings.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.num == 0 {
+            return Err("--num must be at least 1".into());
+        }
+        if self.key_size < 8 {
+            return Err("--key-size must be at least 8".into());
+        }
+        if self.threads == 0 || self.background_threads == 0 {
+            return Err("--threads and --background-threads must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.read_ratio) || !(0.0..=1.0).contains(&self.hot_fraction) {
+            return Err("--read-ratio and --hot-fraction must be within 0..1".into());
+        }
+        for w in &self.workload {
+            w.parse::<Workload>()?;
+        }
+        Ok(())
+    }
+
+    /// The settings of `engine` running `workload` in `db`.
+    pub fn settings(
+        &self,
+        engine: &str,
+        profile: Option<&str>,
+        workload: Workload,
+        db: PathBuf,
+    ) -> Settings {
+        Settings {
+            engine: engine.to_string(),
+            profile: (engine == "thicket").then(|| profile.unwrap_or("default").to_string()),
+            workload: workload.name().to_string(),
+            db,
+            num: self.num,
+            ops: if workload.is_fill() {
+                self.num
+            } else {
+                self.ops.unwrap_or(self.num)
+            },
+            key_size: self.key_size,
+            value_size: self.value_size,
+            threads: self.threads,
+            duration_secs: self.duration,
+            cache_bytes: self.cache_mb << 20,
+            write_buffer_bytes: self.write_buffer_mb << 20,
+            compression: self.compression.clone(),
+            sync: self.sync,
+            bloom_bits: self.bloom_bits,
+            background_threads: self.background_threads,
+            read_ratio: self.read_ratio,
+            scan_length: self.scan_length,
+            hot_fraction: self.hot_fraction,
+            seed: self.seed,
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The engines under test behind one small interface, and ThicketDB's side
+//! of it. The peers live in `peers.rs` (feature `peers`).
+
+use thicketdb::{Db, Options, Profile, ReadOptions, WriteOptions};
+
+use super::args::Settings;
+
+pub type EngineResult<T> = Result<T, String>;
+
+/// Cumulative engine-reported counters; `None` where the engine has none.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counters {
+    /// Log, flush, compaction and metadata bytes the engine wrote.
+    pub bytes_written: Option<u64>,
+    pub fsyncs: Option<u64>,
+    pub cache_hits: Option<u64>,
+    pub cache_misses: Option<u64>,
+}
+
+/// A sequential reader (readseq).
+pub trait Cursor {
+    /// Reads the next entry: its key plus value length, `None` at the end.
+    fn next_entry(&mut self) -> EngineResult<Option<usize>>;
+}
+
+pub trait Engine: Sync {
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
+    /// The value's length, or `None` when the key is absent.
+    fn get(&self, key: &[u8]) -> EngineResult<Option<usize>>;
+    /// Reads up to `count` entries from `start` on; returns (entries, bytes).
+    fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)>;
+    fn cursor(&self) -> EngineResult<Box<dyn Cursor + '_>>;
+    fn counters(&self) -> Counters;
+    fn close(self: Box<Self>) -> EngineResult<()>;
+}
+
+/// Engines this binary can drive.
+pub fn available() -> &'static [&'static str] {
+    if cfg!(feature = "peers") {
+        &["thicket", "rocksdb", "fjall"]
+    } else {
+        &["thicket"]
+    }
+}
+
+pub fn open(s: &Settings) -> EngineResult<Box<dyn Engine>> {
+    match s.engine.as_str() {
+        "thicket" => Ok(Box::new(Thicket::open(s)?)),
+        #[cfg(feature = "peers")]
+        "rocksdb" => Ok(Box::new(super::peers::Rocks::open(s)?)),
+        #[cfg(feature = "peers")]
+        "fjall" => Ok(Box::new(super::peers::Fjall::open(s)?)),
+        #[cfg(not(feature = "peers"))]
+        "rocksdb" | "fjall" => Err(format!(
+            "engine {} needs a build with `--features peers`",
+            s.engine
+        )),
+        other => Err(format!(
+            "unknown engine {other:?} (available: {})",
+            available().join(", ")
+        )),
+    }
+}
+
+/// The ThicketDB options a run uses: the profile's, with the shared
+/// settings applied.
+pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
+    let profile: Profile = s
+        .profile
+        .as_deref()
+        .unwrap_or("default")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let mut o = profile.options();
+    o.write_buffer_size = s.write_buffer_bytes;
+    o.block_cache_size = s.cache_bytes;
+    o.bloom_bits_per_key = s.bloom_bits;
+    o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
+    o.validate().map_err(|e| e.to_string())?;
+    Ok(o)
+}
+
+struct Thicket {
+    db: Db,
+    write: WriteOptions,
+}
+
+impl Thicket {
+    fn open(s: &Settings) -> EngineResult<Thicket> {
+        let db = Db::open(&s.db, thicket_options(s)?).map_err(|e| e.to_string())?;
+        Ok(Thicket {
+            db,
+            write: WriteOptions { sync: s.sync },
+        })
+    }
+}
+
+struct ThicketCursor {
+    iter: thicketdb::DbIterator,
+    started: bool,
+}
+
+impl Cursor for ThicketCursor {
+    fn next_entry(&mut self) -> EngineResult<Option<usize>> {
+        if self.started {
+            self.iter.next();
+        } else {
+            self.iter.seek_to_first();
+            self.started = true;
+        }
+        self.iter.status().map_err(|e| e.to_string())?;
+        Ok(self
+            .iter
+            .valid()
+            .then(|| self.iter.key().len() + self.iter.value().len()))
+    }
+}
+
+impl Engine for Thicket {
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db
+            .put_opt(key, value, self.write)
+            .map_err(|e| e.to_string())
+    }
+
+    fn get(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        Ok(self
+            .db
+            .get(key)
+            .map_err(|e| e.to_string())?
+            .map(|v| v.len()))
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)> {
+        let mut it = self
+            .db
+            .iter(ReadOptions::default())
+            .map_err(|e| e.to_string())?;
+        it.seek(start);
+        let (mut n, mut bytes) = (0, 0);
+        while n < count && it.valid() {
+            bytes += it.key().len() + it.value().len();
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok((n, bytes))
+    }
+
+    fn cursor(&self) -> EngineResult<Box<dyn Cursor + '_>> {
+        Ok(Box::new(ThicketCursor {
+            iter: self
+                .db
+                .iter(ReadOptions::default())
+                .map_err(|e| e.to_string())?,
+            started: false,
+        }))
+    }
+
+    fn counters(&self) -> Counters {
+        let st = self.db.stats();
+        Counters {
+            bytes_written: Some(st.engine_bytes_written),
+            fsyncs: Some(st.fsyncs),
+            cache_hits: Some(st.block_cache_hits),
+            cache_misses: Some(st.block_cache_misses),
+        }
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        self.db.close().map_err(|e| e.to_string())
+    }
+}

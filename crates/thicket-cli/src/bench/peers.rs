@@ -1,0 +1,204 @@
+//! The peers: RocksDB (the `rocksdb` crate, bundled RocksDB) and fjall.
+//! Each gets the same shared settings as ThicketDB; everything else stays
+//! at the engine's defaults.
+
+use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
+use rocksdb::statistics::Ticker;
+
+use super::args::Settings;
+use super::engine::{Counters, Cursor, Engine, EngineResult};
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+pub struct Rocks {
+    db: rocksdb::DB,
+    /// Holds the statistics object the tickers are read from.
+    opts: rocksdb::Options,
+    write: rocksdb::WriteOptions,
+}
+
+impl Rocks {
+    pub fn open(s: &Settings) -> EngineResult<Rocks> {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.set_write_buffer_size(s.write_buffer_bytes as usize);
+        o.set_max_background_jobs(s.background_threads as i32);
+        o.set_compression_type(match s.compression.as_str() {
+            "none" => rocksdb::DBCompressionType::None,
+            "lz4" => rocksdb::DBCompressionType::Lz4,
+            "zstd" => rocksdb::DBCompressionType::Zstd,
+            c => return Err(format!("unknown compression {c:?}")),
+        });
+        o.enable_statistics();
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&rocksdb::Cache::new_lru_cache(s.cache_bytes as usize));
+        table.set_bloom_filter(f64::from(s.bloom_bits), false);
+        o.set_block_based_table_factory(&table);
+        let db = rocksdb::DB::open(&o, &s.db).map_err(err)?;
+        let mut write = rocksdb::WriteOptions::default();
+        write.set_sync(s.sync);
+        Ok(Rocks { db, opts: o, write })
+    }
+}
+
+struct RocksCursor<'a> {
+    it: rocksdb::DBRawIterator<'a>,
+    started: bool,
+}
+
+impl Cursor for RocksCursor<'_> {
+    fn next_entry(&mut self) -> EngineResult<Option<usize>> {
+        if self.started {
+            self.it.next();
+        } else {
+            self.it.seek_to_first();
+            self.started = true;
+        }
+        self.it.status().map_err(err)?;
+        Ok(match (self.it.key(), self.it.value()) {
+            (Some(k), Some(v)) => Some(k.len() + v.len()),
+            _ => None,
+        })
+    }
+}
+
+impl Engine for Rocks {
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.db.put_opt(key, value, &self.write).map_err(err)
+    }
+
+    fn get(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        Ok(self.db.get_pinned(key).map_err(err)?.map(|v| v.len()))
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)> {
+        let mut it = self.db.raw_iterator();
+        it.seek(start);
+        let (mut n, mut bytes) = (0, 0);
+        while n < count {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                break;
+            };
+            bytes += k.len() + v.len();
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(err)?;
+        Ok((n, bytes))
+    }
+
+    fn cursor(&self) -> EngineResult<Box<dyn Cursor + '_>> {
+        Ok(Box::new(RocksCursor {
+            it: self.db.raw_iterator(),
+            started: false,
+        }))
+    }
+
+    fn counters(&self) -> Counters {
+        let t = |x| self.opts.get_ticker_count(x);
+        Counters {
+            bytes_written: Some(
+                t(Ticker::WalFileBytes) + t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes),
+            ),
+            fsyncs: Some(t(Ticker::WalFileSynced)),
+            cache_hits: Some(t(Ticker::BlockCacheHit)),
+            cache_misses: Some(t(Ticker::BlockCacheMiss)),
+        }
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+pub struct Fjall {
+    db: fjall::Database,
+    ks: fjall::Keyspace,
+    sync: bool,
+}
+
+impl Fjall {
+    pub fn open(s: &Settings) -> EngineResult<Fjall> {
+        let compression = match s.compression.as_str() {
+            "none" => fjall::CompressionType::None,
+            "lz4" => fjall::CompressionType::Lz4,
+            c => return Err(format!("fjall does not support compression {c:?}")),
+        };
+        let db = fjall::Database::builder(&s.db)
+            .cache_size(s.cache_bytes)
+            .worker_threads(s.background_threads.max(1))
+            .open()
+            .map_err(err)?;
+        let (wb, bits) = (s.write_buffer_bytes, s.bloom_bits as f32);
+        let ks = db
+            .keyspace("bench", move || {
+                fjall::KeyspaceCreateOptions::default()
+                    .max_memtable_size(wb)
+                    .data_block_compression_policy(CompressionPolicy::all(compression))
+                    .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
+                        BloomConstructionPolicy::BitsPerKey(bits),
+                    )))
+            })
+            .map_err(err)?;
+        Ok(Fjall {
+            db,
+            ks,
+            sync: s.sync,
+        })
+    }
+}
+
+struct FjallCursor(fjall::Iter);
+
+impl Cursor for FjallCursor {
+    fn next_entry(&mut self) -> EngineResult<Option<usize>> {
+        match self.0.next() {
+            None => Ok(None),
+            Some(g) => {
+                let (k, v) = g.into_inner().map_err(err)?;
+                Ok(Some(k.len() + v.len()))
+            }
+        }
+    }
+}
+
+impl Engine for Fjall {
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.ks.insert(key, value).map_err(err)?;
+        if self.sync {
+            self.db.persist(fjall::PersistMode::SyncData).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> EngineResult<Option<usize>> {
+        Ok(self.ks.get(key).map_err(err)?.map(|v| v.len()))
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)> {
+        let (mut n, mut bytes) = (0, 0);
+        for g in self.ks.range(start..).take(count) {
+            let (k, v) = g.into_inner().map_err(err)?;
+            bytes += k.len() + v.len();
+            n += 1;
+        }
+        Ok((n, bytes))
+    }
+
+    fn cursor(&self) -> EngineResult<Box<dyn Cursor + '_>> {
+        Ok(Box::new(FjallCursor(self.ks.iter())))
+    }
+
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        self.db.persist(fjall::PersistMode::Buffer).map_err(err)?;
+        drop(self);
+        Ok(())
+    }
+}

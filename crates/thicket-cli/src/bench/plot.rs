@@ -1,0 +1,130 @@
+//! `thicket bench plot`: throughput over time (top) and latency CDFs
+//! (bottom), one line per engine run of one workload, as SVG.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::report::{Report, RunResult};
+
+fn e(err: impl std::fmt::Display) -> String {
+    err.to_string()
+}
+
+pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(input).map_err(|err| format!("{}: {err}", input.display()))?;
+    let report: Report =
+        serde_json::from_str(&text).map_err(|err| format!("{}: {err}", input.display()))?;
+    let workload = workload
+        .map(str::to_string)
+        .or_else(|| report.runs.first().map(|r| r.workload.clone()))
+        .ok_or("the result has no runs")?;
+    let runs: Vec<&RunResult> = report
+        .runs
+        .iter()
+        .filter(|r| r.workload == workload)
+        .collect();
+    if runs.is_empty() {
+        return Err(format!("no runs of workload {workload:?}"));
+    }
+    let root = SVGBackend::new(output, (1000, 900)).into_drawing_area();
+    root.fill(&WHITE).map_err(e)?;
+    let (top, bottom) = root.split_vertically(450);
+
+    let max_secs = runs
+        .iter()
+        .map(|r| r.timeline.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let max_rate = runs
+        .iter()
+        .flat_map(|r| r.timeline.iter().copied())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let mut chart = ChartBuilder::on(&top)
+        .caption(
+            format!("{workload}: throughput over time"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..max_secs, 0f64..max_rate * 1.1)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("ops/s")
+        .draw()
+        .map_err(e)?;
+    for (i, r) in runs.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                r.timeline
+                    .iter()
+                    .enumerate()
+                    .map(|(s, &v)| (s as f64 + 1.0, v as f64)),
+                color.stroke_width(2),
+            ))
+            .map_err(e)?
+            .label(r.engine.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(e)?;
+
+    let max_us = runs
+        .iter()
+        .flat_map(|r| r.latency_cdf.iter().map(|&(_, us)| us))
+        .fold(1.0f64, f64::max);
+    let mut chart = ChartBuilder::on(&bottom)
+        .caption(
+            format!("{workload}: latency CDF (all operations)"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0.1f64..max_us * 1.5).log_scale(), 0f64..100f64)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (µs, log scale)")
+        .y_desc("percentile")
+        .draw()
+        .map_err(e)?;
+    for (i, r) in runs.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                r.latency_cdf
+                    .iter()
+                    .map(|&(q, us)| (us.max(0.1), q * 100.0)),
+                color.stroke_width(2),
+            ))
+            .map_err(e)?
+            .label(r.engine.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}

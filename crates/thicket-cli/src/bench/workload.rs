@@ -1,0 +1,854 @@
+//! Workloads: which keys exist before a run, which operations a run issues
+//! and on which keys. Everything here is a pure function of the settings
+//! and the seed, so every engine gets the same operations.
+//!
+//! Keys are numbered by a *keynum* (`0..count` after the prefill, inserts
+//! take the next numbers). A keynum maps to a 64-bit *key id* stored
+//! big-endian at the end of the key, after a `k000…` filler up to the key
+//! size: the id is the keynum itself (db_bench, papers), YCSB's
+//! `fnvhash64(keynum)` (so YCSB inserts land all over the key space), or a
+//! composite id whose 14 high bits are a primary attribute (YoDB).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::generators::{fnvhash64, Hotspot, Rng, ScrambledZipfian, SkewedLatest, Zipfian};
+use crate::permutation::permutation;
+
+/// YoDB's Zipfian constant for `zipf-simple` and `zipf-composite`.
+pub const YODB_THETA: f64 = 0.8;
+/// Bits of the primary attribute of a composite key (YoDB).
+pub const COMPOSITE_PREFIX_BITS: u32 = 14;
+/// SifrDB's key size; its values are uniform in 1..=200 bytes.
+pub const SIFRDB_KEY_SIZE: usize = 23;
+pub const SIFRDB_MAX_VALUE: usize = 200;
+/// YCSB's `maxscanlength` default (scan lengths uniform in 1..=100).
+pub const YCSB_MAX_SCAN: usize = 100;
+/// LSbM's RangeHot: this share of reads fall in the hot range.
+pub const RANGEHOT_READ_SHARE: f64 = 0.98;
+
+macro_rules! workloads {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// A named workload (`--workload`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Workload { $($variant),* }
+
+        impl Workload {
+            pub const ALL: &'static [Workload] = &[$(Workload::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self { $(Workload::$variant => $name),* }
+            }
+        }
+    };
+}
+
+workloads! {
+    FillSeq => "fillseq",
+    FillRandom => "fillrandom",
+    Overwrite => "overwrite",
+    ReadRandom => "readrandom",
+    ReadSeq => "readseq",
+    SeekRandom => "seekrandom",
+    ReadWhileWriting => "readwhilewriting",
+    Load => "load",
+    A => "a",
+    B => "b",
+    C => "c",
+    D => "d",
+    E => "e",
+    F => "f",
+    P => "p",
+    Sifrdb => "sifrdb",
+    Ws1 => "ws1",
+    Ws2 => "ws2",
+    Ws3 => "ws3",
+    ZipfSimple => "zipf-simple",
+    ZipfComposite => "zipf-composite",
+    RangeHot => "rangehot",
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Workload, String> {
+        let s = s.strip_prefix("ycsb-").unwrap_or(s);
+        Workload::ALL
+            .iter()
+            .copied()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+                format!("unknown workload {s:?} (known: {})", names.join(", "))
+            })
+    }
+}
+
+impl Workload {
+    /// Whether the store is loaded with `count` keys before measuring.
+    pub fn prefills(self) -> bool {
+        !self.is_fill()
+    }
+
+    /// Fill workloads write every key exactly once.
+    pub fn is_fill(self) -> bool {
+        matches!(
+            self,
+            Workload::FillSeq | Workload::FillRandom | Workload::Load | Workload::Sifrdb
+        )
+    }
+
+    fn is_ycsb(self) -> bool {
+        use Workload::*;
+        matches!(self, Load | A | B | C | D | E | F | P)
+    }
+
+    /// The mix of a YCSB core workload.
+    fn ycsb_mix(self) -> Mix {
+        // Read-modify-write takes the rest.
+        let m = |read, update, insert, scan| Mix {
+            read,
+            update,
+            insert,
+            scan,
+        };
+        match self {
+            Workload::A => m(0.5, 0.5, 0.0, 0.0),
+            Workload::B => m(0.95, 0.05, 0.0, 0.0),
+            Workload::D => m(0.95, 0.0, 0.05, 0.0),
+            Workload::E => m(0.0, 0.0, 0.05, 0.95),
+            Workload::F => m(0.5, 0.0, 0.0, 0.0),
+            Workload::P => m(0.0, 1.0, 0.0, 0.0),
+            _ => m(1.0, 0.0, 0.0, 0.0),
+        }
+    }
+}
+
+/// The parameters a workload is generated from.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub workload: Workload,
+    /// Keys loaded (or filled).
+    pub num: u64,
+    /// Measured operations (fill workloads: `num`).
+    pub ops: u64,
+    pub threads: usize,
+    pub key_size: usize,
+    pub value_size: usize,
+    /// Share of reads in ws*, zipf-* and rangehot.
+    pub read_ratio: f64,
+    /// Scan length of seekrandom, e (maximum) and rangehot (0: point reads).
+    pub scan_length: Option<usize>,
+    /// rangehot: share of the key space in the hot range.
+    pub hot_fraction: f64,
+    pub seed: u64,
+}
+
+/// How keynums become key ids.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    Plain,
+    Hashed,
+    /// `prefixes * suffixes` keys; id = prefix << 50 | suffix.
+    Composite {
+        suffixes: u64,
+    },
+}
+
+/// The key and value shapes of a run.
+#[derive(Debug, Clone)]
+pub struct KeySpace {
+    layout: Layout,
+    /// Keys before the run (after the prefill or the fill).
+    pub count: u64,
+    pub key_size: usize,
+    value_size: Option<usize>,
+}
+
+impl KeySpace {
+    pub fn new(p: &Params) -> KeySpace {
+        let (layout, count) = match p.workload {
+            Workload::ZipfComposite => {
+                let prefixes = p.num.clamp(1, 1 << COMPOSITE_PREFIX_BITS);
+                let suffixes = (p.num / prefixes).max(1);
+                (Layout::Composite { suffixes }, prefixes * suffixes)
+            }
+            w if w.is_ycsb() => (Layout::Hashed, p.num),
+            _ => (Layout::Plain, p.num),
+        };
+        let sifr = p.workload == Workload::Sifrdb;
+        KeySpace {
+            layout,
+            count,
+            key_size: if sifr { SIFRDB_KEY_SIZE } else { p.key_size },
+            value_size: (!sifr).then_some(p.value_size),
+        }
+    }
+
+    pub fn key_id(&self, keynum: u64) -> u64 {
+        match self.layout {
+            Layout::Plain => keynum,
+            Layout::Hashed => fnvhash64(keynum),
+            Layout::Composite { suffixes } => {
+                ((keynum / suffixes) << (64 - COMPOSITE_PREFIX_BITS)) | (keynum % suffixes)
+            }
+        }
+    }
+
+    /// The key of `keynum` into `buf` (cleared first).
+    pub fn key_into(&self, buf: &mut Vec<u8>, keynum: u64) {
+        buf.clear();
+        let filler = self.key_size.saturating_sub(8);
+        if filler > 0 {
+            buf.push(b'k');
+            buf.resize(filler, b'0');
+        }
+        buf.extend_from_slice(&self.key_id(keynum).to_be_bytes());
+    }
+
+    /// The value length of `keynum` (fixed, or SifrDB's uniform 1..=200
+    /// drawn from the keynum so that rewrites keep the size).
+    pub fn value_len(&self, keynum: u64) -> usize {
+        match self.value_size {
+            Some(v) => v,
+            None => 1 + (fnvhash64(keynum ^ 0x5eed) % SIFRDB_MAX_VALUE as u64) as usize,
+        }
+    }
+
+    /// Key plus value bytes of keynums `0..live`.
+    pub fn logical_bytes(&self, live: u64) -> u64 {
+        match self.value_size {
+            Some(v) => live * (self.key_size + v) as u64,
+            None => (0..live)
+                .map(|k| (self.key_size + self.value_len(k)) as u64)
+                .sum(),
+        }
+    }
+}
+
+/// One operation on one keynum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Op {
+    Get(u64),
+    Put(u64),
+    Insert(u64),
+    /// Seek to the key and read this many entries.
+    Scan(u64, usize),
+    /// Read-modify-write.
+    Rmw(u64),
+    /// The next entry of a sequential read.
+    Next,
+}
+
+/// Operation kinds, the keys of the per-operation latency report.
+pub const OP_KINDS: &[&str] = &["get", "put", "insert", "scan", "rmw", "next"];
+
+impl Op {
+    pub fn kind(self) -> usize {
+        match self {
+            Op::Get(_) => 0,
+            Op::Put(_) => 1,
+            Op::Insert(_) => 2,
+            Op::Scan(..) => 3,
+            Op::Rmw(_) => 4,
+            Op::Next => 5,
+        }
+    }
+}
+
+/// State the threads of a run share: YCSB's insert counters.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Inserts handed out.
+    pub next_insert: AtomicU64,
+    /// Inserts completed.
+    pub acked: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mix {
+    read: f64,
+    update: f64,
+    insert: f64,
+    scan: f64,
+}
+
+enum Chooser {
+    Uniform,
+    Scrambled(ScrambledZipfian),
+    Latest(SkewedLatest),
+    Hotspot(Hotspot),
+    Permuted(Zipfian, Arc<Vec<u64>>),
+    Composite(Zipfian, Zipfian, u64),
+    RangeHot { start: u64, len: u64 },
+}
+
+enum Source {
+    /// A fixed list of keynums (fills and prefills), as puts or inserts.
+    List {
+        keys: Arc<Vec<u64>>,
+        at: usize,
+        end: usize,
+        insert: bool,
+    },
+    Range {
+        at: u64,
+        end: u64,
+    },
+    Mixed {
+        mix: Mix,
+        chooser: Chooser,
+        reads_scan: Option<(usize, bool)>,
+        left: u64,
+    },
+    Sequential {
+        left: u64,
+    },
+}
+
+/// The operations of one thread.
+pub struct OpStream {
+    rng: Rng,
+    count: u64,
+    source: Source,
+}
+
+/// The prefill order: YCSB loads keynums in order (their keys are hashed);
+/// the others load a seeded random permutation.
+pub fn prefill_order(p: &Params, space: &KeySpace) -> Arc<Vec<u64>> {
+    Arc::new(if space.layout == Layout::Hashed {
+        (0..space.count).collect()
+    } else {
+        permutation(0, space.count, p.seed ^ 0xf111)
+    })
+}
+
+/// Thread `t`'s share `[start, end)` of `n` items.
+pub fn share(n: u64, threads: usize, t: usize) -> (u64, u64) {
+    let threads = threads as u64;
+    let t = t as u64;
+    let base = n / threads;
+    let extra = n % threads;
+    let start = t * base + t.min(extra);
+    (start, start + base + u64::from(t < extra))
+}
+
+impl OpStream {
+    /// Puts of `order`'s share for thread `t` (the prefill).
+    pub fn prefill(order: Arc<Vec<u64>>, threads: usize, t: usize) -> OpStream {
+        let (at, end) = share(order.len() as u64, threads, t);
+        OpStream {
+            rng: Rng::new(0),
+            count: 0,
+            source: Source::List {
+                keys: order,
+                at: at as usize,
+                end: end as usize,
+                insert: false,
+            },
+        }
+    }
+
+    /// The measured operations of thread `t`. `order` is the fill
+    /// permutation (fillrandom, sifrdb, zipf-simple's ranking).
+    pub fn measured(
+        p: &Params,
+        space: &KeySpace,
+        order: &Arc<Vec<u64>>,
+        t: usize,
+        writer: bool,
+    ) -> OpStream {
+        let rng = Rng::new(p.seed.wrapping_mul(0x9e37_79b9).wrapping_add(t as u64 + 1));
+        let n = space.count;
+        let (s, e) = share(n, p.threads, t);
+        let left = if writer {
+            u64::MAX
+        } else {
+            let (a, b) = share(p.ops, p.threads, t);
+            b - a
+        };
+        let list = |keys: Arc<Vec<u64>>, insert| Source::List {
+            keys,
+            at: s as usize,
+            end: e as usize,
+            insert,
+        };
+        let mixed = |mix, chooser, reads_scan| Source::Mixed {
+            mix,
+            chooser,
+            reads_scan,
+            left,
+        };
+        let rw = |read: f64| Mix {
+            read,
+            update: 1.0 - read,
+            insert: 0.0,
+            scan: 0.0,
+        };
+        use Workload::*;
+        let source = match p.workload {
+            FillSeq => Source::Range { at: s, end: e },
+            Load => Source::Range { at: s, end: e },
+            FillRandom | Sifrdb => list(order.clone(), false),
+            Overwrite => mixed(rw(0.0), Chooser::Uniform, None),
+            ReadRandom => mixed(rw(1.0), Chooser::Uniform, None),
+            ReadWhileWriting => mixed(rw(if writer { 0.0 } else { 1.0 }), Chooser::Uniform, None),
+            SeekRandom => mixed(
+                rw(1.0),
+                Chooser::Uniform,
+                Some((p.scan_length.unwrap_or(1).max(1), false)),
+            ),
+            ReadSeq => Source::Sequential { left },
+            A | B | C | F | P => mixed(
+                p.workload.ycsb_mix(),
+                Chooser::Scrambled(ScrambledZipfian::new(0, n - 1)),
+                None,
+            ),
+            D => mixed(
+                p.workload.ycsb_mix(),
+                Chooser::Latest(SkewedLatest::new(n - 1)),
+                None,
+            ),
+            E => {
+                let expected_new = (p.ops as f64 * 0.05 * 2.0) as u64;
+                mixed(
+                    p.workload.ycsb_mix(),
+                    Chooser::Scrambled(ScrambledZipfian::new(0, n + expected_new)),
+                    Some((p.scan_length.unwrap_or(YCSB_MAX_SCAN).max(1), true)),
+                )
+            }
+            Ws1 => mixed(
+                rw(p.read_ratio),
+                Chooser::Hotspot(Hotspot::new(0, n - 1, 0.01, 0.99)),
+                None,
+            ),
+            Ws2 => mixed(
+                rw(p.read_ratio),
+                Chooser::Hotspot(Hotspot::new(0, n - 1, 0.2, 0.8)),
+                None,
+            ),
+            Ws3 => mixed(rw(p.read_ratio), Chooser::Uniform, None),
+            ZipfSimple => mixed(
+                rw(p.read_ratio),
+                Chooser::Permuted(Zipfian::new(n, YODB_THETA), order.clone()),
+                None,
+            ),
+            ZipfComposite => {
+                let Layout::Composite { suffixes } = space.layout else {
+                    unreachable!("zipf-composite has a composite layout")
+                };
+                mixed(
+                    rw(p.read_ratio),
+                    Chooser::Composite(
+                        Zipfian::new(n / suffixes, YODB_THETA),
+                        Zipfian::new(suffixes, YODB_THETA),
+                        suffixes,
+                    ),
+                    None,
+                )
+            }
+            RangeHot => {
+                let len = ((n as f64 * p.hot_fraction) as u64).clamp(1, n);
+                mixed(
+                    rw(p.read_ratio),
+                    Chooser::RangeHot {
+                        start: (n - len) / 2,
+                        len,
+                    },
+                    p.scan_length.filter(|&l| l > 0).map(|l| (l, false)),
+                )
+            }
+        };
+        OpStream {
+            rng,
+            count: n,
+            source,
+        }
+    }
+
+    /// The next operation, or `None` when this thread is done.
+    pub fn next(&mut self, shared: &Shared) -> Option<Op> {
+        match &mut self.source {
+            Source::List {
+                keys,
+                at,
+                end,
+                insert,
+            } => {
+                if at >= end {
+                    return None;
+                }
+                let k = keys[*at];
+                *at += 1;
+                Some(if *insert { Op::Insert(k) } else { Op::Put(k) })
+            }
+            Source::Range { at, end } => {
+                if at >= end {
+                    return None;
+                }
+                *at += 1;
+                Some(Op::Put(*at - 1))
+            }
+            Source::Sequential { left } => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                Some(Op::Next)
+            }
+            Source::Mixed {
+                mix,
+                chooser,
+                reads_scan,
+                left,
+            } => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                let rng = &mut self.rng;
+                let n = self.count;
+                let r = rng.next_f64();
+                let mix = *mix;
+                let is_read = r < mix.read;
+                let last = n + shared.acked.load(Ordering::Acquire) - 1;
+                let mut choose = |rng: &mut Rng| -> u64 {
+                    match chooser {
+                        Chooser::Uniform => rng.below(n),
+                        Chooser::Scrambled(g) => loop {
+                            let k = g.next(rng);
+                            if k <= last {
+                                break k;
+                            }
+                        },
+                        Chooser::Latest(g) => g.next(last, rng),
+                        Chooser::Hotspot(g) => g.next(rng),
+                        Chooser::Permuted(z, perm) => perm[z.next(rng) as usize],
+                        Chooser::Composite(zp, zs, suffixes) => {
+                            zp.next(rng) * *suffixes + zs.next(rng)
+                        }
+                        Chooser::RangeHot { start, len } => {
+                            if is_read && rng.next_f64() < RANGEHOT_READ_SHARE {
+                                *start + rng.below(*len)
+                            } else if is_read && *len < n {
+                                // The cold part, uniformly.
+                                let c = rng.below(n - *len);
+                                if c < *start {
+                                    c
+                                } else {
+                                    c + *len
+                                }
+                            } else {
+                                rng.below(n)
+                            }
+                        }
+                    }
+                };
+                let scan = |rng: &mut Rng, k, (len, uniform): (usize, bool)| {
+                    let len = if uniform {
+                        1 + rng.below(len as u64) as usize
+                    } else {
+                        len
+                    };
+                    Op::Scan(k, len)
+                };
+                Some(if is_read {
+                    let k = choose(rng);
+                    match *reads_scan {
+                        Some(s) => scan(rng, k, s),
+                        None => Op::Get(k),
+                    }
+                } else if r < mix.read + mix.update {
+                    Op::Put(choose(rng))
+                } else if r < mix.read + mix.update + mix.insert {
+                    Op::Insert(n + shared.next_insert.fetch_add(1, Ordering::AcqRel))
+                } else if r < mix.read + mix.update + mix.insert + mix.scan {
+                    let k = choose(rng);
+                    scan(rng, k, reads_scan.unwrap_or((YCSB_MAX_SCAN, true)))
+                } else {
+                    Op::Rmw(choose(rng))
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn params(workload: Workload, num: u64, threads: usize) -> Params {
+        Params {
+            workload,
+            num,
+            ops: num,
+            threads,
+            key_size: 16,
+            value_size: 100,
+            read_ratio: 0.5,
+            scan_length: None,
+            hot_fraction: 0.15,
+            seed: 42,
+        }
+    }
+
+    /// Every operation of every thread.
+    fn all_ops(p: &Params) -> Vec<Op> {
+        let space = KeySpace::new(p);
+        let order = prefill_order(p, &space);
+        let shared = Shared::default();
+        let mut out = Vec::new();
+        for t in 0..p.threads {
+            let mut s = OpStream::measured(p, &space, &order, t, false);
+            while let Some(op) = s.next(&shared) {
+                if let Op::Insert(_) = op {
+                    shared.acked.fetch_add(1, Ordering::AcqRel);
+                }
+                out.push(op);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for w in Workload::ALL {
+            assert_eq!(w.name().parse::<Workload>().unwrap(), *w);
+        }
+        assert_eq!("ycsb-a".parse::<Workload>().unwrap(), Workload::A);
+        assert!("nope".parse::<Workload>().is_err());
+    }
+
+    #[test]
+    fn fill_workloads_write_every_key_once() {
+        for w in [
+            Workload::FillSeq,
+            Workload::FillRandom,
+            Workload::Load,
+            Workload::Sifrdb,
+        ] {
+            for threads in [1, 3] {
+                let p = params(w, 10_007, threads);
+                let space = KeySpace::new(&p);
+                let mut keys = HashSet::new();
+                let mut buf = Vec::new();
+                let ops = all_ops(&p);
+                assert_eq!(ops.len(), 10_007, "{w}");
+                for op in ops {
+                    let Op::Put(k) = op else {
+                        panic!("{w}: {op:?}")
+                    };
+                    space.key_into(&mut buf, k);
+                    assert_eq!(buf.len(), space.key_size);
+                    assert!(keys.insert(buf.clone()), "{w}: duplicate key {k}");
+                }
+            }
+        }
+        let p = params(Workload::FillSeq, 1000, 2);
+        let space = KeySpace::new(&p);
+        let keys: Vec<Vec<u8>> = all_ops(&p)
+            .into_iter()
+            .map(|op| {
+                let Op::Put(k) = op else { unreachable!() };
+                let mut b = Vec::new();
+                space.key_into(&mut b, k);
+                b
+            })
+            .collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "fillseq is in key order"
+        );
+        let fr = all_ops(&params(Workload::FillRandom, 1000, 1));
+        assert!(
+            fr.windows(2).any(|w| w[0] > w[1]),
+            "fillrandom is not in order"
+        );
+    }
+
+    #[test]
+    fn prefill_covers_the_key_space() {
+        for w in [Workload::ReadRandom, Workload::A, Workload::ZipfComposite] {
+            let p = params(w, 5000, 2);
+            let space = KeySpace::new(&p);
+            let order = prefill_order(&p, &space);
+            let shared = Shared::default();
+            let mut seen = HashSet::new();
+            for t in 0..2 {
+                let mut s = OpStream::prefill(order.clone(), 2, t);
+                while let Some(Op::Put(k)) = s.next(&shared) {
+                    assert!(seen.insert(k));
+                }
+            }
+            assert_eq!(seen.len() as u64, space.count);
+        }
+    }
+
+    #[test]
+    fn sifrdb_sizes() {
+        let p = params(Workload::Sifrdb, 10_000, 1);
+        let space = KeySpace::new(&p);
+        let mut buf = Vec::new();
+        space.key_into(&mut buf, 5);
+        assert_eq!(buf.len(), SIFRDB_KEY_SIZE);
+        let lens: Vec<usize> = (0..10_000).map(|k| space.value_len(k)).collect();
+        assert!(lens.iter().all(|&l| (1..=200).contains(&l)));
+        let mean = lens.iter().sum::<usize>() as f64 / lens.len() as f64;
+        assert!((mean - 100.5).abs() < 3.0, "mean {mean}");
+        assert!(lens.contains(&1) && lens.contains(&200));
+        assert_eq!(
+            space.logical_bytes(10_000),
+            lens.iter()
+                .map(|&l| (l + SIFRDB_KEY_SIZE) as u64)
+                .sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn ycsb_mixes_add_up() {
+        for (w, kinds) in [
+            (Workload::A, vec![(0, 0.5), (1, 0.5)]),
+            (Workload::B, vec![(0, 0.95), (1, 0.05)]),
+            (Workload::C, vec![(0, 1.0)]),
+            (Workload::D, vec![(0, 0.95), (2, 0.05)]),
+            (Workload::E, vec![(3, 0.95), (2, 0.05)]),
+            (Workload::F, vec![(0, 0.5), (4, 0.5)]),
+            (Workload::P, vec![(1, 1.0)]),
+        ] {
+            let p = params(w, 20_000, 2);
+            let ops = all_ops(&p);
+            assert_eq!(ops.len(), 20_000);
+            let mut c: HashMap<usize, usize> = HashMap::new();
+            for op in &ops {
+                *c.entry(op.kind()).or_default() += 1;
+            }
+            for (kind, share) in kinds {
+                let got = c.get(&kind).copied().unwrap_or(0) as f64 / ops.len() as f64;
+                assert!((got - share).abs() < 0.02, "{w} kind {kind}: {got}");
+            }
+            let inserted = c.get(&2).copied().unwrap_or(0) as u64;
+            for op in &ops {
+                match *op {
+                    // Latest (d) also reads the keys inserted so far.
+                    Op::Get(k) | Op::Put(k) | Op::Rmw(k) => assert!(k < 20_000 + inserted),
+                    Op::Scan(k, len) => {
+                        assert!(k < 20_000 + 20_000 * 2 / 10);
+                        assert!((1..=YCSB_MAX_SCAN).contains(&len));
+                    }
+                    Op::Insert(k) => assert!(k >= 20_000),
+                    Op::Next => unreachable!(),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ycsb_inserts_are_unique_and_latest_reads_recent_keys() {
+        let p = params(Workload::D, 10_000, 2);
+        let ops = all_ops(&p);
+        let inserts: Vec<u64> = ops
+            .iter()
+            .filter_map(|op| {
+                if let Op::Insert(k) = op {
+                    Some(*k)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let set: HashSet<_> = inserts.iter().collect();
+        assert_eq!(set.len(), inserts.len());
+        // Latest: most reads fall near the newest keys.
+        let recent = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Get(k) if *k >= 9_000))
+            .count();
+        let reads = ops.iter().filter(|op| matches!(op, Op::Get(_))).count();
+        assert!(recent as f64 / reads as f64 > 0.5, "{recent} of {reads}");
+    }
+
+    #[test]
+    fn composite_keys_share_zipf_prefixes() {
+        let p = params(Workload::ZipfComposite, 1 << 16, 1);
+        let space = KeySpace::new(&p);
+        assert_eq!(space.count, 1 << 16);
+        let mut buf = Vec::new();
+        let mut by_prefix: HashMap<u16, usize> = HashMap::new();
+        let ops = all_ops(&p);
+        for op in &ops {
+            let (Op::Get(k) | Op::Put(k)) = *op else {
+                panic!("{op:?}")
+            };
+            space.key_into(&mut buf, k);
+            let id = u64::from_be_bytes(buf[8..16].try_into().unwrap());
+            let prefix = (id >> (64 - COMPOSITE_PREFIX_BITS)) as u16;
+            assert_eq!(
+                prefix as u64,
+                k / 4,
+                "14 high bits are the primary attribute"
+            );
+            *by_prefix.entry(prefix).or_default() += 1;
+        }
+        // Prefix 0 is the most popular, with Zipf(0.8) rank-0 share.
+        let top = by_prefix.iter().max_by_key(|(_, c)| **c).unwrap();
+        assert_eq!(*top.0, 0);
+        let p0 = 1.0 / super::super::generators::zeta(0, 1 << 14, YODB_THETA, 0.0);
+        let got = *top.1 as f64 / ops.len() as f64;
+        assert!((got - p0).abs() / p0 < 0.1, "{got} vs {p0}");
+        // Keys of one prefix are contiguous in key order.
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        space.key_into(&mut a, 3); // prefix 0, last suffix
+        space.key_into(&mut b, 4); // prefix 1, first suffix
+        assert!(a < b);
+    }
+
+    #[test]
+    fn zipf_simple_ranks_a_permutation() {
+        let p = params(Workload::ZipfSimple, 10_000, 1);
+        let ops = all_ops(&p);
+        let mut c: HashMap<u64, usize> = HashMap::new();
+        for op in &ops {
+            let (Op::Get(k) | Op::Put(k)) = *op else {
+                panic!()
+            };
+            *c.entry(k).or_default() += 1;
+        }
+        let (&hot, _) = c.iter().max_by_key(|(_, n)| **n).unwrap();
+        let space = KeySpace::new(&p);
+        assert_eq!(
+            hot,
+            prefill_order(&p, &space)[0],
+            "rank 0 is the permutation's first key"
+        );
+    }
+
+    #[test]
+    fn ws_and_rangehot_skews() {
+        let mut p = params(Workload::Ws1, 100_000, 1);
+        p.ops = 100_000;
+        let hot = all_ops(&p)
+            .iter()
+            .filter(|op| matches!(op, Op::Get(k) | Op::Put(k) if *k < 1000))
+            .count();
+        assert!((hot as f64 / 100_000.0 - 0.99).abs() < 0.01);
+        let mut p = params(Workload::RangeHot, 100_000, 1);
+        p.read_ratio = 1.0;
+        p.scan_length = Some(10);
+        let ops = all_ops(&p);
+        let (start, len) = (42_500, 15_000);
+        let in_hot = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Scan(k, 10) if (start..start + len).contains(k)))
+            .count();
+        assert!((in_hot as f64 / ops.len() as f64 - 0.98).abs() < 0.01);
+    }
+}

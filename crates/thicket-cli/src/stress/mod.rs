@@ -1,0 +1,309 @@
+//! `thicket stress` and `thicket crashtest`: the stress, crash and
+//! power-loss harness (after RocksDB's db_stress and db_crashtest.py).
+//!
+//! `stress` runs random operations against a store and an expected-state
+//! shadow kept in a file beside it; started on a store that has a shadow, it
+//! first verifies the whole store against it. `crashtest` runs `stress`
+//! over and over, SIGKILLing it at random moments, for every profile.
+
+mod args;
+mod crashtest;
+mod expected;
+mod fs;
+mod keys;
+mod verify;
+mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use thicketdb::io::fault::FaultFs;
+use thicketdb::{Db, Options, Profile};
+
+pub use args::{CrashtestArgs, StressArgs};
+pub use crashtest::run as crashtest;
+
+use crate::cli::GlobalArgs;
+use crate::commands::{build_options, db_dir, Access, Status};
+use crate::error::{CliError, CliResult};
+use expected::Expected;
+use fs::{Crash, ProcessFs};
+use worker::{Counts, Shared};
+
+/// Tunables the stress test picks from per run (unless `--option` sets
+/// them): small memtables and tables so that flushes and compactions run
+/// all the time, and varied block and cache settings.
+const TUNABLES: &[(&str, &[&str])] = &[
+    ("write_buffer_size", &["65536", "131072", "262144"]),
+    ("target_table_size", &["8192", "16384", "65536"]),
+    ("block_size", &["256", "1024", "4096"]),
+    ("block_restart_interval", &["1", "4", "16"]),
+    ("bloom_bits_per_key", &["0", "10"]),
+    ("compression", &["none", "lz4", "zstd"]),
+    ("block_cache_size", &["65536", "1048576", "67108864"]),
+    ("max_open_files", &["16", "1000"]),
+    ("l0_compaction_trigger", &["2", "4"]),
+];
+
+/// Applies randomly chosen tunables the user did not set; returns them as
+/// `NAME=VALUE`. Choices a profile rejects are left out.
+fn pick_tunables(options: &mut Options, user: &[String], rng: &mut StdRng) -> Vec<String> {
+    let mut chosen = Vec::new();
+    for (name, values) in TUNABLES {
+        let value = values[rng.random_range(0..values.len())];
+        if user
+            .iter()
+            .any(|o| o.split('=').next().map(str::trim) == Some(name))
+        {
+            continue;
+        }
+        let before = options.clone();
+        if options.set(name, value).is_ok() && options.validate().is_ok() {
+            chosen.push(format!("{name}={value}"));
+        } else {
+            *options = before;
+        }
+    }
+    chosen
+}
+
+/// The expected-state file of the store in `dir`: `DIR.expected`.
+fn default_expected_path(dir: &Path) -> PathBuf {
+    let mut s = dir.components().collect::<PathBuf>().into_os_string();
+    s.push(".expected");
+    PathBuf::from(s)
+}
+
+fn seed_of(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| rand::rng().random())
+}
+
+fn failed(problems: &[String], seed: u64) -> CliError {
+    for p in problems.iter().take(50) {
+        eprintln!("MISMATCH: {p} (seed {seed})");
+    }
+    CliError::Usage(format!(
+        "stress: {} problem(s) found (seed {seed}); first: {}",
+        problems.len(),
+        problems.first().map_or("", String::as_str)
+    ))
+}
+
+pub fn run(g: &GlobalArgs, args: &StressArgs) -> CliResult<Status> {
+    let seed = seed_of(args.seed);
+    if args.threads == 0 {
+        return Err(CliError::Usage("--threads must be at least 1".into()));
+    }
+    if args.keys == 0 {
+        return Err(CliError::Usage("--keys must be at least 1".into()));
+    }
+    match args.power_loss_cycles {
+        Some(cycles) => power_loss(g, args, seed, cycles),
+        None => on_disk(g, args, seed),
+    }
+}
+
+/// Runs the workers until `deadline` (then calls `on_deadline`) or a
+/// failure.
+fn run_workers(shared: &Shared, threads: usize, deadline: Instant, on_deadline: impl FnOnce()) {
+    std::thread::scope(|scope| {
+        for id in 0..threads {
+            scope.spawn(move || worker::run(shared, id));
+        }
+        while Instant::now() < deadline && !shared.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(2).min(deadline - Instant::now()));
+        }
+        if !shared.stop.load(Ordering::SeqCst) {
+            on_deadline();
+        }
+        shared.stop.store(true, Ordering::SeqCst);
+    });
+}
+
+fn new_shared(db: Db, expected: Arc<Expected>, seed: u64, args: &StressArgs) -> Shared {
+    Shared {
+        db,
+        expected,
+        seed,
+        sync_fraction: args.sync_fraction,
+        stop: AtomicBool::new(false),
+        crashed: AtomicBool::new(false),
+        failures: Mutex::new(Vec::new()),
+        counts: Counts::default(),
+    }
+}
+
+fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
+    let dir = db_dir(g)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut options = build_options(g, dir, Access::Create)?;
+    let chosen = pick_tunables(&mut options, &g.options, &mut rng);
+    println!(
+        "stress: {} profile {} seed {seed} threads {} options {}",
+        dir.display(),
+        options.profile,
+        args.threads,
+        chosen.join(" ")
+    );
+    let db = Db::open(dir, options)?;
+    let path = args
+        .expected_state
+        .clone()
+        .unwrap_or_else(|| default_expected_path(dir));
+    let expected = if path.exists() {
+        let e = Expected::open(&path)?;
+        verify_after_crash(&db, &e, seed)?;
+        e
+    } else {
+        // A crash can come between creating the store and its shadow; an
+        // empty store is fine, anything else has lost its shadow.
+        let mut iter = db.iter(thicketdb::ReadOptions::default())?;
+        iter.seek_to_first();
+        iter.status()?;
+        if iter.valid() {
+            return Err(CliError::Usage(format!(
+                "{} holds data but has no expected state at {}",
+                dir.display(),
+                path.display()
+            )));
+        }
+        Expected::create(&path, args.keys)?
+    };
+    let shared = new_shared(db, Arc::new(expected), seed, args);
+    if let Some(ms) = args.kill_after_ms {
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        });
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(args.duration.max(0.0));
+    run_workers(&shared, args.threads, deadline, || ());
+    let failures = shared.failures();
+    if !failures.is_empty() {
+        return Err(failed(&failures, seed));
+    }
+    let state =
+        verify::read_state(&shared.db, shared.expected.keys()).map_err(|p| failed(&p, seed))?;
+    let problems = verify::check_recovered(&state, &shared.expected);
+    if !problems.is_empty() {
+        return Err(failed(&problems, seed));
+    }
+    println!("stress: done: {}", shared.counts.summary());
+    let Shared { db, .. } = shared;
+    db.close()?;
+    Ok(Status::Success)
+}
+
+/// The first thing a run on an existing shadow does: check every key, then
+/// settle in-flight writes to what the store holds.
+fn verify_after_crash(db: &Db, expected: &Expected, seed: u64) -> CliResult<()> {
+    let state = verify::read_state(db, expected.keys()).map_err(|p| failed(&p, seed))?;
+    let in_flight = (0..expected.keys())
+        .filter(|&i| expected.slot(i).pending != expected::NONE)
+        .count();
+    let problems = verify::check_recovered(&state, expected);
+    if !problems.is_empty() {
+        return Err(failed(&problems, seed));
+    }
+    expected.reset(&state)?;
+    let present = state.iter().filter(|&&b| b != keys::ABSENT).count();
+    println!(
+        "stress: verified {} keys ({present} present, {in_flight} writes were in flight)",
+        expected.keys()
+    );
+    Ok(())
+}
+
+/// Options of the power-loss mode: the profile's, then `--option`s.
+fn memory_options(g: &GlobalArgs) -> CliResult<Options> {
+    let profile: Profile = g
+        .profile
+        .as_deref()
+        .map(str::parse)
+        .transpose()?
+        .unwrap_or_default();
+    let mut options = profile.options();
+    for spec in &g.options {
+        let (name, value) = spec.split_once('=').ok_or_else(|| {
+            CliError::Usage(format!("bad --option {spec:?}: expected NAME=VALUE"))
+        })?;
+        options.set(name.trim(), value.trim())?;
+    }
+    options.validate()?;
+    Ok(options)
+}
+
+fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliResult<Status> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut options = memory_options(g)?;
+    let chosen = pick_tunables(&mut options, &g.options, &mut rng);
+    println!(
+        "stress: in-memory power-loss mode, profile {} seed {seed} threads {} options {}",
+        options.profile,
+        args.threads,
+        chosen.join(" ")
+    );
+    let dir = Path::new("stress-db");
+    let fault = FaultFs::new();
+    let expected = Arc::new(Expected::in_memory(args.keys));
+    let per_cycle = args.duration.max(0.0) / f64::from(cycles.max(1));
+    let (mut power_losses, mut process_crashes) = (0, 0);
+    let mut process = ProcessFs::new(fault.clone());
+    let mut db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))?;
+    for cycle in 0..cycles {
+        let how = if rng.random_bool(0.75) {
+            Crash::PowerLoss
+        } else {
+            Crash::Process
+        };
+        let start = verify::acked_bases(&expected.capture(|| ()).1);
+        expected.start_history();
+        let shared = new_shared(db, expected.clone(), seed ^ u64::from(cycle), args);
+        let run_for = Duration::from_secs_f64(per_cycle * rng.random_range(0.2..1.0));
+        run_workers(&shared, args.threads, Instant::now() + run_for, || {
+            shared.crashed.store(true, Ordering::SeqCst);
+            process.crash(how);
+        });
+        let failures = shared.failures();
+        let history = expected.take_history();
+        if !failures.is_empty() {
+            return Err(failed(&failures, seed));
+        }
+        let Shared {
+            db: dead, counts, ..
+        } = shared;
+        // Dropping the dead process's handle: its shutdown fails, harmlessly.
+        drop(dead);
+        process = ProcessFs::new(fault.clone());
+        db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))
+            .map_err(|e| failed(&[format!("reopen after a simulated crash: {e}")], seed))?;
+        let state = verify::read_state(&db, args.keys).map_err(|p| failed(&p, seed))?;
+        let min = verify::required_prefix(&history, how == Crash::PowerLoss);
+        let kept = verify::check_prefix(&start, &history, min, &state).map_err(|mut p| {
+            p.insert(0, format!("cycle {cycle} ({how:?})"));
+            failed(&p, seed)
+        })?;
+        expected.reset(&state)?;
+        match how {
+            Crash::PowerLoss => power_losses += 1,
+            Crash::Process => process_crashes += 1,
+        }
+        println!(
+            "stress: cycle {cycle}: {how:?} after {run_for:?}: {} writes, recovered {kept} (at least {min} required); {}",
+            history.len(),
+            counts.summary()
+        );
+    }
+    db.close()?;
+    println!(
+        "stress: done: {power_losses} power losses, {process_crashes} process crashes survived"
+    );
+    Ok(Status::Success)
+}

@@ -1,0 +1,463 @@
+//! The stress workers: random puts, deletes, batches, gets, iterators (both
+//! directions, random bounds) and snapshots, every read checked against the
+//! shadow.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use thicketdb::{Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+use super::expected::{Expected, Slot, NONE};
+use super::keys::{describe, describe_base, key, parse_key, parse_value, value, ABSENT, MAX_BASE};
+
+/// Operation counts, for the summary line.
+#[derive(Default)]
+pub struct Counts {
+    pub writes: AtomicU64,
+    pub batches: AtomicU64,
+    pub gets: AtomicU64,
+    pub iterations: AtomicU64,
+    pub snapshot_reads: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compactions: AtomicU64,
+}
+
+impl Counts {
+    pub fn summary(&self) -> String {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "{} writes ({} batches), {} gets, {} iterator checks, {} snapshot reads, {} flushes, {} compactions",
+            g(&self.writes),
+            g(&self.batches),
+            g(&self.gets),
+            g(&self.iterations),
+            g(&self.snapshot_reads),
+            g(&self.flushes),
+            g(&self.compactions),
+        )
+    }
+}
+
+/// What the workers share.
+pub struct Shared {
+    pub db: Db,
+    pub expected: Arc<Expected>,
+    pub seed: u64,
+    pub sync_fraction: f64,
+    /// Set to end the run.
+    pub stop: AtomicBool,
+    /// Set by a simulated crash: errors and mismatches after it are expected.
+    pub crashed: AtomicBool,
+    pub failures: Mutex<Vec<String>>,
+    pub counts: Counts,
+}
+
+/// Why a worker stopped early.
+enum Stop {
+    /// A real failure, already recorded.
+    Failed,
+    /// The simulated crash made the store unusable.
+    Crashed,
+}
+
+impl Shared {
+    fn fail(&self, what: String) -> Stop {
+        if self.crashed.load(Ordering::SeqCst) {
+            return Stop::Crashed;
+        }
+        eprintln!("MISMATCH/ERROR: {what} (seed {})", self.seed);
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(what);
+        self.stop.store(true, Ordering::SeqCst);
+        Stop::Failed
+    }
+
+    pub fn failures(&self) -> Vec<String> {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// A held snapshot and the shadow as of it.
+struct HeldSnapshot {
+    snapshot: Snapshot,
+    slots: Vec<Slot>,
+}
+
+struct Worker<'a> {
+    s: &'a Shared,
+    rng: StdRng,
+    keys: u32,
+    held: Vec<HeldSnapshot>,
+}
+
+pub fn run(shared: &Shared, id: usize) {
+    let mut w = Worker {
+        s: shared,
+        rng: StdRng::seed_from_u64(shared.seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        keys: shared.expected.keys(),
+        held: Vec::new(),
+    };
+    while !shared.stop.load(Ordering::Relaxed) {
+        if w.step().is_err() {
+            return;
+        }
+    }
+}
+
+type Step = Result<(), Stop>;
+
+/// Whether a value read back for key `i` is one `slot` allows.
+fn check_value(i: u32, got: Option<&[u8]>, slot: &Slot) -> Result<(), String> {
+    let base = match got {
+        None => ABSENT,
+        Some(v) => parse_value(i, v).ok_or_else(|| {
+            format!(
+                "key {}: expected {}, actual unrecognized value {}",
+                describe(&key(i)),
+                slot.describe(),
+                describe(v)
+            )
+        })?,
+    };
+    if slot.allows(base) {
+        Ok(())
+    } else {
+        Err(format!(
+            "key {}: expected {}, actual {}",
+            describe(&key(i)),
+            slot.describe(),
+            describe_base(base)
+        ))
+    }
+}
+
+impl Worker<'_> {
+    fn step(&mut self) -> Step {
+        match self.rng.random_range(0..1000) {
+            0..300 => self.write(1),
+            300..400 => self.delete(),
+            400..520 => {
+                let n = self.rng.random_range(2..=10);
+                self.write(n)
+            }
+            520..770 => self.get(),
+            770..930 => self.iterate(),
+            930..997 => self.snapshot_op(),
+            997..999 => self.flush(),
+            _ => self.compact(),
+        }
+    }
+
+    fn random_key(&mut self) -> u32 {
+        // Half the operations go to a hot tenth of the key space.
+        if self.rng.random_bool(0.5) {
+            self.rng.random_range(0..self.keys.div_ceil(10))
+        } else {
+            self.rng.random_range(0..self.keys)
+        }
+    }
+
+    fn distinct_keys(&mut self, n: usize) -> Vec<u32> {
+        let mut keys: Vec<u32> = Vec::with_capacity(n);
+        while keys.len() < n.min(self.keys as usize) {
+            let k = self.random_key();
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
+    fn sync(&mut self) -> bool {
+        self.rng.random_bool(self.s.sync_fraction.clamp(0.0, 1.0))
+    }
+
+    /// Writes `ops` (as one batch when more than one), checking the result.
+    fn apply(&mut self, ops: &[(u32, u32)]) -> Step {
+        let sync = self.sync();
+        let db = &self.s.db;
+        let outcome = self.s.expected.write(ops, sync, || {
+            let opts = WriteOptions { sync };
+            match ops {
+                [(i, ABSENT)] => db.delete_opt(&key(*i), opts),
+                [(i, base)] => db.put_opt(&key(*i), &value(*i, *base), opts),
+                _ => {
+                    let mut batch = WriteBatch::new();
+                    for &(i, base) in ops {
+                        if base == ABSENT {
+                            batch.delete(&key(i))?;
+                        } else {
+                            batch.put(&key(i), &value(i, base))?;
+                        }
+                    }
+                    db.write_opt(batch, opts)
+                }
+            }
+        });
+        match outcome {
+            Err(e) => Err(self.s.fail(format!("expected-state file: {e}"))),
+            Ok(Err(e)) => Err(self
+                .s
+                .fail(format!("write of {} keys failed: {e}", ops.len()))),
+            Ok(Ok(())) => {
+                self.s.counts.writes.fetch_add(1, Ordering::Relaxed);
+                if ops.len() > 1 {
+                    self.s.counts.batches.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn write(&mut self, n: usize) -> Step {
+        let keys = self.distinct_keys(n);
+        let ops: Vec<(u32, u32)> = keys
+            .into_iter()
+            .map(|i| {
+                let base = if n > 1 && self.rng.random_bool(0.2) {
+                    ABSENT
+                } else {
+                    self.rng.random_range(1..=MAX_BASE)
+                };
+                (i, base)
+            })
+            .collect();
+        self.apply(&ops)
+    }
+
+    fn delete(&mut self) -> Step {
+        let i = self.random_key();
+        self.apply(&[(i, ABSENT)])
+    }
+
+    fn get(&mut self) -> Step {
+        let i = self.random_key();
+        let slot = self.s.expected.lock_key(i);
+        let got = self.s.db.get(&key(i));
+        let checked = match &got {
+            Ok(v) => check_value(i, v.as_deref(), &slot),
+            Err(e) => Err(format!("get {}: {e}", describe(&key(i)))),
+        };
+        drop(slot);
+        self.s.counts.gets.fetch_add(1, Ordering::Relaxed);
+        checked.map_err(|e| self.s.fail(e))
+    }
+
+    fn take_snapshot(&self) -> HeldSnapshot {
+        let (snapshot, slots) = self.s.expected.capture(|| self.s.db.snapshot());
+        HeldSnapshot { snapshot, slots }
+    }
+
+    /// A random range check: bounds, a start (first, last or a seek), then
+    /// steps in one direction, possibly turning around once.
+    fn iterate(&mut self) -> Step {
+        let held = self.take_snapshot();
+        let r = self.check_range(&held);
+        self.s.counts.iterations.fetch_add(1, Ordering::Relaxed);
+        r
+    }
+
+    fn check_range(&mut self, held: &HeldSnapshot) -> Step {
+        let lo = self
+            .rng
+            .random_bool(0.5)
+            .then(|| self.rng.random_range(0..self.keys));
+        let hi = self
+            .rng
+            .random_bool(0.5)
+            .then(|| self.rng.random_range(lo.unwrap_or(0)..=self.keys));
+        let opts = ReadOptions {
+            snapshot: Some(held.snapshot.clone()),
+            lower_bound: lo.map(key),
+            upper_bound: hi.map(key),
+            ..ReadOptions::default()
+        };
+        let mut iter = match self.s.db.iter(opts) {
+            Ok(iter) => iter,
+            Err(e) => return Err(self.s.fail(format!("iterator: {e}"))),
+        };
+        let first = lo.unwrap_or(0);
+        let end = hi.unwrap_or(self.keys);
+        let checker = RangeChecker {
+            slots: &held.slots,
+            first,
+            end,
+        };
+        // `pos`: the key the iterator should be on, or None for invalid.
+        // What the iterator was asked to do, for reports.
+        let mut trace;
+        let mut pos = match self.rng.random_range(0..3) {
+            0 => {
+                iter.seek_to_first();
+                trace = "seek_to_first".to_string();
+                checker.next_from(first)
+            }
+            1 => {
+                iter.seek_to_last();
+                trace = "seek_to_last".to_string();
+                checker.prev_before(end)
+            }
+            _ => {
+                let t = self.rng.random_range(0..self.keys);
+                iter.seek(&key(t));
+                trace = format!("seek({})", describe(&key(t)));
+                checker.next_from(t.max(first))
+            }
+        };
+        let steps = self.rng.random_range(1..60);
+        let turn_at = self.rng.random_range(0..steps * 2);
+        let mut forward = self.rng.random_bool(0.5);
+        for step in 0..steps {
+            checker.check(&iter, pos).map_err(|e| {
+                self.s.fail(format!(
+                    "{e} (key bounds {lo:?}..{hi:?}, snapshot {}, after {trace})",
+                    held.snapshot.sequence()
+                ))
+            })?;
+            let Some(p) = pos else { break };
+            if step == turn_at {
+                forward = !forward;
+            }
+            if forward {
+                iter.next();
+                trace.push_str(", next");
+                pos = checker.next_from(p + 1);
+            } else {
+                iter.prev();
+                trace.push_str(", prev");
+                pos = checker.prev_before(p);
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot_op(&mut self) -> Step {
+        if self.held.len() < 2 && self.rng.random_bool(0.3) {
+            let held = self.take_snapshot();
+            self.held.push(held);
+            return Ok(());
+        }
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let n = self.rng.random_range(0..self.held.len());
+        let held = self.held.swap_remove(n);
+        for _ in 0..self.rng.random_range(1..10) {
+            let i = self.random_key();
+            let opts = ReadOptions {
+                snapshot: Some(held.snapshot.clone()),
+                ..ReadOptions::default()
+            };
+            let checked = match self.s.db.get_opt(&key(i), &opts) {
+                Ok(v) => check_value(i, v.as_deref(), &held.slots[i as usize]),
+                Err(e) => Err(format!("get at snapshot {}: {e}", describe(&key(i)))),
+            };
+            checked.map_err(|e| self.s.fail(format!("at snapshot: {e}")))?;
+            self.s.counts.snapshot_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.rng.random_bool(0.5) {
+            self.check_range(&held)?;
+        }
+        // Keep it for a later look now and then.
+        if self.rng.random_bool(0.5) {
+            self.held.push(held);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Step {
+        self.s.counts.flushes.fetch_add(1, Ordering::Relaxed);
+        self.s
+            .db
+            .flush()
+            .map_err(|e| self.s.fail(format!("flush: {e}")))
+    }
+
+    fn compact(&mut self) -> Step {
+        let a = self.rng.random_range(0..self.keys);
+        let b = self.rng.random_range(a..self.keys);
+        let (start, end) = (key(a), key(b));
+        let whole = self.rng.random_bool(0.2);
+        self.s.counts.compactions.fetch_add(1, Ordering::Relaxed);
+        let r = if whole {
+            self.s.db.compact_range(None, None)
+        } else {
+            self.s.db.compact_range(Some(&start), Some(&end))
+        };
+        r.map_err(|e| self.s.fail(format!("compact_range: {e}")))
+    }
+}
+
+/// The expected contents of one iterator's range, as of its snapshot.
+struct RangeChecker<'a> {
+    slots: &'a [Slot],
+    /// First key index within bounds, and one past the last.
+    first: u32,
+    end: u32,
+}
+
+impl RangeChecker<'_> {
+    fn present(&self, i: u32) -> bool {
+        let s = &self.slots[i as usize];
+        s.acked != ABSENT || (s.pending != NONE && s.pending != ABSENT)
+    }
+
+    fn next_from(&self, from: u32) -> Option<u32> {
+        (from.max(self.first)..self.end).find(|&i| self.present(i))
+    }
+
+    fn prev_before(&self, before: u32) -> Option<u32> {
+        (self.first..before.min(self.end))
+            .rev()
+            .find(|&i| self.present(i))
+    }
+
+    fn check(&self, iter: &DbIterator, pos: Option<u32>) -> Result<(), String> {
+        match (pos, iter.valid()) {
+            (None, false) => iter.status().map_err(|e| format!("iterator: {e}")),
+            (None, true) => Err(format!(
+                "iterator: expected the end of the range, actual key {}",
+                describe(iter.key())
+            )),
+            (Some(i), false) => {
+                let status = iter
+                    .status()
+                    .err()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "iterator: expected key {} ({}), actual end of the range{status}",
+                    describe(&key(i)),
+                    self.slots[i as usize].describe()
+                ))
+            }
+            (Some(i), true) => {
+                let slot = &self.slots[i as usize];
+                if iter.key() != key(i).as_slice() {
+                    let actual = parse_key(iter.key()).map_or(String::new(), |k| {
+                        format!(" (expected there: {})", self.slots[k as usize].describe())
+                    });
+                    return Err(format!(
+                        "iterator: expected key {} ({}), actual key {}{actual}",
+                        describe(&key(i)),
+                        slot.describe(),
+                        describe(iter.key())
+                    ));
+                }
+                // Only an in-flight write (after a simulated crash) can make
+                // the iterator's value ambiguous.
+                if slot.pending != NONE && slot.acked == ABSENT && slot.pending == ABSENT {
+                    return Ok(());
+                }
+                check_value(i, Some(iter.value()), slot).map_err(|e| format!("iterator: {e}"))
+            }
+        }
+    }
+}

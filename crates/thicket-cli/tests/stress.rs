@@ -1,0 +1,196 @@
+//! `thicket stress` and `thicket crashtest`: a killed run is verified by the
+//! next one, a store that disagrees with its shadow is reported with key,
+//! expected and actual value and seed, the power-loss mode and a short
+//! crash test pass for every profile.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use thicketdb::Profile;
+
+fn thicket(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_thicket"))
+        .args(args)
+        .output()
+        .expect("run thicket")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn stress(db: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["stress", "--db", db.to_str().unwrap(), "--keys", "2000"];
+    args.extend_from_slice(extra);
+    thicket(&args)
+}
+
+#[test]
+fn a_killed_run_is_verified_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let o = stress(&db, &["--duration", "0.5", "--seed", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("stress: done:"), "{}", text(&o));
+    assert!(dir.path().join("store.expected").exists());
+    for seed in ["2", "3"] {
+        let o = stress(
+            &db,
+            &[
+                "--duration",
+                "3600",
+                "--kill-after-ms",
+                "300",
+                "--seed",
+                seed,
+            ],
+        );
+        assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
+        assert!(
+            text(&o).contains("stress: verified 2000 keys"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = stress(&db, &["--duration", "0", "--threads", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("stress: verified 2000 keys"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Sets key `i`'s acknowledged base in the expected-state file.
+fn set_acked(expected: &Path, i: u64, base: u32) {
+    let mut data = std::fs::read(expected).unwrap();
+    let at = (16 + 16 * i) as usize;
+    data[at..at + 4].copy_from_slice(&base.to_le_bytes());
+    std::fs::write(expected, data).unwrap();
+}
+
+#[test]
+fn a_store_that_disagrees_with_its_shadow_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let o = stress(&db, &["--duration", "0.3", "--seed", "9"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Pretend the store acknowledged a write it does not have: key 1999
+    // (outside the hot tenth, so most likely untouched) gets a value.
+    let expected = dir.path().join("store.expected");
+    let data = std::fs::read(&expected).unwrap();
+    let i = (0..2000u64)
+        .rev()
+        .find(|&i| data[(16 + 16 * i) as usize..][..4] == [0; 4])
+        .expect("an absent key");
+    set_acked(&expected, i, 0x1234);
+    let o = stress(&db, &["--duration", "1", "--seed", "77"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("MISMATCH"), "{out}");
+    assert!(out.contains(&format!("k{i:08}")), "{out}");
+    assert!(
+        out.contains("expected value#00001234, actual absent"),
+        "{out}"
+    );
+    assert!(out.contains("acknowledged write lost"), "{out}");
+    assert!(out.contains("seed 77"), "{out}");
+}
+
+#[test]
+fn a_store_without_its_shadow_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let o = thicket(&["put", "--db", db.to_str().unwrap(), "k00000001", "v"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = stress(&db, &["--duration", "0.2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("has no expected state"), "{}", text(&o));
+}
+
+#[test]
+fn power_loss_mode_survives_every_cycle() {
+    let o = thicket(&[
+        "stress",
+        "--power-loss-cycles",
+        "4",
+        "--duration",
+        "2",
+        "--keys",
+        "2000",
+        "--seed",
+        "5",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for cycle in 0..4 {
+        assert!(out.contains(&format!("stress: cycle {cycle}: ")), "{out}");
+    }
+    assert!(out.contains("stress: done:"), "{out}");
+}
+
+#[test]
+fn crashtest_covers_every_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cycles = (2 * Profile::ALL.len()).to_string();
+    let o = thicket(&[
+        "crashtest",
+        "--root",
+        root.to_str().unwrap(),
+        "--cycles",
+        &cycles,
+        "--duration",
+        "600",
+        "--max-kill-ms",
+        "300",
+        "--keys",
+        "2000",
+        "--power-loss-fraction",
+        "0",
+        "--seed",
+        "3",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("crashtest: passed: {cycles} SIGKILL cycles")),
+        "{out}"
+    );
+    for p in Profile::ALL {
+        assert!(root.join(p.name()).exists(), "no store for {p}: {out}");
+    }
+}
+
+#[test]
+fn crashtest_reports_a_failing_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let profile = Profile::ALL[0].name();
+    let store = root.join(profile);
+    let o = stress(&store, &["--profile", profile, "--duration", "0.2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    set_acked(&root.join(format!("{profile}.expected")), 1999, 0x99);
+    let o = thicket(&[
+        "crashtest",
+        "--root",
+        root.to_str().unwrap(),
+        "--profile",
+        profile,
+        "--cycles",
+        "1",
+        "--keys",
+        "2000",
+        "--power-loss-fraction",
+        "0",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("MISMATCH"), "{out}");
+    assert!(out.contains("stores kept in"), "{out}");
+}
