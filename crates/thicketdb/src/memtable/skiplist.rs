@@ -160,18 +160,7 @@ impl SkipList {
 
     /// The first node whose key is `>= key`, or `NIL`.
     pub fn seek(&self, key: &[u8]) -> u32 {
-        let mut x = NIL;
-        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
-            loop {
-                let next = self.next_of(x, level);
-                if self.goes_after(key, next) {
-                    x = next;
-                } else {
-                    break;
-                }
-            }
-        }
-        self.next_of(x, 0)
+        self.next_of(self.seek_before(key), 0)
     }
 
     /// The last node whose key is `< key`, or `NIL`.
