@@ -153,7 +153,7 @@ fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         &inner.dir,
         &inner.options,
         imm.clone(),
-        inner.snapshots.oldest(latest),
+        inner.snapshots.oldest(&inner.last_sequence),
         &new_file_number(inner),
     )?;
     let c = &inner.counters;
@@ -209,9 +209,6 @@ fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable
 fn compact(inner: &Arc<DbInner>, task: CompactionTask, resume: Option<MergeJournal>) -> Result<()> {
     let opts = &inner.options;
     let version = inner.versions.lock().current();
-    let latest = inner
-        .last_sequence
-        .load(std::sync::atomic::Ordering::Acquire);
     let numbers = new_file_number(inner);
     let ctx = ExecContext {
         fs: inner.fs.as_ref(),
@@ -220,7 +217,7 @@ fn compact(inner: &Arc<DbInner>, task: CompactionTask, resume: Option<MergeJourn
         table_options: opts.table_options(),
         target_table_size: opts.target_table_size,
         compaction_file: opts.compaction_file,
-        smallest_snapshot: inner.snapshots.oldest(latest),
+        smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
     };
     if resume.is_some() {

@@ -44,12 +44,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
     inner.check_open()?;
     let snapshot = match opts.snapshot {
         Some(s) => s,
-        None => Snapshot::new(
-            inner
-                .last_sequence
-                .load(std::sync::atomic::Ordering::Acquire),
-            inner.snapshots.clone(),
-        ),
+        None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
     };
     let sv = inner.super_version();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();

@@ -238,10 +238,7 @@ impl Db {
     /// A consistent read view at the current point of the write order.
     pub fn snapshot(&self) -> Snapshot {
         let inner = self.inner();
-        Snapshot::new(
-            inner.last_sequence.load(Ordering::Acquire),
-            inner.snapshots.clone(),
-        )
+        Snapshot::latest(&inner.last_sequence, inner.snapshots.clone())
     }
 
     /// An iterator over user keys within the bounds of `opts`; call a seek

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use parking_lot::Mutex;
 
 #[derive(Debug, Default)]
@@ -26,15 +28,14 @@ impl SnapshotRegistry {
         }
     }
 
-    /// The oldest pinned sequence, or `latest` when nothing is pinned.
-    pub fn oldest(&self, latest: u64) -> u64 {
-        self.pinned
-            .lock()
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(latest)
-            .min(latest)
+    /// The oldest sequence a reader may use: the oldest pinned one, or the
+    /// latest write when nothing is pinned. `latest` is read under the
+    /// registry's lock, so a snapshot being taken concurrently is either
+    /// already pinned or will pin a sequence at least this large.
+    pub fn oldest(&self, latest: &AtomicU64) -> u64 {
+        let pinned = self.pinned.lock();
+        let latest = latest.load(Ordering::Acquire);
+        pinned.keys().next().copied().unwrap_or(latest).min(latest)
     }
 }
 
@@ -48,7 +49,20 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(seq: u64, registry: Arc<SnapshotRegistry>) -> Snapshot {
+    /// Pins the latest write. The sequence is read under the registry's
+    /// lock: a flush or compaction computing the oldest pinned sequence at
+    /// the same time then cannot drop a version this snapshot sees.
+    pub(crate) fn latest(last_sequence: &AtomicU64, registry: Arc<SnapshotRegistry>) -> Snapshot {
+        let seq = {
+            let mut pinned = registry.pinned.lock();
+            let seq = last_sequence.load(Ordering::Acquire);
+            *pinned.entry(seq).or_insert(0) += 1;
+            seq
+        };
+        Snapshot { seq, registry }
+    }
+
+    fn new(seq: u64, registry: Arc<SnapshotRegistry>) -> Snapshot {
         registry.pin(seq);
         Snapshot { seq, registry }
     }
@@ -78,16 +92,23 @@ mod tests {
     #[test]
     fn oldest_tracks_live_snapshots() {
         let reg = Arc::new(SnapshotRegistry::default());
-        assert_eq!(reg.oldest(50), 50);
+        let latest = AtomicU64::new(50);
+        assert_eq!(reg.oldest(&latest), 50);
+        let pinned = Snapshot::latest(&latest, reg.clone());
+        assert_eq!(pinned.sequence(), 50);
+        latest.store(60, Ordering::Release);
+        assert_eq!(reg.oldest(&latest), 50);
+        drop(pinned);
+        let latest = AtomicU64::new(50);
         let a = Snapshot::new(10, reg.clone());
         let b = Snapshot::new(20, reg.clone());
         let a2 = a.clone();
-        assert_eq!(reg.oldest(50), 10);
+        assert_eq!(reg.oldest(&latest), 10);
         drop(a);
-        assert_eq!(reg.oldest(50), 10, "clone still pins");
+        assert_eq!(reg.oldest(&latest), 10, "clone still pins");
         drop(a2);
-        assert_eq!(reg.oldest(50), 20);
+        assert_eq!(reg.oldest(&latest), 20);
         drop(b);
-        assert_eq!(reg.oldest(50), 50);
+        assert_eq!(reg.oldest(&latest), 50);
     }
 }
