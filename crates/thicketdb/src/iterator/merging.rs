@@ -36,6 +36,13 @@ impl MergingIterator {
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
+                // A child that failed must stop the merge: skipping it would
+                // return other children's entries as if its keys did not
+                // exist.
+                if child.status().is_err() {
+                    self.current = None;
+                    return;
+                }
                 continue;
             }
             best = match best {
@@ -161,6 +168,38 @@ mod tests {
         entries.sort_by(|a, b| compare(&a.0, &b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
         Box::new(VecIterator::new(entries))
+    }
+
+    struct Failing;
+
+    impl InternalIterator for Failing {
+        fn valid(&self) -> bool {
+            false
+        }
+        fn seek_to_first(&mut self) {}
+        fn seek_to_last(&mut self) {}
+        fn seek(&mut self, _: &[u8]) {}
+        fn next(&mut self) {}
+        fn prev(&mut self) {}
+        fn key(&self) -> &[u8] {
+            unreachable!("never valid")
+        }
+        fn value(&self) -> &[u8] {
+            unreachable!("never valid")
+        }
+        fn status(&self) -> Result<()> {
+            Err(crate::error::Error::corruption("x.seg", 7, "bad block"))
+        }
+    }
+
+    #[test]
+    fn a_failed_child_stops_the_merge() {
+        let mut it = MergingIterator::new(vec![source(&[(1, 1), (2, 2)]), Box::new(Failing)]);
+        it.seek_to_first();
+        assert!(!it.valid());
+        assert!(it.status().unwrap_err().is_corruption());
+        it.seek_to_last();
+        assert!(!it.valid());
     }
 
     proptest! {
