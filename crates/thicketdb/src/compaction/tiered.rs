@@ -113,27 +113,13 @@ fn merge_level(version: &Version, level: usize, reason: String) -> Option<Compac
 mod tests {
     use super::*;
     use crate::compaction::task::TaskInput;
-    use crate::format::internal_key::{InternalKey, ValueKind};
+    use crate::version::meta::tests::table;
     use crate::version::VersionEdit;
 
     fn version(shape: &[(usize, u64, &str, &str)]) -> Version {
         let mut edit = VersionEdit::default();
         for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
-            edit.add_table(
-                level,
-                run,
-                Arc::new(TableMeta {
-                    id: 100 + i as u64,
-                    segment: 1,
-                    offset: 16,
-                    length: 100,
-                    smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
-                    largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Value).into_vec(),
-                    entries: 2,
-                    min_seq: 1,
-                    max_seq: 9,
-                }),
-            );
+            edit.add_table(level, run, table(100 + i as u64, lo, hi));
         }
         Version::default().apply(&edit).unwrap()
     }
