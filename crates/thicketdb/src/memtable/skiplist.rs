@@ -160,15 +160,24 @@ impl SkipList {
 
     /// The first node whose key is `>= key`, or `NIL`.
     pub fn seek(&self, key: &[u8]) -> u32 {
-        self.next_of(self.seek_before(key), 0)
+        self.search(key).1
     }
 
     /// The last node whose key is `< key`, or `NIL`.
     pub fn seek_before(&self, key: &[u8]) -> u32 {
+        self.search(key).0
+    }
+
+    /// The last node `< key` and, at level 0, the node after it that the
+    /// search compared against. That node must be returned as found, not
+    /// re-read: an insert may link a smaller node behind the search's back,
+    /// and re-reading would answer a seek with a key below its target.
+    fn search(&self, key: &[u8]) -> (u32, u32) {
         let mut x = NIL;
+        let mut next = NIL;
         for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
             loop {
-                let next = self.next_of(x, level);
+                next = self.next_of(x, level);
                 if self.goes_after(key, next) {
                     x = next;
                 } else {
@@ -176,7 +185,7 @@ impl SkipList {
                 }
             }
         }
-        x
+        (x, next)
     }
 
     pub fn first(&self) -> u32 {
@@ -287,6 +296,43 @@ mod tests {
         assert!(got
             .windows(2)
             .all(|w| compare(&w[0], &w[1]) == Ordering::Less));
+    }
+
+    #[test]
+    fn seek_never_returns_a_key_below_its_target_during_inserts() {
+        use std::sync::atomic::AtomicU32;
+        const N: u32 = 200_000;
+        let list = std::sync::Arc::new(SkipList::default());
+        for k in (0..N).step_by(2) {
+            let (b, l) = entry(k, 1);
+            list.insert(b, l);
+        }
+        let progress = AtomicU32::new(1);
+        std::thread::scope(|s| {
+            let writer = list.clone();
+            let progress = &progress;
+            s.spawn(move || {
+                for k in (1..N).step_by(2) {
+                    progress.store(k, AtomicOrdering::Relaxed);
+                    let (b, l) = entry(k, 1);
+                    writer.insert(b, l);
+                }
+            });
+            // Seek just past the next odd key the writer links, so it lands
+            // between the search's last node and the node it compared.
+            loop {
+                let k = progress.load(AtomicOrdering::Relaxed);
+                if k + 2 >= N {
+                    break;
+                }
+                let (target, _) = entry(k + 3, 1);
+                let found = list.seek(&target);
+                assert!(
+                    found == NIL || compare(list.node(found).key(), &target) != Ordering::Less,
+                    "seek answered below its target"
+                );
+            }
+        });
     }
 
     #[test]
