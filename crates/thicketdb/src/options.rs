@@ -451,9 +451,6 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Exclusive upper bound of iteration.
     pub upper_bound: Option<Vec<u8>>,
-    /// Verify block checksums on every read (always on for this engine;
-    /// kept for API parity and future caching of verified blocks).
-    pub fill_cache: bool,
 }
 
 #[cfg(test)]

@@ -52,16 +52,24 @@ impl RunIterator {
         self.inner.as_ref().is_some_and(|i| i.valid())
     }
 
+    /// Moves the current table's error, if any, into `self.error`.
+    fn inner_failed(&mut self) -> bool {
+        match self.inner.as_ref().map(|i| i.status()) {
+            Some(Err(e)) => {
+                self.error = Some(e);
+                self.inner = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// After the current table ran out, moves forward to the next non-empty
     /// table (or stops on an error).
     fn skip_forward(&mut self) {
         while !self.inner_valid() {
-            if let Some(inner) = &self.inner {
-                if let Err(e) = inner.status() {
-                    self.error = Some(e);
-                    self.inner = None;
-                    return;
-                }
+            if self.inner_failed() {
+                return;
             }
             if !self.open(self.index + 1) {
                 return;
@@ -74,12 +82,8 @@ impl RunIterator {
 
     fn skip_backward(&mut self) {
         while !self.inner_valid() {
-            if let Some(inner) = &self.inner {
-                if let Err(e) = inner.status() {
-                    self.error = Some(e);
-                    self.inner = None;
-                    return;
-                }
+            if self.inner_failed() {
+                return;
             }
             if self.index == 0 || !self.open(self.index - 1) {
                 self.inner = None;

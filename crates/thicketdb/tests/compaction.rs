@@ -79,11 +79,13 @@ fn leveldb_profile_syncs_every_table_and_bolt_every_task() {
 }
 
 #[test]
-fn tiered_levels_hold_several_runs_and_leveled_one() {
+fn tiered_levels_stay_within_their_run_limit_and_leveled_hold_one() {
     let scrambled = (0..30_000u64).map(|i| (i * 7919) % 30_000);
     let (_d, sifr) = load(Profile::Sifr, scrambled.clone());
     let s = sifr.stats();
-    assert!(s.runs_per_level.iter().skip(1).any(|&r| r > 1), "{s:?}");
+    // How many runs a level holds at the end depends on timing; that a
+    // full level becomes a new run below is `compaction::tiered` unit tests.
+    assert!(s.compactions_merge > 0, "{s:?}");
     // L0 may briefly exceed the limit while flushes outpace compaction, and
     // a journaled merge parks its outputs in one more run of its level.
     let limit = 4 + usize::from(s.merge_in_progress);

@@ -329,7 +329,6 @@ impl Harness {
             snapshot,
             lower_bound: lower,
             upper_bound: upper,
-            ..ReadOptions::default()
         };
         let mut it = self.db().iter(opts).unwrap();
         match self.rng.random_range(0..3) {

@@ -31,13 +31,12 @@ pub struct OutputSpec<'a> {
     pub new_file_number: &'a dyn Fn() -> u64,
 }
 
-/// The tables written, the synced segments' bytes and their `fdatasync`s.
+/// The tables written, the synced segments' bytes and the `fdatasync`s.
 #[derive(Debug, Default)]
 pub struct Output {
     pub tables: Vec<Arc<TableMeta>>,
     pub bytes: u64,
     pub syncs: u64,
-    pub segments: Vec<u64>,
 }
 
 /// Collects the output of one flush or compaction task.
@@ -174,7 +173,7 @@ impl<'a> OutputSink<'a> {
 
     /// Syncs the open segment, or deletes it when it holds no table.
     fn close_segment(&mut self) -> Result<()> {
-        let Some((number, path, writer)) = self.open.take() else {
+        let Some((_, path, writer)) = self.open.take() else {
             return Ok(());
         };
         self.open_is_referenced = false;
@@ -186,9 +185,6 @@ impl<'a> OutputSink<'a> {
         }
         self.output.bytes += writer.finish()?;
         self.output.syncs += 1;
-        if !self.output.segments.contains(&number) {
-            self.output.segments.push(number);
-        }
         Ok(())
     }
 
@@ -211,7 +207,7 @@ impl<'a> OutputSink<'a> {
             self.abandon();
             return Err(e);
         }
-        if !self.output.segments.is_empty() {
+        if !self.output.tables.is_empty() {
             self.spec.fs.sync_dir(self.spec.dir)?;
             self.output.syncs += 1;
         }

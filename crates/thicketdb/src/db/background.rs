@@ -87,9 +87,11 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
         collect_obsolete_files(inner);
         {
             let mut bg = inner.background.lock();
-            bg.jobs_done += 1;
             if let Err(e) = result {
                 bg.error.get_or_insert(e);
+                inner
+                    .failed
+                    .store(true, std::sync::atomic::Ordering::Release);
             }
             inner.background_cv.notify_all();
         }

@@ -53,8 +53,6 @@ pub(crate) struct BackgroundState {
     /// A failed flush or compaction; writes are refused until reopen.
     pub error: Option<Error>,
     pub shutting_down: bool,
-    /// Completed background jobs, so waiters can tell progress happened.
-    pub jobs_done: u64,
 }
 
 pub(crate) struct DbInner {
@@ -82,6 +80,8 @@ pub(crate) struct DbInner {
     /// Tables removed from the current version, awaiting release.
     pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
     pub closed: AtomicBool,
+    /// Set with `BackgroundState::error`.
+    pub failed: AtomicBool,
     /// Released by `close`, even while other handles are alive.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -91,8 +91,12 @@ impl DbInner {
         self.super_version.read().clone()
     }
 
-    /// The background error, if any, as the error writers get.
+    /// The background error, if any, as the error writers get. The flag
+    /// keeps the common case (no error) off the background mutex.
     pub fn check_background_error(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &self.background.lock().error {
             Some(e) => Err(Error::Background(Box::new(e.clone()))),
             None => Ok(()),

@@ -132,7 +132,6 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         write_cv: Condvar::new(),
         log: Mutex::new(LogState {
             writer: LogWriter::new(log_file),
-            number: log_number,
         }),
         versions: Mutex::new(versions),
         background: Mutex::new(BackgroundState::default()),
@@ -141,6 +140,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         flush_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
         options,
         fs,
         lock: Mutex::new(Some(lock)),

@@ -42,7 +42,6 @@ pub(crate) struct WriteState {
 /// The current log; only the write leader and memtable switches touch it.
 pub(crate) struct LogState {
     pub writer: LogWriter,
-    pub number: u64,
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
@@ -191,6 +190,7 @@ pub(crate) fn set_background_error(inner: &DbInner, e: Error) {
     if bg.error.is_none() {
         bg.error = Some(e);
     }
+    inner.failed.store(true, Ordering::Release);
     inner.background_cv.notify_all();
 }
 
@@ -279,7 +279,6 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         }
         Counters::add(&inner.counters.fsyncs_log, 1);
         log.writer = LogWriter::new(file);
-        log.number = number;
     }
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
