@@ -148,6 +148,10 @@ pub struct Options {
     pub hard_pending_compaction_bytes: u64,
     /// How log corruption found during recovery is handled.
     pub wal_recovery_mode: RecoveryMode,
+    /// Write logs through a shared memory map: an append survives a process
+    /// crash without a `write(2)` per write group (false: one `write(2)` per
+    /// group, as LevelDB and RocksDB do).
+    pub log_mmap: bool,
     /// The shape of the tree: `leveled` or `tiered`.
     pub compaction_policy: PolicyKind,
     /// Tiered: runs a level holds before they are merged into the next.
@@ -195,6 +199,7 @@ impl Default for Options {
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             wal_recovery_mode: RecoveryMode::TolerateTailCorruption,
+            log_mmap: true,
             compaction_policy: PolicyKind::Leveled,
             runs_per_level: 4,
             early_cleaning_threshold: 10,
@@ -242,6 +247,7 @@ impl Options {
         "soft_pending_compaction_bytes",
         "hard_pending_compaction_bytes",
         "wal_recovery_mode",
+        "log_mmap",
         "compaction_policy",
         "runs_per_level",
         "early_cleaning_threshold",
@@ -275,6 +281,7 @@ impl Options {
                 self.hard_pending_compaction_bytes = parse(name, value)?
             }
             "wal_recovery_mode" => self.wal_recovery_mode = parse(name, value)?,
+            "log_mmap" => self.log_mmap = parse_bool(name, value)?,
             "compaction_policy" => self.compaction_policy = parse(name, value)?,
             "runs_per_level" => self.runs_per_level = parse(name, value)?,
             "early_cleaning_threshold" => self.early_cleaning_threshold = parse(name, value)?,
@@ -314,6 +321,7 @@ impl Options {
             "soft_pending_compaction_bytes" => self.soft_pending_compaction_bytes.to_string(),
             "hard_pending_compaction_bytes" => self.hard_pending_compaction_bytes.to_string(),
             "wal_recovery_mode" => self.wal_recovery_mode.to_string(),
+            "log_mmap" => self.log_mmap.to_string(),
             "compaction_policy" => self.compaction_policy.to_string(),
             "runs_per_level" => self.runs_per_level.to_string(),
             "early_cleaning_threshold" => self.early_cleaning_threshold.to_string(),

@@ -96,7 +96,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     replay.flush_memtable()?;
 
     let log_number = versions.new_file_number();
-    let log_file = fs.create(&log_path(dir, log_number))?;
+    let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
     fs.sync_dir(dir)?;
     Counters::add(&counters.fsyncs_log, 1);
     edit.log_number = Some(log_number);

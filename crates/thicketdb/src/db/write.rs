@@ -7,6 +7,7 @@
 //! followers.
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,9 +17,10 @@ use parking_lot::MutexGuard;
 use super::batch::{DecodedBatch, WriteBatch};
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::io::{FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::WriteOptions;
+use crate::options::{Options, WriteOptions};
 use crate::stats::Counters;
 use crate::version::files::log_path;
 
@@ -253,12 +255,24 @@ fn make_room(
     }
 }
 
+/// Creates a log file the way `log_mmap` asks.
+pub(crate) fn create_log(
+    fs: &dyn FileSystem,
+    options: &Options,
+    path: &Path,
+) -> Result<Box<dyn WritableFile>> {
+    if options.log_mmap {
+        fs.create_mapped(path)
+    } else {
+        fs.create(path)
+    }
+}
+
 /// Starts a new log and memtable; the old memtable becomes immutable.
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     let number = inner.versions.lock().new_file_number();
-    let created = inner
-        .fs
-        .create(&log_path(&inner.dir, number))
+    let path = log_path(&inner.dir, number);
+    let created = create_log(inner.fs.as_ref(), &inner.options, &path)
         .and_then(|f| inner.fs.sync_dir(&inner.dir).map(|()| f));
     let file = match created {
         Ok(f) => f,

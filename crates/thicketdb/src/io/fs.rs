@@ -57,6 +57,12 @@ pub trait FileLock: Send + Sync {}
 pub trait FileSystem: Send + Sync + 'static {
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates a file for appending a log, written through a shared memory
+    /// map where the file system supports it so that `flush` needs no
+    /// syscall. The default is [`create`](Self::create).
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file for positional reads.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens an existing file for sequential reads.

@@ -4,6 +4,7 @@
 
 pub mod fault;
 pub mod fs;
+pub mod mapped;
 pub mod posix;
 pub mod segment;
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rustix::fs::{fallocate, FallocateFlags};
 
 use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use super::mapped::MappedWritable;
 use crate::error::{Error, Result};
 
 /// Bytes buffered by a writable file before they are handed to the OS.
@@ -154,6 +155,10 @@ impl FileSystem for PosixFs {
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
         }))
+    }
+
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(MappedWritable::create(path)?))
     }
 
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
