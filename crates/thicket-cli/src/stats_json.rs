@@ -36,6 +36,7 @@ pub fn to_json(stats: &Stats) -> Value {
         flushes,
         compactions_merge,
         compactions_move,
+        compactions_concurrent,
         tables_moved,
         merge_checkpoints,
         merges_resumed,
@@ -81,6 +82,7 @@ pub fn to_json(stats: &Stats) -> Value {
         "flushes": flushes,
         "compactions_merge": compactions_merge,
         "compactions_move": compactions_move,
+        "compactions_concurrent": compactions_concurrent,
         "tables_moved": tables_moved,
         "merge_checkpoints": merge_checkpoints,
         "merges_resumed": merges_resumed,
@@ -156,11 +158,12 @@ pub fn summary(s: &Stats) -> String {
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move ({} tables moved); journaled merge checkpoints {}, resumed merges {}{}",
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
         s.flushes,
         s.compactions_merge,
         s.compactions_move,
         s.tables_moved,
+        s.compactions_concurrent,
         s.merge_checkpoints,
         s.merges_resumed,
         if s.merge_in_progress { " (one in progress)" } else { "" }
