@@ -96,6 +96,19 @@ impl TieredPolicy {
     }
 }
 
+/// Whether a journaled merge of `input_runs` may park its outputs in a run
+/// of `level` created now. The interim run shadows the inputs (it holds
+/// their merged, newest versions), so its id must sort above theirs and
+/// below every run of newer data: no run outside the inputs may already be
+/// in the level (a flush or a merge from above that committed after the
+/// task was picked), for a run id allocated now sorts above it.
+pub fn interim_run_fits(version: &Version, level: usize, input_runs: &[u64]) -> bool {
+    version.levels[level]
+        .runs
+        .iter()
+        .all(|r| input_runs.contains(&r.id))
+}
+
 /// What a resumed journaled merge holds while it runs.
 pub fn resume_claim(task: &CompactionTask, journal: &MergeJournal) -> Claim {
     Claim::of(task, false).journaled(journal.level)
@@ -317,5 +330,14 @@ mod tests {
             picks_while_running(&policy(), &disjoint, 2),
             [Some((last, last)), Some((last - 1, last))]
         );
+    }
+
+    #[test]
+    fn an_interim_run_fits_only_a_level_holding_just_the_inputs() {
+        let v = version(&[(0, 10, "a", "c"), (0, 11, "b", "d"), (0, 12, "c", "e")]);
+        assert!(interim_run_fits(&v, 0, &[10, 11, 12]));
+        // Run 12 was flushed after the merge of runs 10 and 11 was picked:
+        // an interim run would shadow its newer data.
+        assert!(!interim_run_fits(&v, 0, &[10, 11]));
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::background::{collect_obsolete_files, install, new_file_number};
 use super::DbInner;
 use crate::compaction::executor::{bottommost_for, ExecContext, Journal};
-use crate::compaction::tiered::resume_task;
+use crate::compaction::tiered::{interim_run_fits, resume_task};
 use crate::compaction::{execute, CompactionTask};
 use crate::error::Result;
 use crate::stats::Counters;
@@ -120,7 +120,10 @@ pub(crate) fn compact(
 }
 
 /// A journal for a fresh merge the policy journals (a tiered merge
-/// expected to write at least `early_cleaning_threshold` tables).
+/// expected to write at least `early_cleaning_threshold` tables), unless a
+/// run committed since the task was picked keeps it from parking outputs in
+/// its level: then the merge runs unjournaled, its outputs going straight
+/// below that run.
 fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
     if !inner.policy.journals(task) {
         return None;
@@ -133,10 +136,16 @@ fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
         .collect();
     input_runs.sort_unstable();
     input_runs.dedup();
+    // Checked and allocated under one lock: a run committed later gets a
+    // higher id, so it sorts above the interim run, as its newer data must.
+    let versions = inner.versions.lock();
+    if !interim_run_fits(&versions.current(), first.level, &input_runs) {
+        return None;
+    }
     Some(MergeJournal {
         level: first.level,
         input_runs,
-        interim_run: inner.versions.lock().new_file_number(),
+        interim_run: versions.new_file_number(),
         output_level: task.output_level,
         resume_after: Vec::new(),
     })
