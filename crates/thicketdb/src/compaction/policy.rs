@@ -67,11 +67,12 @@ impl Policy {
         }
     }
 
-    /// What `task` holds while it runs (the claim `pick` admitted).
-    pub fn claim(&self, task: &CompactionTask) -> Claim {
+    /// What `task` holds while it runs beside `busy` (the claim `pick`
+    /// admitted); a claim marked journaled runs as a journaled merge.
+    pub fn claim(&self, task: &CompactionTask, busy: &Busy) -> Claim {
         match self {
             Policy::Leveled(_) => LeveledPolicy::claim(task),
-            Policy::Tiered(p) => p.claim(task),
+            Policy::Tiered(p) => p.claim(task, busy),
         }
     }
 

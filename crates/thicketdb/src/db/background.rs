@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::compact::compact;
+use super::compact::{compact, Journaling};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::compaction::busy::ClaimId;
 use crate::compaction::drop_rule::DropRule;
@@ -21,7 +21,7 @@ use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
-use crate::version::{MergeJournal, Version, VersionEdit};
+use crate::version::{Version, VersionEdit};
 
 /// Starts the flush thread and the compaction threads. Flushes never wait
 /// behind a long compaction: they only add L0 runs, which a running task
@@ -58,8 +58,8 @@ impl Worker {
 
 enum Job {
     Flush,
-    /// A task (with the journal of the merge it resumes) and its claim.
-    Compact(CompactionTask, Option<MergeJournal>, ClaimId),
+    /// A task, how it journals, and its claim.
+    Compact(CompactionTask, Journaling, ClaimId),
 }
 
 fn run(inner: &Arc<DbInner>, worker: Worker) {
@@ -80,7 +80,9 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
         };
         let (result, claim) = match job {
             Job::Flush => (flush_oldest(inner), None),
-            Job::Compact(task, resume, claim) => (compact(inner, task, resume), Some(claim)),
+            Job::Compact(task, journaling, claim) => {
+                (compact(inner, task, journaling), Some(claim))
+            }
         };
         collect_obsolete_files(inner);
         {
@@ -113,7 +115,7 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     if bg.manual_compaction {
         return None;
     }
-    let (task, resume, claim) = match &sv.version.merge_journal {
+    let (task, journaling, claim) = match &sv.version.merge_journal {
         Some(journal) if !bg.busy.journaling() => {
             let task = resume_task(&sv.version, journal);
             let claim = resume_claim(&task, journal);
@@ -121,19 +123,24 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
             if !bg.busy.admits(&claim) {
                 return None;
             }
-            (task, Some(journal.clone()), claim)
+            (task, Journaling::Resume(journal.clone()), claim)
         }
         _ => {
             let task = inner.policy.pick(&sv.version, &bg.busy)?;
-            let claim = inner.policy.claim(&task);
-            (task, None, claim)
+            let claim = inner.policy.claim(&task, &bg.busy);
+            let journaling = if claim.journaled {
+                Journaling::Fresh
+            } else {
+                Journaling::Off
+            };
+            (task, journaling, claim)
         }
     };
     if !bg.busy.is_empty() {
         Counters::add(&inner.counters.compactions_concurrent, 1);
     }
     let id = bg.busy.insert(claim);
-    Some(Job::Compact(task, resume, id))
+    Some(Job::Compact(task, journaling, id))
 }
 
 /// Writes a memtable's entries as L0 tables.

@@ -14,14 +14,35 @@ use crate::error::Result;
 use crate::stats::Counters;
 use crate::version::{MergeJournal, TableMeta, VersionEdit, NUM_LEVELS};
 
-/// Runs a task and commits it. A tiered merge big enough is journaled:
-/// its outputs are committed to an interim run every
-/// `early_cleaning_threshold` tables and the inputs they replace released
-/// (SifrDB early cleaning); `resume` continues such a merge after a crash.
+/// How a task uses the merge journal (SifrDB early cleaning).
+pub(crate) enum Journaling {
+    /// Outputs are committed when the task ends.
+    Off,
+    /// A fresh journaled merge: its outputs are committed to an interim run
+    /// every `early_cleaning_threshold` tables and the inputs they replace
+    /// released.
+    Fresh,
+    /// The rest of a journaled merge interrupted by a crash.
+    Resume(MergeJournal),
+}
+
+impl Journaling {
+    /// What the policy asks for a task of a manual compaction, which runs
+    /// alone: a fresh journal for a merge big enough.
+    fn for_manual(inner: &DbInner, task: &CompactionTask) -> Journaling {
+        if inner.policy.journals(task) {
+            Journaling::Fresh
+        } else {
+            Journaling::Off
+        }
+    }
+}
+
+/// Runs a task and commits it.
 pub(crate) fn compact(
     inner: &Arc<DbInner>,
     task: CompactionTask,
-    resume: Option<MergeJournal>,
+    journaling: Journaling,
 ) -> Result<()> {
     let opts = &inner.options;
     let version = inner.versions.lock().current();
@@ -36,10 +57,14 @@ pub(crate) fn compact(
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
     };
-    if resume.is_some() {
-        Counters::add(&inner.counters.merges_resumed, 1);
-    }
-    let mut journal = resume.or_else(|| new_journal(inner, &task));
+    let mut journal = match journaling {
+        Journaling::Off => None,
+        Journaling::Fresh => new_journal(inner, &task),
+        Journaling::Resume(journal) => {
+            Counters::add(&inner.counters.merges_resumed, 1);
+            Some(journal)
+        }
+    };
     let mut released: HashSet<u64> = HashSet::new();
     let executed = match journal.as_mut() {
         None => {
@@ -119,15 +144,10 @@ pub(crate) fn compact(
     Ok(())
 }
 
-/// A journal for a fresh merge the policy journals (a tiered merge
-/// expected to write at least `early_cleaning_threshold` tables), unless a
-/// run committed since the task was picked keeps it from parking outputs in
-/// its level: then the merge runs unjournaled, its outputs going straight
-/// below that run.
+/// A journal for a fresh journaled merge, unless a run committed since the
+/// task was picked keeps it from parking outputs in its level: then the
+/// merge runs unjournaled, its outputs going straight below that run.
 fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
-    if !inner.policy.journals(task) {
-        return None;
-    }
     let first = task.merge_inputs().next()?;
     let mut input_runs: Vec<u64> = task
         .merge_inputs()
@@ -211,12 +231,13 @@ pub(crate) fn compact_range(
             if let Some(journal) = version.merge_journal.clone() {
                 let task = resume_task(&version, &journal);
                 drop(version);
-                compact(inner, task, Some(journal))?;
+                compact(inner, task, Journaling::Resume(journal))?;
                 continue;
             }
             if let Some(task) = inner.policy.manual(&version, level, start, end) {
                 drop(version);
-                compact(inner, task, None)?;
+                let journaling = Journaling::for_manual(inner, &task);
+                compact(inner, task, journaling)?;
             }
         }
         Ok(())
