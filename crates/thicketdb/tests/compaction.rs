@@ -209,3 +209,57 @@ fn pending_compaction_bytes_slow_writes_down() {
     }
     assert!(delayed, "writes were never slowed down: {:?}", db.stats());
 }
+
+/// Overwrites every key while another thread reads: a read never misses a
+/// key nor returns a value older than an acknowledged overwrite, while
+/// several compactions run side by side.
+#[test]
+fn reads_stay_correct_while_compactions_run_side_by_side() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let n = 20_000u64;
+    let order = |i: u64| (i * 7919) % n;
+    let options = Options {
+        compaction_threads: 3,
+        ..small(Profile::LevelDb)
+    };
+    let (_dir, db) = load_with(options, (0..n).map(order));
+    let (old, new) = ([b'v'; 100], [b'w'; 100]);
+    let overwritten = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut probe = 0u64;
+            while !done.load(Ordering::Acquire) {
+                probe = probe.wrapping_add(7);
+                let acked = overwritten.load(Ordering::Acquire);
+                let i = probe % n;
+                let got = db.get(&key(order(i))).unwrap();
+                if i < acked {
+                    assert_eq!(
+                        got.as_deref(),
+                        Some(&new[..]),
+                        "key {} overwritten",
+                        order(i)
+                    );
+                } else {
+                    assert!(
+                        got.as_deref() == Some(&old[..]) || got.as_deref() == Some(&new[..]),
+                        "key {}: {got:?}",
+                        order(i)
+                    );
+                }
+            }
+        });
+        for i in 0..n {
+            db.put(&key(order(i)), &new).unwrap();
+            overwritten.store(i + 1, Ordering::Release);
+        }
+        db.flush().unwrap();
+        done.store(true, Ordering::Release);
+    });
+    let s = db.stats();
+    assert!(s.compactions_concurrent > 0, "{s:?}");
+    for i in (0..n).step_by(7) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(new.to_vec()), "key {i}");
+    }
+}

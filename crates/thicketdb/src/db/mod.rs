@@ -11,6 +11,7 @@ mod iter;
 mod open;
 mod read;
 mod snapshot;
+mod space;
 mod stats;
 mod write;
 
@@ -25,6 +26,7 @@ pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use iter::DbIterator;
 pub use snapshot::Snapshot;
+pub use space::SpaceUsage;
 pub use stats::Stats;
 
 use crate::error::{Error, Result};
@@ -271,6 +273,13 @@ impl Db {
     /// Engine statistics.
     pub fn stats(&self) -> Stats {
         stats::collect(self.inner())
+    }
+
+    /// Space amplification: allocated bytes of the store's files over the
+    /// key and value bytes of the live keys. Unlike `stats`, this reads
+    /// every live key.
+    pub fn space_usage(&self) -> Result<SpaceUsage> {
+        space::usage(self.inner())
     }
 
     /// Stops background work, persists counters and releases the store.
