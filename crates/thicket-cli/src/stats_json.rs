@@ -1,13 +1,15 @@
-//! `Stats` as JSON (every field, snake_case) and as a readable summary.
+//! `Stats` and `SpaceUsage` as JSON (every field, snake_case) and as a
+//! readable summary.
 
 use std::fmt::Write;
 
 use serde_json::{json, Value};
-use thicketdb::Stats;
+use thicketdb::{SpaceUsage, Stats};
 
-/// Every field of `Stats`. The destructuring lists them all so that a field
-/// added to the library fails to compile here until it is exported.
-pub fn to_json(stats: &Stats) -> Value {
+/// Every field of `Stats` and `SpaceUsage` in one object. The
+/// destructurings list them all so that a field added to the library fails
+/// to compile here until it is exported.
+pub fn to_json(stats: &Stats, space: &SpaceUsage) -> Value {
     let Stats {
         memtables,
         immutable_memtables,
@@ -36,6 +38,7 @@ pub fn to_json(stats: &Stats) -> Value {
         flushes,
         compactions_merge,
         compactions_move,
+        compactions_concurrent,
         tables_moved,
         merge_checkpoints,
         merges_resumed,
@@ -51,7 +54,13 @@ pub fn to_json(stats: &Stats) -> Value {
         open_segment_files,
         background_error,
     } = stats;
-    json!({
+    let SpaceUsage {
+        disk_bytes,
+        logical_bytes,
+        live_keys,
+        space_amplification,
+    } = space;
+    let mut object = json!({
         "memtables": memtables,
         "immutable_memtables": immutable_memtables,
         "tables_per_level": tables_per_level,
@@ -81,6 +90,7 @@ pub fn to_json(stats: &Stats) -> Value {
         "flushes": flushes,
         "compactions_merge": compactions_merge,
         "compactions_move": compactions_move,
+        "compactions_concurrent": compactions_concurrent,
         "tables_moved": tables_moved,
         "merge_checkpoints": merge_checkpoints,
         "merges_resumed": merges_resumed,
@@ -95,11 +105,17 @@ pub fn to_json(stats: &Stats) -> Value {
         "block_cache_bytes": block_cache_bytes,
         "open_segment_files": open_segment_files,
         "background_error": background_error,
-    })
+    });
+    // Added one by one: a longer `json!` literal exceeds its recursion limit.
+    object["disk_bytes"] = json!(disk_bytes);
+    object["logical_bytes"] = json!(logical_bytes);
+    object["live_keys"] = json!(live_keys);
+    object["space_amplification"] = json!(space_amplification);
+    object
 }
 
 /// A multi-line human-readable summary.
-pub fn summary(s: &Stats) -> String {
+pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
     let mut line = |args: std::fmt::Arguments<'_>| {
@@ -152,15 +168,23 @@ pub fn summary(s: &Stats) -> String {
         bytes(s.compaction_bytes_read)
     ));
     line(format_args!(
+        "space amp:        {:.3} ({} on disk for {} in {} live keys)",
+        space.space_amplification,
+        bytes(space.disk_bytes),
+        bytes(space.logical_bytes),
+        space.live_keys
+    ));
+    line(format_args!(
         "fsyncs:           {} (log {}, flush {}, compaction {}, MANIFEST {})",
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move ({} tables moved); journaled merge checkpoints {}, resumed merges {}{}",
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
         s.flushes,
         s.compactions_merge,
         s.compactions_move,
         s.tables_moved,
+        s.compactions_concurrent,
         s.merge_checkpoints,
         s.merges_resumed,
         if s.merge_in_progress { " (one in progress)" } else { "" }
@@ -214,7 +238,13 @@ mod tests {
             fsyncs_log: 1,
             ..Stats::default()
         };
-        let v = to_json(&s);
+        let space = SpaceUsage {
+            disk_bytes: 300,
+            logical_bytes: 200,
+            live_keys: 2,
+            space_amplification: 1.5,
+        };
+        let v = to_json(&s, &space);
         for key in [
             "tables",
             "segments",
@@ -228,12 +258,18 @@ mod tests {
             "runs_per_level",
             "bytes_per_level",
             "stall_micros",
+            "compactions_concurrent",
+            "disk_bytes",
+            "logical_bytes",
         ] {
             assert!(v.get(key).is_some(), "missing {key}");
         }
         assert_eq!(v["fsyncs_by_cause"]["log"], 1);
         assert_eq!(v["tables_per_level"], json!([1, 2]));
-        assert!(summary(&s).contains("L1:"));
+        assert_eq!(v["space_amplification"], 1.5);
+        let text = summary(&s, &space);
+        assert!(text.contains("L1:"), "{text}");
+        assert!(text.contains("space amp:        1.500"), "{text}");
     }
 
     #[test]

@@ -177,6 +177,11 @@ fn stats_json_has_required_keys_and_persists() {
     assert!(s["tables"].as_u64().unwrap() >= 1, "{s}");
     assert!(s["write_amplification"].as_f64().unwrap() > 0.0, "{s}");
     assert!(s["tables_per_level"].is_array(), "{s}");
+    assert_eq!(s["live_keys"].as_u64(), Some(5000), "{s}");
+    assert_eq!(s["logical_bytes"].as_u64(), Some(5000 * (19 + 100)), "{s}");
+    assert!(s["disk_bytes"].as_u64().unwrap() > 0, "{s}");
+    let amp = s["space_amplification"].as_f64().expect("numeric");
+    assert!(amp >= 1.0, "{s}");
 
     // Counters are cumulative across processes.
     ok(db, &["load", "--count", "3000", "--start", "5000"]);
@@ -187,6 +192,7 @@ fn stats_json_has_required_keys_and_persists() {
     let text = ok(db, &["stats"]);
     assert!(text.lines().count() > 5, "{text}");
     assert!(text.contains("write amp"), "{text}");
+    assert!(text.contains("space amp"), "{text}");
 }
 
 #[test]

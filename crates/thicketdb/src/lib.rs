@@ -27,6 +27,6 @@ pub mod table;
 pub mod table_cache;
 pub mod version;
 
-pub use db::{Db, DbIterator, Snapshot, Stats, WriteBatch};
+pub use db::{Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use error::{Error, Result};
 pub use options::{Options, Profile, ReadOptions, WriteOptions};

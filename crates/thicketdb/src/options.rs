@@ -20,8 +20,8 @@ pub enum Profile {
     #[default]
     Default,
     /// Stock LevelDB behaviour: one 2 MiB table per file and one fsync per
-    /// table, one victim per compaction (the baseline BoLT is measured
-    /// against).
+    /// table, one victim per compaction, one compaction thread (the baseline
+    /// BoLT is measured against).
     LevelDb,
     /// BoLT: compaction files of 1 MiB logical tables, group compaction of
     /// up to 64 MiB, settled compaction, the shared descriptor cache.
@@ -48,12 +48,14 @@ impl Profile {
     }
 
     /// The options this profile starts from. `leveldb` and `bolt` share
-    /// LevelDB's level sizes and the BoLT paper's 64 MiB memtable, so that
-    /// they differ only in BoLT's elements.
+    /// LevelDB's level sizes, the BoLT paper's 64 MiB memtable and LevelDB's
+    /// single compaction thread (BoLT is built on LevelDB), so that they
+    /// differ only in BoLT's elements.
     pub fn options(self) -> Options {
         let paper = Options {
             profile: self,
             max_bytes_for_level_base: 10 << 20,
+            compaction_threads: 1,
             ..Options::default()
         };
         match self {
@@ -156,6 +158,9 @@ pub struct Options {
     pub compaction_policy: PolicyKind,
     /// Tiered: runs a level holds before they are merged into the next.
     pub runs_per_level: usize,
+    /// Background threads running compactions (flushes have their own).
+    /// Tasks on disjoint key ranges and levels run concurrently.
+    pub compaction_threads: usize,
     /// Tiered: a merge expected to write at least this many tables
     /// checkpoints every this many tables, releasing consumed inputs early
     /// (SifrDB's early cleaning with a compaction journal); 0 disables it.
@@ -202,6 +207,7 @@ impl Default for Options {
             log_mmap: true,
             compaction_policy: PolicyKind::Leveled,
             runs_per_level: 4,
+            compaction_threads: 2,
             early_cleaning_threshold: 10,
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
@@ -250,6 +256,7 @@ impl Options {
         "log_mmap",
         "compaction_policy",
         "runs_per_level",
+        "compaction_threads",
         "early_cleaning_threshold",
         "max_bytes_for_level_base",
         "level_size_multiplier",
@@ -284,6 +291,7 @@ impl Options {
             "log_mmap" => self.log_mmap = parse_bool(name, value)?,
             "compaction_policy" => self.compaction_policy = parse(name, value)?,
             "runs_per_level" => self.runs_per_level = parse(name, value)?,
+            "compaction_threads" => self.compaction_threads = parse(name, value)?,
             "early_cleaning_threshold" => self.early_cleaning_threshold = parse(name, value)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse(name, value)?,
             "level_size_multiplier" => self.level_size_multiplier = parse(name, value)?,
@@ -324,6 +332,7 @@ impl Options {
             "log_mmap" => self.log_mmap.to_string(),
             "compaction_policy" => self.compaction_policy.to_string(),
             "runs_per_level" => self.runs_per_level.to_string(),
+            "compaction_threads" => self.compaction_threads.to_string(),
             "early_cleaning_threshold" => self.early_cleaning_threshold.to_string(),
             "max_bytes_for_level_base" => self.max_bytes_for_level_base.to_string(),
             "level_size_multiplier" => self.level_size_multiplier.to_string(),
@@ -366,6 +375,11 @@ impl Options {
         }
         if self.runs_per_level < 2 {
             return bad("runs_per_level must be at least 2");
+        }
+        if self.compaction_threads == 0 || self.compaction_threads > MAX_COMPACTION_THREADS {
+            return Err(Error::InvalidArgument(format!(
+                "compaction_threads must be between 1 and {MAX_COMPACTION_THREADS}"
+            )));
         }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");
@@ -423,24 +437,34 @@ impl Options {
         if lines.next() != Some(OPTIONS_HEADER) {
             return Err(corrupt(0, "unknown OPTIONS header or version"));
         }
-        let mut options = Options::default();
-        for line in lines {
-            let (name, value) = line
-                .split_once('=')
-                .ok_or_else(|| corrupt(0, "malformed line"))?;
-            if name == "profile" {
-                options.profile = value.parse().map_err(|_| corrupt(0, "unknown profile"))?;
-            } else {
-                options
-                    .set(name, value)
-                    .map_err(|e| corrupt(0, &format!("bad option line {line:?}: {e}")))?;
-            }
+        let pairs = lines
+            .map(|line| {
+                line.split_once('=')
+                    .ok_or_else(|| corrupt(0, "malformed line"))
+            })
+            .collect::<Result<Vec<(&str, &str)>>>()?;
+        // An option the file predates keeps its profile's value.
+        let mut options = match pairs.iter().find(|(name, _)| *name == "profile") {
+            Some((_, value)) => value
+                .parse::<Profile>()
+                .map_err(|_| corrupt(0, "unknown profile"))?
+                .options(),
+            None => Options::default(),
+        };
+        for (name, value) in pairs.into_iter().filter(|(name, _)| *name != "profile") {
+            options
+                .set(name, value)
+                .map_err(|e| corrupt(0, &format!("bad option line {name}={value}: {e}")))?;
         }
         Ok(options)
     }
 }
 
 const OPTIONS_HEADER: &str = "thicketdb-options 1";
+
+/// More compaction threads than this only contend: a task needs a level
+/// (and key range) no other task touches, and a tree has few levels.
+pub const MAX_COMPACTION_THREADS: usize = 64;
 
 /// Per-write settings.
 #[derive(Debug, Clone, Copy, Default)]
@@ -495,6 +519,33 @@ mod tests {
     }
 
     #[test]
+    fn an_options_file_without_compaction_threads_gets_the_profile_value() {
+        for (profile, threads) in [(Profile::Default, 2), (Profile::LevelDb, 1)] {
+            let body: String = profile
+                .options()
+                .encode()
+                .lines()
+                .filter(|l| !l.starts_with("compaction_threads=") && !l.starts_with("crc32c="))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let older = format!("{body}crc32c={:08x}\n", checksum::crc32c(body.as_bytes()));
+            let decoded = Options::decode("OPTIONS", older.as_bytes()).unwrap();
+            assert_eq!(decoded.compaction_threads, threads, "{profile}");
+            assert_eq!(decoded, profile.options());
+        }
+    }
+
+    #[test]
+    fn compaction_threads_are_bounded() {
+        let mut o = Options::default();
+        for (value, ok) in [("0", false), ("1", true), ("64", true), ("65", false)] {
+            o.set("compaction_threads", value).unwrap();
+            assert_eq!(o.validate().is_ok(), ok, "compaction_threads={value}");
+        }
+        assert!(o.set("compaction_threads", "-1").is_err());
+    }
+
+    #[test]
     fn profiles_round_trip_and_differ_only_in_bolt_elements() {
         for &p in Profile::ALL {
             let o = p.options();
@@ -513,5 +564,6 @@ mod tests {
         assert!(l.group_compaction_bytes == 0 && b.group_compaction_bytes > 0);
         assert!(!l.settled_compaction && b.settled_compaction);
         assert!(!l.segment_descriptor_cache && b.segment_descriptor_cache);
+        assert_eq!((l.compaction_threads, b.compaction_threads), (1, 1));
     }
 }

@@ -74,6 +74,7 @@ counters! {
     flushes: "Memtables flushed.",
     compactions_merge: "Compactions that merged tables.",
     compactions_move: "Compactions that moved tables by metadata only.",
+    compactions_concurrent: "Background compactions that started while another was running.",
     tables_moved: "Tables promoted to the next level by metadata only.",
     merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
     merges_resumed: "Journaled merges resumed after a crash.",

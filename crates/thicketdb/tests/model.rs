@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thicketdb::check::{check_store, check_store_with_fs};
 use thicketdb::io::fault::FaultFs;
-use thicketdb::{Db, DbIterator, Options, Profile, ReadOptions, Snapshot, WriteOptions};
+use thicketdb::{Db, DbIterator, Options, Profile, ReadOptions, Snapshot, Stats, WriteOptions};
 
 const KEYS: usize = 200;
 const MAX_SNAPSHOTS: usize = 4;
@@ -30,6 +30,9 @@ struct Config {
     options: Options,
     /// Whether `compact_range` is among the operations.
     manual_compaction: bool,
+    /// Whether bursts of puts (several memtables back to back) are among
+    /// the operations, so that levels fill while compactions run.
+    write_bursts: bool,
 }
 
 /// Background flushes and L0 compactions, no manual compaction.
@@ -37,6 +40,7 @@ fn background_compaction() -> Config {
     Config {
         options: small_options(),
         manual_compaction: false,
+        write_bursts: false,
     }
 }
 
@@ -52,6 +56,7 @@ fn manual_compaction() -> Config {
             ..small_options()
         },
         manual_compaction: true,
+        write_bursts: false,
     }
 }
 
@@ -60,6 +65,7 @@ fn all_compactions() -> Config {
     Config {
         options: small_options(),
         manual_compaction: true,
+        write_bursts: false,
     }
 }
 
@@ -261,6 +267,13 @@ impl Harness {
                     .unwrap();
             }
             840..845 => self.reopen(),
+            845..855 if self.config.write_bursts => {
+                for _ in 0..self.rng.random_range(200..600) {
+                    let (k, v) = (self.key(), self.value());
+                    self.db().put(&k, &v).unwrap();
+                    self.model.insert(k, v);
+                }
+            }
             _ => self.check_get(),
         }
     }
@@ -433,7 +446,9 @@ fn vs(got: &Entries, want: &Entries) -> String {
     }
 }
 
-fn run(seed: u64, ops: usize, backend: Backend, config: Config) {
+/// Runs `ops` random operations and checks the store against the model;
+/// returns the stats taken before the final reopen.
+fn run(seed: u64, ops: usize, backend: Backend, config: Config) -> Stats {
     let mut h = Harness::new(seed, backend, config);
     for step in 0..ops {
         h.step(step);
@@ -456,9 +471,16 @@ fn run(seed: u64, ops: usize, backend: Backend, config: Config) {
     );
     assert!(h.reopens > 0);
     eprintln!(
-        "{}: {} writes, {} reopens, {} flushes, {} merge compactions, {} moves",
-        h.base, h.writes, h.reopens, stats.flushes, stats.compactions_merge, stats.compactions_move
+        "{}: {} writes, {} reopens, {} flushes, {} merge compactions, {} moves, {} started beside another",
+        h.base,
+        h.writes,
+        h.reopens,
+        stats.flushes,
+        stats.compactions_merge,
+        stats.compactions_move,
+        stats.compactions_concurrent
     );
+    stats
 }
 
 fn seeds(default: &[u64]) -> Vec<u64> {
@@ -536,6 +558,7 @@ fn profile_config(profile: Profile) -> Config {
             ..base
         },
         manual_compaction: true,
+        write_bursts: false,
     }
 }
 
@@ -546,5 +569,40 @@ fn model_every_profile() {
             run(seed, ops(OPS), fault(), profile_config(profile));
         }
         run(303, ops(OPS), posix(), profile_config(profile));
+    }
+}
+
+/// `profile_config` on several compaction threads, with write bursts and
+/// (tiered) two runs per level, so that a burst fills L0 while a deeper
+/// merge runs.
+fn concurrent_config(profile: Profile) -> Config {
+    let config = profile_config(profile);
+    Config {
+        options: Options {
+            compaction_threads: 3,
+            runs_per_level: 2,
+            ..config.options
+        },
+        write_bursts: true,
+        ..config
+    }
+}
+
+/// Leveled and tiered trees compacted by several threads, with manual
+/// compactions in between; some tasks must really have run side by side.
+#[test]
+fn model_concurrent_compactions() {
+    for profile in [Profile::Default, Profile::LevelDb, Profile::Sifr] {
+        let mut concurrent = 0;
+        for seed in seeds(&[401, 402]) {
+            let stats = run(seed, ops(OPS), fault(), concurrent_config(profile));
+            concurrent += stats.compactions_concurrent;
+        }
+        let stats = run(403, ops(OPS), posix(), concurrent_config(profile));
+        concurrent += stats.compactions_concurrent;
+        assert!(
+            concurrent > 0,
+            "{profile}: no compaction started beside another"
+        );
     }
 }

@@ -13,11 +13,16 @@
 //!   least overlap in the next level, contiguous or not, and those with none
 //!   are promoted by metadata only (BoLT settled compaction). A lone victim
 //!   without overlap is always moved (LevelDB's trivial move).
+//! - With several compaction threads, a victim whose task would conflict
+//!   with a running one (`busy`) is passed over, and a level with nothing
+//!   admissible leaves its turn to the next due level. L0 is compacted
+//!   whole, so one L0 task runs at a time.
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::busy::{Busy, Claim};
 use super::components::split_components;
 use super::task::{CompactionTask, TaskInput};
 use crate::format::internal_key::compare;
@@ -84,23 +89,33 @@ impl LeveledPolicy {
         pending
     }
 
-    /// The most urgent task, if any level needs one.
-    pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
-        let scores = self.scores(version);
-        let (level, score) = scores
-            .iter()
-            .copied()
+    /// The most urgent task that `busy` admits, if any level needs one:
+    /// due levels are tried by descending score, so a level blocked by
+    /// running tasks leaves its turn to the next.
+    pub fn pick(&self, version: &Version, busy: &Busy) -> Option<CompactionTask> {
+        let mut due: Vec<(usize, f64)> = self
+            .scores(version)
+            .into_iter()
             .enumerate()
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        if score < 1.0 {
-            return None;
-        }
-        let reason = format!("L{level} score {score:.2}");
-        if level == 0 {
-            Some(l0_task(version, reason))
-        } else {
-            self.level_task(version, level, reason)
-        }
+            .filter(|&(_, score)| score >= 1.0)
+            .collect();
+        // Highest score first; on a tie the deeper level, as LevelDB does.
+        due.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        due.into_iter().find_map(|(level, score)| {
+            let reason = format!("L{level} score {score:.2}");
+            if level == 0 {
+                Some(l0_task(version, reason)).filter(|t| busy.admits(&Self::claim(t)))
+            } else {
+                self.level_task(version, level, reason, busy)
+            }
+        })
+    }
+
+    /// What a leveled task holds while it runs. A task that starts the
+    /// output level's run holds the whole level: a second new run there
+    /// would break "one run per level".
+    pub fn claim(task: &CompactionTask) -> Claim {
+        Claim::of(task, true)
     }
 
     fn level_task(
@@ -108,6 +123,7 @@ impl LeveledPolicy {
         version: &Version,
         level: usize,
         reason: String,
+        busy: &Busy,
     ) -> Option<CompactionTask> {
         let run = version.levels[level].runs.first()?;
         let next = version.levels[level + 1].runs.first();
@@ -120,37 +136,35 @@ impl LeveledPolicy {
         } else {
             overflow.min(group).max(1)
         };
-        let victims = if self.options.settled_compaction {
-            settled_victims(run, next, budget)
-        } else {
-            self.round_robin_victims(level, run, budget)
-        };
-        Some(build_task(level, run, next, victims, reason))
-    }
-
-    fn round_robin_victims(&self, level: usize, run: &Run, budget: u64) -> Vec<Arc<TableMeta>> {
         let mut pointers = self.compact_pointers.lock();
-        let pointer = &pointers[level];
-        let start = if pointer.is_empty() {
-            0
+        let candidates = if self.options.settled_compaction {
+            settled_order(run, next)
         } else {
-            run.tables
-                .partition_point(|t| compare(&t.largest, pointer) != std::cmp::Ordering::Greater)
+            round_robin_order(run, &pointers[level])
         };
-        let start = if start >= run.tables.len() { 0 } else { start };
-        let mut victims = Vec::new();
+        // Victims in key order, each admitted together with those before it.
+        let mut victims: Vec<Arc<TableMeta>> = Vec::new();
+        let mut last_taken = None;
         let mut bytes = 0;
-        for t in &run.tables[start..] {
-            if bytes >= budget {
+        for (i, t) in candidates.tables.iter().enumerate() {
+            if bytes >= budget || (i == candidates.wrap && last_taken.is_some()) {
                 break;
             }
-            bytes += t.length;
-            victims.push(t.clone());
+            let mut with = victims.clone();
+            let at = with.partition_point(|v| compare(&v.smallest, &t.smallest).is_lt());
+            with.insert(at, t.clone());
+            let task = build_task(level, run, next, with.clone(), reason.clone());
+            if busy.admits(&Self::claim(&task)) {
+                victims = with;
+                bytes += t.length;
+                last_taken = Some(t);
+            }
         }
-        if let Some(last) = victims.last() {
-            pointers[level] = last.largest.clone();
+        let last_taken = last_taken?;
+        if !self.options.settled_compaction {
+            pointers[level] = last_taken.largest.clone();
         }
-        victims
+        Some(build_task(level, run, next, victims, reason))
     }
 
     /// A manual compaction of level `level` within `[start, end]` into the
@@ -190,9 +204,33 @@ fn overlap_bytes(t: &TableMeta, next: Option<&Run>) -> u64 {
     })
 }
 
-/// The tables with the smallest overlap ratio (overlap bytes per table
-/// byte), up to `budget` bytes, in key order.
-fn settled_victims(run: &Run, next: Option<&Run>, budget: u64) -> Vec<Arc<TableMeta>> {
+/// Victim candidates in the order a policy prefers them. From `wrap` on
+/// they are the tables before the compact pointer, taken only when none
+/// after it could be.
+struct Candidates {
+    tables: Vec<Arc<TableMeta>>,
+    wrap: usize,
+}
+
+/// The tables after the compact pointer in key order, then the others
+/// (LevelDB's round robin).
+fn round_robin_order(run: &Run, pointer: &[u8]) -> Candidates {
+    let start = if pointer.is_empty() {
+        0
+    } else {
+        run.tables
+            .partition_point(|t| compare(&t.largest, pointer) != std::cmp::Ordering::Greater)
+    };
+    let start = if start >= run.tables.len() { 0 } else { start };
+    let mut tables = run.tables[start..].to_vec();
+    let wrap = tables.len();
+    tables.extend_from_slice(&run.tables[..start]);
+    Candidates { tables, wrap }
+}
+
+/// Every table by ascending overlap ratio (overlap bytes per table byte),
+/// ties in key order (BoLT settled compaction).
+fn settled_order(run: &Run, next: Option<&Run>) -> Candidates {
     let mut ranked: Vec<(u64, &Arc<TableMeta>)> = run
         .tables
         .iter()
@@ -202,17 +240,11 @@ fn settled_victims(run: &Run, next: Option<&Run>, budget: u64) -> Vec<Arc<TableM
         a.0.cmp(&b.0)
             .then_with(|| compare(&a.1.smallest, &b.1.smallest))
     });
-    let mut victims = Vec::new();
-    let mut bytes = 0;
-    for (_, t) in ranked {
-        if bytes >= budget {
-            break;
-        }
-        bytes += t.length;
-        victims.push(t.clone());
+    let tables: Vec<Arc<TableMeta>> = ranked.into_iter().map(|(_, t)| t.clone()).collect();
+    Candidates {
+        wrap: tables.len(),
+        tables,
     }
-    victims.sort_by(|a, b| compare(&a.smallest, &b.smallest));
-    victims
 }
 
 /// Every L0 table, with the L1 tables under them, split into groups whose

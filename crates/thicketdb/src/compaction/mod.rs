@@ -1,7 +1,9 @@
-//! Compaction: deciding what to merge (`leveled`), which entries survive a
-//! merge (`drop_rule`), writing merged output as tables (`output`) and
-//! running a task end to end (`executor`).
+//! Compaction: deciding what to merge (`leveled`, `tiered`) beside the
+//! tasks already running (`busy`), which entries survive a merge
+//! (`drop_rule`), writing merged output as tables (`output`) and running a
+//! task end to end (`executor`).
 
+pub mod busy;
 pub mod components;
 pub mod drop_rule;
 pub mod executor;
@@ -11,6 +13,7 @@ pub mod policy;
 pub mod task;
 pub mod tiered;
 
+pub use busy::{Busy, Claim};
 pub use executor::execute;
 pub use leveled::LeveledPolicy;
 pub use policy::{Policy, PolicyKind};

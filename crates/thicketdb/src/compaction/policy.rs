@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::busy::{Busy, Claim};
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
 use super::tiered::TieredPolicy;
@@ -41,7 +42,8 @@ impl FromStr for PolicyKind {
     }
 }
 
-/// A policy looks at a version and returns the task to run, if any.
+/// A policy looks at a version and the running tasks and returns the task
+/// to run, if any.
 #[derive(Debug)]
 pub enum Policy {
     Leveled(LeveledPolicy),
@@ -56,11 +58,29 @@ impl Policy {
         }
     }
 
-    /// The most urgent task, if the tree needs one.
-    pub fn pick(&self, version: &Version) -> Option<CompactionTask> {
+    /// The most urgent task that can run beside the running ones (`busy`),
+    /// if the tree needs one.
+    pub fn pick(&self, version: &Version, busy: &Busy) -> Option<CompactionTask> {
         match self {
-            Policy::Leveled(p) => p.pick(version),
-            Policy::Tiered(p) => p.pick(version),
+            Policy::Leveled(p) => p.pick(version, busy),
+            Policy::Tiered(p) => p.pick(version, busy),
+        }
+    }
+
+    /// What `task` holds while it runs beside `busy` (the claim `pick`
+    /// admitted); a claim marked journaled runs as a journaled merge.
+    pub fn claim(&self, task: &CompactionTask, busy: &Busy) -> Claim {
+        match self {
+            Policy::Leveled(_) => LeveledPolicy::claim(task),
+            Policy::Tiered(p) => p.claim(task, busy),
+        }
+    }
+
+    /// Whether `task` runs as a journaled merge (SifrDB early cleaning).
+    pub fn journals(&self, task: &CompactionTask) -> bool {
+        match self {
+            Policy::Leveled(_) => false,
+            Policy::Tiered(p) => p.journals(task),
         }
     }
 

@@ -1,34 +1,39 @@
-//! Background work: flushing immutable memtables, compacting L0, and
+//! Background work: one thread flushing immutable memtables,
+//! `compaction_threads` threads running compactions side by side, and
 //! releasing the space of tables no version references any more.
+//!
+//! A compaction thread picks a task and registers its claim (`Busy`) in one
+//! step under the background mutex, so no two running tasks conflict; it
+//! runs and commits the task without the mutex and then releases the claim.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{DbInner, SuperVersion};
+use super::compact::{compact, Journaling};
+use super::{BackgroundState, DbInner, SuperVersion};
+use crate::compaction::busy::ClaimId;
 use crate::compaction::drop_rule::DropRule;
-use crate::compaction::executor::{bottommost_for, ExecContext, Journal};
 use crate::compaction::output::{Output, OutputSink, OutputSpec};
-use crate::compaction::tiered::resume_task;
-use crate::compaction::PolicyKind;
-use crate::compaction::{execute, CompactionTask};
+use crate::compaction::tiered::{resume_claim, resume_task};
+use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
-use crate::version::{MergeJournal, TableMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::{Version, VersionEdit};
 
-/// Starts the flush thread and the compaction thread. Flushes never wait
+/// Starts the flush thread and the compaction threads. Flushes never wait
 /// behind a long compaction: they only add L0 runs, which a running task
 /// neither reads nor deletes.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
-    [Worker::Flush, Worker::Compaction]
-        .into_iter()
+    let compactions = (0..inner.options.compaction_threads).map(Worker::Compaction);
+    std::iter::once(Worker::Flush)
+        .chain(compactions)
         .map(|worker| {
             let inner = inner.clone();
             std::thread::Builder::new()
-                .name(worker.name().into())
+                .name(worker.name())
                 .spawn(move || run(&inner, worker))
                 .map_err(|e| Error::io(e, "spawning a background thread"))
         })
@@ -38,55 +43,55 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Worker {
     Flush,
-    Compaction,
+    /// The compaction thread with this index.
+    Compaction(usize),
 }
 
 impl Worker {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Worker::Flush => "thicket-flush",
-            Worker::Compaction => "thicket-compact",
+            Worker::Flush => "thicket-flush".to_string(),
+            Worker::Compaction(i) => format!("thicket-compact-{i}"),
         }
     }
 }
 
 enum Job {
     Flush,
-    Compact(CompactionTask),
-    Resume(CompactionTask, MergeJournal),
+    /// A task, how it journals, and its claim.
+    Compact(CompactionTask, Journaling, ClaimId),
 }
 
 fn run(inner: &Arc<DbInner>, worker: Worker) {
     loop {
-        {
+        let job = {
             let mut bg = inner.background.lock();
             loop {
                 if bg.shutting_down {
                     return;
                 }
-                if bg.error.is_none() && next_job(inner, worker).is_some() {
-                    break;
+                if bg.error.is_none() {
+                    if let Some(job) = claim_job(inner, worker, &mut bg) {
+                        break job;
+                    }
                 }
                 inner.background_cv.wait(&mut bg);
             }
-        }
-        let result = {
-            let _exclusive = match worker {
-                Worker::Flush => inner.flush_lock.lock(),
-                Worker::Compaction => inner.compaction_lock.lock(),
-            };
-            // Pick under the lock: a manual compaction may have changed the
-            // version since the check above.
-            match next_job(inner, worker) {
-                Some(Job::Flush) => flush_oldest(inner),
-                Some(Job::Compact(task)) => compact(inner, task, None),
-                Some(Job::Resume(task, journal)) => compact(inner, task, Some(journal)),
-                None => Ok(()),
+        };
+        let (result, claim) = match job {
+            Job::Flush => (flush_oldest(inner), None),
+            Job::Compact(task, journaling, claim) => {
+                (compact(inner, task, journaling), Some(claim))
             }
         };
         collect_obsolete_files(inner);
         {
             let mut bg = inner.background.lock();
+            // Released only now, after the task's version is installed: a
+            // task picked later sees that version, not the inputs it deleted.
+            if let Some(claim) = claim {
+                bg.busy.remove(claim);
+            }
             if let Err(e) = result {
                 bg.error.get_or_insert(e);
                 inner
@@ -100,18 +105,42 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
     }
 }
 
-fn next_job(inner: &DbInner, worker: Worker) -> Option<Job> {
+/// The next job for `worker`, its claim registered in `bg.busy`. An
+/// interrupted journaled merge resumes before anything else is picked.
+fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Option<Job> {
     let sv = inner.super_version();
     if worker == Worker::Flush {
         return (!sv.imms.is_empty()).then_some(Job::Flush);
     }
-    if let Some(journal) = &sv.version.merge_journal {
-        return Some(Job::Resume(
-            resume_task(&sv.version, journal),
-            journal.clone(),
-        ));
+    if bg.manual_compaction {
+        return None;
     }
-    inner.policy.pick(&sv.version).map(Job::Compact)
+    let (task, journaling, claim) = match &sv.version.merge_journal {
+        Some(journal) if !bg.busy.journaling() => {
+            let task = resume_task(&sv.version, journal);
+            let claim = resume_claim(&task, journal);
+            // Nothing else may take the journal's runs before it resumes.
+            if !bg.busy.admits(&claim) {
+                return None;
+            }
+            (task, Journaling::Resume(journal.clone()), claim)
+        }
+        _ => {
+            let task = inner.policy.pick(&sv.version, &bg.busy)?;
+            let claim = inner.policy.claim(&task, &bg.busy);
+            let journaling = if claim.journaled {
+                Journaling::Fresh
+            } else {
+                Journaling::Off
+            };
+            (task, journaling, claim)
+        }
+    };
+    if !bg.busy.is_empty() {
+        Counters::add(&inner.counters.compactions_concurrent, 1);
+    }
+    let id = bg.busy.insert(claim);
+    Some(Job::Compact(task, journaling, id))
 }
 
 /// Writes a memtable's entries as L0 tables.
@@ -138,7 +167,7 @@ pub(crate) fn write_memtable(
     sink.finish()
 }
 
-fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
+pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
     move || inner.versions.lock().new_file_number()
 }
 
@@ -188,7 +217,7 @@ fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
 }
 
 /// Publishes a new version, dropping `flushed` from the immutable list.
-fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
+pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
     let mut sv = inner.super_version.write();
     let imms = sv
         .imms
@@ -202,206 +231,6 @@ fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable
         pending_compaction_bytes: inner.policy.pending_bytes(&version),
         version,
     });
-}
-
-/// Runs a task and commits it. A tiered merge big enough is journaled:
-/// its outputs are committed to an interim run every
-/// `early_cleaning_threshold` tables and the inputs they replace released
-/// (SifrDB early cleaning); `resume` continues such a merge after a crash.
-fn compact(inner: &Arc<DbInner>, task: CompactionTask, resume: Option<MergeJournal>) -> Result<()> {
-    let opts = &inner.options;
-    let version = inner.versions.lock().current();
-    let numbers = new_file_number(inner);
-    let ctx = ExecContext {
-        fs: inner.fs.as_ref(),
-        dir: &inner.dir,
-        table_cache: &inner.table_cache,
-        table_options: opts.table_options(),
-        target_table_size: opts.target_table_size,
-        compaction_file: opts.compaction_file,
-        smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
-        new_file_number: &numbers,
-    };
-    if resume.is_some() {
-        Counters::add(&inner.counters.merges_resumed, 1);
-    }
-    let mut journal = resume.or_else(|| new_journal(inner, &task));
-    let mut released: HashSet<u64> = HashSet::new();
-    let executed = match journal.as_mut() {
-        None => {
-            let bottommost = bottommost_for(&version, &task);
-            execute(&task, &bottommost, &ctx, None)?
-        }
-        Some(j) => {
-            // The merge must not pin the inputs it releases as it goes.
-            drop(version);
-            let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
-            let mut checkpoint = |fresh: &[Arc<TableMeta>], last: &[u8]| {
-                checkpoint(inner, &task, j, &mut released, fresh, last)
-            };
-            let never = |_: &[u8]| false;
-            execute(
-                &task,
-                &never,
-                &ctx,
-                Some(Journal {
-                    every: opts.early_cleaning_threshold,
-                    resume_after,
-                    checkpoint: &mut checkpoint,
-                }),
-            )?
-        }
-    };
-    let c = &inner.counters;
-    if !task.merges.is_empty() {
-        Counters::add(&c.compactions_merge, 1);
-    }
-    if !task.moves.is_empty() {
-        Counters::add(&c.compactions_move, 1);
-        Counters::add(
-            &c.tables_moved,
-            task.moves.iter().map(|m| m.tables.len() as u64).sum(),
-        );
-    }
-    Counters::add(&c.compaction_bytes_read, executed.bytes_read);
-    Counters::add(&c.compaction_bytes_written, executed.output.bytes);
-    Counters::add(&c.fsyncs_compaction, executed.output.syncs);
-    for input in task.merge_inputs() {
-        c.level_read(input.level, input.tables.iter().map(|t| t.length).sum());
-    }
-    c.level_written(task.output_level, executed.output.bytes);
-    {
-        let mut versions = inner.versions.lock();
-        let current = versions.current();
-        let output_run = task
-            .output_run
-            .unwrap_or_else(|| versions.new_file_number());
-        let parked = journal.as_ref().and_then(|j| {
-            current.levels[j.level]
-                .runs
-                .iter()
-                .find(|r| r.id == j.interim_run)
-                .map(|r| (j.level, r.id, r.tables.as_slice()))
-        });
-        let mut edit = task.final_edit(output_run, &executed.output.tables, &released, parked);
-        edit.merge_done = journal.is_some();
-        let version = versions.log_and_apply(edit)?;
-        install(inner, version, None);
-    }
-    // Moved tables stay live under their new level; merge inputs die, and
-    // are released once no reader holds them (see `collect_obsolete_files`).
-    let dead: Vec<Arc<TableMeta>> = task
-        .merges
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i.tables)
-        .filter(|t| !released.contains(&t.id))
-        .collect();
-    inner.obsolete.lock().extend(dead);
-    Ok(())
-}
-
-/// A journal for a fresh tiered merge expected to write at least
-/// `early_cleaning_threshold` tables.
-fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
-    let opts = &inner.options;
-    let threshold = opts.early_cleaning_threshold as u64;
-    let journaled = opts.compaction_policy == PolicyKind::Tiered
-        && threshold > 0
-        && task.merge_bytes() >= threshold * opts.target_table_size;
-    if !journaled {
-        return None;
-    }
-    let first = task.merge_inputs().next()?;
-    let mut input_runs: Vec<u64> = task
-        .merge_inputs()
-        .chain(task.moves.iter())
-        .map(|i| i.run)
-        .collect();
-    input_runs.sort_unstable();
-    input_runs.dedup();
-    Some(MergeJournal {
-        level: first.level,
-        input_runs,
-        interim_run: inner.versions.lock().new_file_number(),
-        output_level: task.output_level,
-        resume_after: Vec::new(),
-    })
-}
-
-/// Commits a merge checkpoint: the fresh outputs join the interim run, the
-/// inputs wholly at or below `last` are released, and the journal records
-/// where to resume.
-fn checkpoint(
-    inner: &DbInner,
-    task: &CompactionTask,
-    journal: &mut MergeJournal,
-    released: &mut HashSet<u64>,
-    fresh: &[Arc<TableMeta>],
-    last: &[u8],
-) -> Result<()> {
-    let mut edit = VersionEdit::default();
-    for t in fresh {
-        edit.add_table(journal.level, journal.interim_run, t.clone());
-    }
-    let mut dead = Vec::new();
-    for input in task.merge_inputs() {
-        for t in &input.tables {
-            if t.largest_user_key() <= last && released.insert(t.id) {
-                edit.delete_table(input.level, input.run, t.id);
-                dead.push(t.clone());
-            }
-        }
-    }
-    journal.resume_after = last.to_vec();
-    edit.merge_journal = Some(journal.clone());
-    {
-        let mut versions = inner.versions.lock();
-        let version = versions.log_and_apply(edit)?;
-        install(inner, version, None);
-    }
-    Counters::add(&inner.counters.merge_checkpoints, 1);
-    inner.obsolete.lock().extend(dead);
-    collect_obsolete_files(inner);
-    Ok(())
-}
-
-/// Manual compaction on the caller's thread, excluding background jobs.
-pub(crate) fn compact_range(
-    inner: &Arc<DbInner>,
-    start: Option<&[u8]>,
-    end: Option<&[u8]>,
-) -> Result<()> {
-    inner.check_background_error()?;
-    let result = (|| -> Result<()> {
-        let _exclusive = inner.compaction_lock.lock();
-        for level in 0..NUM_LEVELS - 1 {
-            let version = inner.versions.lock().current();
-            let Some(deepest) = version.deepest_nonempty_level() else {
-                break;
-            };
-            if level >= deepest.max(1) {
-                break;
-            }
-            if let Some(journal) = version.merge_journal.clone() {
-                let task = resume_task(&version, &journal);
-                drop(version);
-                compact(inner, task, Some(journal))?;
-                continue;
-            }
-            if let Some(task) = inner.policy.manual(&version, level, start, end) {
-                drop(version);
-                compact(inner, task, None)?;
-            }
-        }
-        Ok(())
-    })();
-    collect_obsolete_files(inner);
-    if let Err(e) = &result {
-        super::write::set_background_error(inner, e.clone());
-    }
-    super::write::wake_background(inner);
-    result
 }
 
 fn delete_obsolete_logs(inner: &DbInner, log_number: u64) {

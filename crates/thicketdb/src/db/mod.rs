@@ -1,15 +1,17 @@
-//! The store: the write path, the read path and the background thread.
+//! The store: the write path, the read path and the background threads.
 //!
 //! `Db` is a cheap handle (`Clone`, `Send + Sync`). State shared with the
-//! background thread and iterators lives in `DbInner`; the last `Db` handle
-//! to go stops the background thread and persists the counters.
+//! background threads and iterators lives in `DbInner`; the last `Db` handle
+//! to go stops the background threads and persists the counters.
 
 mod background;
 mod batch;
+mod compact;
 mod iter;
 mod open;
 mod read;
 mod snapshot;
+mod space;
 mod stats;
 mod write;
 
@@ -24,6 +26,7 @@ pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use iter::DbIterator;
 pub use snapshot::Snapshot;
+pub use space::SpaceUsage;
 pub use stats::Stats;
 
 use crate::error::{Error, Result};
@@ -47,12 +50,17 @@ pub(crate) struct SuperVersion {
     pub pending_compaction_bytes: u64,
 }
 
-/// Coordination between writers, the background thread and `close`.
+/// Coordination between writers, the background threads, manual
+/// compaction and `close`.
 #[derive(Default)]
 pub(crate) struct BackgroundState {
     /// A failed flush or compaction; writes are refused until reopen.
     pub error: Option<Error>,
     pub shutting_down: bool,
+    /// What the running background compactions hold.
+    pub busy: crate::compaction::Busy,
+    /// A manual compaction runs or waits: no background compaction starts.
+    pub manual_compaction: bool,
 }
 
 pub(crate) struct DbInner {
@@ -72,11 +80,8 @@ pub(crate) struct DbInner {
     pub log: Mutex<write::LogState>,
     pub versions: Mutex<VersionSet>,
     pub background: Mutex<BackgroundState>,
+    /// Signalled when background work may be due or a task finished.
     pub background_cv: Condvar,
-    /// Held while a compaction runs (background or manual): one at a time.
-    pub compaction_lock: Mutex<()>,
-    /// Held while a memtable is flushed.
-    pub flush_lock: Mutex<()>,
     /// Tables removed from the current version, awaiting release.
     pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
     pub closed: AtomicBool,
@@ -262,12 +267,19 @@ impl Db {
     /// versions and deletions no snapshot needs.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
-        background::compact_range(self.inner(), start, end)
+        compact::compact_range(self.inner(), start, end)
     }
 
     /// Engine statistics.
     pub fn stats(&self) -> Stats {
         stats::collect(self.inner())
+    }
+
+    /// Space amplification: allocated bytes of the store's files over the
+    /// key and value bytes of the live keys. Unlike `stats`, this reads
+    /// every live key.
+    pub fn space_usage(&self) -> Result<SpaceUsage> {
+        space::usage(self.inner())
     }
 
     /// Stops background work, persists counters and releases the store.

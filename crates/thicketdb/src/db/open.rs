@@ -136,8 +136,6 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         versions: Mutex::new(versions),
         background: Mutex::new(BackgroundState::default()),
         background_cv: Condvar::new(),
-        compaction_lock: Mutex::new(()),
-        flush_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
         failed: AtomicBool::new(false),

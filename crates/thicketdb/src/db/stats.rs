@@ -43,6 +43,9 @@ pub struct Stats {
     pub flushes: u64,
     pub compactions_merge: u64,
     pub compactions_move: u64,
+    /// Background compactions that started while another one was running
+    /// (0 with `compaction_threads = 1`).
+    pub compactions_concurrent: u64,
     /// Tables promoted to the next level by metadata only.
     pub tables_moved: u64,
     /// Journaled merge checkpoints (SifrDB early cleaning).
@@ -106,6 +109,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         flushes: get(&c.flushes),
         compactions_merge: get(&c.compactions_merge),
         compactions_move: get(&c.compactions_move),
+        compactions_concurrent: get(&c.compactions_concurrent),
         tables_moved: get(&c.tables_moved),
         merge_checkpoints: get(&c.merge_checkpoints),
         merges_resumed: get(&c.merges_resumed),

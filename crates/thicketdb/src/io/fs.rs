@@ -77,6 +77,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn exists(&self, path: &Path) -> bool;
     /// Size of a file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Bytes the file occupies on the device: punched holes and unwritten
+    /// ranges do not count. A file system that does not model allocation
+    /// reports the file's size.
+    fn allocated_size(&self, path: &Path) -> Result<u64> {
+        self.file_size(path)
+    }
     /// Creates a directory and its parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the directory's entries (creations, renames) durable.

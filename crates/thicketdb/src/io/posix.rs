@@ -2,7 +2,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -206,6 +206,15 @@ impl FileSystem for PosixFs {
             .len())
     }
 
+    fn allocated_size(&self, path: &Path) -> Result<u64> {
+        // st_blocks counts 512-byte units whatever the file system's block
+        // size.
+        Ok(fs::metadata(path)
+            .map_err(|e| Error::io(e, ctx(path)))?
+            .blocks()
+            * 512)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| Error::io(e, ctx(dir)))
     }
@@ -264,6 +273,28 @@ mod tests {
         assert!(matches!(fs.lock(&path), Err(Error::Locked(_))));
         drop(held);
         fs.lock(&path).unwrap();
+    }
+
+    #[test]
+    fn allocated_size_excludes_punched_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg");
+        let fs = PosixFs;
+        let mut w = fs.create(&path).unwrap();
+        w.append(&vec![1u8; 256 * 1024]).unwrap();
+        w.sync().unwrap();
+        let before = fs.allocated_size(&path).unwrap();
+        assert!(before >= 256 * 1024, "{before}");
+        let punched = fs
+            .open_random(&path)
+            .unwrap()
+            .punch_hole(0, 128 * 1024)
+            .unwrap();
+        let after = fs.allocated_size(&path).unwrap();
+        assert_eq!(fs.file_size(&path).unwrap(), 256 * 1024);
+        if punched {
+            assert!(after <= before - 128 * 1024, "{before} -> {after}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! as text and compared with the expected rendering.
 
 use super::*;
+use crate::compaction::busy::Busy;
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::version::VersionEdit;
 
@@ -76,8 +77,25 @@ fn options(settings: &str) -> Options {
 fn pick(settings: &str, shape: &str) -> String {
     let policy = LeveledPolicy::new(&options(settings));
     policy
-        .pick(&version(shape))
+        .pick(&version(shape), &Busy::default())
         .map_or("none".to_string(), |t| render(&t))
+}
+
+/// `n` picks from one version, each task registered as running before the
+/// next pick (as concurrent compaction threads would see them).
+fn picks_while_running(settings: &str, shape: &str, n: usize) -> Vec<String> {
+    let policy = LeveledPolicy::new(&options(settings));
+    let v = version(shape);
+    let mut busy = Busy::default();
+    (0..n)
+        .map(|_| match policy.pick(&v, &busy) {
+            Some(task) => {
+                busy.insert(LeveledPolicy::claim(&task));
+                render(&task)
+            }
+            None => "none".to_string(),
+        })
+        .collect()
 }
 
 #[test]
@@ -116,8 +134,8 @@ fn leveldb_takes_one_victim_round_robin() {
         L2 2: a-a/100 c-c/100 e-e/100";
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
-    let first = render(&policy.pick(&v).unwrap());
-    let second = render(&policy.pick(&v).unwrap());
+    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    let second = render(&policy.pick(&v, &Busy::default()).unwrap());
     assert_eq!(first, "merge {L1#1:100 L2#2:103} -> L2#2");
     assert_eq!(
         second, "merge {L1#1:101 L2#2:104} -> L2#2",
@@ -201,4 +219,112 @@ fn manual_compaction_walks_one_level_in_range() {
         "merge {L1#1:101 L2#2:103} move {L1#1:102} -> L2#2"
     );
     assert!(policy.manual(&v, 3, None, None).is_none(), "L3 is empty");
+}
+
+#[test]
+fn a_second_thread_takes_another_range_of_the_level() {
+    // A task on L1 [a,c] -> L2 runs; settled compaction would pick a-c
+    // again (least overlap), so the second pick shows it is passed over.
+    let shape = "
+        L1 1: a-c/700 m-p/700
+        L2 2: a-a/10 n-n/500";
+    assert_eq!(
+        picks_while_running("settled_compaction=true", shape, 3),
+        [
+            "merge {L1#1:100 L2#2:102} -> L2#2",
+            "merge {L1#1:101 L2#2:103} -> L2#2",
+            "none",
+        ]
+    );
+}
+
+#[test]
+fn an_l0_task_waits_while_it_would_overlap_a_running_l1_input() {
+    // L1 scores 1.6, L0 1.0: L1 goes first. L0's b-b lies over L1's a-c,
+    // the running task's input, so L0 is not picked beside it.
+    let shape = "
+        L0 11: b-b/100
+        L0 10: x-x/100
+        L1 1: a-c/1500 m-n/100
+        L2 2: a-a/10";
+    assert_eq!(
+        picks_while_running("", shape, 3),
+        [
+            "merge {L1#1:102 L2#2:104} -> L2#2",
+            "move {L1#1:103} -> L2#2",
+            "none",
+        ]
+    );
+}
+
+#[test]
+fn an_l0_task_runs_beside_an_l1_task_on_another_range() {
+    let shape = "
+        L0 11: x-x/100
+        L0 10: y-y/100
+        L1 1: a-c/1500
+        L2 2: a-a/10";
+    assert_eq!(
+        picks_while_running("", shape, 3),
+        [
+            "merge {L1#1:102 L2#2:103} -> L2#2",
+            "move {L0#11:100} move {L0#10:101} -> L1#1",
+            "none",
+        ]
+    );
+}
+
+#[test]
+fn a_task_starting_the_output_levels_run_holds_the_whole_level() {
+    // L2 is empty: a second task would start a second L2 run.
+    let shape = "
+        L1 1: a-b/600 c-d/600";
+    assert_eq!(
+        picks_while_running("", shape, 2),
+        ["move {L1#1:100} -> L2#new", "none"]
+    );
+}
+
+#[test]
+fn the_compact_pointer_advances_past_concurrently_started_tasks() {
+    let shape = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: a-a/100 c-c/100 e-e/100";
+    let policy = LeveledPolicy::new(&options(""));
+    let v = version(shape);
+    let mut busy = Busy::default();
+    let mut running = Vec::new();
+    for _ in 0..2 {
+        let task = policy.pick(&v, &busy).unwrap();
+        running.push(busy.insert(LeveledPolicy::claim(&task)));
+    }
+    // a-b and c-d are running; the pointer is past c-d.
+    let third = policy.pick(&v, &busy).unwrap();
+    assert_eq!(render(&third), "merge {L1#1:102 L2#2:105} -> L2#2");
+    for id in running {
+        busy.remove(id);
+    }
+    // Round robin wraps to the first table once the third task is running.
+    busy.insert(LeveledPolicy::claim(&third));
+    assert_eq!(
+        render(&policy.pick(&v, &busy).unwrap()),
+        "merge {L1#1:100 L2#2:103} -> L2#2"
+    );
+}
+
+#[test]
+fn a_blocked_pointer_victim_is_skipped_not_waited_for() {
+    // The pointer starts at a-b, which a running task holds.
+    let shape = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: a-a/100 c-c/100 e-e/100";
+    let policy = LeveledPolicy::new(&options(""));
+    let v = version(shape);
+    let mut busy = Busy::default();
+    let held = LeveledPolicy::claim(&policy.manual(&v, 1, Some(b"a"), Some(b"b")).unwrap());
+    busy.insert(held);
+    assert_eq!(
+        render(&policy.pick(&v, &busy).unwrap()),
+        "merge {L1#1:101 L2#2:104} -> L2#2"
+    );
 }

@@ -1,0 +1,62 @@
+//! Space amplification: the bytes the store occupies on the device over the
+//! key and value bytes of what a reader can see.
+
+use std::sync::Arc;
+
+use super::{iter, DbInner};
+use crate::error::Result;
+use crate::options::ReadOptions;
+
+/// How much space the store takes for the data it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpaceUsage {
+    /// Bytes allocated to the files of the store's directory (segments,
+    /// logs, MANIFEST and the small metadata files); punched holes do not
+    /// count.
+    pub disk_bytes: u64,
+    /// Key and value bytes of the newest version of every live key.
+    pub logical_bytes: u64,
+    pub live_keys: u64,
+    /// `disk_bytes / logical_bytes`; 0 for an empty store.
+    pub space_amplification: f64,
+}
+
+/// Scans every live key, then adds up the directory's allocated bytes.
+/// Background work running meanwhile may change both a little.
+pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
+    let mut it = iter::new(inner, ReadOptions::default())?;
+    it.seek_to_first();
+    let (mut live_keys, mut logical_bytes) = (0u64, 0u64);
+    while it.valid() {
+        live_keys += 1;
+        logical_bytes += (it.key().len() + it.value().len()) as u64;
+        it.next();
+    }
+    it.status()?;
+    drop(it);
+    let disk_bytes = disk_bytes(inner)?;
+    Ok(SpaceUsage {
+        disk_bytes,
+        logical_bytes,
+        live_keys,
+        space_amplification: if logical_bytes == 0 {
+            0.0
+        } else {
+            disk_bytes as f64 / logical_bytes as f64
+        },
+    })
+}
+
+fn disk_bytes(inner: &DbInner) -> Result<u64> {
+    let mut total = 0;
+    for name in inner.fs.list(&inner.dir)? {
+        let path = inner.dir.join(&name);
+        match inner.fs.allocated_size(&path) {
+            Ok(bytes) => total += bytes,
+            // Deleted since the listing (a compaction's dead segment).
+            Err(_) if !inner.fs.exists(&path) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
