@@ -207,7 +207,7 @@ impl Default for Options {
             log_mmap: true,
             compaction_policy: PolicyKind::Leveled,
             runs_per_level: 4,
-            compaction_threads: 2,
+            compaction_threads: 1,
             early_cleaning_threshold: 10,
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn an_options_file_without_compaction_threads_gets_the_profile_value() {
-        for (profile, threads) in [(Profile::Default, 2), (Profile::LevelDb, 1)] {
+        for (profile, threads) in [(Profile::Default, 1), (Profile::LevelDb, 1)] {
             let body: String = profile
                 .options()
                 .encode()

@@ -61,8 +61,9 @@ pub struct BenchArgs {
     /// Bloom filter bits per key.
     #[arg(long, value_name = "BITS", default_value_t = 10)]
     pub bloom_bits: u32,
-    /// Background flush/compaction threads of the peers (ThicketDB has
-    /// one background thread).
+    /// Background flush/compaction threads of every engine: RocksDB's
+    /// `max_background_jobs`, fjall's workers, ThicketDB's flush thread plus
+    /// N-1 compaction threads (`compaction_threads`, at least 1).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_threads: usize,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.

@@ -75,6 +75,8 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.write_buffer_size = s.write_buffer_bytes;
     o.block_cache_size = s.cache_bytes;
     o.bloom_bits_per_key = s.bloom_bits;
+    // One of the background threads is ThicketDB's flush thread.
+    o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)

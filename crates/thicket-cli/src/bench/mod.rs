@@ -67,7 +67,7 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
     );
     eprintln!(
         "settings: memtable {} MiB, block cache {} MiB, compression {}, sync {}, bloom {} bits/key, \
-         {} client thread(s), {} background thread(s) for peers, {} keys of {}+{} bytes",
+         {} client thread(s), {} background thread(s), {} keys of {}+{} bytes",
         settings0.write_buffer_bytes >> 20,
         settings0.cache_bytes >> 20,
         settings0.compression,
