@@ -14,10 +14,10 @@ use crate::version::TableMeta;
 
 /// Splits `(level, run, table)` items into merge groups (inputs ordered
 /// newest first: lower level, then higher run id) and moves; a lone table
-/// becomes a move when `movable(level)`.
+/// becomes a move when `movable(level, table)`.
 pub fn split_components(
     mut items: Vec<(usize, u64, Arc<TableMeta>)>,
-    movable: impl Fn(usize) -> bool,
+    movable: impl Fn(usize, &TableMeta) -> bool,
 ) -> (Vec<Vec<TaskInput>>, Vec<TaskInput>) {
     items.sort_by(|a, b| a.2.smallest_user_key().cmp(b.2.smallest_user_key()));
     let mut components: Vec<Vec<(usize, u64, Arc<TableMeta>)>> = Vec::new();
@@ -41,7 +41,7 @@ pub fn split_components(
     let mut moves: Vec<TaskInput> = Vec::new();
     for component in components {
         if let [(level, run, table)] = component.as_slice() {
-            if movable(*level) {
+            if movable(*level, table) {
                 match moves
                     .iter_mut()
                     .find(|m| m.level == *level && m.run == *run)

@@ -270,7 +270,7 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
             }
         }
     }
-    let (merges, moves) = split_components(items, |level| level == 0);
+    let (merges, moves) = split_components(items, |level, _| level == 0);
     CompactionTask {
         merges,
         moves,

@@ -124,7 +124,16 @@ pub fn resume_claim(task: &CompactionTask, journal: &MergeJournal) -> Claim {
 /// its input runs (merge inputs wholly at or below the resume key were
 /// released; tables still there are straddling, unread or moves), merged
 /// from the first key above it.
+///
+/// A straddling table was partly merged: its keys up to the resume key are
+/// in the parked outputs already, so it must be merged from there on even
+/// when no other table overlaps it any more. Moving it whole would put
+/// those keys in the output run twice, in tables that overlap. A table
+/// wholly at or below the resume key is one of the original moves (a merge
+/// input there would have been released). A move never straddles, because
+/// the resume key is a merged key, and a move overlaps no merged table.
 pub fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
+    let after = journal.resume_after.as_slice();
     let items: Vec<(usize, u64, Arc<TableMeta>)> = version.levels[journal.level]
         .runs
         .iter()
@@ -135,7 +144,8 @@ pub fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask 
                 .map(move |t| (journal.level, r.id, t.clone()))
         })
         .collect();
-    let (merges, moves) = split_components(items, |_| true);
+    let straddles = |t: &TableMeta| t.smallest_user_key() <= after && t.largest_user_key() > after;
+    let (merges, moves) = split_components(items, |_, t| !straddles(t));
     CompactionTask {
         merges,
         moves,
@@ -155,7 +165,7 @@ fn merge_level(version: &Version, level: usize, reason: String) -> Option<Compac
         .iter()
         .flat_map(|r| r.tables.iter().map(move |t| (level, r.id, t.clone())))
         .collect();
-    let (merges, moves) = split_components(items, |_| true);
+    let (merges, moves) = split_components(items, |_, _| true);
     Some(CompactionTask {
         merges,
         moves,
@@ -236,6 +246,39 @@ mod tests {
             (2, 31, "m", "o"),
             (2, 32, "n", "p"),
         ])
+    }
+
+    /// Found by the crash test. Runs 10 and 11 were being merged: tables
+    /// [c,e] of run 10 and [d,k] of run 11 together, while [a,b], [m,p] and
+    /// [q,r] moved. The merge checkpointed at "f" (releasing [c,e], parking
+    /// [c,f] in run 50), then the process died. [d,k] now overlaps no
+    /// remaining input, but it is half merged: moving it whole would put
+    /// "d".."f" in the output run twice, in overlapping tables.
+    #[test]
+    fn a_resumed_merge_merges_a_half_read_table_and_moves_untouched_ones() {
+        let v = version(&[
+            (0, 11, "d", "k"),
+            (0, 11, "a", "b"),
+            (0, 11, "m", "p"),
+            (0, 10, "q", "r"),
+            (0, 50, "c", "f"),
+        ]);
+        let journal = MergeJournal {
+            level: 0,
+            input_runs: vec![10, 11],
+            interim_run: 50,
+            output_level: 1,
+            resume_after: b"f".to_vec(),
+        };
+        let task = resume_task(&v, &journal);
+        let merged: Vec<Vec<Vec<u64>>> = task.merges.iter().map(|g| ids(g)).collect();
+        assert_eq!(merged, vec![vec![vec![100]]], "the half-read table");
+        let moved: Vec<u64> = task
+            .moves
+            .iter()
+            .flat_map(|m| m.tables.iter().map(|t| t.id))
+            .collect();
+        assert_eq!(moved, vec![101, 102, 103], "tables the merge never read");
     }
 
     #[test]
