@@ -7,8 +7,11 @@
 //! the same guarantee without a syscall (LevelDB's original
 //! `PosixMmapFile` did the same for its logs).
 //!
-//! The file grows by `fallocate`d chunks, so a page fault never has to find
-//! disk space: a full disk is an error from `fallocate`, not a `SIGBUS`.
+//! The file grows by `fallocate`d chunks, so a page fault does not have to
+//! find data blocks: a full disk shows up as an error from `fallocate`.
+//! (A file system may still need metadata blocks when a fault first
+//! writes an allocated page; if even those are gone the kernel raises
+//! `SIGBUS`. `log_mmap=false` avoids mapped writes entirely.)
 //! Closing truncates the file to the bytes appended; after a crash the
 //! unused rest of the last chunk reads as zeros, which the log reader drops
 //! as a torn tail.
