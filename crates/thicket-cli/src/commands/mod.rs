@@ -77,14 +77,20 @@ pub fn build_options(g: &GlobalArgs, dir: &Path, access: Access) -> CliResult<Op
     if access == Access::Existing {
         options.create_if_missing = false;
     }
-    for spec in &g.options {
+    apply_overrides(&mut options, &g.options)?;
+    Ok(options)
+}
+
+/// Applies `--option NAME=VALUE` overrides in order, then validates.
+pub fn apply_overrides(options: &mut Options, specs: &[String]) -> CliResult<()> {
+    for spec in specs {
         let (name, value) = spec.split_once('=').ok_or_else(|| {
             CliError::Usage(format!("bad --option {spec:?}: expected NAME=VALUE"))
         })?;
         options.set(name.trim(), value.trim())?;
     }
     options.validate()?;
-    Ok(options)
+    Ok(())
 }
 
 /// Opens the store named by `--db`.

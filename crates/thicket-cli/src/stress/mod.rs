@@ -28,7 +28,7 @@ pub use args::{CrashtestArgs, StressArgs};
 pub use crashtest::run as crashtest;
 
 use crate::cli::GlobalArgs;
-use crate::commands::{build_options, db_dir, Access, Status};
+use crate::commands::{apply_overrides, build_options, db_dir, Access, Status};
 use crate::error::{CliError, CliResult};
 use expected::Expected;
 use fs::{Crash, ProcessFs};
@@ -230,13 +230,7 @@ fn memory_options(g: &GlobalArgs) -> CliResult<Options> {
         .transpose()?
         .unwrap_or_default();
     let mut options = profile.options();
-    for spec in &g.options {
-        let (name, value) = spec.split_once('=').ok_or_else(|| {
-            CliError::Usage(format!("bad --option {spec:?}: expected NAME=VALUE"))
-        })?;
-        options.set(name.trim(), value.trim())?;
-    }
-    options.validate()?;
+    apply_overrides(&mut options, &g.options)?;
     Ok(options)
 }
 
