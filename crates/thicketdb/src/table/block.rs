@@ -91,6 +91,11 @@ impl Block {
         self.offset
     }
 
+    /// The file the block was read from.
+    pub(crate) fn file(&self) -> &Path {
+        &self.file
+    }
+
     pub(crate) fn data(&self) -> &[u8] {
         &self.data
     }

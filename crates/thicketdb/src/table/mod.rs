@@ -4,7 +4,7 @@
 //! A table is a sequence of blocks (data blocks, an optional Bloom filter,
 //! a properties block and an index block) followed by a fixed-size footer.
 //! Block handles are relative to the table start, so a table can be placed
-//! at any offset of a segment. See `docs/format-table.md` for the layout.
+//! at any offset of a segment. See `docs/format.md` for the layout.
 
 mod block;
 mod block_builder;
@@ -17,6 +17,7 @@ mod cache;
 mod compression;
 mod footer;
 mod hll;
+mod index;
 mod options;
 mod properties;
 mod reader;

@@ -14,6 +14,7 @@ use super::block_iter::BlockIter;
 use super::bloom::BloomFilter;
 use super::cache::BlockCache;
 use super::footer::{Footer, FOOTER_LEN};
+use super::index::BlockIndex;
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 use crate::error::{Error, Result};
@@ -34,7 +35,7 @@ pub struct Table {
     length: u64,
     cache: Option<Arc<BlockCache>>,
     footer: Footer,
-    index: Arc<Block>,
+    index: BlockIndex,
     filter: Option<BloomFilter>,
     properties: TableProperties,
 }
@@ -79,11 +80,11 @@ impl Table {
             blocks_end: length - FOOTER_LEN as u64,
         };
         let index_pos = tf.absolute(footer.index);
-        let index = Arc::new(Block::new(
+        let index = BlockIndex::decode(&Block::new(
             tf.read_block(footer.index)?,
             path.clone(),
             index_pos,
-        )?);
+        )?)?;
         let filter = match footer.filter.size {
             0 => None,
             _ => Some(
@@ -165,16 +166,11 @@ impl Table {
         key_buf: &mut Vec<u8>,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let mut index = BlockIter::with_key_buffer(&*self.index, mem::take(key_buf));
-        index.seek(lookup_key);
-        let handle = index.valid().then(|| self.index_handle(index.value()));
-        let status = index.status();
-        *key_buf = index.into_key_buffer();
-        status?;
-        let Some(handle) = handle.transpose()? else {
+        let i = self.index.seek(lookup_key);
+        if i == self.index.len() {
             return Ok(None);
-        };
-        let block = self.block(handle)?;
+        }
+        let block = self.block(self.index.handle(i))?;
         let mut data = BlockIter::with_key_buffer(&*block, mem::take(key_buf));
         data.seek(lookup_key);
         let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
@@ -200,10 +196,8 @@ impl Table {
         }
         let mut prev = Vec::new();
         let mut entries = 0u64;
-        let mut index = BlockIter::new(&*self.index);
-        index.seek_to_first();
-        while index.valid() {
-            let handle = self.index_handle(index.value())?;
+        for i in 0..self.index.len() {
+            let handle = self.index.handle(i);
             let pos = tf.absolute(handle);
             let block = Block::new(tf.read_block(handle)?, self.path.clone(), pos)?;
             let mut it = BlockIter::new(&block);
@@ -218,9 +212,7 @@ impl Table {
                 it.next();
             }
             it.status()?;
-            index.next();
         }
-        index.status()?;
         if entries != self.properties.entries {
             return Err(Error::corruption(
                 &*self.path,
@@ -234,19 +226,8 @@ impl Table {
         Ok(())
     }
 
-    pub(crate) fn index_block(&self) -> &Arc<Block> {
+    pub(crate) fn index(&self) -> &BlockIndex {
         &self.index
-    }
-
-    /// Decodes an index entry's value.
-    pub(crate) fn index_handle(&self, value: &[u8]) -> Result<BlockHandle> {
-        BlockHandle::decode(value).ok_or_else(|| {
-            Error::corruption(
-                &*self.path,
-                self.index.offset(),
-                "bad block handle in index",
-            )
-        })
     }
 
     /// The data block at `handle`, from the cache when there is one.
@@ -399,7 +380,7 @@ mod tests {
         let entries = sample_entries(200);
         let (file, s) = build_table(&entries, &small_blocks());
         let t = open_table(file.with_flipped(0), &s, None).unwrap();
-        let first_block = t.index_handle(first_index_value(&t).as_slice()).unwrap();
+        let first_block = t.index().handle(0);
         let block_pos = s.offset + first_block.offset;
         let block_end = block_pos + first_block.size + BLOCK_TRAILER_LEN as u64;
         for pos in block_pos..block_end {
@@ -415,12 +396,6 @@ mod tests {
             assert!(it.status().unwrap_err().is_corruption());
             assert!(t.verify_checksums().unwrap_err().is_corruption());
         }
-    }
-
-    fn first_index_value(t: &Table) -> Vec<u8> {
-        let mut it = BlockIter::new(&**t.index_block());
-        it.seek_to_first();
-        it.value().to_vec()
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! A two-level cursor over a table: the index block picks a data block,
+//! A two-level cursor over a table: the decoded index picks a data block,
 //! a block cursor walks it.
 
 use std::sync::Arc;
@@ -12,7 +12,9 @@ use crate::iterator::InternalIterator;
 
 pub struct TableIterator {
     table: Arc<Table>,
-    index: BlockIter<Arc<Block>>,
+    /// Data block the cursor is in; `UNPOSITIONED` before the first block
+    /// or after the last.
+    block_index: usize,
     data: Option<BlockIter<Arc<Block>>>,
     /// Handle of the block `data` walks, to avoid reloading it.
     data_handle: BlockHandle,
@@ -20,16 +22,21 @@ pub struct TableIterator {
     status: Option<Error>,
 }
 
+const UNPOSITIONED: usize = usize::MAX;
+
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>) -> TableIterator {
-        let index = BlockIter::new(Arc::clone(table.index_block()));
         TableIterator {
             table,
-            index,
+            block_index: UNPOSITIONED,
             data: None,
             data_handle: BlockHandle::default(),
             status: None,
         }
+    }
+
+    fn index_valid(&self) -> bool {
+        self.block_index < self.table.index().len()
     }
 
     fn fail(&mut self, err: Error) {
@@ -37,16 +44,14 @@ impl TableIterator {
         self.data = None;
     }
 
-    /// Points `data` at the block the index cursor is on.
+    /// Points `data` at block `block_index`.
     fn init_data_block(&mut self) {
-        if !self.index.valid() {
+        if !self.index_valid() {
+            self.block_index = UNPOSITIONED;
             self.data = None;
             return;
         }
-        let handle = match self.table.index_handle(self.index.value()) {
-            Ok(h) => h,
-            Err(e) => return self.fail(e),
-        };
+        let handle = self.table.index().handle(self.block_index);
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
@@ -81,19 +86,13 @@ impl TableIterator {
                 return true;
             }
         }
-        if !self.index.valid() {
-            if let Err(e) = self.index.status() {
-                self.fail(e);
-            }
-            return true;
-        }
-        false
+        !self.index_valid()
     }
 
     /// Moves forward past exhausted (or empty) data blocks.
     fn skip_forward(&mut self) {
         while !self.settled() {
-            self.index.next();
+            self.block_index += 1;
             self.init_data_block();
             if let Some(d) = &mut self.data {
                 d.seek_to_first();
@@ -104,7 +103,7 @@ impl TableIterator {
     /// Moves backward past exhausted (or empty) data blocks.
     fn skip_backward(&mut self) {
         while !self.settled() {
-            self.index.prev();
+            self.block_index = self.block_index.checked_sub(1).unwrap_or(UNPOSITIONED);
             self.init_data_block();
             if let Some(d) = &mut self.data {
                 d.seek_to_last();
@@ -119,7 +118,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
-        self.index.seek_to_first();
+        self.block_index = 0;
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek_to_first();
@@ -128,7 +127,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
-        self.index.seek_to_last();
+        self.block_index = self
+            .table
+            .index()
+            .len()
+            .checked_sub(1)
+            .unwrap_or(UNPOSITIONED);
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek_to_last();
@@ -137,7 +141,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.index.seek(target);
+        self.block_index = self.table.index().seek(target);
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek(target);
@@ -170,7 +174,7 @@ impl InternalIterator for TableIterator {
     fn status(&self) -> Result<()> {
         match &self.status {
             Some(e) => Err(e.clone()),
-            None => self.index.status(),
+            None => Ok(()),
         }
     }
 }
