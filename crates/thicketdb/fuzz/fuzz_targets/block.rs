@@ -17,9 +17,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(block) = Block::new(rest.to_vec(), Arc::from(Path::new("fuzz.seg")), 0) else {
         return;
     };
-    let block = Arc::new(block);
-    let mut iter = BlockIter::new(Arc::clone(&block));
+    let mut iter = BlockIter::new(block.clone());
     thicketdb_fuzz::exercise(&mut iter, target);
-    let mut borrowed = BlockIter::new(&*block);
+    let mut borrowed = BlockIter::new(&block);
     thicketdb_fuzz::exercise(&mut borrowed, target);
 });

@@ -4,6 +4,11 @@
 //! offsets, the first always 0), then the u32 LE restart count. The block
 //! remembers its file and absolute offset so that iterators can report
 //! corruption precisely long after the block was read.
+//!
+//! In memory a block is one shared allocation: a copy of the restart array
+//! in front of the block's bytes. A cached lookup then finds the restart
+//! points on the cache line it touches anyway to take its reference,
+//! instead of missing once more at the far end of the block.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,12 +16,16 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::coding::{decode_fixed32, get_varint32};
 
-/// Extra bytes charged per cached block for the struct and allocator.
+/// Extra bytes charged per cached block for the handle and allocator.
 const OVERHEAD: usize = 64;
 
+/// A cheap, cloneable handle to a validated block.
+#[derive(Clone)]
 pub struct Block {
-    data: Vec<u8>,
-    /// Offset of the restart array; entries occupy `data[..restarts]`.
+    /// `num_restarts` u32 LE restart points, then the block's bytes.
+    bytes: Arc<[u8]>,
+    /// Offset of the restart array in the block's bytes; entries occupy
+    /// `data()[..restarts]`.
     restarts: usize,
     num_restarts: usize,
     file: Arc<Path>,
@@ -28,7 +37,7 @@ impl std::fmt::Debug for Block {
         f.debug_struct("Block")
             .field("file", &self.file)
             .field("offset", &self.offset)
-            .field("len", &self.data.len())
+            .field("len", &self.data().len())
             .field("restarts", &self.num_restarts)
             .finish()
     }
@@ -72,8 +81,11 @@ impl Block {
             }
             prev = Some(point);
         }
+        let mut bytes = Vec::with_capacity(4 * count + len);
+        bytes.extend_from_slice(&data[restarts..restarts + 4 * count]);
+        bytes.extend_from_slice(&data);
         Ok(Block {
-            data,
+            bytes: Arc::from(bytes),
             restarts,
             num_restarts: count,
             file,
@@ -83,7 +95,7 @@ impl Block {
 
     /// Bytes charged to the block cache.
     pub fn charge(&self) -> usize {
-        self.data.capacity() + OVERHEAD
+        self.bytes.len() + OVERHEAD
     }
 
     /// Absolute offset of the block in its file.
@@ -96,8 +108,9 @@ impl Block {
         &self.file
     }
 
+    /// The block's bytes as stored (after decompression).
     pub(crate) fn data(&self) -> &[u8] {
-        &self.data
+        &self.bytes[4 * self.num_restarts..]
     }
 
     pub(crate) fn restarts(&self) -> usize {
@@ -110,13 +123,13 @@ impl Block {
 
     /// Entry offset of restart point `i` (< `num_restarts`, validated).
     pub(crate) fn restart_point(&self, i: usize) -> usize {
-        decode_fixed32(&self.data, self.restarts + 4 * i).unwrap_or(0) as usize
+        decode_fixed32(&self.bytes, 4 * i).unwrap_or(0) as usize
     }
 
     /// Decodes the header of the entry at `pos`, checking that the key and
     /// value lie inside the entry area.
     pub(crate) fn entry_header(&self, pos: usize) -> Option<EntryHeader> {
-        let area = self.data.get(..self.restarts)?;
+        let area = self.data().get(..self.restarts)?;
         let rest = area.get(pos..)?;
         let (shared, non_shared, value_len, header_len) = match rest {
             // Fast path: all three lengths fit in one byte each.
@@ -144,7 +157,7 @@ impl Block {
     /// with its predecessor; `None` if the entry is malformed.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let h = self.entry_header(self.restart_point(i))?;
-        (h.shared == 0).then(|| &self.data[h.key_start..h.key_end])
+        (h.shared == 0).then(|| &self.data()[h.key_start..h.key_end])
     }
 
     /// The corruption error for a malformed entry at `pos`.

@@ -1,19 +1,20 @@
 //! A cursor over one block.
 //!
-//! Generic over how the block is held: table iterators own an `Arc<Block>`,
-//! point lookups borrow `&Block` to avoid reference-count traffic. The key
+//! Generic over how the block is held: table iterators own a `Block` (a
+//! cheap handle), point lookups borrow `&Block` to avoid reference-count
+//! traffic. The key
 //! buffer is reused across entries (and can be handed from iterator to
 //! iterator) so that stepping does not allocate.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::ops::Deref;
 
 use super::block::Block;
 use crate::error::{Error, Result};
 use crate::format::internal_key;
 use crate::iterator::InternalIterator;
 
-pub struct BlockIter<B: Deref<Target = Block>> {
+pub struct BlockIter<B: Borrow<Block>> {
     block: B,
     /// Offset of the current entry; `block.restarts()` when not positioned.
     current: usize,
@@ -28,7 +29,7 @@ pub struct BlockIter<B: Deref<Target = Block>> {
     status: Option<Error>,
 }
 
-impl<B: Deref<Target = Block>> BlockIter<B> {
+impl<B: Borrow<Block>> BlockIter<B> {
     pub fn new(block: B) -> BlockIter<B> {
         BlockIter::with_key_buffer(block, Vec::new())
     }
@@ -36,8 +37,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// Like `new`, reusing `key_buf`'s allocation for the current key.
     pub fn with_key_buffer(block: B, mut key_buf: Vec<u8>) -> BlockIter<B> {
         key_buf.clear();
-        let end = block.restarts();
-        let num_restarts = block.num_restarts();
+        let end = block.borrow().restarts();
+        let num_restarts = block.borrow().num_restarts();
         BlockIter {
             block,
             current: end,
@@ -50,20 +51,24 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
     }
 
+    fn block(&self) -> &Block {
+        self.block.borrow()
+    }
+
     /// Gives back the key buffer for reuse by another iterator.
     pub fn into_key_buffer(self) -> Vec<u8> {
         self.key
     }
 
     fn invalidate(&mut self) {
-        self.current = self.block.restarts();
+        self.current = self.block().restarts();
         self.next = self.current;
-        self.restart_index = self.block.num_restarts();
+        self.restart_index = self.block().num_restarts();
     }
 
     fn corrupt(&mut self, pos: usize) {
         if self.status.is_none() {
-            self.status = Some(self.block.corruption(pos));
+            self.status = Some(self.block().corruption(pos));
         }
         self.key.clear();
         self.invalidate();
@@ -72,17 +77,17 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     fn seek_to_restart(&mut self, index: usize) {
         self.key.clear();
         self.restart_index = index;
-        self.next = self.block.restart_point(index);
+        self.next = self.block().restart_point(index);
     }
 
     /// Decodes the entry at `self.next`; false at the end or on corruption.
     fn parse_next(&mut self) -> bool {
         let pos = self.next;
-        if pos >= self.block.restarts() {
+        if pos >= self.block().restarts() {
             self.invalidate();
             return false;
         }
-        let Some(h) = self.block.entry_header(pos) else {
+        let Some(h) = self.block().entry_header(pos) else {
             self.corrupt(pos);
             return false;
         };
@@ -92,13 +97,13 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         self.key.truncate(h.shared);
         self.key
-            .extend_from_slice(&self.block.data()[h.key_start..h.key_end]);
+            .extend_from_slice(&self.block.borrow().data()[h.key_start..h.key_end]);
         self.current = pos;
         self.next = h.value_end;
         self.value_start = h.key_end;
         self.value_end = h.value_end;
-        while self.restart_index + 1 < self.block.num_restarts()
-            && self.block.restart_point(self.restart_index + 1) <= pos
+        while self.restart_index + 1 < self.block().num_restarts()
+            && self.block().restart_point(self.restart_index + 1) <= pos
         {
             self.restart_index += 1;
         }
@@ -106,9 +111,9 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     }
 }
 
-impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
+impl<B: Borrow<Block> + Send> InternalIterator for BlockIter<B> {
     fn valid(&self) -> bool {
-        self.status.is_none() && self.current < self.block.restarts()
+        self.status.is_none() && self.current < self.block().restarts()
     }
 
     fn seek_to_first(&mut self) {
@@ -117,18 +122,18 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
     }
 
     fn seek_to_last(&mut self) {
-        self.seek_to_restart(self.block.num_restarts() - 1);
-        while self.parse_next() && self.next < self.block.restarts() {}
+        self.seek_to_restart(self.block().num_restarts() - 1);
+        while self.parse_next() && self.next < self.block().restarts() {}
     }
 
     fn seek(&mut self, target: &[u8]) {
         // Find the last restart point whose key is < target, then scan.
-        let num_restarts = self.block.num_restarts();
+        let num_restarts = self.block().num_restarts();
         let (mut left, mut right) = (0, num_restarts - 1);
         while left < right {
             let mid = (left + right).div_ceil(2);
-            let Some(key) = self.block.restart_key(mid) else {
-                let pos = self.block.restart_point(mid);
+            let Some(key) = self.block().restart_key(mid) else {
+                let pos = self.block().restart_point(mid);
                 self.corrupt(pos);
                 return;
             };
@@ -143,9 +148,9 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
         // which for index blocks (one entry per restart) means all of them.
         let mut known_less = left > 0;
         let known_not_less = if left + 1 < num_restarts {
-            self.block.restart_point(left + 1)
+            self.block().restart_point(left + 1)
         } else {
-            self.block.restarts()
+            self.block().restarts()
         };
         self.seek_to_restart(left);
         while self.parse_next() {
@@ -168,7 +173,7 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
         // Entries only decode forwards: back up to the restart point before
         // the current entry and scan forward to the entry preceding it.
         let original = self.current;
-        while self.block.restart_point(self.restart_index) >= original {
+        while self.block().restart_point(self.restart_index) >= original {
             if self.restart_index == 0 {
                 self.key.clear();
                 self.invalidate();
@@ -185,7 +190,7 @@ impl<B: Deref<Target = Block> + Send> InternalIterator for BlockIter<B> {
     }
 
     fn value(&self) -> &[u8] {
-        &self.block.data()[self.value_start..self.value_end]
+        &self.block().data()[self.value_start..self.value_end]
     }
 
     fn status(&self) -> Result<()> {

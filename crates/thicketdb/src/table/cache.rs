@@ -1,7 +1,6 @@
 //! The shared cache of decoded blocks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
@@ -19,15 +18,15 @@ const TYPICAL_BLOCK: u64 = 4096;
 #[derive(Clone)]
 struct BlockWeighter;
 
-impl Weighter<Key, Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &Key, block: &Arc<Block>) -> u64 {
+impl Weighter<Key, Block> for BlockWeighter {
+    fn weight(&self, _key: &Key, block: &Block) -> u64 {
         block.charge() as u64
     }
 }
 
 /// A byte-bounded cache of uncompressed blocks shared by all tables.
 pub struct BlockCache {
-    cache: Cache<Key, Arc<Block>, BlockWeighter>,
+    cache: Cache<Key, Block, BlockWeighter>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -52,8 +51,8 @@ impl BlockCache {
         &self,
         segment_id: u64,
         offset: u64,
-        load: impl FnOnce() -> Result<Arc<Block>>,
-    ) -> Result<Arc<Block>> {
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
         let mut missed = false;
         let block = self.cache.get_or_insert_with(&(segment_id, offset), || {
             missed = true;
@@ -87,11 +86,12 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use std::path::Path;
+    use std::sync::Arc;
 
-    fn block(len: usize) -> Arc<Block> {
+    fn block(len: usize) -> Block {
         let mut data = vec![0u8; len];
         data.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
-        Arc::new(Block::new(data, Arc::from(Path::new("c")), 0).unwrap())
+        Block::new(data, Arc::from(Path::new("c")), 0).unwrap()
     }
 
     #[test]
@@ -101,7 +101,7 @@ mod tests {
         let b = cache
             .get_or_load(1, 16, || panic!("must be cached"))
             .unwrap();
-        assert!(Arc::ptr_eq(&a, &b));
+        assert!(std::ptr::eq(a.data(), b.data()));
         cache.get_or_load(2, 16, || Ok(block(100))).unwrap();
         assert_eq!((cache.hits(), cache.misses()), (1, 2));
         assert!(cache.usage() >= 200);

@@ -171,7 +171,7 @@ impl Table {
             return Ok(None);
         }
         let block = self.block(self.index.handle(i))?;
-        let mut data = BlockIter::with_key_buffer(&*block, mem::take(key_buf));
+        let mut data = BlockIter::with_key_buffer(&block, mem::take(key_buf));
         data.seek(lookup_key);
         let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
             .then(|| f(data.key(), data.value()));
@@ -231,16 +231,10 @@ impl Table {
     }
 
     /// The data block at `handle`, from the cache when there is one.
-    pub(crate) fn block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+    pub(crate) fn block(&self, handle: BlockHandle) -> Result<Block> {
         let tf = self.table_file();
         let pos = tf.absolute(handle);
-        let load = || {
-            Ok(Arc::new(Block::new(
-                tf.read_block(handle)?,
-                self.path.clone(),
-                pos,
-            )?))
-        };
+        let load = || Block::new(tf.read_block(handle)?, self.path.clone(), pos);
         match &self.cache {
             Some(cache) => cache.get_or_load(self.segment_id, pos, load),
             None => load(),

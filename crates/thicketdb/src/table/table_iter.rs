@@ -15,7 +15,7 @@ pub struct TableIterator {
     /// Data block the cursor is in; `UNPOSITIONED` before the first block
     /// or after the last.
     block_index: usize,
-    data: Option<BlockIter<Arc<Block>>>,
+    data: Option<BlockIter<Block>>,
     /// Handle of the block `data` walks, to avoid reloading it.
     data_handle: BlockHandle,
     /// First error met; once set the iterator stays invalid.
