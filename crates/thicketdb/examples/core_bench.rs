@@ -1,6 +1,7 @@
 //! Measures the engine core on one thread: sequential non-sync writes of
 //! `key%016d` keys with 100-byte values, then point gets of random keys once
-//! their blocks are in the block cache, then peak RSS.
+//! their blocks are in the block cache, then gets of absent keys, then peak
+//! RSS, then the same gets on an in-memory `BTreeMap` for reference.
 //!
 //! `cargo run --release -p thicketdb --example core_bench -- [COUNT] [DIR] [LOOKUPS] [NAME=VALUE,...]`
 
@@ -89,6 +90,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "write_amplification {:.3} tables {} segments {} fsyncs {}",
         stats.write_amplification, stats.tables, stats.segments, stats.fsyncs
     );
+    // Absent keys inside the loaded range: each reaches one table, whose
+    // Bloom filter should turn it away without reading a block.
+    let start = Instant::now();
+    let mut found = 0u64;
+    for _ in 0..lookups {
+        key_into(&mut key, next());
+        key.push(b'x');
+        found += u64::from(db.get(&key)?.is_some());
+    }
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    assert_eq!(found, 0, "no absent key may be found");
+    println!(
+        "readmissing: {lookups} gets of absent keys in {secs:.3} s = {:.0} gets/s",
+        lookups as f64 / secs
+    );
     db.close()?;
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     if let Some(line) = status.lines().find(|l| l.starts_with("VmHWM")) {
@@ -102,7 +118,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     std::fs::remove_dir_all(&dir)?;
+    in_memory_reference(count, lookups);
     Ok(())
+}
+
+/// The same gets against a `BTreeMap` holding the same keys and values:
+/// how fast an ordered in-memory map answers on this machine, measured in
+/// the same run. Runs last, so it does not count in the peak RSS above.
+fn in_memory_reference(count: u64, lookups: u64) {
+    let mut key = Vec::with_capacity(32);
+    let mut map = std::collections::BTreeMap::new();
+    for i in 0..count {
+        key_into(&mut key, i);
+        map.insert(key.clone(), vec![b'v'; 100]);
+    }
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % count
+    };
+    let start = Instant::now();
+    let mut found = 0u64;
+    for _ in 0..lookups {
+        key_into(&mut key, next());
+        found += u64::from(map.get(&key).cloned().is_some());
+    }
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    assert_eq!(found, lookups);
+    println!(
+        "reference: std BTreeMap, same keys and values: {:.0} gets/s",
+        lookups as f64 / secs
+    );
 }
 
 /// `key%016d` into `buf`. `write!` costs ~870 instructions a key, a fifth
