@@ -5,10 +5,12 @@
 //! remembers its file and absolute offset so that iterators can report
 //! corruption precisely long after the block was read.
 //!
-//! In memory a block is one shared allocation: a copy of the restart array
-//! in front of the block's bytes. A cached lookup then finds the restart
-//! points on the cache line it touches anyway to take its reference,
-//! instead of missing once more at the far end of the block.
+//! In memory a block is one shared allocation: a head, then the block's
+//! bytes. The head holds a copy of the restart array and, when a data
+//! block has few and short restart keys, a copy of those keys. A cached
+//! lookup then runs its binary search on the lines it touches anyway to
+//! take its reference, instead of missing at the far end of the block and
+//! again at each restart key it compares.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,12 +20,22 @@ use crate::format::coding::{decode_fixed32, get_varint32};
 
 /// Extra bytes charged per cached block for the handle and allocator.
 const OVERHEAD: usize = 64;
+/// Restart keys are copied into the head only for blocks with at most
+/// this many restarts (a 4 KiB data block has a handful) ...
+const HEAD_MAX_RESTARTS: usize = 16;
+/// ... and at most this many key bytes, so the head stays a line or two.
+const HEAD_MAX_KEY_BYTES: usize = 256;
 
 /// A cheap, cloneable handle to a validated block.
 #[derive(Clone)]
 pub struct Block {
-    /// `num_restarts` u32 LE restart points, then the block's bytes.
+    /// The head: `num_restarts` u32 LE restart points, then, if
+    /// `keys_in_head`, `num_restarts` u32 LE end offsets (within `bytes`)
+    /// of the restart keys and the keys back to back. The block's bytes
+    /// start at `data_start`.
     bytes: Arc<[u8]>,
+    data_start: usize,
+    keys_in_head: bool,
     /// Offset of the restart array in the block's bytes; entries occupy
     /// `data()[..restarts]`.
     restarts: usize,
@@ -84,13 +96,51 @@ impl Block {
         let mut bytes = Vec::with_capacity(4 * count + len);
         bytes.extend_from_slice(&data[restarts..restarts + 4 * count]);
         bytes.extend_from_slice(&data);
-        Ok(Block {
+        let block = Block {
             bytes: Arc::from(bytes),
+            data_start: 4 * count,
+            keys_in_head: false,
             restarts,
             num_restarts: count,
             file,
             offset,
-        })
+        };
+        Ok(block.with_restart_keys_in_head())
+    }
+
+    /// Copies the restart keys into the head when they are few, short and
+    /// well formed (a malformed one is left to be reported when visited).
+    fn with_restart_keys_in_head(self) -> Block {
+        let n = self.num_restarts;
+        if n > HEAD_MAX_RESTARTS {
+            return self;
+        }
+        let Some(keys) = (0..n)
+            .map(|i| self.restart_key(i))
+            .collect::<Option<Vec<&[u8]>>>()
+        else {
+            return self;
+        };
+        let key_bytes: usize = keys.iter().map(|k| k.len()).sum();
+        if key_bytes > HEAD_MAX_KEY_BYTES {
+            return self;
+        }
+        let data_start = 8 * n + key_bytes;
+        let mut bytes = Vec::with_capacity(data_start + self.data().len());
+        bytes.extend_from_slice(&self.bytes[..4 * n]);
+        let mut end = 8 * n;
+        for key in &keys {
+            end += key.len();
+            bytes.extend_from_slice(&(end as u32).to_le_bytes());
+        }
+        keys.iter().for_each(|k| bytes.extend_from_slice(k));
+        bytes.extend_from_slice(self.data());
+        Block {
+            bytes: Arc::from(bytes),
+            data_start,
+            keys_in_head: true,
+            ..self
+        }
     }
 
     /// Bytes charged to the block cache.
@@ -110,7 +160,7 @@ impl Block {
 
     /// The block's bytes as stored (after decompression).
     pub(crate) fn data(&self) -> &[u8] {
-        &self.bytes[4 * self.num_restarts..]
+        &self.bytes[self.data_start..]
     }
 
     pub(crate) fn restarts(&self) -> usize {
@@ -156,6 +206,15 @@ impl Block {
     /// The full key stored at restart point `i`, whose entry shares nothing
     /// with its predecessor; `None` if the entry is malformed.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        if self.keys_in_head {
+            let ends = 4 * self.num_restarts;
+            let start = match i {
+                0 => 2 * ends,
+                _ => decode_fixed32(&self.bytes, ends + 4 * (i - 1))? as usize,
+            };
+            let end = decode_fixed32(&self.bytes, ends + 4 * i)? as usize;
+            return self.bytes.get(start..end);
+        }
         let h = self.entry_header(self.restart_point(i))?;
         (h.shared == 0).then(|| &self.data()[h.key_start..h.key_end])
     }
@@ -206,6 +265,42 @@ mod tests {
         }
         assert!(Block::new(vec![1, 2], file(), 0).is_err());
         assert!(Block::new(vec![0xff; 8], file(), 0).is_err());
+    }
+
+    use crate::iterator::InternalIterator;
+
+    fn built(n: usize, interval: usize, key_len: usize) -> Block {
+        let mut b = crate::table::BlockBuilder::new(interval);
+        for i in 0..n {
+            let key = crate::format::InternalKey::new(
+                format!("{i:0key_len$}").as_bytes(),
+                1,
+                crate::format::ValueKind::Value,
+            );
+            b.add(key.encoded(), b"value");
+        }
+        Block::new(b.finish().to_vec(), file(), 0).unwrap()
+    }
+
+    #[test]
+    fn few_short_restart_keys_are_copied_into_the_head() {
+        let cases = [
+            (40, 16, 8, true),    // 3 restarts of 16-byte keys
+            (400, 16, 8, false),  // 25 restarts: too many
+            (40, 16, 100, false), // 3 restarts of 108-byte keys: too long
+        ];
+        for (n, interval, key_len, in_head) in cases {
+            let block = built(n, interval, key_len);
+            assert_eq!(block.keys_in_head, in_head, "{n} keys of {key_len}");
+            let mut expected = crate::table::BlockIter::new(&block);
+            for i in 0..block.num_restarts() {
+                let from_head = block.restart_key(i).unwrap().to_vec();
+                let h = block.entry_header(block.restart_point(i)).unwrap();
+                assert_eq!(from_head, &block.data()[h.key_start..h.key_end]);
+                expected.seek(&from_head);
+                assert_eq!(expected.key(), from_head.as_slice());
+            }
+        }
     }
 
     proptest! {

@@ -58,6 +58,13 @@ pub struct Run {
 impl Run {
     /// Index of the only table that may contain `user_key`.
     pub fn find(&self, user_key: &[u8]) -> Option<usize> {
+        // Runs of one level often cover disjoint ranges (L0 runs of a
+        // sequential load, tiered runs): two comparisons rule most out
+        // before a binary search.
+        let (first, last) = (self.tables.first()?, self.tables.last()?);
+        if user_key < first.smallest_user_key() || user_key > last.largest_user_key() {
+            return None;
+        }
         let i = self
             .tables
             .partition_point(|t| t.largest_user_key() < user_key);
@@ -123,6 +130,17 @@ pub(crate) mod tests {
         assert_eq!(run.find(b"d"), None);
         assert_eq!(run.find(b"g"), Some(1));
         assert_eq!(run.find(b"z"), None);
+        assert_eq!(run.find(b"0"), None);
+        assert_eq!(run.find(b"a"), Some(0));
+        assert_eq!(run.find(b"k"), Some(2));
+        assert_eq!(
+            Run {
+                id: 2,
+                tables: vec![]
+            }
+            .find(b"a"),
+            None
+        );
         let ids: Vec<u64> = run
             .overlapping(Some(b"c"), Some(b"f"))
             .iter()
