@@ -152,6 +152,8 @@ impl<B: Borrow<Block> + Send> InternalIterator for BlockIter<B> {
         } else {
             self.block().restarts()
         };
+        self.block()
+            .prefetch(self.block().restart_point(left), known_not_less);
         self.seek_to_restart(left);
         while self.parse_next() {
             if self.current >= known_not_less
