@@ -6,6 +6,11 @@
 //! index of every candidate table, so the index is kept decoded instead:
 //! separators back to back in one buffer, their end offsets, and the block
 //! handles. It costs about what the block did, which it replaces in memory.
+//!
+//! Each separator also gets an 8-byte big-endian *prefix*: the 8 user-key
+//! bytes after the prefix all the table's separators share (zero-padded).
+//! A search compares those integers, one contiguous array, and looks at a
+//! full key only when prefixes tie.
 
 use std::cmp::Ordering;
 
@@ -13,7 +18,7 @@ use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
 use crate::error::{Error, Result};
-use crate::format::internal_key;
+use crate::format::internal_key::{self, user_key};
 use crate::iterator::InternalIterator;
 
 #[derive(Debug)]
@@ -23,6 +28,10 @@ pub struct BlockIndex {
     /// `keys[key_ends[i - 1]..key_ends[i]]` is separator `i`.
     key_ends: Vec<u32>,
     handles: Vec<BlockHandle>,
+    /// Length of the user-key prefix every separator shares.
+    common: usize,
+    /// Per separator: its 8 user-key bytes after `common`, big endian.
+    prefixes: Vec<u64>,
 }
 
 impl BlockIndex {
@@ -35,6 +44,8 @@ impl BlockIndex {
             keys: Vec::new(),
             key_ends: Vec::new(),
             handles: Vec::new(),
+            common: 0,
+            prefixes: Vec::new(),
         };
         let mut it = BlockIter::new(block);
         it.seek_to_first();
@@ -50,6 +61,13 @@ impl BlockIndex {
             it.next();
         }
         it.status()?;
+        if let Some(last) = index.len().checked_sub(1) {
+            let (a, b) = (user_key(index.key(0)), user_key(index.key(last)));
+            index.common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        }
+        index.prefixes = (0..index.len())
+            .map(|i| prefix_after(user_key(index.key(i)), index.common))
+            .collect();
         Ok(index)
     }
 
@@ -76,10 +94,20 @@ impl BlockIndex {
     /// block that can hold the first entry `>= target`; `len()` when every
     /// separator is smaller.
     pub fn seek(&self, target: &[u8]) -> usize {
+        let target_user = user_key(target);
+        // The prefixes order separators only among keys that share the
+        // common prefix; any other target is placed by full keys.
+        let target_prefix = target_user
+            .starts_with(self.common_prefix())
+            .then(|| prefix_after(target_user, self.common));
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if internal_key::compare(self.key(mid), target) == Ordering::Less {
+            let order = match target_prefix {
+                Some(t) if self.prefixes[mid] != t => self.prefixes[mid].cmp(&t),
+                _ => internal_key::compare(self.key(mid), target),
+            };
+            if order == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -87,6 +115,23 @@ impl BlockIndex {
         }
         lo
     }
+
+    fn common_prefix(&self) -> &[u8] {
+        match self.len() {
+            0 => &[],
+            _ => &user_key(self.key(0))[..self.common],
+        }
+    }
+}
+
+/// The 8 bytes of `key` after its first `skip`, zero-padded, as a big-endian
+/// integer: integers order like the keys they come from, ties aside.
+fn prefix_after(key: &[u8], skip: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    let rest = key.get(skip..).unwrap_or_default();
+    let n = rest.len().min(8);
+    bytes[..n].copy_from_slice(&rest[..n]);
+    u64::from_be_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -94,6 +139,7 @@ mod tests {
     use super::*;
     use crate::format::{InternalKey, ValueKind};
     use crate::table::block_builder::BlockBuilder;
+    use proptest::strategy::Just;
     use std::path::Path;
     use std::sync::Arc;
 
@@ -123,6 +169,50 @@ mod tests {
                     assert_eq!(index.key(want), ikey(want as u32 * 10).as_slice());
                     assert_eq!(index.handle(want).offset, want as u64 * 100);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn prefixes_skip_the_shared_user_key_prefix() {
+        let index = BlockIndex::decode(&index_block(64)).unwrap();
+        // Separators k00000..k00630 share "k00".
+        assert_eq!(index.common, 3);
+        assert_eq!(index.prefixes[1], u64::from_be_bytes(*b"010\0\0\0\0\0"));
+        assert_eq!(prefix_after(b"ab", 5), 0);
+    }
+
+    fn block_of(user_keys: &[Vec<u8>]) -> Block {
+        let mut b = BlockBuilder::new(1);
+        for (i, k) in user_keys.iter().enumerate() {
+            let mut handle = Vec::new();
+            BlockHandle::new(i as u64, 1).encode_to(&mut handle);
+            b.add(InternalKey::new(k, 9, ValueKind::Value).encoded(), &handle);
+        }
+        Block::new(b.finish().to_vec(), Arc::from(Path::new("i.seg")), 0).unwrap()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn seek_agrees_with_a_plain_binary_search(
+            mut keys in proptest::collection::btree_set(
+                proptest::collection::vec(proptest::prelude::prop_oneof![Just(0u8), Just(7), Just(255)], 0..12), 0..40),
+            targets in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), proptest::collection::vec(proptest::prelude::prop_oneof![Just(0u8), Just(7), Just(255)], 0..12), 0u64..20), 1..20),
+            shared in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..10),
+        ) {
+            let keys: Vec<Vec<u8>> = std::mem::take(&mut keys)
+                .into_iter()
+                .map(|k| [shared.clone(), k].concat())
+                .collect();
+            let index = BlockIndex::decode(&block_of(&keys)).unwrap();
+            for (with_shared, t, seq) in targets {
+                let t = if with_shared { [shared.clone(), t].concat() } else { t };
+                let target = InternalKey::new(&t, seq, ValueKind::Value).into_vec();
+                let plain = (0..index.len())
+                    .position(|i| internal_key::compare(index.key(i), &target) != Ordering::Less)
+                    .unwrap_or(index.len());
+                proptest::prop_assert_eq!(index.seek(&target), plain);
             }
         }
     }
