@@ -51,13 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(count.min(1_000_000));
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % count
-    };
+    let mut next = random_indexes(count);
     // Warm the block cache, then measure in rounds: the machine is shared,
     // so the median round is reported along with the best (least disturbed).
     for _ in 0..lookups {
@@ -132,13 +126,7 @@ fn in_memory_reference(count: u64, lookups: u64) {
         key_into(&mut key, i);
         map.insert(key.clone(), vec![b'v'; 100]);
     }
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % count
-    };
+    let mut next = random_indexes(count);
     let start = Instant::now();
     let mut found = 0u64;
     for _ in 0..lookups {
@@ -151,6 +139,18 @@ fn in_memory_reference(count: u64, lookups: u64) {
         "reference: std BTreeMap, same keys and values: {:.0} gets/s",
         lookups as f64 / secs
     );
+}
+
+/// Uniform random key indexes below `count` (xorshift64 from a fixed
+/// seed), the same sequence for the engine and the reference.
+fn random_indexes(count: u64) -> impl FnMut() -> u64 {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % count
+    }
 }
 
 /// `key%016d` into `buf`. `write!` costs ~870 instructions a key, a fifth
