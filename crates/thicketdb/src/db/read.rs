@@ -8,9 +8,12 @@ use std::sync::Arc;
 use super::snapshot::Snapshot;
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
+use crate::format::internal_key::{pack_trailer, ParsedKey, ValueKind, TRAILER_LEN};
 use crate::memtable::Lookup;
 use crate::version::files::segment_path;
+
+/// Longest lookup key (user key plus trailer) built on the stack.
+const STACK_LOOKUP_KEY: usize = 128;
 
 pub(crate) fn get(
     inner: &Arc<DbInner>,
@@ -25,9 +28,23 @@ pub(crate) fn get(
         None => inner.last_sequence.load(Ordering::Acquire),
     };
     let sv = inner.super_version();
-    let lookup = InternalKey::new(key, seq, ValueKind::SEEK);
+    // Typical keys build their lookup key on the stack: a get allocates
+    // nothing but the value it returns.
+    let mut stack = [0u8; STACK_LOOKUP_KEY];
+    let mut heap = Vec::new();
+    let lookup: &[u8] = match stack.get_mut(..key.len() + TRAILER_LEN) {
+        Some(buf) => {
+            buf[..key.len()].copy_from_slice(key);
+            buf[key.len()..].copy_from_slice(&pack_trailer(seq, ValueKind::SEEK).to_le_bytes());
+            buf
+        }
+        None => {
+            crate::format::internal_key::append_internal_key(&mut heap, key, seq, ValueKind::SEEK);
+            &heap
+        }
+    };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        match mem.get(lookup.encoded()) {
+        match mem.get(lookup) {
             Some(Lookup::Value(v)) => return Ok(Some(v)),
             Some(Lookup::Deleted) => return Ok(None),
             None => {}
@@ -41,7 +58,7 @@ pub(crate) fn get(
                 continue;
             }
             let table = inner.table_cache.table(meta)?;
-            let found = table.get_with(lookup.encoded(), |found_key, value| {
+            let found = table.get_with(lookup, |found_key, value| {
                 ParsedKey::parse(found_key).map(|p| match p.kind {
                     ValueKind::Value => Some(value.to_vec()),
                     ValueKind::Deletion => None,

@@ -44,6 +44,32 @@ fn put_get_delete_and_reopen() {
 }
 
 #[test]
+fn gets_of_keys_around_the_stack_lookup_key_size() {
+    // Lookup keys up to 128 bytes (user key plus 8-byte trailer) are built
+    // on the stack, longer ones on the heap: both sides of the boundary,
+    // from the memtable and from tables, present and deleted.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let keys: Vec<Vec<u8>> = (118..=122).map(|n| vec![b'k'; n]).collect();
+    for (i, k) in keys.iter().enumerate() {
+        db.put(k, &[i as u8]).unwrap();
+    }
+    db.delete(&keys[2]).unwrap();
+    for flushed in [false, true] {
+        for (i, k) in keys.iter().enumerate() {
+            let want = (i != 2).then(|| vec![i as u8]);
+            assert_eq!(
+                db.get(k).unwrap(),
+                want,
+                "len {} flushed {flushed}",
+                k.len()
+            );
+        }
+        db.flush().unwrap();
+    }
+}
+
+#[test]
 fn many_writes_flush_compact_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
