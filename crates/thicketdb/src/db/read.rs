@@ -8,7 +8,9 @@ use std::sync::Arc;
 use super::snapshot::Snapshot;
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{pack_trailer, ParsedKey, ValueKind, TRAILER_LEN};
+use crate::format::internal_key::{
+    append_internal_key, pack_trailer, ParsedKey, ValueKind, TRAILER_LEN,
+};
 use crate::memtable::Lookup;
 use crate::version::files::segment_path;
 
@@ -39,7 +41,7 @@ pub(crate) fn get(
             buf
         }
         None => {
-            crate::format::internal_key::append_internal_key(&mut heap, key, seq, ValueKind::SEEK);
+            append_internal_key(&mut heap, key, seq, ValueKind::SEEK);
             &heap
         }
     };

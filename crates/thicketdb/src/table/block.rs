@@ -94,54 +94,36 @@ impl Block {
             }
             prev = Some(point);
         }
-        let mut bytes = Vec::with_capacity(4 * count + len);
-        bytes.extend_from_slice(&data[restarts..restarts + 4 * count]);
+        let entries = &data[..restarts];
+        let restart_array = &data[restarts..restarts + 4 * count];
+        let head_keys = head_restart_keys(entries, restart_array, count);
+        let keys_in_head = head_keys.is_some();
+        let head_keys = head_keys.unwrap_or_default();
+        let key_bytes: usize = head_keys.iter().map(|k| k.len()).sum();
+        // One pass builds the whole allocation: restart points, then (if
+        // copied) the restart keys' end offsets and the keys, then the block.
+        let data_start = match keys_in_head {
+            true => 8 * count + key_bytes,
+            false => 4 * count,
+        };
+        let mut bytes = Vec::with_capacity(data_start + len);
+        bytes.extend_from_slice(restart_array);
+        let mut end = 8 * count;
+        for key in &head_keys {
+            end += key.len();
+            bytes.extend_from_slice(&(end as u32).to_le_bytes());
+        }
+        head_keys.iter().for_each(|k| bytes.extend_from_slice(k));
         bytes.extend_from_slice(&data);
-        let block = Block {
+        Ok(Block {
             bytes: Arc::from(bytes),
-            data_start: 4 * count,
-            keys_in_head: false,
+            data_start,
+            keys_in_head,
             restarts,
             num_restarts: count,
             file,
             offset,
-        };
-        Ok(block.with_restart_keys_in_head())
-    }
-
-    /// Copies the restart keys into the head when they are few, short and
-    /// well formed (a malformed one is left to be reported when visited).
-    fn with_restart_keys_in_head(self) -> Block {
-        let n = self.num_restarts;
-        if n > HEAD_MAX_RESTARTS {
-            return self;
-        }
-        let Some(keys) = (0..n)
-            .map(|i| self.restart_key(i))
-            .collect::<Option<Vec<&[u8]>>>()
-        else {
-            return self;
-        };
-        let key_bytes: usize = keys.iter().map(|k| k.len()).sum();
-        if key_bytes > HEAD_MAX_KEY_BYTES {
-            return self;
-        }
-        let data_start = 8 * n + key_bytes;
-        let mut bytes = Vec::with_capacity(data_start + self.data().len());
-        bytes.extend_from_slice(&self.bytes[..4 * n]);
-        let mut end = 8 * n;
-        for key in &keys {
-            end += key.len();
-            bytes.extend_from_slice(&(end as u32).to_le_bytes());
-        }
-        keys.iter().for_each(|k| bytes.extend_from_slice(k));
-        bytes.extend_from_slice(self.data());
-        Block {
-            bytes: Arc::from(bytes),
-            data_start,
-            keys_in_head: true,
-            ..self
-        }
+        })
     }
 
     /// Bytes charged to the block cache.
@@ -180,28 +162,7 @@ impl Block {
     /// Decodes the header of the entry at `pos`, checking that the key and
     /// value lie inside the entry area.
     pub(crate) fn entry_header(&self, pos: usize) -> Option<EntryHeader> {
-        let area = self.data().get(..self.restarts)?;
-        let rest = area.get(pos..)?;
-        let (shared, non_shared, value_len, header_len) = match rest {
-            // Fast path: all three lengths fit in one byte each.
-            [a, b, c, ..] if (a | b | c) < 0x80 => (*a as usize, *b as usize, *c as usize, 3),
-            _ => {
-                let mut cur = rest;
-                let shared = get_varint32(&mut cur)? as usize;
-                let non_shared = get_varint32(&mut cur)? as usize;
-                let value_len = get_varint32(&mut cur)? as usize;
-                (shared, non_shared, value_len, rest.len() - cur.len())
-            }
-        };
-        let key_start = pos + header_len;
-        let key_end = key_start.checked_add(non_shared)?;
-        let value_end = key_end.checked_add(value_len)?;
-        (value_end <= self.restarts).then_some(EntryHeader {
-            shared,
-            key_start,
-            key_end,
-            value_end,
-        })
+        decode_entry_header(self.data().get(..self.restarts)?, pos)
     }
 
     /// Asks the CPU to fetch every cache line of `data()[start..end]`.
@@ -244,6 +205,53 @@ impl Block {
             format!("malformed block entry at block offset {pos}"),
         )
     }
+}
+
+/// Decodes the header of the entry at `pos` of `entries` (a block's entry
+/// area), checking that its key and value lie inside the area.
+fn decode_entry_header(entries: &[u8], pos: usize) -> Option<EntryHeader> {
+    let rest = entries.get(pos..)?;
+    let (shared, non_shared, value_len, header_len) = match rest {
+        // Fast path: all three lengths fit in one byte each.
+        [a, b, c, ..] if (a | b | c) < 0x80 => (*a as usize, *b as usize, *c as usize, 3),
+        _ => {
+            let mut cur = rest;
+            let shared = get_varint32(&mut cur)? as usize;
+            let non_shared = get_varint32(&mut cur)? as usize;
+            let value_len = get_varint32(&mut cur)? as usize;
+            (shared, non_shared, value_len, rest.len() - cur.len())
+        }
+    };
+    let key_start = pos + header_len;
+    let key_end = key_start.checked_add(non_shared)?;
+    let value_end = key_end.checked_add(value_len)?;
+    (value_end <= entries.len()).then_some(EntryHeader {
+        shared,
+        key_start,
+        key_end,
+        value_end,
+    })
+}
+
+/// The restart keys of a block, to copy into its head, when they are few,
+/// short and well formed (a malformed one is left to be reported when
+/// visited).
+fn head_restart_keys<'a>(
+    entries: &'a [u8],
+    restart_array: &[u8],
+    count: usize,
+) -> Option<Vec<&'a [u8]>> {
+    if count > HEAD_MAX_RESTARTS {
+        return None;
+    }
+    let keys = (0..count)
+        .map(|i| {
+            let pos = decode_fixed32(restart_array, 4 * i)? as usize;
+            let h = decode_entry_header(entries, pos)?;
+            (h.shared == 0).then(|| &entries[h.key_start..h.key_end])
+        })
+        .collect::<Option<Vec<&[u8]>>>()?;
+    (keys.iter().map(|k| k.len()).sum::<usize>() <= HEAD_MAX_KEY_BYTES).then_some(keys)
 }
 
 #[cfg(target_arch = "x86_64")]

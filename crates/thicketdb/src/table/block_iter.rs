@@ -2,9 +2,8 @@
 //!
 //! Generic over how the block is held: table iterators own a `Block` (a
 //! cheap handle), point lookups borrow `&Block` to avoid reference-count
-//! traffic. The key
-//! buffer is reused across entries (and can be handed from iterator to
-//! iterator) so that stepping does not allocate.
+//! traffic. The key buffer is reused across entries (and can be handed
+//! from iterator to iterator) so that stepping does not allocate.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
