@@ -170,14 +170,16 @@ impl Table {
         if i == self.index.len() {
             return Ok(None);
         }
-        let block = self.block(self.index.handle(i))?;
-        let mut data = BlockIter::with_key_buffer(&block, mem::take(key_buf));
-        data.seek(lookup_key);
-        let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
-            .then(|| f(data.key(), data.value()));
-        let status = data.status();
-        *key_buf = data.into_key_buffer();
-        status.map(|()| found)
+        let search = |block: &Block| {
+            let mut data = BlockIter::with_key_buffer(block, mem::take(key_buf));
+            data.seek(lookup_key);
+            let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
+                .then(|| f(data.key(), data.value()));
+            let status = data.status();
+            *key_buf = data.into_key_buffer();
+            status.map(|()| found)
+        };
+        self.with_block(self.index.handle(i), search)?
     }
 
     /// A cursor over all entries.
@@ -232,12 +234,18 @@ impl Table {
 
     /// The data block at `handle`, from the cache when there is one.
     pub(crate) fn block(&self, handle: BlockHandle) -> Result<Block> {
+        self.with_block(handle, Block::clone)
+    }
+
+    /// Calls `read` on the data block at `handle`: in place when the cache
+    /// holds it, which saves a point lookup taking a reference.
+    fn with_block<R>(&self, handle: BlockHandle, read: impl FnOnce(&Block) -> R) -> Result<R> {
         let tf = self.table_file();
         let pos = tf.absolute(handle);
         let load = || Block::new(tf.read_block(handle)?, self.path.clone(), pos);
         match &self.cache {
-            Some(cache) => cache.get_or_load(self.segment_id, pos, load),
-            None => load(),
+            Some(cache) => cache.with_block(self.segment_id, pos, load, read),
+            None => load().map(|block| read(&block)),
         }
     }
 

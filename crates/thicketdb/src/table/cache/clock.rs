@@ -1,0 +1,178 @@
+//! One shard of the block cache: an open-addressing hash table (linear
+//! probing) whose slots hold the blocks themselves, evicted by CLOCK.
+//!
+//! A hit costs one probe into one array and no reference count: the
+//! caller reads the block in place under the shard's read lock. CLOCK
+//! needs only a reference bit per entry on a hit, which a read lock can
+//! set, where LRU would need to relink a list under a write lock.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::super::block::Block;
+
+/// Slots are kept at most this full (numerator over 8) so probes stay short.
+const MAX_LOAD_EIGHTHS: usize = 5;
+const MIN_SLOTS: usize = 16;
+
+pub(super) struct Entry {
+    segment: u64,
+    offset: u64,
+    hash: u64,
+    referenced: AtomicBool,
+    block: Block,
+}
+
+/// The slots and byte accounting of one shard.
+pub(super) struct ClockTable {
+    slots: Box<[Option<Entry>]>,
+    len: usize,
+    charge: u64,
+    capacity: u64,
+    hand: usize,
+}
+
+impl ClockTable {
+    /// A table holding up to `capacity` bytes, with slots for about
+    /// `expected_entries` before it first grows.
+    pub fn new(capacity: u64, expected_entries: usize) -> ClockTable {
+        let slots = (expected_entries * 8 / MAX_LOAD_EIGHTHS)
+            .max(MIN_SLOTS)
+            .next_power_of_two();
+        ClockTable {
+            slots: (0..slots).map(|_| None).collect(),
+            len: 0,
+            charge: 0,
+            capacity,
+            hand: 0,
+        }
+    }
+
+    pub fn charge(&self) -> u64 {
+        self.charge
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The cached block at `(segment, offset)`, marked as recently used.
+    pub fn get(&self, segment: u64, offset: u64, hash: u64) -> Option<&Block> {
+        let i = self.find(segment, offset, hash)?;
+        let entry = self.slots[i].as_ref()?;
+        // Only write the bit when it changes: a hot block's line then stays
+        // shared between the cores reading it.
+        if !entry.referenced.load(Ordering::Relaxed) {
+            entry.referenced.store(true, Ordering::Relaxed);
+        }
+        Some(&entry.block)
+    }
+
+    /// Caches `block` unless it is already cached or larger than the whole
+    /// shard, evicting unreferenced blocks to make room.
+    pub fn insert(&mut self, segment: u64, offset: u64, hash: u64, block: Block) {
+        let charge = block.charge() as u64;
+        if charge > self.capacity || self.find(segment, offset, hash).is_some() {
+            return;
+        }
+        while self.charge + charge > self.capacity {
+            self.evict_one();
+        }
+        if (self.len + 1) * 8 > self.slots.len() * MAX_LOAD_EIGHTHS {
+            self.grow();
+        }
+        let mut i = self.home(hash);
+        while self.slots[i].is_some() {
+            i = self.next(i);
+        }
+        self.slots[i] = Some(Entry {
+            segment,
+            offset,
+            hash,
+            // A new block must earn its place: one pass of the hand over
+            // it without a hit evicts it.
+            referenced: AtomicBool::new(false),
+            block,
+        });
+        self.len += 1;
+        self.charge += charge;
+    }
+
+    fn find(&self, segment: u64, offset: u64, hash: u64) -> Option<usize> {
+        let mut i = self.home(hash);
+        loop {
+            let entry = self.slots[i].as_ref()?;
+            if entry.hash == hash && entry.segment == segment && entry.offset == offset {
+                return Some(i);
+            }
+            i = self.next(i);
+        }
+    }
+
+    /// Advances the hand until it evicts one entry: a referenced entry
+    /// loses its bit and is passed over once. Only called while entries
+    /// are charged, so the hand finds one within two turns.
+    fn evict_one(&mut self) {
+        loop {
+            let i = self.hand;
+            match &self.slots[i] {
+                None => self.hand = self.next(i),
+                Some(entry) if entry.referenced.swap(false, Ordering::Relaxed) => {
+                    self.hand = self.next(i);
+                }
+                Some(_) => {
+                    // The hand stays: `remove` may shift an unvisited entry
+                    // into this slot.
+                    self.remove(i);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Empties slot `i`, moving later entries of its probe cluster back so
+    /// that every entry stays reachable from its home slot.
+    fn remove(&mut self, mut hole: usize) {
+        if let Some(entry) = self.slots[hole].take() {
+            self.len -= 1;
+            self.charge -= entry.block.charge() as u64;
+        }
+        let mut j = self.next(hole);
+        while let Some(entry) = &self.slots[j] {
+            let home = self.home(entry.hash);
+            // The entry may fill the hole when its home is not in the
+            // cyclic range (hole, j].
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j].take();
+                hole = j;
+            }
+            j = self.next(j);
+        }
+    }
+
+    fn grow(&mut self) {
+        let doubled = (0..self.slots.len() * 2).map(|_| None).collect();
+        let old = std::mem::replace(&mut self.slots, doubled);
+        for entry in old.into_vec().into_iter().flatten() {
+            let mut i = self.home(entry.hash);
+            while self.slots[i].is_some() {
+                i = self.next(i);
+            }
+            self.slots[i] = Some(entry);
+        }
+        self.hand = 0;
+    }
+
+    fn home(&self, hash: u64) -> usize {
+        // The shard was picked by the hash's high bits; slots use the low.
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    fn next(&self, i: usize) -> usize {
+        (i + 1) & (self.slots.len() - 1)
+    }
+}

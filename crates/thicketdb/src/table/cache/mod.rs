@@ -1,0 +1,316 @@
+//! The shared cache of decoded blocks: shards of [`ClockTable`] chosen by
+//! a hash of the block's `(segment, offset)`, each behind a read-write
+//! lock. Point lookups read a cached block in place under the read lock
+//! ([`BlockCache::with_block`]); iterators take a handle to it.
+
+mod clock;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+use super::block::Block;
+use crate::error::Result;
+use clock::ClockTable;
+
+/// Typical block size, used only to size the shards' tables up front.
+const TYPICAL_BLOCK: u64 = 4096;
+/// Shards are at least this large, so a shard holds many blocks ...
+const MIN_SHARD_BYTES: u64 = 256 << 10;
+/// ... and at most this many, enough to keep the read locks of a few
+/// cores apart.
+const MAX_SHARDS: usize = 64;
+
+/// One shard on its own cache lines: the lock and counters of neighbours
+/// are written by different cores.
+#[repr(align(128))]
+struct Shard {
+    table: RwLock<ClockTable>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// A byte-bounded cache of uncompressed blocks shared by all tables. Blocks
+/// are identified by segment and absolute offset in the segment, which stay
+/// valid for as long as the segment exists.
+pub struct BlockCache {
+    shards: Box<[Shard]>,
+    capacity: u64,
+}
+
+impl BlockCache {
+    pub fn new(capacity_bytes: u64) -> BlockCache {
+        let shards = usize::try_from(capacity_bytes / MIN_SHARD_BYTES)
+            .unwrap_or(MAX_SHARDS)
+            .clamp(1, MAX_SHARDS)
+            .next_power_of_two()
+            .min(MAX_SHARDS);
+        let shard_capacity = capacity_bytes / shards as u64;
+        let expected = usize::try_from(shard_capacity / TYPICAL_BLOCK).unwrap_or(usize::MAX);
+        BlockCache {
+            shards: (0..shards)
+                .map(|_| Shard {
+                    table: RwLock::new(ClockTable::new(shard_capacity, expected)),
+                    hits: AtomicU64::new(0),
+                    misses: AtomicU64::new(0),
+                })
+                .collect(),
+            capacity: shard_capacity * shards as u64,
+        }
+    }
+
+    /// Calls `read` on the block at `(segment_id, offset)`, in place when
+    /// it is cached; otherwise calls `load` and caches what it returns.
+    /// Two threads missing on one block may both load it; one copy stays.
+    pub fn with_block<R>(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+        read: impl FnOnce(&Block) -> R,
+    ) -> Result<R> {
+        let hash = hash(segment_id, offset);
+        let shard = self.shard(hash);
+        {
+            let table = shard.table.read();
+            if let Some(block) = table.get(segment_id, offset, hash) {
+                shard.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(read(block));
+            }
+        }
+        shard.misses.fetch_add(1, Ordering::Relaxed);
+        let block = load()?;
+        let result = read(&block);
+        shard.table.write().insert(segment_id, offset, hash, block);
+        Ok(result)
+    }
+
+    /// Returns the cached block at `(segment_id, offset)`, calling `load`
+    /// on a miss.
+    pub fn get_or_load(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
+        self.with_block(segment_id, offset, load, Block::clone)
+    }
+
+    pub fn hits(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.hits.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    pub fn misses(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.misses.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Bytes currently charged.
+    pub fn usage(&self) -> u64 {
+        self.shards.iter().map(|s| s.table.read().charge()).sum()
+    }
+
+    /// Blocks currently cached.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.table.read().len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn shard(&self, hash: u64) -> &Shard {
+        // High bits pick the shard; the shard's table probes with the low.
+        let i = (hash >> 32) as usize & (self.shards.len() - 1);
+        &self.shards[i]
+    }
+}
+
+fn hash(segment_id: u64, offset: u64) -> u64 {
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&segment_id.to_le_bytes());
+    key[8..].copy_from_slice(&offset.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    fn block(len: usize) -> Block {
+        tagged_block(0, len)
+    }
+
+    /// A block of about `len` bytes whose first 8 bytes hold `tag`.
+    fn tagged_block(tag: u64, len: usize) -> Block {
+        let mut data = tag.to_le_bytes().to_vec();
+        data.resize(len.max(8), 0);
+        data.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
+        Block::new(data, Arc::from(Path::new("c")), 0).unwrap()
+    }
+
+    fn tag(block: &Block) -> u64 {
+        u64::from_le_bytes(block.data()[..8].try_into().unwrap())
+    }
+
+    #[test]
+    fn counts_hits_and_misses() {
+        let cache = BlockCache::new(1 << 20);
+        let a = cache.get_or_load(1, 16, || Ok(block(100))).unwrap();
+        let b = cache
+            .get_or_load(1, 16, || panic!("must be cached"))
+            .unwrap();
+        assert!(std::ptr::eq(a.data(), b.data()));
+        cache.get_or_load(2, 16, || Ok(block(100))).unwrap();
+        assert_eq!((cache.hits(), cache.misses()), (1, 2));
+        assert!(cache.usage() >= 200);
+    }
+
+    #[test]
+    fn failed_loads_are_not_cached() {
+        let cache = BlockCache::new(1 << 20);
+        let err = cache
+            .get_or_load(1, 0, || Err(Error::corruption("c", 0, "bad")))
+            .unwrap_err();
+        assert!(err.is_corruption());
+        cache.get_or_load(1, 0, || Ok(block(10))).unwrap();
+        assert_eq!(cache.misses(), 2);
+    }
+
+    #[test]
+    fn stays_within_capacity() {
+        let cache = BlockCache::new(64 * 1024);
+        for i in 0..100 {
+            cache.get_or_load(0, i * 4096, || Ok(block(4000))).unwrap();
+        }
+        assert!(cache.usage() <= cache.capacity());
+    }
+
+    #[test]
+    fn reads_in_place_and_on_a_miss() {
+        let cache = BlockCache::new(1 << 20);
+        let loaded = cache
+            .with_block(3, 64, || Ok(tagged_block(7, 100)), tag)
+            .unwrap();
+        let cached = cache
+            .with_block(3, 64, || panic!("must be cached"), tag)
+            .unwrap();
+        assert_eq!((loaded, cached), (7, 7));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_block_used_between_insertions_survives_them() {
+        // One shard holding about ten blocks.
+        let cache = BlockCache::new(10 * 4200);
+        assert!(cache.capacity() < MIN_SHARD_BYTES);
+        cache
+            .get_or_load(9, 0, || Ok(tagged_block(1, 4000)))
+            .unwrap();
+        for i in 1..200 {
+            cache
+                .get_or_load(0, i * 4096, || Ok(tagged_block(i, 4000)))
+                .unwrap();
+            let hot = cache.get_or_load(9, 0, || panic!("hot block evicted"));
+            assert_eq!(tag(&hot.unwrap()), 1);
+        }
+        assert!(cache.len() > 1 && cache.usage() <= cache.capacity());
+    }
+
+    #[test]
+    fn many_small_blocks_grow_the_table() {
+        let cache = BlockCache::new(200 << 10);
+        for i in 0..1000 {
+            cache.get_or_load(1, i, || Ok(tagged_block(i, 10))).unwrap();
+        }
+        assert_eq!(cache.len(), 1000);
+        for i in 0..1000 {
+            let b = cache.get_or_load(1, i, || panic!("evicted")).unwrap();
+            assert_eq!(tag(&b), i);
+        }
+    }
+
+    #[test]
+    fn a_block_larger_than_a_shard_is_returned_uncached() {
+        let cache = BlockCache::new(4096);
+        let b = cache
+            .get_or_load(1, 0, || Ok(tagged_block(5, 8192)))
+            .unwrap();
+        assert_eq!((tag(&b), cache.len(), cache.usage()), (5, 0, 0));
+        let zero = BlockCache::new(0);
+        zero.get_or_load(1, 0, || Ok(block(10))).unwrap();
+        assert_eq!(zero.len(), 0);
+    }
+
+    #[test]
+    fn threads_always_read_the_block_they_asked_for() {
+        let cache = Arc::new(BlockCache::new(64 * 1024));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let cache = cache.clone();
+                std::thread::spawn(move || {
+                    let mut x = t + 1;
+                    for _ in 0..5000 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let (segment, offset) = ((x >> 60) & 3, (x >> 33) % 64 * 4096);
+                        let id = segment << 32 | offset;
+                        let got = cache
+                            .with_block(segment, offset, || Ok(tagged_block(id, 2000)), tag)
+                            .unwrap();
+                        assert_eq!(got, id);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(cache.usage() <= cache.capacity());
+        assert_eq!(cache.hits() + cache.misses(), 20_000);
+    }
+
+    proptest::proptest! {
+        /// Against a model of what was loaded: a hit returns the block
+        /// loaded for that key, and the charge matches the cached blocks
+        /// and never exceeds the capacity.
+        #[test]
+        fn matches_a_model(ops in proptest::collection::vec((0u64..3, 0u64..40, 1usize..3000), 1..400)) {
+            let cache = BlockCache::new(24 * 1024);
+            let mut loads = std::collections::HashMap::new();
+            for (n, (segment, offset, len)) in ops.into_iter().enumerate() {
+                let fresh = n as u64;
+                let got = cache
+                    .with_block(segment, offset, || Ok(tagged_block(fresh, len)), tag)
+                    .unwrap();
+                if got == fresh {
+                    loads.insert((segment, offset), fresh);
+                }
+                proptest::prop_assert_eq!(loads.get(&(segment, offset)), Some(&got));
+                proptest::prop_assert!(cache.usage() <= cache.capacity());
+            }
+            let mut resident = 0;
+            for (&(segment, offset), &id) in &loads {
+                let cached = cache.with_block(segment, offset, || Err(Error::corruption("c", 0, "gone")), |b| (tag(b), b.charge()));
+                if let Ok((got, charge)) = cached {
+                    proptest::prop_assert_eq!(got, id);
+                    resident += charge as u64;
+                }
+            }
+            proptest::prop_assert_eq!(resident, cache.usage());
+        }
+    }
+}
