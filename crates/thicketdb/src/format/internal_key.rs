@@ -8,6 +8,8 @@
 
 use std::cmp::Ordering;
 
+use super::bytes_order::compare_bytes;
+
 /// Largest sequence number (56 bits).
 pub const MAX_SEQUENCE: u64 = (1 << 56) - 1;
 
@@ -153,9 +155,7 @@ pub fn trailer(encoded: &[u8]) -> u64 {
 /// Orders encoded internal keys: user key ascending, trailer descending.
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    user_key(a)
-        .cmp(user_key(b))
-        .then_with(|| trailer(b).cmp(&trailer(a)))
+    compare_bytes(user_key(a), user_key(b)).then_with(|| trailer(b).cmp(&trailer(a)))
 }
 
 #[cfg(test)]

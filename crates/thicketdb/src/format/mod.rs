@@ -1,6 +1,7 @@
 //! Byte-level encodings shared by every on-disk format: varints and fixed
 //! integers, masked CRC32C checksums, and internal keys.
 
+pub mod bytes_order;
 pub mod checksum;
 pub mod coding;
 pub mod internal_key;
