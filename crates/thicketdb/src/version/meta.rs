@@ -1,8 +1,10 @@
 //! What a version knows about each table, and how tables form runs and
 //! runs form levels.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::user_key;
 
 /// A logical table: where it lives and what it covers.
@@ -62,13 +64,17 @@ impl Run {
         // sequential load, tiered runs): two comparisons rule most out
         // before a binary search.
         let (first, last) = (self.tables.first()?, self.tables.last()?);
-        if user_key < first.smallest_user_key() || user_key > last.largest_user_key() {
+        if compare_bytes(user_key, first.smallest_user_key()) == Ordering::Less
+            || compare_bytes(user_key, last.largest_user_key()) == Ordering::Greater
+        {
             return None;
         }
         let i = self
             .tables
-            .partition_point(|t| t.largest_user_key() < user_key);
-        (i < self.tables.len() && self.tables[i].smallest_user_key() <= user_key).then_some(i)
+            .partition_point(|t| compare_bytes(t.largest_user_key(), user_key) == Ordering::Less);
+        (i < self.tables.len()
+            && compare_bytes(self.tables[i].smallest_user_key(), user_key) != Ordering::Greater)
+            .then_some(i)
     }
 
     /// Tables overlapping `[lo, hi]`.
