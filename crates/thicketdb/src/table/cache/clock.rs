@@ -32,14 +32,12 @@ pub(super) struct ClockTable {
 }
 
 impl ClockTable {
-    /// A table holding up to `capacity` bytes, with slots for about
-    /// `expected_entries` before it first grows.
-    pub fn new(capacity: u64, expected_entries: usize) -> ClockTable {
-        let slots = (expected_entries * 8 / MAX_LOAD_EIGHTHS)
-            .max(MIN_SLOTS)
-            .next_power_of_two();
+    /// An empty table holding up to `capacity` bytes. Its slots grow with
+    /// the blocks it holds, not with its capacity: a half-used cache then
+    /// probes a denser array, more of which stays in the CPU caches.
+    pub fn new(capacity: u64) -> ClockTable {
         ClockTable {
-            slots: (0..slots).map(|_| None).collect(),
+            slots: (0..MIN_SLOTS).map(|_| None).collect(),
             len: 0,
             charge: 0,
             capacity,

@@ -13,8 +13,6 @@ use super::block::Block;
 use crate::error::Result;
 use clock::ClockTable;
 
-/// Typical block size, used only to size the shards' tables up front.
-const TYPICAL_BLOCK: u64 = 4096;
 /// Shards are at least this large, so a shard holds many blocks ...
 const MIN_SHARD_BYTES: u64 = 256 << 10;
 /// ... and at most this many, enough to keep the read locks of a few
@@ -46,11 +44,10 @@ impl BlockCache {
             .next_power_of_two()
             .min(MAX_SHARDS);
         let shard_capacity = capacity_bytes / shards as u64;
-        let expected = usize::try_from(shard_capacity / TYPICAL_BLOCK).unwrap_or(usize::MAX);
         BlockCache {
             shards: (0..shards)
                 .map(|_| Shard {
-                    table: RwLock::new(ClockTable::new(shard_capacity, expected)),
+                    table: RwLock::new(ClockTable::new(shard_capacity)),
                     hits: AtomicU64::new(0),
                     misses: AtomicU64::new(0),
                 })
