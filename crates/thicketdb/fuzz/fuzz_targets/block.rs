@@ -2,7 +2,7 @@
 //! report corruption, never panic.
 #![no_main]
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let target = &rest[rest.len().saturating_sub(usize::from(n % 32))..];
-    let Ok(block) = Block::new(rest.to_vec(), Arc::from(Path::new("fuzz.seg")), 0) else {
+    let Ok(block) = Block::new(rest.to_vec(), Arc::new(PathBuf::from("fuzz.seg")), 0) else {
         return;
     };
     let mut iter = BlockIter::new(block.clone());

@@ -12,7 +12,7 @@
 //! take its reference, instead of missing at the far end of the block and
 //! again at each restart key it compares.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -27,7 +27,9 @@ const HEAD_MAX_RESTARTS: usize = 16;
 /// ... and at most this many key bytes, so the head stays a line or two.
 const HEAD_MAX_KEY_BYTES: usize = 256;
 
-/// A cheap, cloneable handle to a validated block.
+/// A cheap, cloneable handle to a validated block. Kept to 48 bytes (a
+/// thin path pointer, 32-bit offsets into the allocation) so that a block
+/// cache slot fits one cache line.
 #[derive(Clone)]
 pub struct Block {
     /// The head: `num_restarts` u32 LE restart points, then, if
@@ -35,13 +37,13 @@ pub struct Block {
     /// of the restart keys and the keys back to back. The block's bytes
     /// start at `data_start`.
     bytes: Arc<[u8]>,
-    data_start: usize,
+    data_start: u32,
     keys_in_head: bool,
     /// Offset of the restart array in the block's bytes; entries occupy
     /// `data()[..restarts]`.
-    restarts: usize,
-    num_restarts: usize,
-    file: Arc<Path>,
+    restarts: u32,
+    num_restarts: u32,
+    file: Arc<PathBuf>,
     offset: u64,
 }
 
@@ -68,8 +70,8 @@ pub(crate) struct EntryHeader {
 impl Block {
     /// Validates the restart array of `data`, read from `file` at absolute
     /// offset `offset`. Entries are checked lazily, as they are visited.
-    pub fn new(data: Vec<u8>, file: Arc<Path>, offset: u64) -> Result<Block> {
-        let corrupt = |reason: &str| Error::corruption(&*file, offset, reason);
+    pub fn new(data: Vec<u8>, file: Arc<PathBuf>, offset: u64) -> Result<Block> {
+        let corrupt = |reason: &str| Error::corruption(file.as_path(), offset, reason);
         let len = data.len();
         let count = len
             .checked_sub(4)
@@ -115,12 +117,13 @@ impl Block {
         }
         head_keys.iter().for_each(|k| bytes.extend_from_slice(k));
         bytes.extend_from_slice(&data);
+        let narrow = |n: usize| u32::try_from(n).map_err(|_| corrupt("block larger than 4 GiB"));
         Ok(Block {
-            bytes: Arc::from(bytes),
-            data_start,
+            data_start: narrow(data_start)?,
+            restarts: narrow(restarts)?,
+            num_restarts: narrow(count)?,
+            bytes: narrow(bytes.len()).map(|_| Arc::from(bytes))?,
             keys_in_head,
-            restarts,
-            num_restarts: count,
             file,
             offset,
         })
@@ -138,20 +141,20 @@ impl Block {
 
     /// The file the block was read from.
     pub(crate) fn file(&self) -> &Path {
-        &self.file
+        self.file.as_path()
     }
 
     /// The block's bytes as stored (after decompression).
     pub(crate) fn data(&self) -> &[u8] {
-        &self.bytes[self.data_start..]
+        &self.bytes[self.data_start as usize..]
     }
 
     pub(crate) fn restarts(&self) -> usize {
-        self.restarts
+        self.restarts as usize
     }
 
     pub(crate) fn num_restarts(&self) -> usize {
-        self.num_restarts
+        self.num_restarts as usize
     }
 
     /// Entry offset of restart point `i` (< `num_restarts`, validated).
@@ -162,7 +165,7 @@ impl Block {
     /// Decodes the header of the entry at `pos`, checking that the key and
     /// value lie inside the entry area.
     pub(crate) fn entry_header(&self, pos: usize) -> Option<EntryHeader> {
-        decode_entry_header(self.data().get(..self.restarts)?, pos)
+        decode_entry_header(self.data().get(..self.restarts())?, pos)
     }
 
     /// Asks the CPU to fetch every cache line of `data()[start..end]`.
@@ -185,7 +188,7 @@ impl Block {
     /// with its predecessor; `None` if the entry is malformed.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
         if self.keys_in_head {
-            let ends = 4 * self.num_restarts;
+            let ends = 4 * self.num_restarts();
             let start = match i {
                 0 => 2 * ends,
                 _ => decode_fixed32(&self.bytes, ends + 4 * (i - 1))? as usize,
@@ -200,7 +203,7 @@ impl Block {
     /// The corruption error for a malformed entry at `pos`.
     pub(crate) fn corruption(&self, pos: usize) -> Error {
         Error::corruption(
-            &*self.file,
+            self.file.as_path(),
             self.offset,
             format!("malformed block entry at block offset {pos}"),
         )
@@ -272,8 +275,8 @@ mod tests {
     use crate::format::coding::put_fixed32;
     use proptest::prelude::*;
 
-    fn file() -> Arc<Path> {
-        Arc::from(Path::new("t.seg"))
+    fn file() -> Arc<PathBuf> {
+        Arc::new(PathBuf::from("t.seg"))
     }
 
     #[test]

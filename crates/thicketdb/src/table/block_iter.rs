@@ -208,7 +208,7 @@ mod tests {
     use crate::format::{InternalKey, ValueKind};
     use crate::table::block_builder::BlockBuilder;
     use proptest::prelude::*;
-    use std::path::Path;
+    use std::path::PathBuf;
     use std::sync::Arc;
 
     fn ikey(i: u32) -> Vec<u8> {
@@ -226,7 +226,7 @@ mod tests {
             b.add(&ikey(i * 2), format!("v{i}").as_bytes());
         }
         let data = b.finish().to_vec();
-        Arc::new(Block::new(data, Arc::from(Path::new("b.seg")), 100).unwrap())
+        Arc::new(Block::new(data, Arc::new(PathBuf::from("b.seg")), 100).unwrap())
     }
 
     fn collect_forward(it: &mut BlockIter<Arc<Block>>) -> Vec<Vec<u8>> {
@@ -313,7 +313,7 @@ mod tests {
         // Second entry claims to share more bytes than the first key has.
         let second = 3 + ikey(1).len() + 1;
         data[second] = 100;
-        let block = Block::new(data, Arc::from(Path::new("b.seg")), 4096).unwrap();
+        let block = Block::new(data, Arc::new(PathBuf::from("b.seg")), 4096).unwrap();
         let mut it = BlockIter::new(&block);
         it.seek_to_first();
         assert!(it.valid());
@@ -329,7 +329,7 @@ mod tests {
     proptest! {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), target in proptest::collection::vec(any::<u8>(), 0..20)) {
-            if let Ok(block) = Block::new(bytes, Arc::from(Path::new("r")), 0) {
+            if let Ok(block) = Block::new(bytes, Arc::new(PathBuf::from("r")), 0) {
                 let mut it = BlockIter::new(&block);
                 it.seek_to_first();
                 let mut steps = 0;

@@ -140,7 +140,7 @@ mod tests {
     use crate::format::{InternalKey, ValueKind};
     use crate::table::block_builder::BlockBuilder;
     use proptest::strategy::Just;
-    use std::path::Path;
+    use std::path::PathBuf;
     use std::sync::Arc;
 
     fn ikey(i: u32) -> Vec<u8> {
@@ -154,7 +154,7 @@ mod tests {
             BlockHandle::new(u64::from(i) * 100, 90).encode_to(&mut handle);
             b.add(&ikey(i * 10), &handle);
         }
-        Block::new(b.finish().to_vec(), Arc::from(Path::new("i.seg")), 500).unwrap()
+        Block::new(b.finish().to_vec(), Arc::new(PathBuf::from("i.seg")), 500).unwrap()
     }
 
     #[test]
@@ -189,7 +189,7 @@ mod tests {
             BlockHandle::new(i as u64, 1).encode_to(&mut handle);
             b.add(InternalKey::new(k, 9, ValueKind::Value).encoded(), &handle);
         }
-        Block::new(b.finish().to_vec(), Arc::from(Path::new("i.seg")), 0).unwrap()
+        Block::new(b.finish().to_vec(), Arc::new(PathBuf::from("i.seg")), 0).unwrap()
     }
 
     proptest::proptest! {
@@ -221,7 +221,7 @@ mod tests {
     fn bad_handle_is_corruption_with_file_and_offset() {
         let mut b = BlockBuilder::new(1);
         b.add(&ikey(1), &[0x80]);
-        let block = Block::new(b.finish().to_vec(), Arc::from(Path::new("i.seg")), 500).unwrap();
+        let block = Block::new(b.finish().to_vec(), Arc::new(PathBuf::from("i.seg")), 500).unwrap();
         let err = BlockIndex::decode(&block).unwrap_err();
         assert!(err.is_corruption());
         assert!(err.to_string().contains("i.seg at offset 500"), "{err}");

@@ -29,7 +29,7 @@ thread_local! {
 
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
-    path: Arc<Path>,
+    path: Arc<PathBuf>,
     segment_id: u64,
     offset: u64,
     length: u64,
@@ -64,15 +64,17 @@ impl Table {
         length: u64,
         cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
-        let path: Arc<Path> = Arc::from(path);
+        let path = Arc::new(path);
         let footer_pos = length
             .checked_sub(FOOTER_LEN as u64)
             .and_then(|rel| offset.checked_add(rel))
-            .ok_or_else(|| Error::corruption(&*path, offset, "table too short for a footer"))?;
+            .ok_or_else(|| {
+                Error::corruption(path.as_path(), offset, "table too short for a footer")
+            })?;
         let mut buf = [0u8; FOOTER_LEN];
         file.read_exact_at(footer_pos, &mut buf)?;
-        let footer =
-            Footer::decode(&buf).map_err(|reason| Error::corruption(&*path, footer_pos, reason))?;
+        let footer = Footer::decode(&buf)
+            .map_err(|reason| Error::corruption(path.as_path(), footer_pos, reason))?;
         let tf = TableFile {
             file: &*file,
             path: &path,
@@ -206,7 +208,11 @@ impl Table {
             it.seek_to_first();
             while it.valid() {
                 if entries > 0 && internal_key::compare(&prev, it.key()) != Ordering::Less {
-                    return Err(Error::corruption(&*self.path, pos, "keys out of order"));
+                    return Err(Error::corruption(
+                        self.path.as_path(),
+                        pos,
+                        "keys out of order",
+                    ));
                 }
                 prev.clear();
                 prev.extend_from_slice(it.key());
@@ -217,7 +223,7 @@ impl Table {
         }
         if entries != self.properties.entries {
             return Err(Error::corruption(
-                &*self.path,
+                self.path.as_path(),
                 tf.absolute(self.footer.properties),
                 format!(
                     "table holds {entries} entries but its properties say {}",

@@ -9,17 +9,30 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::block::Block;
+use super::hash;
 
 /// Slots are kept at most this full (numerator over 8) so probes stay short.
 const MAX_LOAD_EIGHTHS: usize = 5;
 const MIN_SLOTS: usize = 16;
 
+/// One cached block, on one cache line: the probe that finds it also
+/// loads the handle the reader needs. The block's own offset is the
+/// second half of the key.
+#[repr(align(64))]
 pub(super) struct Entry {
     segment: u64,
-    offset: u64,
-    hash: u64,
     referenced: AtomicBool,
     block: Block,
+}
+
+impl Entry {
+    fn is(&self, segment: u64, offset: u64) -> bool {
+        self.segment == segment && self.block.offset() == offset
+    }
+
+    fn hash(&self) -> u64 {
+        hash(self.segment, self.block.offset())
+    }
 }
 
 /// The slots and byte accounting of one shard.
@@ -67,9 +80,9 @@ impl ClockTable {
 
     /// Caches `block` unless it is already cached or larger than the whole
     /// shard, evicting unreferenced blocks to make room.
-    pub fn insert(&mut self, segment: u64, offset: u64, hash: u64, block: Block) {
+    pub fn insert(&mut self, segment: u64, hash: u64, block: Block) {
         let charge = block.charge() as u64;
-        if charge > self.capacity || self.find(segment, offset, hash).is_some() {
+        if charge > self.capacity || self.find(segment, block.offset(), hash).is_some() {
             return;
         }
         while self.charge + charge > self.capacity {
@@ -84,8 +97,6 @@ impl ClockTable {
         }
         self.slots[i] = Some(Entry {
             segment,
-            offset,
-            hash,
             // A new block must earn its place: one pass of the hand over
             // it without a hit evicts it.
             referenced: AtomicBool::new(false),
@@ -99,7 +110,7 @@ impl ClockTable {
         let mut i = self.home(hash);
         loop {
             let entry = self.slots[i].as_ref()?;
-            if entry.hash == hash && entry.segment == segment && entry.offset == offset {
+            if entry.is(segment, offset) {
                 return Some(i);
             }
             i = self.next(i);
@@ -136,7 +147,7 @@ impl ClockTable {
         }
         let mut j = self.next(hole);
         while let Some(entry) = &self.slots[j] {
-            let home = self.home(entry.hash);
+            let home = self.home(entry.hash());
             // The entry may fill the hole when its home is not in the
             // cyclic range (hole, j].
             let stays = if hole <= j {
@@ -156,7 +167,7 @@ impl ClockTable {
         let doubled = (0..self.slots.len() * 2).map(|_| None).collect();
         let old = std::mem::replace(&mut self.slots, doubled);
         for entry in old.into_vec().into_iter().flatten() {
-            let mut i = self.home(entry.hash);
+            let mut i = self.home(entry.hash());
             while self.slots[i].is_some() {
                 i = self.next(i);
             }
@@ -172,5 +183,15 @@ impl ClockTable {
 
     fn next(&self, i: usize) -> usize {
         (i + 1) & (self.slots.len() - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Option<Entry>>(), 64);
     }
 }

@@ -57,7 +57,8 @@ impl BlockCache {
     }
 
     /// Calls `read` on the block at `(segment_id, offset)`, in place when
-    /// it is cached; otherwise calls `load` and caches what it returns.
+    /// it is cached; otherwise calls `load` and caches what it returns (a
+    /// block read from `offset`, which is how the cache recognises it).
     /// Two threads missing on one block may both load it; one copy stays.
     pub fn with_block<R>(
         &self,
@@ -78,7 +79,9 @@ impl BlockCache {
         shard.misses.fetch_add(1, Ordering::Relaxed);
         let block = load()?;
         let result = read(&block);
-        shard.table.write().insert(segment_id, offset, hash, block);
+        if block.offset() == offset {
+            shard.table.write().insert(segment_id, hash, block);
+        }
         Ok(result)
     }
 
@@ -132,7 +135,7 @@ impl BlockCache {
     }
 }
 
-fn hash(segment_id: u64, offset: u64) -> u64 {
+pub(super) fn hash(segment_id: u64, offset: u64) -> u64 {
     let mut key = [0u8; 16];
     key[..8].copy_from_slice(&segment_id.to_le_bytes());
     key[8..].copy_from_slice(&offset.to_le_bytes());
@@ -143,19 +146,20 @@ fn hash(segment_id: u64, offset: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use std::path::Path;
+    use std::path::PathBuf;
     use std::sync::Arc;
 
-    fn block(len: usize) -> Block {
-        tagged_block(0, len)
+    fn block(offset: u64, len: usize) -> Block {
+        block_at(offset, 0, len)
     }
 
-    /// A block of about `len` bytes whose first 8 bytes hold `tag`.
-    fn tagged_block(tag: u64, len: usize) -> Block {
+    /// A block of about `len` bytes, read from `offset`, whose first 8
+    /// bytes hold `tag`.
+    fn block_at(offset: u64, tag: u64, len: usize) -> Block {
         let mut data = tag.to_le_bytes().to_vec();
         data.resize(len.max(8), 0);
         data.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
-        Block::new(data, Arc::from(Path::new("c")), 0).unwrap()
+        Block::new(data, Arc::new(PathBuf::from("c")), offset).unwrap()
     }
 
     fn tag(block: &Block) -> u64 {
@@ -165,12 +169,12 @@ mod tests {
     #[test]
     fn counts_hits_and_misses() {
         let cache = BlockCache::new(1 << 20);
-        let a = cache.get_or_load(1, 16, || Ok(block(100))).unwrap();
+        let a = cache.get_or_load(1, 16, || Ok(block(16, 100))).unwrap();
         let b = cache
             .get_or_load(1, 16, || panic!("must be cached"))
             .unwrap();
         assert!(std::ptr::eq(a.data(), b.data()));
-        cache.get_or_load(2, 16, || Ok(block(100))).unwrap();
+        cache.get_or_load(2, 16, || Ok(block(16, 100))).unwrap();
         assert_eq!((cache.hits(), cache.misses()), (1, 2));
         assert!(cache.usage() >= 200);
     }
@@ -182,7 +186,7 @@ mod tests {
             .get_or_load(1, 0, || Err(Error::corruption("c", 0, "bad")))
             .unwrap_err();
         assert!(err.is_corruption());
-        cache.get_or_load(1, 0, || Ok(block(10))).unwrap();
+        cache.get_or_load(1, 0, || Ok(block(0, 10))).unwrap();
         assert_eq!(cache.misses(), 2);
     }
 
@@ -190,7 +194,9 @@ mod tests {
     fn stays_within_capacity() {
         let cache = BlockCache::new(64 * 1024);
         for i in 0..100 {
-            cache.get_or_load(0, i * 4096, || Ok(block(4000))).unwrap();
+            cache
+                .get_or_load(0, i * 4096, || Ok(block(i * 4096, 4000)))
+                .unwrap();
         }
         assert!(cache.usage() <= cache.capacity());
     }
@@ -199,7 +205,7 @@ mod tests {
     fn reads_in_place_and_on_a_miss() {
         let cache = BlockCache::new(1 << 20);
         let loaded = cache
-            .with_block(3, 64, || Ok(tagged_block(7, 100)), tag)
+            .with_block(3, 64, || Ok(block_at(64, 7, 100)), tag)
             .unwrap();
         let cached = cache
             .with_block(3, 64, || panic!("must be cached"), tag)
@@ -209,16 +215,23 @@ mod tests {
     }
 
     #[test]
+    fn a_block_from_another_offset_is_not_cached() {
+        let cache = BlockCache::new(1 << 20);
+        let got = cache.with_block(3, 64, || Ok(block_at(128, 7, 100)), tag);
+        assert_eq!((got.unwrap(), cache.len()), (7, 0));
+    }
+
+    #[test]
     fn a_block_used_between_insertions_survives_them() {
         // One shard holding about ten blocks.
         let cache = BlockCache::new(10 * 4200);
         assert!(cache.capacity() < MIN_SHARD_BYTES);
         cache
-            .get_or_load(9, 0, || Ok(tagged_block(1, 4000)))
+            .get_or_load(9, 0, || Ok(block_at(0, 1, 4000)))
             .unwrap();
         for i in 1..200 {
             cache
-                .get_or_load(0, i * 4096, || Ok(tagged_block(i, 4000)))
+                .get_or_load(0, i * 4096, || Ok(block_at(i * 4096, i, 4000)))
                 .unwrap();
             let hot = cache.get_or_load(9, 0, || panic!("hot block evicted"));
             assert_eq!(tag(&hot.unwrap()), 1);
@@ -230,7 +243,7 @@ mod tests {
     fn many_small_blocks_grow_the_table() {
         let cache = BlockCache::new(200 << 10);
         for i in 0..1000 {
-            cache.get_or_load(1, i, || Ok(tagged_block(i, 10))).unwrap();
+            cache.get_or_load(1, i, || Ok(block_at(i, i, 10))).unwrap();
         }
         assert_eq!(cache.len(), 1000);
         for i in 0..1000 {
@@ -243,11 +256,11 @@ mod tests {
     fn a_block_larger_than_a_shard_is_returned_uncached() {
         let cache = BlockCache::new(4096);
         let b = cache
-            .get_or_load(1, 0, || Ok(tagged_block(5, 8192)))
+            .get_or_load(1, 0, || Ok(block_at(0, 5, 8192)))
             .unwrap();
         assert_eq!((tag(&b), cache.len(), cache.usage()), (5, 0, 0));
         let zero = BlockCache::new(0);
-        zero.get_or_load(1, 0, || Ok(block(10))).unwrap();
+        zero.get_or_load(1, 0, || Ok(block(0, 10))).unwrap();
         assert_eq!(zero.len(), 0);
     }
 
@@ -266,7 +279,7 @@ mod tests {
                         let (segment, offset) = ((x >> 60) & 3, (x >> 33) % 64 * 4096);
                         let id = segment << 32 | offset;
                         let got = cache
-                            .with_block(segment, offset, || Ok(tagged_block(id, 2000)), tag)
+                            .with_block(segment, offset, || Ok(block_at(offset, id, 2000)), tag)
                             .unwrap();
                         assert_eq!(got, id);
                     }
@@ -291,7 +304,7 @@ mod tests {
             for (n, (segment, offset, len)) in ops.into_iter().enumerate() {
                 let fresh = n as u64;
                 let got = cache
-                    .with_block(segment, offset, || Ok(tagged_block(fresh, len)), tag)
+                    .with_block(segment, offset, || Ok(block_at(offset, fresh, len)), tag)
                     .unwrap();
                 if got == fresh {
                     loads.insert((segment, offset), fresh);
