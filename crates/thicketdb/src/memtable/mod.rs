@@ -1,15 +1,15 @@
 //! The memtable: a concurrent skiplist of internal keys.
 //!
 //! One writer at a time (the write-group leader) inserts; any number of
-//! readers and iterators proceed concurrently without locks. Each entry is a
-//! single allocation holding the internal key and the value.
+//! readers and iterators proceed concurrently without locks. Short keys live
+//! inside their skiplist node; see `skiplist.rs`.
 
 mod iter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use crate::format::internal_key::{append_internal_key, user_key, ParsedKey, ValueKind};
+use crate::format::internal_key::{pack_trailer, user_key, ParsedKey, ValueKind};
 
 pub use iter::MemtableIterator;
 use skiplist::{SkipList, NIL};
@@ -45,11 +45,8 @@ impl Memtable {
 
     /// Inserts an entry. Sequence numbers are unique, so entries never collide.
     pub fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let mut buf = Vec::with_capacity(user_key.len() + 8 + value.len());
-        append_internal_key(&mut buf, user_key, seq, kind);
-        let key_len = buf.len() as u32;
-        buf.extend_from_slice(value);
-        let charge = self.list.insert(buf.into_boxed_slice(), key_len);
+        let trailer = pack_trailer(seq, kind).to_le_bytes();
+        let charge = self.list.insert(user_key, trailer, value);
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
 
@@ -92,6 +89,7 @@ mod tests {
     use super::*;
 
     use crate::format::internal_key::InternalKey;
+    use crate::iterator::InternalIterator;
 
     fn get(m: &Memtable, key: &[u8], seq: u64) -> Option<Lookup> {
         m.get(InternalKey::new(key, seq, ValueKind::SEEK).encoded())
@@ -112,6 +110,38 @@ mod tests {
         assert_eq!(get(&m, b"c", 9), None);
         assert_eq!(m.len(), 4);
         assert!(m.approximate_size() > 4 * 64);
+    }
+
+    #[test]
+    fn keys_on_both_sides_of_the_inline_limit() {
+        let m = std::sync::Arc::new(Memtable::new(1));
+        let user_len = skiplist::INLINE_KEY - 8;
+        let short = vec![b's'; user_len];
+        let long = vec![b's'; user_len + 1];
+        m.add(1, ValueKind::Value, &short, b"short");
+        m.add(2, ValueKind::Value, &long, b"long");
+        m.add(3, ValueKind::Value, b"", b"empty key");
+        m.add(4, ValueKind::Deletion, b"gone", b"");
+        assert_eq!(get(&m, &short, 9), Some(Lookup::Value(b"short".to_vec())));
+        assert_eq!(get(&m, &long, 9), Some(Lookup::Value(b"long".to_vec())));
+        assert_eq!(get(&m, b"", 9), Some(Lookup::Value(b"empty key".to_vec())));
+        assert_eq!(get(&m, b"gone", 9), Some(Lookup::Deleted));
+        let mut it = MemtableIterator::new(m.clone());
+        it.seek_to_first();
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push((user_key(it.key()).to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(
+            seen,
+            [
+                (b"".to_vec(), b"empty key".to_vec()),
+                (b"gone".to_vec(), b"".to_vec()),
+                (short, b"short".to_vec()),
+                (long, b"long".to_vec()),
+            ]
+        );
     }
 
     #[test]

@@ -9,31 +9,73 @@
 //! Inserts remember the predecessors of the last insert at every level, so
 //! a key above the previous one (a sequential load) is placed by walking
 //! forward from those nodes instead of searching from the head.
+//!
+//! A short key (up to [`INLINE_KEY`] bytes, a user key of up to 24) lives in
+//! its node, so a search compares it on the line it reads the links from;
+//! only the value is allocated separately. Longer keys are allocated with
+//! their value.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
-use crate::format::internal_key::compare;
+use crate::format::internal_key::{compare, TRAILER_LEN};
 
 pub const MAX_HEIGHT: usize = 12;
+/// Longest internal key kept inside its node.
+pub const INLINE_KEY: usize = 32;
 /// "No node": the end of a level, or the head as a predecessor.
 pub const NIL: u32 = u32::MAX;
 
 pub struct Node {
-    buf: Box<[u8]>,
+    /// The key, when it is at most `INLINE_KEY` bytes.
+    inline: [u8; INLINE_KEY],
     key_len: u32,
     next: [AtomicU32; MAX_HEIGHT],
+    /// The value, preceded by the key when the key is not inline.
+    buf: Box<[u8]>,
 }
 
 impl Node {
+    /// A node for the internal key `user_key ++ trailer` and `value`, not
+    /// yet linked.
+    fn new(user_key: &[u8], trailer: [u8; TRAILER_LEN], value: &[u8]) -> Node {
+        let key_len = user_key.len() + TRAILER_LEN;
+        let mut inline = [0u8; INLINE_KEY];
+        let buf = match inline.get_mut(..key_len) {
+            Some(key) => {
+                key[..user_key.len()].copy_from_slice(user_key);
+                key[user_key.len()..].copy_from_slice(&trailer);
+                Box::from(value)
+            }
+            None => [user_key, &trailer, value].concat().into_boxed_slice(),
+        };
+        Node {
+            inline,
+            key_len: key_len as u32,
+            next: std::array::from_fn(|_| AtomicU32::new(NIL)),
+            buf,
+        }
+    }
+
+    fn is_inline(&self) -> bool {
+        self.key_len as usize <= INLINE_KEY
+    }
+
     pub fn key(&self) -> &[u8] {
-        &self.buf[..self.key_len as usize]
+        let len = self.key_len as usize;
+        match self.is_inline() {
+            true => &self.inline[..len],
+            false => &self.buf[..len],
+        }
     }
 
     pub fn value(&self) -> &[u8] {
-        &self.buf[self.key_len as usize..]
+        match self.is_inline() {
+            true => &self.buf,
+            false => &self.buf[self.key_len as usize..],
+        }
     }
 
     /// Bytes this node occupies, for memtable accounting.
@@ -99,12 +141,14 @@ impl SkipList {
         next != NIL && compare(self.node(next).key(), key) == Ordering::Less
     }
 
-    /// Inserts `key ++ value`; `key` must not be present. Inserts are
-    /// serialised internally; readers are never blocked.
-    pub fn insert(&self, buf: Box<[u8]>, key_len: u32) -> usize {
+    /// Inserts the internal key `user_key ++ trailer` with `value`; the key
+    /// must not be present. Inserts are serialised internally; readers are
+    /// never blocked. Returns the bytes the entry occupies.
+    pub fn insert(&self, user_key: &[u8], trailer: [u8; TRAILER_LEN], value: &[u8]) -> usize {
+        let mut node = Node::new(user_key, trailer, value);
         let mut w = self.writer.lock();
         let height = random_height(&mut w.rng);
-        let key = &buf[..key_len as usize];
+        let key = node.key();
         let mut prev = [NIL; MAX_HEIGHT];
         let hinted = w.last != NIL && compare(self.node(w.last).key(), key) == Ordering::Less;
         let mut x = NIL;
@@ -130,17 +174,9 @@ impl SkipList {
             }
             prev[level] = x;
         }
-        let node = Node {
-            next: std::array::from_fn(|level| {
-                AtomicU32::new(if level < height {
-                    self.next_of(prev[level], level)
-                } else {
-                    NIL
-                })
-            }),
-            buf,
-            key_len,
-        };
+        for (level, link) in node.next.iter_mut().enumerate().take(height) {
+            *link.get_mut() = self.next_of(prev[level], level);
+        }
         let charge = node.charge();
         let index = self.nodes.push(node) as u32;
         self.height.fetch_max(height, AtomicOrdering::Relaxed);
@@ -234,10 +270,13 @@ mod tests {
     use crate::format::internal_key::{InternalKey, ValueKind};
     use proptest::prelude::*;
 
-    fn entry(k: u32, seq: u64) -> (Box<[u8]>, u32) {
-        let key = InternalKey::new(format!("{k:06}").as_bytes(), seq, ValueKind::Value).into_vec();
-        let len = key.len() as u32;
-        (key.into_boxed_slice(), len)
+    /// The internal key of user key `k` (zero-padded to six digits) at
+    /// `seq`, and its user key and trailer.
+    fn entry(k: u32, seq: u64) -> (Vec<u8>, (Vec<u8>, [u8; TRAILER_LEN])) {
+        let user = format!("{k:06}").into_bytes();
+        let key = InternalKey::new(&user, seq, ValueKind::Value).into_vec();
+        let trailer = key[user.len()..].try_into().unwrap();
+        (key, (user, trailer))
     }
 
     fn keys(list: &SkipList) -> Vec<Vec<u8>> {
@@ -258,9 +297,9 @@ mod tests {
             let mut seen = std::collections::HashSet::new();
             for (k, s) in order {
                 if !seen.insert((k, s)) { continue; }
-                let (buf, len) = entry(k, s);
-                expected.push(buf[..len as usize].to_vec());
-                list.insert(buf, len);
+                let (key, (user, trailer)) = entry(k, s);
+                expected.push(key);
+                list.insert(&user, trailer, b"v");
             }
             expected.sort_by(|a, b| compare(a, b));
             prop_assert_eq!(keys(&list), expected.clone());
@@ -284,12 +323,12 @@ mod tests {
     fn sequential_then_random_inserts() {
         let list = SkipList::default();
         for k in 0..2000 {
-            let (b, l) = entry(k * 2, 1);
-            list.insert(b, l);
+            let (_, (user, trailer)) = entry(k * 2, 1);
+            list.insert(&user, trailer, b"v");
         }
         for k in (0..2000).rev() {
-            let (b, l) = entry(k * 2 + 1, 1);
-            list.insert(b, l);
+            let (_, (user, trailer)) = entry(k * 2 + 1, 1);
+            list.insert(&user, trailer, b"v");
         }
         let got = keys(&list);
         assert_eq!(got.len(), 4000);
@@ -304,8 +343,8 @@ mod tests {
         const N: u32 = 200_000;
         let list = std::sync::Arc::new(SkipList::default());
         for k in (0..N).step_by(2) {
-            let (b, l) = entry(k, 1);
-            list.insert(b, l);
+            let (_, (user, trailer)) = entry(k, 1);
+            list.insert(&user, trailer, b"v");
         }
         let progress = AtomicU32::new(1);
         std::thread::scope(|s| {
@@ -314,8 +353,8 @@ mod tests {
             s.spawn(move || {
                 for k in (1..N).step_by(2) {
                     progress.store(k, AtomicOrdering::Relaxed);
-                    let (b, l) = entry(k, 1);
-                    writer.insert(b, l);
+                    let (_, (user, trailer)) = entry(k, 1);
+                    writer.insert(&user, trailer, b"v");
                 }
             });
             // Seek just past the next odd key the writer links, so it lands
@@ -342,8 +381,8 @@ mod tests {
             let writer = list.clone();
             s.spawn(move || {
                 for k in 0..20_000 {
-                    let (b, l) = entry((k * 7919) % 20_000, 1);
-                    writer.insert(b, l);
+                    let (_, (user, trailer)) = entry((k * 7919) % 20_000, 1);
+                    writer.insert(&user, trailer, b"v");
                 }
             });
             for _ in 0..20 {
