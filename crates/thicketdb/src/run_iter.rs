@@ -17,11 +17,20 @@ pub struct RunIterator {
     index: usize,
     inner: Option<TableIterator>,
     error: Option<Error>,
+    /// Whether blocks read from files are kept in the block cache.
+    fill_cache: bool,
 }
 
 impl RunIterator {
-    pub fn new(tables: Vec<Arc<TableMeta>>, cache: Arc<TableCache>) -> RunIterator {
+    /// A cursor over `tables`; blocks it reads from files stay in the block
+    /// cache only if `fill_cache` (user reads, not compactions).
+    pub fn new(
+        tables: Vec<Arc<TableMeta>>,
+        cache: Arc<TableCache>,
+        fill_cache: bool,
+    ) -> RunIterator {
         RunIterator {
+            fill_cache,
             tables,
             cache,
             index: 0,
@@ -38,7 +47,7 @@ impl RunIterator {
         }
         match self.cache.table(&self.tables[index]) {
             Ok(t) => {
-                self.inner = Some(t.iter());
+                self.inner = Some(t.iter_with(self.fill_cache));
                 true
             }
             Err(e) => {

@@ -106,8 +106,13 @@ pub fn execute(
         let children: Vec<Box<dyn InternalIterator>> = group
             .iter()
             .map(|i| {
-                Box::new(RunIterator::new(i.tables.clone(), ctx.table_cache.clone()))
-                    as Box<dyn InternalIterator>
+                // A compaction reads each input block once: keeping them
+                // would evict the blocks readers use.
+                Box::new(RunIterator::new(
+                    i.tables.clone(),
+                    ctx.table_cache.clone(),
+                    false,
+                )) as Box<dyn InternalIterator>
             })
             .collect();
         let mut merged = MergingIterator::new(children);

@@ -107,6 +107,27 @@ fn many_writes_flush_compact_and_survive_reopen() {
 }
 
 #[test]
+fn compactions_read_without_filling_the_block_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..20_000u32 {
+        db.put(&key(i % 7000), format!("v{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    assert!(stats.compactions_merge > 0, "{stats:?}");
+    assert!(stats.compaction_bytes_read > 0, "{stats:?}");
+    assert_eq!(stats.block_cache_bytes, 0, "{stats:?}");
+    // Reads do fill it: a get and an iterator each leave blocks behind.
+    db.get(&key(5)).unwrap().unwrap();
+    let after_get = db.stats().block_cache_bytes;
+    assert!(after_get > 0);
+    assert_eq!(scan(&db, ReadOptions::default()).len(), 7000);
+    assert!(db.stats().block_cache_bytes > after_get);
+}
+
+#[test]
 fn snapshots_see_a_fixed_state() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();

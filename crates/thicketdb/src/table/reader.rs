@@ -184,9 +184,15 @@ impl Table {
         self.with_block(self.index.handle(i), search)?
     }
 
-    /// A cursor over all entries.
+    /// A cursor over all entries; the blocks it loads stay in the cache.
     pub fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(Arc::clone(self))
+        self.iter_with(true)
+    }
+
+    /// A cursor over all entries that keeps the blocks it loads in the
+    /// cache only if `fill_cache`; cached blocks are used either way.
+    pub fn iter_with(self: &Arc<Self>, fill_cache: bool) -> TableIterator {
+        TableIterator::new(Arc::clone(self), fill_cache)
     }
 
     /// Re-reads every block, bypassing the cache, checking checksums, block
@@ -238,9 +244,19 @@ impl Table {
         &self.index
     }
 
-    /// The data block at `handle`, from the cache when there is one.
-    pub(crate) fn block(&self, handle: BlockHandle) -> Result<Block> {
-        self.with_block(handle, Block::clone)
+    /// The data block at `handle`, from the cache when there is one; a
+    /// block read from the file is cached only if `fill_cache`.
+    pub(crate) fn block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Block> {
+        if fill_cache {
+            return self.with_block(handle, Block::clone);
+        }
+        let tf = self.table_file();
+        let pos = tf.absolute(handle);
+        let load = || Block::new(tf.read_block(handle)?, self.path.clone(), pos);
+        match &self.cache {
+            Some(cache) => cache.get_or_read(self.segment_id, pos, load),
+            None => load(),
+        }
     }
 
     /// Calls `read` on the data block at `handle`: in place when the cache

@@ -20,13 +20,16 @@ pub struct TableIterator {
     data_handle: BlockHandle,
     /// First error met; once set the iterator stays invalid.
     status: Option<Error>,
+    /// Whether blocks read from the file are kept in the block cache.
+    fill_cache: bool,
 }
 
 const UNPOSITIONED: usize = usize::MAX;
 
 impl TableIterator {
-    pub(crate) fn new(table: Arc<Table>) -> TableIterator {
+    pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIterator {
         TableIterator {
+            fill_cache,
             table,
             block_index: UNPOSITIONED,
             data: None,
@@ -55,7 +58,7 @@ impl TableIterator {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self.table.block(handle) {
+        match self.table.block(handle, self.fill_cache) {
             Ok(block) => {
                 // Hand the key buffer over so stepping across blocks does
                 // not allocate.

@@ -28,6 +28,13 @@ struct Shard {
     misses: AtomicU64,
 }
 
+/// Whether a block loaded on a miss is kept.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    Yes,
+    No,
+}
+
 /// A byte-bounded cache of uncompressed blocks shared by all tables. Blocks
 /// are identified by segment and absolute offset in the segment, which stay
 /// valid for as long as the segment exists.
@@ -67,6 +74,41 @@ impl BlockCache {
         load: impl FnOnce() -> Result<Block>,
         read: impl FnOnce(&Block) -> R,
     ) -> Result<R> {
+        self.access(segment_id, offset, Fill::Yes, load, read)
+    }
+
+    /// Returns the cached block at `(segment_id, offset)`, calling `load`
+    /// on a miss and caching its block.
+    pub fn get_or_load(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
+        self.access(segment_id, offset, Fill::Yes, load, Block::clone)
+    }
+
+    /// Like [`BlockCache::get_or_load`], but a block loaded on a miss is
+    /// not cached: for reads that pass over blocks once, such as a
+    /// compaction's inputs, which would otherwise evict the blocks readers
+    /// use (and leave the allocator holding memory the cache let go).
+    pub fn get_or_read(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
+        self.access(segment_id, offset, Fill::No, load, Block::clone)
+    }
+
+    fn access<R>(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        fill: Fill,
+        load: impl FnOnce() -> Result<Block>,
+        read: impl FnOnce(&Block) -> R,
+    ) -> Result<R> {
         let hash = hash(segment_id, offset);
         let shard = self.shard(hash);
         {
@@ -79,21 +121,10 @@ impl BlockCache {
         shard.misses.fetch_add(1, Ordering::Relaxed);
         let block = load()?;
         let result = read(&block);
-        if block.offset() == offset {
+        if fill == Fill::Yes && block.offset() == offset {
             shard.table.write().insert(segment_id, hash, block);
         }
         Ok(result)
-    }
-
-    /// Returns the cached block at `(segment_id, offset)`, calling `load`
-    /// on a miss.
-    pub fn get_or_load(
-        &self,
-        segment_id: u64,
-        offset: u64,
-        load: impl FnOnce() -> Result<Block>,
-    ) -> Result<Block> {
-        self.with_block(segment_id, offset, load, Block::clone)
     }
 
     pub fn hits(&self) -> u64 {
@@ -212,6 +243,18 @@ mod tests {
             .unwrap();
         assert_eq!((loaded, cached), (7, 7));
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn reads_that_do_not_fill_still_use_cached_blocks() {
+        let cache = BlockCache::new(1 << 20);
+        let read = cache.get_or_read(1, 0, || Ok(block_at(0, 3, 100))).unwrap();
+        assert_eq!((tag(&read), cache.len(), cache.misses()), (3, 0, 1));
+        cache.get_or_load(1, 0, || Ok(block_at(0, 4, 100))).unwrap();
+        let cached = cache
+            .get_or_read(1, 0, || panic!("must be cached"))
+            .unwrap();
+        assert_eq!((tag(&cached), cache.len(), cache.hits()), (4, 1, 1));
     }
 
     #[test]
