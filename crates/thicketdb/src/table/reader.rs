@@ -209,7 +209,7 @@ impl Table {
         for i in 0..self.index.len() {
             let handle = self.index.handle(i);
             let pos = tf.absolute(handle);
-            let block = Block::new(tf.read_block(handle)?, self.path.clone(), pos)?;
+            let block = self.read_block(handle)?;
             let mut it = BlockIter::new(&block);
             it.seek_to_first();
             while it.valid() {
@@ -250,25 +250,32 @@ impl Table {
         if fill_cache {
             return self.with_block(handle, Block::clone);
         }
-        let tf = self.table_file();
-        let pos = tf.absolute(handle);
-        let load = || Block::new(tf.read_block(handle)?, self.path.clone(), pos);
+        let pos = self.table_file().absolute(handle);
         match &self.cache {
-            Some(cache) => cache.get_or_read(self.segment_id, pos, load),
-            None => load(),
+            Some(cache) => cache.get_or_read(self.segment_id, pos, || self.read_block(handle)),
+            None => self.read_block(handle),
         }
     }
 
     /// Calls `read` on the data block at `handle`: in place when the cache
     /// holds it, which saves a point lookup taking a reference.
     fn with_block<R>(&self, handle: BlockHandle, read: impl FnOnce(&Block) -> R) -> Result<R> {
-        let tf = self.table_file();
-        let pos = tf.absolute(handle);
-        let load = || Block::new(tf.read_block(handle)?, self.path.clone(), pos);
+        let pos = self.table_file().absolute(handle);
+        let load = || self.read_block(handle);
         match &self.cache {
             Some(cache) => cache.with_block(self.segment_id, pos, load, read),
             None => load().map(|block| read(&block)),
         }
+    }
+
+    /// Reads and validates the block at `handle` from the file.
+    fn read_block(&self, handle: BlockHandle) -> Result<Block> {
+        let tf = self.table_file();
+        Block::new(
+            tf.read_block(handle)?,
+            self.path.clone(),
+            tf.absolute(handle),
+        )
     }
 
     fn table_file(&self) -> TableFile<'_> {
