@@ -475,7 +475,7 @@ pub struct WriteOptions {
 }
 
 /// Per-read settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Read as of this snapshot instead of the latest state.
     pub snapshot: Option<crate::db::Snapshot>,
@@ -483,6 +483,21 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Exclusive upper bound of iteration.
     pub upper_bound: Option<Vec<u8>>,
+    /// Keep the blocks this read loads from files in the block cache
+    /// (default true). Turn it off for one-off scans, so that they do not
+    /// evict the blocks other reads use; cached blocks are used either way.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            fill_cache: true,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -293,6 +293,7 @@ impl Harness {
             let (snap, want) = &self.snapshots[i];
             let opts = ReadOptions {
                 snapshot: Some(snap.clone()),
+                fill_cache: self.rng.random_bool(0.5),
                 ..ReadOptions::default()
             };
             let got = self.db().get_opt(&k, &opts).unwrap();
@@ -342,6 +343,7 @@ impl Harness {
             snapshot,
             lower_bound: lower,
             upper_bound: upper,
+            fill_cache: self.rng.random_bool(0.5),
         };
         let mut it = self.db().iter(opts).unwrap();
         match self.rng.random_range(0..3) {

@@ -277,6 +277,7 @@ impl Worker<'_> {
             snapshot: Some(held.snapshot.clone()),
             lower_bound: lo.map(key),
             upper_bound: hi.map(key),
+            ..ReadOptions::default()
         };
         let mut iter = match self.s.db.iter(opts) {
             Ok(iter) => iter,

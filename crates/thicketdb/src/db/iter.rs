@@ -58,7 +58,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 children.push(Box::new(RunIterator::new(
                     tables,
                     inner.table_cache.clone(),
-                    true,
+                    opts.fill_cache,
                 )));
             }
         }

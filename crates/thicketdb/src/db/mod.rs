@@ -241,7 +241,7 @@ impl Db {
     }
 
     pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(self.inner(), key, opts.snapshot.as_ref())
+        read::get(self.inner(), key, opts)
     }
 
     /// A consistent read view at the current point of the write order.

@@ -5,27 +5,23 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::snapshot::Snapshot;
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{
     append_internal_key, pack_trailer, ParsedKey, ValueKind, TRAILER_LEN,
 };
 use crate::memtable::Lookup;
+use crate::options::ReadOptions;
 use crate::version::files::segment_path;
 
 /// Longest lookup key (user key plus trailer) built on the stack.
 const STACK_LOOKUP_KEY: usize = 128;
 
-pub(crate) fn get(
-    inner: &Arc<DbInner>,
-    key: &[u8],
-    snapshot: Option<&Snapshot>,
-) -> Result<Option<Vec<u8>>> {
+pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     inner.check_open()?;
     // Read the sequence before the super version: every write at or below
     // it is then in one of the memtables or tables we look at.
-    let seq = match snapshot {
+    let seq = match &opts.snapshot {
         Some(s) => s.sequence(),
         None => inner.last_sequence.load(Ordering::Acquire),
     };
@@ -60,7 +56,7 @@ pub(crate) fn get(
                 continue;
             }
             let table = inner.table_cache.table(meta)?;
-            let found = table.get_with(lookup, |found_key, value| {
+            let found = table.get_with(lookup, opts.fill_cache, |found_key, value| {
                 ParsedKey::parse(found_key).map(|p| match p.kind {
                     ValueKind::Value => Some(value.to_vec()),
                     ValueKind::Deletion => None,

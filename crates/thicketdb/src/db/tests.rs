@@ -119,7 +119,18 @@ fn compactions_read_without_filling_the_block_cache() {
     assert!(stats.compactions_merge > 0, "{stats:?}");
     assert!(stats.compaction_bytes_read > 0, "{stats:?}");
     assert_eq!(stats.block_cache_bytes, 0, "{stats:?}");
-    // Reads do fill it: a get and an iterator each leave blocks behind.
+    // Reads asked not to fill it do not ...
+    let no_fill = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_opt(&key(5), &no_fill).unwrap(),
+        Some(b"v14005".to_vec())
+    );
+    assert_eq!(scan(&db, no_fill).len(), 7000);
+    assert_eq!(db.stats().block_cache_bytes, 0);
+    // ... other reads do: a get and an iterator each leave blocks behind.
     db.get(&key(5)).unwrap().unwrap();
     let after_get = db.stats().block_cache_bytes;
     assert!(after_get > 0);

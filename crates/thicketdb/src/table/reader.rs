@@ -140,21 +140,23 @@ impl Table {
     /// The first entry whose internal key is `>= lookup_key`, if it has the
     /// same user key; the caller interprets its sequence and kind.
     pub fn get(&self, lookup_key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.get_with(lookup_key, |k, v| (k.to_vec(), v.to_vec()))
+        self.get_with(lookup_key, true, |k, v| (k.to_vec(), v.to_vec()))
     }
 
     /// Like [`Table::get`], but hands the entry's key and value to `f`
-    /// instead of copying them.
+    /// instead of copying them; a block read from the file stays in the
+    /// cache only if `fill_cache`.
     pub fn get_with<R>(
         &self,
         lookup_key: &[u8],
+        fill_cache: bool,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
         if !self.may_contain(user_key(lookup_key)) {
             return Ok(None);
         }
         let mut key_buf = LOOKUP_KEY.with(Cell::take);
-        let result = self.lookup(lookup_key, &mut key_buf, f);
+        let result = self.lookup(lookup_key, fill_cache, &mut key_buf, f);
         LOOKUP_KEY.with(|c| c.set(key_buf));
         result
     }
@@ -165,6 +167,7 @@ impl Table {
     fn lookup<R>(
         &self,
         lookup_key: &[u8],
+        fill_cache: bool,
         key_buf: &mut Vec<u8>,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
@@ -181,7 +184,11 @@ impl Table {
             *key_buf = data.into_key_buffer();
             status.map(|()| found)
         };
-        self.with_block(self.index.handle(i), search)?
+        let handle = self.index.handle(i);
+        match fill_cache {
+            true => self.with_block(handle, search)?,
+            false => search(&self.block(handle, false)?),
+        }
     }
 
     /// A cursor over all entries; the blocks it loads stay in the cache.
@@ -332,7 +339,9 @@ mod tests {
         let entries = sample_entries(100);
         let (file, s) = build_table(&entries, &small_blocks());
         let t = open_table(file, &s, None).unwrap();
-        let len = t.get_with(&lookup_key(&ukey(20)), |_, v| v.len()).unwrap();
+        let len = t
+            .get_with(&lookup_key(&ukey(20)), true, |_, v| v.len())
+            .unwrap();
         assert_eq!(len, Some(entries[10].1.len()));
     }
 
