@@ -184,11 +184,7 @@ impl Table {
             *key_buf = data.into_key_buffer();
             status.map(|()| found)
         };
-        let handle = self.index.handle(i);
-        match fill_cache {
-            true => self.with_block(handle, search)?,
-            false => search(&self.block(handle, false)?),
-        }
+        self.with_block(self.index.handle(i), fill_cache, search)?
     }
 
     /// A cursor over all entries; the blocks it loads stay in the cache.
@@ -254,23 +250,22 @@ impl Table {
     /// The data block at `handle`, from the cache when there is one; a
     /// block read from the file is cached only if `fill_cache`.
     pub(crate) fn block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Block> {
-        if fill_cache {
-            return self.with_block(handle, Block::clone);
-        }
-        let pos = self.table_file().absolute(handle);
-        match &self.cache {
-            Some(cache) => cache.get_or_read(self.segment_id, pos, || self.read_block(handle)),
-            None => self.read_block(handle),
-        }
+        self.with_block(handle, fill_cache, Block::clone)
     }
 
     /// Calls `read` on the data block at `handle`: in place when the cache
-    /// holds it, which saves a point lookup taking a reference.
-    fn with_block<R>(&self, handle: BlockHandle, read: impl FnOnce(&Block) -> R) -> Result<R> {
+    /// holds it, which saves a point lookup taking a reference; a block read
+    /// from the file is cached only if `fill_cache`.
+    fn with_block<R>(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+        read: impl FnOnce(&Block) -> R,
+    ) -> Result<R> {
         let pos = self.table_file().absolute(handle);
         let load = || self.read_block(handle);
         match &self.cache {
-            Some(cache) => cache.with_block(self.segment_id, pos, load, read),
+            Some(cache) => cache.with_block(self.segment_id, pos, fill_cache, load, read),
             None => load().map(|block| read(&block)),
         }
     }

@@ -28,13 +28,6 @@ struct Shard {
     misses: AtomicU64,
 }
 
-/// Whether a block loaded on a miss is kept.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Fill {
-    Yes,
-    No,
-}
-
 /// A byte-bounded cache of uncompressed blocks shared by all tables. Blocks
 /// are identified by segment and absolute offset in the segment, which stay
 /// valid for as long as the segment exists.
@@ -64,48 +57,18 @@ impl BlockCache {
     }
 
     /// Calls `read` on the block at `(segment_id, offset)`, in place when
-    /// it is cached; otherwise calls `load` and caches what it returns (a
-    /// block read from `offset`, which is how the cache recognises it).
-    /// Two threads missing on one block may both load it; one copy stays.
+    /// it is cached; otherwise calls `load` (a block read from `offset`,
+    /// which is how the cache recognises it) and, if `fill_cache`, caches
+    /// what it returns. Reads that pass over blocks once, such as a
+    /// compaction's inputs, should not fill: they would evict the blocks
+    /// other readers use (and leave the allocator holding memory the cache
+    /// let go). Two threads missing on one block may both load it; one copy
+    /// stays.
     pub fn with_block<R>(
         &self,
         segment_id: u64,
         offset: u64,
-        load: impl FnOnce() -> Result<Block>,
-        read: impl FnOnce(&Block) -> R,
-    ) -> Result<R> {
-        self.access(segment_id, offset, Fill::Yes, load, read)
-    }
-
-    /// Returns the cached block at `(segment_id, offset)`, calling `load`
-    /// on a miss and caching its block.
-    pub fn get_or_load(
-        &self,
-        segment_id: u64,
-        offset: u64,
-        load: impl FnOnce() -> Result<Block>,
-    ) -> Result<Block> {
-        self.access(segment_id, offset, Fill::Yes, load, Block::clone)
-    }
-
-    /// Like [`BlockCache::get_or_load`], but a block loaded on a miss is
-    /// not cached: for reads that pass over blocks once, such as a
-    /// compaction's inputs, which would otherwise evict the blocks readers
-    /// use (and leave the allocator holding memory the cache let go).
-    pub fn get_or_read(
-        &self,
-        segment_id: u64,
-        offset: u64,
-        load: impl FnOnce() -> Result<Block>,
-    ) -> Result<Block> {
-        self.access(segment_id, offset, Fill::No, load, Block::clone)
-    }
-
-    fn access<R>(
-        &self,
-        segment_id: u64,
-        offset: u64,
-        fill: Fill,
+        fill_cache: bool,
         load: impl FnOnce() -> Result<Block>,
         read: impl FnOnce(&Block) -> R,
     ) -> Result<R> {
@@ -121,7 +84,7 @@ impl BlockCache {
         shard.misses.fetch_add(1, Ordering::Relaxed);
         let block = load()?;
         let result = read(&block);
-        if fill == Fill::Yes && block.offset() == offset {
+        if fill_cache && block.offset() == offset {
             shard.table.write().insert(segment_id, hash, block);
         }
         Ok(result)
@@ -193,6 +156,17 @@ mod tests {
         Block::new(data, Arc::new(PathBuf::from("c")), offset).unwrap()
     }
 
+    /// A handle to the block at `(segment, offset)`, loaded and cached on
+    /// a miss.
+    fn get_or_load(
+        cache: &BlockCache,
+        segment: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
+        cache.with_block(segment, offset, true, load, Block::clone)
+    }
+
     fn tag(block: &Block) -> u64 {
         u64::from_le_bytes(block.data()[..8].try_into().unwrap())
     }
@@ -200,12 +174,10 @@ mod tests {
     #[test]
     fn counts_hits_and_misses() {
         let cache = BlockCache::new(1 << 20);
-        let a = cache.get_or_load(1, 16, || Ok(block(16, 100))).unwrap();
-        let b = cache
-            .get_or_load(1, 16, || panic!("must be cached"))
-            .unwrap();
+        let a = get_or_load(&cache, 1, 16, || Ok(block(16, 100))).unwrap();
+        let b = get_or_load(&cache, 1, 16, || panic!("must be cached")).unwrap();
         assert!(std::ptr::eq(a.data(), b.data()));
-        cache.get_or_load(2, 16, || Ok(block(16, 100))).unwrap();
+        get_or_load(&cache, 2, 16, || Ok(block(16, 100))).unwrap();
         assert_eq!((cache.hits(), cache.misses()), (1, 2));
         assert!(cache.usage() >= 200);
     }
@@ -213,11 +185,9 @@ mod tests {
     #[test]
     fn failed_loads_are_not_cached() {
         let cache = BlockCache::new(1 << 20);
-        let err = cache
-            .get_or_load(1, 0, || Err(Error::corruption("c", 0, "bad")))
-            .unwrap_err();
+        let err = get_or_load(&cache, 1, 0, || Err(Error::corruption("c", 0, "bad"))).unwrap_err();
         assert!(err.is_corruption());
-        cache.get_or_load(1, 0, || Ok(block(0, 10))).unwrap();
+        get_or_load(&cache, 1, 0, || Ok(block(0, 10))).unwrap();
         assert_eq!(cache.misses(), 2);
     }
 
@@ -225,9 +195,7 @@ mod tests {
     fn stays_within_capacity() {
         let cache = BlockCache::new(64 * 1024);
         for i in 0..100 {
-            cache
-                .get_or_load(0, i * 4096, || Ok(block(i * 4096, 4000)))
-                .unwrap();
+            get_or_load(&cache, 0, i * 4096, || Ok(block(i * 4096, 4000))).unwrap();
         }
         assert!(cache.usage() <= cache.capacity());
     }
@@ -236,10 +204,10 @@ mod tests {
     fn reads_in_place_and_on_a_miss() {
         let cache = BlockCache::new(1 << 20);
         let loaded = cache
-            .with_block(3, 64, || Ok(block_at(64, 7, 100)), tag)
+            .with_block(3, 64, true, || Ok(block_at(64, 7, 100)), tag)
             .unwrap();
         let cached = cache
-            .with_block(3, 64, || panic!("must be cached"), tag)
+            .with_block(3, 64, true, || panic!("must be cached"), tag)
             .unwrap();
         assert_eq!((loaded, cached), (7, 7));
         assert_eq!(cache.len(), 1);
@@ -248,19 +216,17 @@ mod tests {
     #[test]
     fn reads_that_do_not_fill_still_use_cached_blocks() {
         let cache = BlockCache::new(1 << 20);
-        let read = cache.get_or_read(1, 0, || Ok(block_at(0, 3, 100))).unwrap();
-        assert_eq!((tag(&read), cache.len(), cache.misses()), (3, 0, 1));
-        cache.get_or_load(1, 0, || Ok(block_at(0, 4, 100))).unwrap();
-        let cached = cache
-            .get_or_read(1, 0, || panic!("must be cached"))
-            .unwrap();
-        assert_eq!((tag(&cached), cache.len(), cache.hits()), (4, 1, 1));
+        let read = cache.with_block(1, 0, false, || Ok(block_at(0, 3, 100)), tag);
+        assert_eq!((read.unwrap(), cache.len(), cache.misses()), (3, 0, 1));
+        get_or_load(&cache, 1, 0, || Ok(block_at(0, 4, 100))).unwrap();
+        let cached = cache.with_block(1, 0, false, || panic!("must be cached"), tag);
+        assert_eq!((cached.unwrap(), cache.len(), cache.hits()), (4, 1, 1));
     }
 
     #[test]
     fn a_block_from_another_offset_is_not_cached() {
         let cache = BlockCache::new(1 << 20);
-        let got = cache.with_block(3, 64, || Ok(block_at(128, 7, 100)), tag);
+        let got = cache.with_block(3, 64, true, || Ok(block_at(128, 7, 100)), tag);
         assert_eq!((got.unwrap(), cache.len()), (7, 0));
     }
 
@@ -269,14 +235,10 @@ mod tests {
         // One shard holding about ten blocks.
         let cache = BlockCache::new(10 * 4200);
         assert!(cache.capacity() < MIN_SHARD_BYTES);
-        cache
-            .get_or_load(9, 0, || Ok(block_at(0, 1, 4000)))
-            .unwrap();
+        get_or_load(&cache, 9, 0, || Ok(block_at(0, 1, 4000))).unwrap();
         for i in 1..200 {
-            cache
-                .get_or_load(0, i * 4096, || Ok(block_at(i * 4096, i, 4000)))
-                .unwrap();
-            let hot = cache.get_or_load(9, 0, || panic!("hot block evicted"));
+            get_or_load(&cache, 0, i * 4096, || Ok(block_at(i * 4096, i, 4000))).unwrap();
+            let hot = get_or_load(&cache, 9, 0, || panic!("hot block evicted"));
             assert_eq!(tag(&hot.unwrap()), 1);
         }
         assert!(cache.len() > 1 && cache.usage() <= cache.capacity());
@@ -286,11 +248,11 @@ mod tests {
     fn many_small_blocks_grow_the_table() {
         let cache = BlockCache::new(200 << 10);
         for i in 0..1000 {
-            cache.get_or_load(1, i, || Ok(block_at(i, i, 10))).unwrap();
+            get_or_load(&cache, 1, i, || Ok(block_at(i, i, 10))).unwrap();
         }
         assert_eq!(cache.len(), 1000);
         for i in 0..1000 {
-            let b = cache.get_or_load(1, i, || panic!("evicted")).unwrap();
+            let b = get_or_load(&cache, 1, i, || panic!("evicted")).unwrap();
             assert_eq!(tag(&b), i);
         }
     }
@@ -298,12 +260,10 @@ mod tests {
     #[test]
     fn a_block_larger_than_a_shard_is_returned_uncached() {
         let cache = BlockCache::new(4096);
-        let b = cache
-            .get_or_load(1, 0, || Ok(block_at(0, 5, 8192)))
-            .unwrap();
+        let b = get_or_load(&cache, 1, 0, || Ok(block_at(0, 5, 8192))).unwrap();
         assert_eq!((tag(&b), cache.len(), cache.usage()), (5, 0, 0));
         let zero = BlockCache::new(0);
-        zero.get_or_load(1, 0, || Ok(block(0, 10))).unwrap();
+        get_or_load(&zero, 1, 0, || Ok(block(0, 10))).unwrap();
         assert_eq!(zero.len(), 0);
     }
 
@@ -322,7 +282,13 @@ mod tests {
                         let (segment, offset) = ((x >> 60) & 3, (x >> 33) % 64 * 4096);
                         let id = segment << 32 | offset;
                         let got = cache
-                            .with_block(segment, offset, || Ok(block_at(offset, id, 2000)), tag)
+                            .with_block(
+                                segment,
+                                offset,
+                                true,
+                                || Ok(block_at(offset, id, 2000)),
+                                tag,
+                            )
                             .unwrap();
                         assert_eq!(got, id);
                     }
@@ -347,7 +313,7 @@ mod tests {
             for (n, (segment, offset, len)) in ops.into_iter().enumerate() {
                 let fresh = n as u64;
                 let got = cache
-                    .with_block(segment, offset, || Ok(block_at(offset, fresh, len)), tag)
+                    .with_block(segment, offset, true, || Ok(block_at(offset, fresh, len)), tag)
                     .unwrap();
                 if got == fresh {
                     loads.insert((segment, offset), fresh);
@@ -357,7 +323,7 @@ mod tests {
             }
             let mut resident = 0;
             for (&(segment, offset), &id) in &loads {
-                let cached = cache.with_block(segment, offset, || Err(Error::corruption("c", 0, "gone")), |b| (tag(b), b.charge()));
+                let cached = cache.with_block(segment, offset, true, || Err(Error::corruption("c", 0, "gone")), |b| (tag(b), b.charge()));
                 if let Ok((got, charge)) = cached {
                     proptest::prop_assert_eq!(got, id);
                     resident += charge as u64;
