@@ -13,6 +13,7 @@ mod read;
 mod snapshot;
 mod space;
 mod stats;
+mod tools;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ pub use iter::DbIterator;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
 pub use stats::Stats;
+pub use tools::{destroy, repair, RepairReport};
 
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
