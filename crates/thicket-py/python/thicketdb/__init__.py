@@ -1,0 +1,37 @@
+"""ThicketDB: a persistent, ordered key-value store (Python bindings).
+
+>>> import thicketdb
+>>> with thicketdb.DB("/tmp/example-db") as db:
+...     db.put(b"apple", b"red")
+...     db[b"apple"]
+b'red'
+"""
+
+from ._errors import (
+    ClosedError,
+    CorruptionError,
+    Error,
+    InvalidArgumentError,
+    IOError,
+    LockedError,
+    NoSpaceError,
+    NotFoundError,
+)
+from ._thicketdb import DB, Iterator, Snapshot, WriteBatch, destroy, repair
+
+__all__ = [
+    "DB",
+    "Iterator",
+    "Snapshot",
+    "WriteBatch",
+    "destroy",
+    "repair",
+    "Error",
+    "CorruptionError",
+    "InvalidArgumentError",
+    "IOError",
+    "NoSpaceError",
+    "LockedError",
+    "ClosedError",
+    "NotFoundError",
+]

@@ -1,0 +1,303 @@
+//! The `DB` class: a store handle with dict-like access.
+
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use thicketdb::{Db, Options, Profile, ReadOptions, WriteOptions};
+
+use crate::batch::WriteBatch;
+use crate::errors::{closed, raise, to_py};
+use crate::iter::{Bounds, Iterator};
+use crate::snapshot::Snapshot;
+
+/// The options of a profile by name.
+pub fn profile_options(profile: &str) -> PyResult<Options> {
+    profile
+        .parse::<Profile>()
+        .map(Profile::options)
+        .map_err(to_py)
+}
+
+/// An option value as `Options::set` reads it.
+fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = value.extract::<bool>() {
+        return Ok(b.to_string());
+    }
+    Ok(value.str()?.to_string())
+}
+
+/// A ThicketDB store.
+///
+/// ``DB(path, profile="default", create_if_missing=True, **options)`` opens
+/// (or creates) the store in directory ``path``. ``profile`` is one of
+/// ``default``, ``leveldb``, ``bolt``, ``sifr``; ``options`` are engine
+/// options by name (``write_buffer_size=1 << 20``, ``compression="lz4"``,
+/// ``error_if_exists=True``, ...). Use it as a context manager, or call
+/// ``close()``. Keys and values are ``bytes``.
+#[pyclass(module = "thicketdb", frozen)]
+pub struct DB {
+    db: RwLock<Option<Db>>,
+    path: PathBuf,
+}
+
+impl DB {
+    /// A handle of the open store, or `ClosedError`.
+    pub fn handle(&self) -> PyResult<Db> {
+        self.db
+            .read()
+            .map_err(|_| closed())?
+            .as_ref()
+            .cloned()
+            .ok_or_else(closed)
+    }
+}
+
+fn write_options(sync: bool) -> WriteOptions {
+    WriteOptions { sync }
+}
+
+#[pymethods]
+impl DB {
+    #[new]
+    #[pyo3(signature = (path, profile = "default", create_if_missing = true, **options))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        profile: &str,
+        create_if_missing: bool,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<DB> {
+        let mut opts = profile_options(profile)?;
+        opts.create_if_missing = create_if_missing;
+        if let Some(options) = options {
+            for (name, value) in options.iter() {
+                let name: String = name.extract()?;
+                opts.set(&name, &option_text(&value)?).map_err(to_py)?;
+            }
+        }
+        let db = py.detach(|| Db::open(&path, opts)).map_err(to_py)?;
+        Ok(DB {
+            db: RwLock::new(Some(db)),
+            path,
+        })
+    }
+
+    /// The store's directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Whether ``close()`` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.db.read().map(|d| d.is_none()).unwrap_or(true)
+    }
+
+    /// Stops background work and releases the store. Iterators, batches and
+    /// snapshots made from it fail afterwards; closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db.write().map_err(|_| closed())?.take();
+        match db {
+            Some(db) => py.detach(|| db.close()).map_err(to_py),
+            None => Ok(()),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    /// The value of ``key``, or ``default`` when absent.
+    #[pyo3(signature = (key, default = None, *, fill_cache = true))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+        fill_cache: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let db = self.handle()?;
+        let opts = ReadOptions {
+            fill_cache,
+            ..ReadOptions::default()
+        };
+        let value = py.detach(|| db.get_opt(key, &opts)).map_err(to_py)?;
+        Ok(match value {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// Sets ``key`` to ``value``; ``sync=True`` makes it survive power loss.
+    #[pyo3(signature = (key, value, *, sync = false))]
+    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.put_opt(key, value, write_options(sync)))
+            .map_err(to_py)
+    }
+
+    /// Removes ``key`` (no error when absent).
+    #[pyo3(signature = (key, *, sync = false))]
+    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.delete_opt(key, write_options(sync)))
+            .map_err(to_py)
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let db = self.handle()?;
+        match py.detach(|| db.get(key)).map_err(to_py)? {
+            Some(v) => Ok(PyBytes::new(py, &v)),
+            None => Err(raise(
+                "NotFoundError",
+                format!("{:?}", PyBytes::new(py, key)),
+            )),
+        }
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<()> {
+        self.put(py, key, value, false)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &[u8]) -> PyResult<()> {
+        self.delete(py, key, false)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
+        let db = self.handle()?;
+        py.detach(|| db.get(key))
+            .map(|v| v.is_some())
+            .map_err(to_py)
+    }
+
+    /// Keys in order (``for key in db``).
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Iterator> {
+        Iterator::new(
+            slf.get().handle()?,
+            Bounds::default(),
+            false,
+            true,
+            false,
+            None,
+        )
+    }
+
+    /// A batch of updates applied atomically. As a context manager it is
+    /// written when the block exits normally and discarded on an exception.
+    #[pyo3(signature = (*, sync = false))]
+    fn write_batch(&self, sync: bool) -> PyResult<WriteBatch> {
+        Ok(WriteBatch::new(self.handle()?, sync))
+    }
+
+    /// An iterator over ``(key, value)`` pairs (or keys, or values) in key
+    /// order: ``start`` inclusive, ``stop`` exclusive, or every key with
+    /// ``prefix``; ``reverse=True`` goes from the end. With ``snapshot``, it
+    /// reads as of that snapshot.
+    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false,
+                        keys = true, values = true, snapshot = None, fill_cache = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        start: Option<Vec<u8>>,
+        stop: Option<Vec<u8>>,
+        prefix: Option<Vec<u8>>,
+        reverse: bool,
+        keys: bool,
+        values: bool,
+        snapshot: Option<PyRef<'_, Snapshot>>,
+        fill_cache: bool,
+    ) -> PyResult<Iterator> {
+        let bounds = Bounds::new(start, stop, prefix, fill_cache)?;
+        let snapshot = snapshot.map(|s| s.engine()).transpose()?;
+        Iterator::new(self.handle()?, bounds, reverse, keys, values, snapshot)
+    }
+
+    /// A consistent read view of the store as of now.
+    fn snapshot(&self) -> PyResult<Snapshot> {
+        let db = self.handle()?;
+        Ok(Snapshot::new(db))
+    }
+
+    /// Engine statistics as a dict (levels, tables, bytes written, write
+    /// amplification, fsyncs, compactions, cache hits, ...).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.handle()?;
+        let s = py.detach(|| db.stats());
+        let d = PyDict::new(py);
+        d.set_item("memtables", s.memtables)?;
+        d.set_item("immutable_memtables", s.immutable_memtables)?;
+        d.set_item("tables_per_level", s.tables_per_level)?;
+        d.set_item("runs_per_level", s.runs_per_level)?;
+        d.set_item("bytes_per_level", s.bytes_per_level)?;
+        d.set_item("tables", s.tables)?;
+        d.set_item("segments", s.segments)?;
+        d.set_item("live_table_bytes", s.live_table_bytes)?;
+        d.set_item("last_sequence", s.last_sequence)?;
+        d.set_item("user_bytes_written", s.user_bytes_written)?;
+        d.set_item("user_writes", s.user_writes)?;
+        d.set_item("write_groups", s.write_groups)?;
+        d.set_item("log_bytes_written", s.log_bytes_written)?;
+        d.set_item("flush_bytes_written", s.flush_bytes_written)?;
+        d.set_item("compaction_bytes_written", s.compaction_bytes_written)?;
+        d.set_item("compaction_bytes_read", s.compaction_bytes_read)?;
+        d.set_item("engine_bytes_written", s.engine_bytes_written)?;
+        d.set_item("write_amplification", s.write_amplification)?;
+        d.set_item("fsyncs", s.fsyncs)?;
+        d.set_item("flushes", s.flushes)?;
+        d.set_item("compactions_merge", s.compactions_merge)?;
+        d.set_item("compactions_move", s.compactions_move)?;
+        d.set_item("stall_micros", s.stall_micros)?;
+        d.set_item("block_cache_hits", s.block_cache_hits)?;
+        d.set_item("block_cache_misses", s.block_cache_misses)?;
+        d.set_item("block_cache_bytes", s.block_cache_bytes)?;
+        d.set_item("background_error", s.background_error)?;
+        Ok(d)
+    }
+
+    /// A LevelDB-style property (``leveldb.stats``, ``leveldb.sstables``,
+    /// ``leveldb.num-files-at-level<N>``, ``leveldb.approximate-memory-usage``),
+    /// or None for an unknown name.
+    fn property(&self, name: &str) -> PyResult<Option<String>> {
+        Ok(self.handle()?.property(name))
+    }
+
+    /// Approximate bytes of tables holding keys in ``[start, stop)``.
+    fn approximate_size(&self, py: Python<'_>, start: &[u8], stop: &[u8]) -> PyResult<u64> {
+        let db = self.handle()?;
+        py.detach(|| db.approximate_size(start, stop))
+            .map_err(to_py)
+    }
+
+    /// Compacts the tables overlapping ``[start, stop]`` (None: unbounded)
+    /// into the bottom level, dropping overwritten values and deletions.
+    #[pyo3(signature = (start = None, stop = None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&[u8]>,
+        stop: Option<&[u8]>,
+    ) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.compact_range(start, stop)).map_err(to_py)
+    }
+
+    /// Writes the memtable to a table.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.flush()).map_err(to_py)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { "closed" } else { "open" };
+        format!("<thicketdb.DB {} ({state})>", self.path.display())
+    }
+}

@@ -1,0 +1,235 @@
+"""The dict-like API, batches, iterators, snapshots and statistics."""
+
+import pytest
+
+import thicketdb
+
+
+def test_put_get_delete(db):
+    db.put(b"apple", b"red")
+    assert db.get(b"apple") == b"red"
+    assert db.get(b"pear") is None
+    assert db.get(b"pear", b"green") == b"green"
+    db.delete(b"apple")
+    db.delete(b"apple")
+    assert db.get(b"apple") is None
+    db.put(b"\x00bin\xff", b"", sync=True)
+    assert db.get(b"\x00bin\xff") == b""
+
+
+def test_mapping_protocol(db):
+    db[b"k"] = b"v"
+    assert db[b"k"] == b"v"
+    assert b"k" in db
+    assert b"other" not in db
+    del db[b"k"]
+    with pytest.raises(thicketdb.NotFoundError):
+        db[b"k"]
+    with pytest.raises(KeyError):
+        db[b"k"]
+
+
+def test_keys_and_values_must_be_bytes(db):
+    with pytest.raises(TypeError):
+        db.put("text", b"v")
+    with pytest.raises(TypeError):
+        db.get(1)
+
+
+def test_write_batch_is_atomic_and_discarded_on_exception(db):
+    with db.write_batch() as batch:
+        batch.put(b"a", b"1")
+        batch.put(b"b", b"2")
+        batch.delete(b"a")
+        assert len(batch) == 3
+        assert db.get(b"b") is None, "nothing is visible before the block ends"
+    assert db.get(b"a") is None
+    assert db.get(b"b") == b"2"
+
+    with pytest.raises(RuntimeError):
+        with db.write_batch() as batch:
+            batch.put(b"c", b"3")
+            raise RuntimeError("abandon")
+    assert db.get(b"c") is None
+
+    batch = db.write_batch(sync=True)
+    batch.put(b"d", b"4")
+    batch.write()
+    assert db[b"d"] == b"4"
+    with pytest.raises(thicketdb.Error):
+        batch.write()
+
+
+def test_oversized_key_is_invalid_argument(db):
+    with pytest.raises(thicketdb.InvalidArgumentError):
+        db.put(b"k" * 70000, b"v")
+    with pytest.raises(ValueError):
+        db.write_batch().put(b"k" * 70000, b"v")
+
+
+def fill(db, n=100):
+    for i in range(n):
+        db.put(b"key%03d" % i, b"value%d" % i)
+
+
+def test_iterator_ranges_and_directions(db):
+    fill(db)
+    db.put(b"other", b"x")
+    items = list(db.iterator())
+    assert len(items) == 101
+    assert items[0] == (b"key000", b"value0")
+    assert [k for k, _ in items] == sorted(k for k, _ in items)
+
+    keys = list(db.iterator(start=b"key010", stop=b"key015", values=False))
+    assert keys == [b"key%03d" % i for i in range(10, 15)]
+    values = list(db.iterator(start=b"key098", keys=False))
+    assert values == [b"value98", b"value99", b"x"]
+    assert list(db.iterator(prefix=b"key09", values=False, reverse=True)) == [
+        b"key%03d" % i for i in range(99, 89, -1)
+    ]
+    assert list(db.iterator(reverse=True, stop=b"key002")) == [
+        (b"key001", b"value1"),
+        (b"key000", b"value0"),
+    ]
+    assert list(db.iterator(prefix=b"none")) == []
+    assert list(db) == [k for k, _ in items]
+    with pytest.raises(thicketdb.InvalidArgumentError):
+        db.iterator(prefix=b"k", start=b"a")
+
+
+def test_iterator_sees_one_state(db):
+    fill(db, 10)
+    it = db.iterator(values=False)
+    db.put(b"key005x", b"new")
+    db.delete(b"key000")
+    assert len(list(it)) == 10
+    assert next(it, None) is None
+
+
+def test_snapshot_reads_the_past(db):
+    fill(db, 10)
+    with db.snapshot() as snap:
+        db.put(b"key000", b"changed")
+        db.delete(b"key001")
+        db.put(b"key100", b"added")
+        assert snap.get(b"key000") == b"value0"
+        assert snap.get(b"key001") == b"value1"
+        assert snap.get(b"key100") is None
+        assert snap.get(b"key100", b"-") == b"-"
+        assert len(list(snap.iterator())) == 10
+        assert len(list(db.iterator(snapshot=snap))) == 10
+        assert list(snap.iterator(reverse=True, keys=False))[0] == b"value9"
+    with pytest.raises(thicketdb.Error):
+        snap.get(b"key000")
+    assert db.get(b"key000") == b"changed"
+
+
+def test_stats_property_and_compaction(db):
+    fill(db, 2000)
+    db.flush()
+    stats = db.stats()
+    assert stats["user_writes"] == 2000
+    assert stats["tables"] >= 1
+    assert isinstance(stats["tables_per_level"], list)
+    assert stats["write_amplification"] >= 0
+    db.compact_range()
+    db.compact_range(b"key0", b"key1")
+    assert db.approximate_size(b"key000", b"key999") > 0
+    assert "Level" in db.property("leveldb.stats")
+    assert db.property("leveldb.num-files-at-level0") is not None
+    assert db.property("nope") is None
+    assert len(list(db.iterator())) == 2000
+
+
+def test_options_and_profiles(tmp_path):
+    path = tmp_path / "db"
+    with thicketdb.DB(path, profile="leveldb", compression="lz4", log_mmap=False) as db:
+        db.put(b"k", b"v")
+    with pytest.raises(thicketdb.InvalidArgumentError, match="profile"):
+        thicketdb.DB(path, profile="sifr")
+    with pytest.raises(thicketdb.InvalidArgumentError, match="unknown option"):
+        thicketdb.DB(path, profile="leveldb", no_such_option=1)
+    with pytest.raises(thicketdb.InvalidArgumentError):
+        thicketdb.DB(path, profile="nonsense")
+    with pytest.raises(thicketdb.InvalidArgumentError, match="exists"):
+        thicketdb.DB(path, profile="leveldb", error_if_exists=True)
+    with thicketdb.DB(path, profile="leveldb") as db:
+        assert db[b"k"] == b"v"
+        assert str(path) in repr(db)
+        assert db.path == str(path) or str(db.path) == str(path)
+    assert db.closed
+
+
+def test_missing_store_without_create(tmp_path):
+    with pytest.raises(thicketdb.InvalidArgumentError, match="create_if_missing"):
+        thicketdb.DB(tmp_path / "absent", create_if_missing=False)
+
+
+def test_second_open_is_locked(tmp_path, db):
+    with pytest.raises(thicketdb.LockedError):
+        thicketdb.DB(db.path)
+
+
+def test_closed_store_refuses_calls(tmp_path):
+    db = thicketdb.DB(tmp_path / "db")
+    db.put(b"k", b"v")
+    it = db.iterator()
+    db.close()
+    db.close()
+    with pytest.raises(thicketdb.ClosedError):
+        db.get(b"k")
+    with pytest.raises(thicketdb.ClosedError):
+        db.iterator()
+    # An iterator made before close keeps reading its state.
+    assert list(it) == [(b"k", b"v")]
+
+
+def test_iterator_keeps_the_store_alive(tmp_path):
+    def make():
+        db = thicketdb.DB(tmp_path / "db")
+        db.put(b"k", b"v")
+        return db.iterator()
+
+    it = make()
+    import gc
+
+    gc.collect()
+    assert list(it) == [(b"k", b"v")]
+
+
+def test_corruption_is_reported(tmp_path):
+    path = tmp_path / "db"
+    with thicketdb.DB(path) as db:
+        db.put(b"k", b"v")
+    (path / "CURRENT").write_text("garbage\n")
+    with pytest.raises(thicketdb.CorruptionError):
+        thicketdb.DB(path)
+    report = thicketdb.repair(path)
+    assert "recovered" in report
+    with thicketdb.DB(path) as db:
+        assert db[b"k"] == b"v"
+
+
+def test_repair_rebuilds_a_lost_manifest(tmp_path):
+    path = tmp_path / "db"
+    with thicketdb.DB(path, write_buffer_size=1 << 16) as db:
+        for i in range(3000):
+            db.put(b"k%05d" % i, b"v" * 50)
+        db.flush()
+    for f in path.iterdir():
+        if f.name.startswith("MANIFEST-") or f.name == "CURRENT":
+            f.unlink()
+    report = thicketdb.repair(path)
+    assert "dropped" not in report, report
+    with thicketdb.DB(path) as db:
+        assert len(list(db.iterator(values=False))) == 3000
+
+
+def test_destroy(tmp_path):
+    path = tmp_path / "db"
+    with thicketdb.DB(path) as db:
+        db.put(b"k", b"v")
+        with pytest.raises(thicketdb.LockedError):
+            thicketdb.destroy(path)
+    thicketdb.destroy(path)
+    assert not path.exists()
