@@ -9,6 +9,7 @@ mod batch;
 mod call_options;
 pub mod check;
 mod compact;
+mod flush;
 mod iter;
 mod open;
 mod read;
@@ -85,8 +86,8 @@ pub(crate) struct DbInner {
     pub background: Mutex<BackgroundState>,
     /// Signalled when background work may be due or a task finished.
     pub background_cv: Condvar,
-    /// Tables removed from the current version, awaiting release.
-    pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
+    /// Reference counts of the store's files (shared with `versions`).
+    pub backings: Arc<crate::io::Backings>,
     pub closed: AtomicBool,
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,
