@@ -6,7 +6,7 @@
 use crate::db::Db;
 use crate::error::Result;
 use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
 impl Db {
@@ -52,7 +52,8 @@ fn offset_of(cache: &TableCache, t: &TableMeta, key: &[u8]) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Db, Options};
+    use crate::db::Db;
+    use crate::options::Options;
 
     #[test]
     fn sizes_grow_with_the_range_and_ignore_empty_ones() {

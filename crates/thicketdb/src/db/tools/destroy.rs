@@ -37,7 +37,8 @@ pub fn destroy(dir: impl AsRef<Path>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Db, Options};
+    use crate::db::Db;
+    use crate::options::Options;
 
     #[test]
     fn destroy_removes_the_store_and_refuses_an_open_one() {

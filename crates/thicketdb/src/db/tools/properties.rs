@@ -93,7 +93,8 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Db, Options};
+    use crate::db::Db;
+    use crate::options::Options;
 
     fn small_store(dir: &std::path::Path) -> Db {
         let options = Options {

@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::io::backing::Backings;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::options::Options;
@@ -143,6 +144,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
         Arc::new(Counters::default()),
         recovered,
         next_file.clone(),
+        Arc::new(Backings::default()),
     )?;
     debug_assert!(fs.exists(&current_path(dir)));
     for old in manifests {
@@ -238,7 +240,7 @@ fn ensure_options(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Db;
+    use crate::db::Db;
 
     fn options() -> Options {
         Options {
