@@ -30,7 +30,8 @@
    - paranoid_checks and verify_checksums are no-ops: checksums are always
      verified.
    - leveldb_repair_db rebuilds the MANIFEST from the tables that survive
-     and prints what it recovered and dropped to standard error. */
+     (salvaging the intact blocks of damaged ones) and prints what it
+     recovered and lost to standard error. */
 
 #ifndef THICKET_C_H_
 #define THICKET_C_H_
@@ -133,7 +134,8 @@ LEVELDB_EXPORT void leveldb_destroy_db(const leveldb_options_t* options,
                                        const char* name, char** errptr);
 
 /* Rebuilds the MANIFEST from the tables that survive in the segment files;
-   damaged tables are dropped. Prints a report to standard error. */
+   the entries of a damaged table's intact blocks are salvaged into a new
+   table. Prints what was recovered and lost to standard error. */
 LEVELDB_EXPORT void leveldb_repair_db(const leveldb_options_t* options,
                                       const char* name, char** errptr);
 

@@ -309,8 +309,9 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     }
 }
 
-/// Rebuilds the MANIFEST from the tables that survive; what was recovered
-/// and what was dropped is printed to standard error.
+/// Rebuilds the MANIFEST from the tables that survive, salvaging the intact
+/// blocks of damaged ones; what was recovered and lost is printed to
+/// standard error.
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_repair_db(
     options: *const leveldb_options_t,

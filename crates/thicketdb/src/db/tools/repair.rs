@@ -5,24 +5,30 @@
 //! that starts with its magic number, is covered by a checksum and locates
 //! the index block, which is the last block before the footer: a footer at
 //! byte `end` therefore gives the table's start. Every table found is opened
-//! and its checksums verified; damaged ones are dropped (their keys are
-//! lost) and named in the report. Survivors go to L0, one run each, ordered
-//! by their newest sequence number, as LevelDB's repair does; compaction
-//! then rebuilds the tree. Logs are left in place and replayed by the next
-//! open (the new MANIFEST's log number is 0).
+//! and its checksums verified. From a table with damaged data blocks the
+//! entries of the blocks that still verify are salvaged into a new table
+//! (as LevelDB's repair does); a table whose footer, index or metadata is
+//! damaged is dropped. The report names every damaged table and what was
+//! lost. Survivors go to L0, one run each, ordered by their newest sequence
+//! number, as LevelDB's repair does; compaction then rebuilds the tree. Logs
+//! are left in place and replayed by the next open (the new MANIFEST's log
+//! number is 0).
 
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use crate::compaction::output::{OutputSink, OutputSpec};
 use crate::error::{Error, Result};
+use crate::format::internal_key::{self, ParsedKey};
 use crate::io::backing::Backings;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
+use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::table::{Footer, Table, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
+use crate::table::{BlockIter, Footer, Table, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
@@ -42,7 +48,10 @@ pub struct RepairReport {
     pub bytes: u64,
     /// Log files left for the next open to replay.
     pub logs: usize,
-    /// Damage found: each a table or segment that was dropped, and why.
+    /// Tables (among `tables`) rebuilt from the intact blocks of a damaged
+    /// table.
+    pub salvaged: usize,
+    /// Damage found: each damaged table or segment, and what was lost.
     pub dropped: Vec<String>,
 }
 
@@ -50,8 +59,9 @@ impl fmt::Display for RepairReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "recovered {} tables ({} entries, {} bytes) from {} segments; {} logs to replay",
-            self.tables, self.entries, self.bytes, self.segments, self.logs
+            "recovered {} tables ({} salvaged; {} entries, {} bytes) from {} segments; \
+             {} logs to replay",
+            self.tables, self.salvaged, self.entries, self.bytes, self.segments, self.logs
         )?;
         if !self.dropped.is_empty() {
             write!(f, "; dropped: {}", self.dropped.join("; "))?;
@@ -96,6 +106,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
     let new_number = || next_file.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 
     let mut tables = Vec::new();
+    let mut salvaged = Vec::new();
     for &segment in &segments {
         report.segments += 1;
         let path = segment_path(dir, segment);
@@ -106,11 +117,30 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
         }
         for (offset, length) in table_candidates(&data) {
             match recover_table(file.clone(), &path, segment, offset, length) {
-                Ok(Some(t)) => tables.push(t),
-                Ok(None) => {}
-                Err(e) => report.dropped.push(e.to_string()),
+                Ok(Recovery::Intact(Some(t))) => tables.push(t),
+                Ok(Recovery::Intact(None)) => {}
+                Ok(Recovery::Damaged {
+                    why,
+                    entries,
+                    lost_blocks,
+                    blocks,
+                }) => {
+                    report.dropped.push(format!(
+                        "{why}: salvaged {} entries, lost {lost_blocks} of {blocks} blocks",
+                        entries.len()
+                    ));
+                    if !entries.is_empty() {
+                        salvaged.push(entries);
+                    }
+                }
+                Err(e) => report.dropped.push(format!("{e}: table dropped")),
             }
         }
+    }
+    for entries in salvaged {
+        let written = write_salvaged(fs.as_ref(), dir, options, entries, &new_number)?;
+        report.salvaged += written.len();
+        tables.extend(written);
     }
 
     tables.sort_by_key(|t: &TableMeta| (t.max_seq, t.min_seq));
@@ -194,21 +224,46 @@ fn table_candidates(data: &[u8]) -> Vec<(u64, u64)> {
     found
 }
 
-/// Opens and verifies one table; `None` for an empty one.
+/// Internal keys and values, in order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// What a table found in a segment yields.
+enum Recovery {
+    /// Every block verified; `None` for an empty table.
+    Intact(Option<TableMeta>),
+    /// Some data blocks failed: the entries of the others, in order.
+    Damaged {
+        why: Error,
+        entries: Entries,
+        lost_blocks: usize,
+        blocks: usize,
+    },
+}
+
+/// Opens and verifies one table; an error means its footer, index or
+/// metadata blocks are damaged.
 fn recover_table(
     file: Arc<dyn RandomAccessFile>,
     path: &Path,
     segment: u64,
     offset: u64,
     length: u64,
-) -> Result<Option<TableMeta>> {
+) -> Result<Recovery> {
     let table = Table::open(file, path.to_path_buf(), segment, offset, length, None)?;
-    table.verify_checksums()?;
+    if let Err(why) = table.verify_checksums() {
+        let (entries, lost_blocks) = salvage(&table);
+        return Ok(Recovery::Damaged {
+            why,
+            entries,
+            lost_blocks,
+            blocks: table.index().len(),
+        });
+    }
     let p = table.properties();
     if p.entries == 0 {
-        return Ok(None);
+        return Ok(Recovery::Intact(None));
     }
-    Ok(Some(TableMeta {
+    Ok(Recovery::Intact(Some(TableMeta {
         id: 0,
         segment,
         offset,
@@ -218,7 +273,59 @@ fn recover_table(
         entries: p.entries,
         min_seq: p.min_seq,
         max_seq: p.max_seq,
-    }))
+    })))
+}
+
+/// The entries of every data block of `table` that verifies (well-formed
+/// internal keys in increasing order), and the number of blocks lost.
+fn salvage(table: &Table) -> (Entries, usize) {
+    let index = table.index();
+    let mut entries: Entries = Vec::new();
+    let mut lost = 0;
+    for i in 0..index.len() {
+        let Ok(block) = table.block(index.handle(i), false) else {
+            lost += 1;
+            continue;
+        };
+        let mut it = BlockIter::new(&block);
+        it.seek_to_first();
+        while it.valid() {
+            let in_order = entries
+                .last()
+                .is_none_or(|(last, _)| internal_key::compare(last, it.key()).is_lt());
+            if ParsedKey::parse(it.key()).is_some() && in_order {
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+            }
+            it.next();
+        }
+        if it.status().is_err() {
+            lost += 1;
+        }
+    }
+    (entries, lost)
+}
+
+/// Writes salvaged entries as new tables in a new segment.
+fn write_salvaged(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    entries: Entries,
+    new_number: &dyn Fn() -> u64,
+) -> Result<Vec<TableMeta>> {
+    let mut source = VecIterator::new(entries);
+    source.seek_to_first();
+    let mut sink = OutputSink::new(OutputSpec {
+        fs,
+        dir,
+        table_options: options.table_options(),
+        target_table_size: options.target_table_size,
+        compaction_file: true,
+        new_file_number: new_number,
+    });
+    sink.add_stream(&mut source, &mut |_| true)?;
+    let output = sink.finish()?;
+    Ok(output.tables.iter().map(|t| TableMeta::clone(t)).collect())
 }
 
 /// Keeps a readable `OPTIONS` file, or writes `options` in its place.
@@ -310,24 +417,45 @@ mod tests {
     }
 
     #[test]
-    fn repair_drops_a_damaged_table_and_says_so() {
+    fn repair_salvages_the_intact_blocks_of_a_damaged_table() {
         let dir = tempfile::tempdir().unwrap();
         fill(dir.path(), 5000);
         let healthy = repair(dir.path(), &options()).unwrap();
-        let segment = std::fs::read_dir(dir.path())
+        // A middle flush: neither the first (which holds the put of
+        // key000001) nor the last (which holds its deletion).
+        let mut segments: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "seg"))
-            .unwrap();
-        let mut bytes = std::fs::read(&segment).unwrap();
+            .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+            .collect();
+        segments.sort();
+        assert!(segments.len() >= 3, "{healthy}");
+        let segment = &segments[segments.len() / 2];
+        let mut bytes = std::fs::read(segment).unwrap();
         bytes[SEGMENT_HEADER_LEN as usize + 100] ^= 0xff;
-        std::fs::write(&segment, bytes).unwrap();
+        std::fs::write(segment, bytes).unwrap();
         let report = repair(dir.path(), &options()).unwrap();
-        assert_eq!(report.tables, healthy.tables - 1, "{report}");
+        assert_eq!(report.tables, healthy.tables, "{report}");
+        assert_eq!(report.salvaged, 1, "{report}");
         assert_eq!(report.dropped.len(), 1, "{report}");
-        assert!(report.to_string().contains("dropped"), "{report}");
+        assert!(report.to_string().contains("lost 1 of"), "{report}");
+        let lost = healthy.entries - report.entries;
+        assert!(lost > 0 && lost < 500, "{report}");
         let db = Db::open(dir.path(), options()).unwrap();
         assert_eq!(db.get(b"key004999").unwrap(), Some(b"value4999".to_vec()));
+        let mut it = db.iter(Default::default()).unwrap();
+        it.seek_to_first();
+        let mut live = 0;
+        while it.valid() {
+            live += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(
+            live as u64,
+            4999 - lost,
+            "4999 live keys less the lost ones"
+        );
     }
 
     #[test]
