@@ -15,7 +15,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
-if ! python3 -m venv --help >/dev/null 2>&1; then need_apt+=(python3-venv); fi
+# Debian's python3 lacks ensurepip (so venv) until python3-venv is installed.
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
     $SUDO apt-get update
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need_apt[@]}"

@@ -84,7 +84,7 @@ impl DB {
         })
     }
 
-    /// The store's directory.
+    /// The store's directory (a ``pathlib.Path``).
     #[getter]
     fn path(&self) -> PathBuf {
         self.path.clone()

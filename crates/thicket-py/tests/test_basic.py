@@ -156,7 +156,7 @@ def test_options_and_profiles(tmp_path):
     with thicketdb.DB(path, profile="leveldb") as db:
         assert db[b"k"] == b"v"
         assert str(path) in repr(db)
-        assert db.path == str(path) or str(db.path) == str(path)
+        assert db.path == path
     assert db.closed
 
 

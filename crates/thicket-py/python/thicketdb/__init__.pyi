@@ -1,6 +1,7 @@
 """Type stubs for thicketdb."""
 
 import os
+import pathlib
 from typing import Any, Dict, Iterator as _Iterator, Literal, Optional, Tuple, Type, TypeVar, Union, overload
 from types import TracebackType
 
@@ -74,7 +75,7 @@ class DB:
         **options: Union[int, str, bool],
     ) -> None: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...
