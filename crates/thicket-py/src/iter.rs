@@ -1,12 +1,13 @@
 //! The `Iterator` class: a Python iterator over a range of the store.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use thicketdb::{Db, DbIterator, ReadOptions};
 
-use crate::errors::{raise, to_py};
+use crate::errors::{closed, raise, to_py};
 
 /// The range an iterator covers.
 pub struct Bounds {
@@ -67,15 +68,27 @@ impl Bounds {
 /// of the store and reads one consistent state.
 #[pyclass(module = "thicketdb", frozen)]
 pub struct Iterator {
+    /// Locked only with the interpreter detached.
     cursor: Mutex<Cursor>,
+    /// Entries read ahead, in order. Locked only with the interpreter
+    /// attached and never across a detach, so neither lock is ever held by
+    /// a thread waiting for the GIL while another waits for it.
+    ahead: Mutex<VecDeque<Entry>>,
     keys: bool,
     values: bool,
 }
+
+/// Most entries one engine call reads ahead. Read-ahead is invisible: the
+/// iterator reads one consistent state whenever it reads it.
+const READ_AHEAD_MAX: usize = 256;
 
 struct Cursor {
     iter: DbIterator,
     reverse: bool,
     started: bool,
+    /// Entries the next read-ahead fetches: 1 at first (a single `next()`
+    /// reads no more than it needs), doubling up to `READ_AHEAD_MAX`.
+    chunk: usize,
     /// Keeps the store open while the iterator lives.
     _db: Db,
 }
@@ -101,8 +114,10 @@ impl Iterator {
                 iter,
                 reverse,
                 started: false,
+                chunk: 1,
                 _db: db,
             }),
+            ahead: Mutex::new(VecDeque::new()),
             keys,
             values,
         })
@@ -126,6 +141,18 @@ impl Cursor {
         self.iter.status()?;
         Ok(self.iter.valid())
     }
+
+    /// The next entries, up to the current read-ahead size.
+    fn fetch(&mut self, keys: bool, values: bool) -> thicketdb::Result<Vec<Entry>> {
+        let mut out = Vec::with_capacity(self.chunk);
+        while out.len() < self.chunk && self.advance()? {
+            let key = keys.then(|| self.iter.key().to_vec());
+            let value = values.then(|| self.iter.value().to_vec());
+            out.push((key, value));
+        }
+        self.chunk = (self.chunk * 2).min(READ_AHEAD_MAX);
+        Ok(out)
+    }
 }
 
 #[pymethods]
@@ -135,21 +162,24 @@ impl Iterator {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        // The lock is taken with the interpreter detached: a thread holding
-        // it never waits for the GIL while another waits for it.
-        let entry: Option<Entry> = py
-            .detach(|| {
-                let mut cursor = self.cursor.lock().map_err(|_| thicketdb::Error::Closed)?;
-                let found = cursor.advance()?;
-                Ok::<_, thicketdb::Error>(found.then(|| {
-                    let key = self.keys.then(|| cursor.iter.key().to_vec());
-                    let value = self.values.then(|| cursor.iter.value().to_vec());
-                    (key, value)
-                }))
-            })
-            .map_err(to_py)?;
-        let Some(entry) = entry else {
-            return Ok(None);
+        let buffered = self.ahead.lock().map_err(|_| closed())?.pop_front();
+        let entry = match buffered {
+            Some(entry) => entry,
+            None => {
+                let fetched = py
+                    .detach(|| {
+                        let mut cursor =
+                            self.cursor.lock().map_err(|_| thicketdb::Error::Closed)?;
+                        cursor.fetch(self.keys, self.values)
+                    })
+                    .map_err(to_py)?;
+                let mut ahead = self.ahead.lock().map_err(|_| closed())?;
+                ahead.extend(fetched);
+                match ahead.pop_front() {
+                    Some(entry) => entry,
+                    None => return Ok(None),
+                }
+            }
         };
         let item = match entry {
             (Some(k), Some(v)) => {
