@@ -6,6 +6,8 @@
 
 mod background;
 mod batch;
+mod call_options;
+pub mod check;
 mod compact;
 mod iter;
 mod open;
@@ -24,6 +26,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use call_options::{ReadOptions, WriteOptions};
 pub use iter::DbIterator;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
@@ -32,9 +35,9 @@ pub use stats::Stats;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
 use snapshot::SnapshotRegistry;
 use write::WriteState;

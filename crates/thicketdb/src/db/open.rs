@@ -18,10 +18,10 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::BlockCache;
-use crate::table_cache::TableCache;
 use crate::version::files::{
     current_path, lock_path, log_path, options_path, parse_file_name, temp_path, FileKind,
 };
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 
 pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::ReadOptions;
 use super::{iter, DbInner};
 use crate::error::Result;
-use crate::options::ReadOptions;
 use crate::stats::stat_struct;
 
 stat_struct! {

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use parking_lot::MutexGuard;
 
 use super::batch::{DecodedBatch, WriteBatch};
+use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
 

@@ -9,7 +9,7 @@ use super::meta::{Level, Run, TableMeta};
 
 /// Levels in every version: L0 holds one run per flush, deeper levels hold
 /// the runs compaction builds.
-pub const NUM_LEVELS: usize = 7;
+pub use crate::format::NUM_LEVELS;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
