@@ -77,13 +77,18 @@ impl Run {
             .then_some(i)
     }
 
-    /// Tables overlapping `[lo, hi]`.
+    /// Tables overlapping `[lo, hi]`: a contiguous slice of the sorted,
+    /// disjoint tables, found by binary search (pickers ask once per table
+    /// of the level above).
     pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableMeta>> {
-        self.tables
-            .iter()
-            .filter(|t| t.overlaps(lo, hi))
-            .cloned()
-            .collect()
+        let tables = &self.tables;
+        let first = lo.map_or(0, |lo| {
+            tables.partition_point(|t| t.largest_user_key() < lo)
+        });
+        let end = hi.map_or(tables.len(), |hi| {
+            tables.partition_point(|t| t.smallest_user_key() <= hi)
+        });
+        tables[first..end.max(first)].to_vec()
     }
 
     pub fn bytes(&self) -> u64 {

@@ -476,3 +476,38 @@ fn victims_checked_one_by_one_match_victims_checked_together() {
     }
     assert!(compared_tasks > 500, "only {compared_tasks} tasks compared");
 }
+
+#[test]
+fn run_overlapping_finds_what_a_scan_finds() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    for _ in 0..300 {
+        let count = rng.random_range(0..=10);
+        let shape = format!("L1 1: {}", random_run(&mut rng, count, 10));
+        let v = version(&shape);
+        let Some(run) = v.levels[1].runs.first() else {
+            continue;
+        };
+        let mut bound = || {
+            rng.random_bool(0.8)
+                .then(|| rng.random_range(5..105u32).to_string())
+        };
+        let (lo, hi) = (bound(), bound());
+        let (lo, hi) = (
+            lo.as_deref().map(str::as_bytes),
+            hi.as_deref().map(str::as_bytes),
+        );
+        let ids = |tables: Vec<Arc<TableMeta>>| tables.iter().map(|t| t.id).collect::<Vec<_>>();
+        let scanned = run
+            .tables
+            .iter()
+            .filter(|t| t.overlaps(lo, hi))
+            .cloned()
+            .collect();
+        assert_eq!(
+            ids(run.overlapping(lo, hi)),
+            ids(scanned),
+            "{shape} {lo:?} {hi:?}"
+        );
+    }
+}
