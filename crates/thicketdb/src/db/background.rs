@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::compact::{compact, Journaling};
+use super::compact::compact;
 use super::flush::flush_oldest;
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::compaction::busy::ClaimId;
-use crate::compaction::tiered::{resume_claim, resume_task};
+use crate::compaction::journal::{self, Journaling, Pending};
 use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
 use crate::io::BackingKind;
@@ -114,17 +114,11 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     if bg.manual_compaction {
         return None;
     }
-    let (task, journaling, claim) = match &sv.version.merge_journal {
-        Some(journal) if !bg.busy.journaling() => {
-            let task = resume_task(&sv.version, journal);
-            let claim = resume_claim(&task, journal);
-            // Nothing else may take the journal's runs before it resumes.
-            if !bg.busy.admits(&claim) {
-                return None;
-            }
-            (task, Journaling::Resume(journal.clone()), claim)
-        }
-        _ => {
+    let (task, journaling, claim) = match journal::pending(&sv.version, &bg.busy) {
+        Pending::Ready(ready) => *ready,
+        // Nothing else may take the journal's runs before it resumes.
+        Pending::Blocked => return None,
+        Pending::None => {
             let task = inner.policy.pick(&sv.version, &bg.busy)?;
             let claim = inner.policy.claim(&task, &bg.busy);
             let journaling = if claim.journaled {
