@@ -13,9 +13,10 @@ pub mod policy;
 pub mod task;
 pub mod tiered;
 
+pub use crate::options::PolicyKind;
 pub use busy::{Busy, Claim};
 pub use executor::execute;
 pub use leveled::LeveledPolicy;
-pub use policy::{Policy, PolicyKind};
+pub use policy::Policy;
 pub use task::{CompactionTask, TaskInput};
 pub use tiered::TieredPolicy;

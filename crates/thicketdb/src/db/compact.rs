@@ -131,16 +131,8 @@ pub(crate) fn compact(
         let version = versions.log_and_apply(edit)?;
         install(inner, version, None);
     }
-    // Moved tables stay live under their new level; merge inputs die, and
-    // are released once no reader holds them (see `collect_obsolete_files`).
-    let dead: Vec<Arc<TableMeta>> = task
-        .merges
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i.tables)
-        .filter(|t| !released.contains(&t.id))
-        .collect();
-    inner.obsolete.lock().extend(dead);
+    // Merge inputs are released once no version holds them (see
+    // `collect_obsolete_files`); moved tables stay live under their new level.
     Ok(())
 }
 
@@ -186,12 +178,10 @@ fn checkpoint(
     for t in fresh {
         edit.add_table(journal.level, journal.interim_run, t.clone());
     }
-    let mut dead = Vec::new();
     for input in task.merge_inputs() {
         for t in &input.tables {
             if t.largest_user_key() <= last && released.insert(t.id) {
                 edit.delete_table(input.level, input.run, t.id);
-                dead.push(t.clone());
             }
         }
     }
@@ -203,7 +193,6 @@ fn checkpoint(
         install(inner, version, None);
     }
     Counters::add(&inner.counters.merge_checkpoints, 1);
-    inner.obsolete.lock().extend(dead);
     collect_obsolete_files(inner);
     Ok(())
 }

@@ -6,7 +6,10 @@
 
 mod background;
 mod batch;
+mod call_options;
+pub mod check;
 mod compact;
+mod flush;
 mod iter;
 mod open;
 mod read;
@@ -24,6 +27,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use call_options::{ReadOptions, WriteOptions};
 pub use iter::DbIterator;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
@@ -32,9 +36,9 @@ pub use stats::Stats;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
 use snapshot::SnapshotRegistry;
 use write::WriteState;
@@ -82,8 +86,8 @@ pub(crate) struct DbInner {
     pub background: Mutex<BackgroundState>,
     /// Signalled when background work may be due or a task finished.
     pub background_cv: Condvar,
-    /// Tables removed from the current version, awaiting release.
-    pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
+    /// Reference counts of the store's files (shared with `versions`).
+    pub backings: Arc<crate::io::Backings>,
     pub closed: AtomicBool,
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,

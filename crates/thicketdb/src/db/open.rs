@@ -7,94 +7,34 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::background::write_memtable;
+use super::flush::FlushEnv;
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::FileSystem;
+use crate::io::{Backing, Backings, FileSystem};
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::BlockCache;
-use crate::table_cache::TableCache;
 use crate::version::files::{
     current_path, lock_path, log_path, options_path, parse_file_name, temp_path, FileKind,
 };
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 
 pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
     options.validate()?;
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&lock_path(dir))?;
-    let exists = fs.exists(&current_path(dir));
-    if exists {
-        if options.error_if_exists {
-            return Err(Error::InvalidArgument(format!(
-                "a store already exists in {}",
-                dir.display()
-            )));
-        }
-        check_stored_profile(fs.as_ref(), dir, &options)?;
-    } else {
-        if !options.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "no store in {} and create_if_missing is false",
-                dir.display()
-            )));
-        }
-        let tmp = temp_path(dir, 0);
-        fs.write_durably(&tmp, options.encode().as_bytes())?;
-        fs.rename(&tmp, &options_path(dir))?;
-        fs.sync_dir(dir)?;
-    }
-
+    let exists = prepare_options_file(fs.as_ref(), dir, &options)?;
     let counters = Arc::new(Counters::default());
-    let recovered = if exists {
-        VersionSet::recover(fs.as_ref(), dir)?
-    } else {
-        VersionSet::empty()
-    };
-    counters.restore(&recovered.stats);
-    let names = fs.list(dir)?;
-    let highest = names
-        .iter()
-        .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Log(x) | FileKind::Segment(x) | FileKind::Manifest(x) | FileKind::Temp(x) => {
-                Some(x)
-            }
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let next_file = Arc::new(AtomicU64::new(highest + 1));
-    let mut versions = VersionSet::open(fs.clone(), dir, counters.clone(), recovered, next_file)?;
+    let backings = Arc::new(Backings::default());
+    let mut versions = recover_versions(&fs, dir, exists, &counters, &backings)?;
+    let (mut edit, last_sequence) = replay_logs(fs.as_ref(), dir, &options, &versions, &counters)?;
 
-    let mut logs: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Log(x) if x >= versions.log_number() => Some(x),
-            _ => None,
-        })
-        .collect();
-    logs.sort_unstable();
-    let mut edit = VersionEdit::default();
-    let mut last_sequence = versions.last_sequence();
-    let mut replay = Replay {
-        fs: fs.as_ref(),
-        dir,
-        options: &options,
-        versions: &versions,
-        counters: &counters,
-        mem: Arc::new(Memtable::new(0)),
-        edit: &mut edit,
-    };
-    for &log in &logs {
-        last_sequence = last_sequence.max(replay.log(log)?);
-    }
-    replay.flush_memtable()?;
-
+    // Writes go to a fresh log from now on; the replayed ones are flushed.
     let log_number = versions.new_file_number();
     let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
     fs.sync_dir(dir)?;
@@ -104,17 +44,17 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let version = versions.log_and_apply(edit)?;
     sweep(fs.as_ref(), dir, &version, log_number);
 
-    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let table_cache = Arc::new(TableCache::new(
         dir,
         fs.clone(),
         options.max_open_files,
         options.segment_descriptor_cache,
-        block_cache,
+        Arc::new(BlockCache::new(options.block_cache_size)),
     ));
     release_dead_space(&table_cache, &version);
     let policy = crate::compaction::Policy::new(&options);
     let pending_compaction_bytes = policy.pending_bytes(&version);
+    let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
     Ok(DbInner {
         dir: dir.to_path_buf(),
         counters,
@@ -123,7 +63,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
         super_version: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(log_number)),
+            mem: Arc::new(mem),
             imms: Vec::new(),
             pending_compaction_bytes,
             version,
@@ -136,13 +76,115 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         versions: Mutex::new(versions),
         background: Mutex::new(BackgroundState::default()),
         background_cv: Condvar::new(),
-        obsolete: Mutex::new(Vec::new()),
+        backings,
         closed: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         options,
         fs,
         lock: Mutex::new(Some(lock)),
     })
+}
+
+/// Checks the stored `OPTIONS` of an existing store against `options`, or
+/// writes them for a new one. Returns whether the store existed.
+fn prepare_options_file(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<bool> {
+    let exists = fs.exists(&current_path(dir));
+    if exists {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "a store already exists in {}",
+                dir.display()
+            )));
+        }
+        check_stored_profile(fs, dir, options)?;
+    } else {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "no store in {} and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        let tmp = temp_path(dir, 0);
+        fs.write_durably(&tmp, options.encode().as_bytes())?;
+        fs.rename(&tmp, &options_path(dir))?;
+        fs.sync_dir(dir)?;
+    }
+    Ok(exists)
+}
+
+/// Replays the MANIFEST (if the store exists) and starts a fresh one; file
+/// numbers continue above every file in the directory.
+fn recover_versions(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    exists: bool,
+    counters: &Arc<Counters>,
+    backings: &Arc<Backings>,
+) -> Result<VersionSet> {
+    let recovered = if exists {
+        VersionSet::recover(fs.as_ref(), dir)?
+    } else {
+        VersionSet::empty()
+    };
+    counters.restore(&recovered.stats);
+    let highest = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| match parse_file_name(n)? {
+            FileKind::Log(x) | FileKind::Segment(x) | FileKind::Manifest(x) | FileKind::Temp(x) => {
+                Some(x)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    VersionSet::open(
+        fs.clone(),
+        dir,
+        counters.clone(),
+        recovered,
+        Arc::new(AtomicU64::new(highest + 1)),
+        backings.clone(),
+    )
+}
+
+/// Replays every log the MANIFEST still needs, in order, flushing the
+/// memtables it fills into L0 runs recorded in the returned edit, with the
+/// last sequence number found.
+fn replay_logs(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    counters: &Counters,
+) -> Result<(VersionEdit, u64)> {
+    let mut logs: Vec<u64> = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| match parse_file_name(n)? {
+            FileKind::Log(x) if x >= versions.log_number() => Some(x),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let numbers = || versions.new_file_number();
+    let mut replay = Replay {
+        env: FlushEnv {
+            fs,
+            dir,
+            options,
+            counters,
+            new_file_number: &numbers,
+        },
+        mem: Arc::new(Memtable::new(0)),
+        edit: VersionEdit::default(),
+    };
+    let mut last_sequence = versions.last_sequence();
+    for &log in &logs {
+        last_sequence = last_sequence.max(replay.log(log)?);
+    }
+    replay.flush_memtable()?;
+    Ok((replay.edit, last_sequence))
 }
 
 fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
@@ -164,30 +206,26 @@ fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> R
 
 /// Replays logs into memtables, flushing each full one into L0.
 struct Replay<'a> {
-    fs: &'a dyn FileSystem,
-    dir: &'a Path,
-    options: &'a Options,
-    versions: &'a VersionSet,
-    counters: &'a Counters,
+    env: FlushEnv<'a>,
     mem: Arc<Memtable>,
-    edit: &'a mut VersionEdit,
+    edit: VersionEdit,
 }
 
 impl Replay<'_> {
     /// Replays one log; returns the last sequence number it holds.
     fn log(&mut self, number: u64) -> Result<u64> {
-        let path = log_path(self.dir, number);
+        let path = log_path(self.env.dir, number);
         let mut reader = LogReader::new(
-            self.fs.open_sequential(&path)?,
+            self.env.fs.open_sequential(&path)?,
             path.clone(),
-            self.options.wal_recovery_mode,
+            self.env.options.wal_recovery_mode,
         );
         let mut last = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
             last = insert_into_memtable(&self.mem, &record)
                 .map_err(|why| Error::corruption(&path, offset, why))?;
-            if self.mem.approximate_size() >= self.options.write_buffer_size {
+            if self.mem.approximate_size() >= self.env.options.write_buffer_size {
                 self.flush_memtable()?;
             }
         }
@@ -199,19 +237,9 @@ impl Replay<'_> {
             return Ok(());
         }
         let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0)));
-        let numbers = || self.versions.new_file_number();
         // Recovery runs before any snapshot exists: only the newest version
         // of each key matters, but keep them all, as a flush does.
-        let output = write_memtable(self.fs, self.dir, self.options, mem, 0, &numbers)?;
-        Counters::add(&self.counters.flushes, 1);
-        Counters::add(&self.counters.flush_bytes_written, output.bytes);
-        Counters::add(&self.counters.fsyncs_flush, output.syncs);
-        self.counters.level_written(0, output.bytes);
-        let run = self.versions.new_file_number();
-        for t in output.tables {
-            self.edit.add_table(0, run, t);
-        }
-        Ok(())
+        self.env.flush(mem, 0, &mut self.edit)
     }
 }
 

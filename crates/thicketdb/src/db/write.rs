@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use parking_lot::MutexGuard;
 
 use super::batch::{DecodedBatch, WriteBatch};
+use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::{FileSystem, WritableFile};
+use crate::io::{Backing, FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
 
@@ -57,15 +58,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions)
         result: None,
     }));
     let mut state = inner.write.lock();
-    state.queue.push_back(slot.clone());
-    loop {
-        if let Some(result) = slot.lock().result.take() {
-            return result;
-        }
-        if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-            break;
-        }
-        inner.write_cv.wait(&mut state);
+    if let Some(result) = join_queue(inner, &mut state, &slot) {
+        return result;
     }
     // This writer leads: it owns the front of the queue until it pops it.
     let outcome = lead(inner, &mut state);
@@ -89,6 +83,27 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions)
     }
     inner.write_cv.notify_all();
     result
+}
+
+/// Queues `slot` and waits until a leader has committed it (its result) or
+/// it reaches the front (`None`): then the caller leads, and pops the front
+/// when done. A slot without a batch is never grouped with others, so it
+/// always reaches the front (how `flush` gets exclusive use of the queue).
+fn join_queue(
+    inner: &DbInner,
+    state: &mut MutexGuard<'_, WriteState>,
+    slot: &Slot,
+) -> Option<Result<()>> {
+    state.queue.push_back(slot.clone());
+    loop {
+        if let Some(result) = slot.lock().result.take() {
+            return Some(result);
+        }
+        if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, slot)) {
+            return None;
+        }
+        inner.write_cv.wait(state);
+    }
 }
 
 struct Group {
@@ -302,7 +317,9 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     imms.push(current.mem.clone());
     imms.extend(current.imms.iter().cloned());
     let next = SuperVersion {
-        mem: Arc::new(Memtable::new(number)),
+        mem: Arc::new(Memtable::with_log(
+            inner.backings.pin_file(Backing::log(number)),
+        )),
         imms,
         version: current.version.clone(),
         pending_compaction_bytes: current.pending_compaction_bytes,
@@ -327,10 +344,8 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
             sync: false,
             result: None,
         }));
-        state.queue.push_back(slot.clone());
-        while !state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-            inner.write_cv.wait(&mut state);
-        }
+        let committed = join_queue(inner, &mut state, &slot);
+        debug_assert!(committed.is_none(), "a flush slot is never grouped");
         let result = make_room(inner, &mut state, true);
         state.queue.pop_front();
         inner.write_cv.notify_all();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::user_key;
+use crate::io::{Backing, Extent};
 
 /// A logical table: where it lives and what it covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +32,21 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
+    /// The file the table lives in.
+    pub fn backing(&self) -> Backing {
+        Backing::segment(self.segment)
+    }
+
+    /// The table's byte range, as the file backings count it.
+    pub fn extent(&self) -> Extent {
+        Extent {
+            id: self.id,
+            backing: self.backing(),
+            offset: self.offset,
+            length: self.length,
+        }
+    }
+
     pub fn smallest_user_key(&self) -> &[u8] {
         user_key(&self.smallest)
     }

@@ -4,7 +4,9 @@
 pub mod edit;
 pub mod files;
 pub mod meta;
+pub mod run_iter;
 pub mod set;
+pub mod table_cache;
 #[allow(clippy::module_inception)]
 pub mod version;
 
