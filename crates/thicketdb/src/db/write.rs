@@ -127,7 +127,7 @@ fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> 
         let logged = log
             .writer
             .add_record(record)
-            .and_then(|()| log.writer.flush())
+            .and_then(|_offset| log.writer.flush())
             .and_then(|()| {
                 if sync {
                     Counters::add(&inner.counters.fsyncs_log, 1);

@@ -239,7 +239,9 @@ impl VersionSet {
     fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         let record = edit.encode();
         let manifest = self.manifest.as_mut().ok_or(Error::Closed)?;
-        let result = manifest.add_record(&record).and_then(|()| manifest.sync());
+        let result = manifest
+            .add_record(&record)
+            .and_then(|_offset| manifest.sync());
         match result {
             Ok(()) => {
                 Counters::add(
