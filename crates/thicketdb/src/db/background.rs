@@ -74,7 +74,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                         break job;
                     }
                 }
-                inner.background_cv.wait(&mut bg);
+                inner.background_cv.wait(bg.raw());
             }
         };
         let (result, claim) = match job {
@@ -106,6 +106,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
 
 /// The next job for `worker`, its claim registered in `bg.busy`. An
 /// interrupted journaled merge resumes before anything else is picked.
+/// REQUIRES: `inner.background` held (as `bg`).
 fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Option<Job> {
     let sv = inner.super_version();
     if worker == Worker::Flush {
@@ -141,6 +142,8 @@ pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
 }
 
 /// Publishes a new version, dropping `flushed` from the immutable list.
+/// REQUIRES: `inner.versions` held, so versions are installed in the
+/// order the MANIFEST records them. Takes `super_version` (write).
 pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
     let mut sv = inner.super_version.write();
     let imms = sv
@@ -160,6 +163,7 @@ pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&A
 /// Releases what no version, reader or memtable references any more (see
 /// `io::backing`): punches dead tables out of live segments, deletes
 /// segments and logs nothing needs.
+/// REQUIRES: none of `DbInner`'s mutexes held (it does file I/O).
 pub(crate) fn collect_obsolete_files(inner: &DbInner) {
     let released = inner.backings.take_released();
     for extent in &released.extents {

@@ -116,6 +116,7 @@ fn count(inner: &DbInner, task: &CompactionTask, executed: &Executed) {
 /// Swaps the task's inputs for its outputs in one edit. Merge inputs are
 /// released once no version holds them (`collect_obsolete_files`); moved
 /// tables stay live under their new level.
+/// Takes `versions`, then `super_version` through `install`.
 fn commit(
     inner: &DbInner,
     task: &CompactionTask,
@@ -214,11 +215,11 @@ impl<'a> ExclusiveCompaction<'a> {
     fn enter(inner: &'a DbInner) -> ExclusiveCompaction<'a> {
         let mut bg = inner.background.lock();
         while bg.manual_compaction {
-            inner.background_cv.wait(&mut bg);
+            inner.background_cv.wait(bg.raw());
         }
         bg.manual_compaction = true;
         while !bg.busy.is_empty() {
-            inner.background_cv.wait(&mut bg);
+            inner.background_cv.wait(bg.raw());
         }
         ExclusiveCompaction { inner }
     }
