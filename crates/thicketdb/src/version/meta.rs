@@ -148,6 +148,16 @@ pub(crate) mod tests {
     use super::*;
     use crate::format::internal_key::{InternalKey, ValueKind};
 
+    /// A version of `(level, run, smallest, largest)` tables, numbered
+    /// from 100 in the order given.
+    pub(crate) fn version(shape: &[(usize, u64, &str, &str)]) -> crate::version::Version {
+        let mut edit = crate::version::VersionEdit::default();
+        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
+            edit.add_table(level, run, table(100 + i as u64, lo, hi));
+        }
+        crate::version::Version::default().apply(&edit).unwrap()
+    }
+
     pub(crate) fn table(id: u64, lo: &str, hi: &str) -> Arc<TableMeta> {
         Arc::new(TableMeta {
             id,
