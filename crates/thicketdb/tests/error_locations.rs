@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use thicketdb::format::checksum;
-use thicketdb::io::{FileSystem, PosixFs};
+use thicketdb::io::{Backings, FileSystem, PosixFs};
 use thicketdb::stats::Counters;
 use thicketdb::version::{VersionEdit, VersionSet};
 use thicketdb::{Db, Error, Options, ReadOptions};
@@ -70,6 +70,7 @@ fn an_edit_that_does_not_apply_is_an_invariant_violation() {
         Arc::new(Counters::default()),
         VersionSet::empty(),
         Arc::new(AtomicU64::new(1)),
+        Arc::new(Backings::default()),
     )
     .unwrap();
     let mut edit = VersionEdit::default();
