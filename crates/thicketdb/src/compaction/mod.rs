@@ -7,6 +7,7 @@ pub mod busy;
 pub mod components;
 pub mod drop_rule;
 pub mod executor;
+pub mod journal;
 pub mod leveled;
 pub mod output;
 pub mod policy;

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::compact::{compact, Journaling};
+use super::compact::compact;
 use super::flush::flush_oldest;
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::compaction::busy::ClaimId;
-use crate::compaction::tiered::{resume_claim, resume_task};
+use crate::compaction::journal::{self, Journaling, Pending};
 use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
 use crate::io::BackingKind;
@@ -74,7 +74,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                         break job;
                     }
                 }
-                inner.background_cv.wait(&mut bg);
+                inner.background_cv.wait(bg.raw());
             }
         };
         let (result, claim) = match job {
@@ -106,6 +106,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
 
 /// The next job for `worker`, its claim registered in `bg.busy`. An
 /// interrupted journaled merge resumes before anything else is picked.
+/// REQUIRES: `inner.background` held (as `bg`).
 fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Option<Job> {
     let sv = inner.super_version();
     if worker == Worker::Flush {
@@ -114,17 +115,11 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     if bg.manual_compaction {
         return None;
     }
-    let (task, journaling, claim) = match &sv.version.merge_journal {
-        Some(journal) if !bg.busy.journaling() => {
-            let task = resume_task(&sv.version, journal);
-            let claim = resume_claim(&task, journal);
-            // Nothing else may take the journal's runs before it resumes.
-            if !bg.busy.admits(&claim) {
-                return None;
-            }
-            (task, Journaling::Resume(journal.clone()), claim)
-        }
-        _ => {
+    let (task, journaling, claim) = match journal::pending(&sv.version, &bg.busy) {
+        Pending::Ready(ready) => *ready,
+        // Nothing else may take the journal's runs before it resumes.
+        Pending::Blocked => return None,
+        Pending::None => {
             let task = inner.policy.pick(&sv.version, &bg.busy)?;
             let claim = inner.policy.claim(&task, &bg.busy);
             let journaling = if claim.journaled {
@@ -147,6 +142,8 @@ pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
 }
 
 /// Publishes a new version, dropping `flushed` from the immutable list.
+/// REQUIRES: `inner.versions` held, so versions are installed in the
+/// order the MANIFEST records them. Takes `super_version` (write).
 pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
     let mut sv = inner.super_version.write();
     let imms = sv
@@ -166,6 +163,7 @@ pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&A
 /// Releases what no version, reader or memtable references any more (see
 /// `io::backing`): punches dead tables out of live segments, deletes
 /// segments and logs nothing needs.
+/// REQUIRES: none of `DbInner`'s mutexes held (it does file I/O).
 pub(crate) fn collect_obsolete_files(inner: &DbInner) {
     let released = inner.backings.take_released();
     for extent in &released.extents {

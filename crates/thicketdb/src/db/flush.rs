@@ -65,6 +65,8 @@ impl FlushEnv<'_> {
 /// The flush thread's job: writes the oldest immutable memtable to L0,
 /// commits it with the log number recovery must start from, and drops it
 /// (and with it the reference to its log).
+/// REQUIRES: called by the flush thread only (it flushes the oldest
+/// immutable memtable; nothing else removes one). Takes `versions`.
 pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     let sv = inner.super_version();
     let Some(imm) = sv.imms.last().cloned() else {

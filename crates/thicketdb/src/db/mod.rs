@@ -11,6 +11,7 @@ pub mod check;
 mod compact;
 mod flush;
 mod iter;
+mod lock_order;
 mod open;
 mod read;
 mod snapshot;
@@ -42,6 +43,7 @@ use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
+use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
 use write::WriteState;
 
@@ -69,6 +71,11 @@ pub(crate) struct BackgroundState {
     pub manual_compaction: bool,
 }
 
+/// Lock order (checked in debug builds and unit tests, `lock_order.rs`):
+/// `write` → `log` → `versions` → `background` → `lock`; `super_version`
+/// is taken last, inside any of them, and holds nothing while held but the
+/// file backings' internal mutex (a dropped version unpins its files). The
+/// block, table and snapshot caches lock internally and take nothing else.
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub options: Options,
@@ -80,12 +87,12 @@ pub(crate) struct DbInner {
     /// Sequence number of the last write visible to readers.
     pub last_sequence: AtomicU64,
     pub super_version: RwLock<Arc<SuperVersion>>,
-    pub write: Mutex<WriteState>,
+    pub write: Ranked<WriteState>,
     /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
     pub write_cv: Condvar,
-    pub log: Mutex<write::LogState>,
-    pub versions: Mutex<VersionSet>,
-    pub background: Mutex<BackgroundState>,
+    pub log: Ranked<write::LogState>,
+    pub versions: Ranked<VersionSet>,
+    pub background: Ranked<BackgroundState>,
     /// Signalled when background work may be due or a task finished.
     pub background_cv: Condvar,
     /// Reference counts of the store's files (shared with `versions`).
@@ -94,7 +101,7 @@ pub(crate) struct DbInner {
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,
     /// Released by `close`, even while other handles are alive.
-    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    pub lock: Ranked<Option<Box<dyn FileLock>>>,
 }
 
 impl DbInner {

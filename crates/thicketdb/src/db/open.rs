@@ -5,9 +5,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, RwLock};
 
 use super::flush::FlushEnv;
+use super::lock_order::{Rank, Ranked};
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
@@ -68,20 +69,23 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
             pending_compaction_bytes,
             version,
         })),
-        write: Mutex::new(WriteState::default()),
+        write: Ranked::new(Rank::Write, WriteState::default()),
         write_cv: Condvar::new(),
-        log: Mutex::new(LogState {
-            writer: LogWriter::new(log_file),
-        }),
-        versions: Mutex::new(versions),
-        background: Mutex::new(BackgroundState::default()),
+        log: Ranked::new(
+            Rank::Log,
+            LogState {
+                writer: LogWriter::new(log_file),
+            },
+        ),
+        versions: Ranked::new(Rank::Versions, versions),
+        background: Ranked::new(Rank::Background, BackgroundState::default()),
         background_cv: Condvar::new(),
         backings,
         closed: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         options,
         fs,
-        lock: Mutex::new(Some(lock)),
+        lock: Ranked::new(Rank::FileLock, Some(lock)),
     })
 }
 

@@ -379,3 +379,21 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
     );
     assert_eq!(db.get(&key(1999)).unwrap(), Some(b"value".to_vec()));
 }
+
+#[test]
+fn tables_written_by_this_process_carry_their_key_sketch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..3000 {
+        db.put(&key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let sv = db.inner().super_version();
+    let mut estimated = 0.0;
+    for t in sv.version.tables() {
+        let sketch = t.sketch.0.as_ref().expect("a flushed table has its sketch");
+        estimated += sketch.estimate();
+    }
+    // Distinct keys per table sum to 3000; HLL's error at p = 12 is ~1.6%.
+    assert!((estimated - 3000.0).abs() < 150.0, "estimate {estimated}");
+}

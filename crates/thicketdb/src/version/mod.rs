@@ -11,6 +11,6 @@ pub mod table_cache;
 pub mod version;
 
 pub use edit::{MergeJournal, VersionEdit};
-pub use meta::{Level, Run, TableMeta};
+pub use meta::{Level, Run, Sketch, TableMeta};
 pub use set::VersionSet;
 pub use version::{Version, NUM_LEVELS};

@@ -188,7 +188,7 @@ impl VersionSet {
         let next = self
             .current
             .apply(&edit)
-            .map_err(|why| Error::InvalidArgument(format!("edit does not apply: {why}")))?;
+            .map_err(|why| Error::invariant(format!("edit does not apply: {why}")))?;
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -239,7 +239,9 @@ impl VersionSet {
     fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         let record = edit.encode();
         let manifest = self.manifest.as_mut().ok_or(Error::Closed)?;
-        let result = manifest.add_record(&record).and_then(|()| manifest.sync());
+        let result = manifest
+            .add_record(&record)
+            .and_then(|_offset| manifest.sync());
         match result {
             Ok(()) => {
                 Counters::add(

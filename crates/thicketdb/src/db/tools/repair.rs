@@ -33,7 +33,7 @@ use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
 use crate::version::set::Recovered;
-use crate::version::{TableMeta, Version, VersionEdit, VersionSet};
+use crate::version::{Sketch, TableMeta, Version, VersionEdit, VersionSet};
 
 /// What a repair found and kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -273,6 +273,9 @@ fn recover_table(
         entries: p.entries,
         min_seq: p.min_seq,
         max_seq: p.max_seq,
+        // Read from the table's properties when a policy asks, as after
+        // any reopen.
+        sketch: Sketch::default(),
     })))
 }
 
