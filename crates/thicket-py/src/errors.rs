@@ -18,6 +18,8 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Background(inner) if inner.is_corruption() => "CorruptionError",
         Error::Background(inner) if inner.is_no_space() => "NoSpaceError",
         Error::Background(_) => "IOError",
+        // An engine bug (`Invariant`) or a kind added later: the base class.
+        _ => "Error",
     };
     raise(class, e.to_string())
 }
