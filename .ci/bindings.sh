@@ -2,7 +2,8 @@
 # Bindings CI (issue 20): the LevelDB-compatible C API under AddressSanitizer
 # and the Python package built with maturin and tested with pytest.
 # Runs after `cargo test --workspace --release`, whose release build of the
-# engine `cargo build -p thicket-c` reuses. About 4 minutes on 2 cores.
+# engine `cargo build -p thicket-c` reuses. Measured on 2 cores: 2m12s with
+# the machine otherwise idle, 5m27s-7m56s while other builds loaded it.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
