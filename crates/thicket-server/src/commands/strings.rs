@@ -51,8 +51,8 @@ pub fn set(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let (key, value) = (&args[1], &args[2]);
     let needs_old = options.get || options.only_if_absent || options.only_if_present;
     let old = if needs_old { txn.get(key)? } else { None };
-    let blocked = (options.only_if_absent && old.is_some())
-        || (options.only_if_present && old.is_none());
+    let blocked =
+        (options.only_if_absent && old.is_some()) || (options.only_if_present && old.is_none());
     let allowed = !blocked;
     if allowed {
         txn.put(key, value)?;

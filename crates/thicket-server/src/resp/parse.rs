@@ -164,7 +164,9 @@ impl RequestParser {
 
 /// Reads a `<marker><integer>\r\n` line at `pos`. `None`: incomplete.
 fn header(buf: &[u8], pos: usize, marker: u8) -> Result<Option<(i64, usize)>, ProtocolError> {
-    let rest = &buf[pos + 1..];
+    let Some(rest) = buf.get(pos + 1..) else {
+        return Ok(None);
+    };
     let Some(cr) = rest.iter().take(MAX_HEADER_LINE).position(|&b| b == b'\r') else {
         if rest.len() >= MAX_HEADER_LINE {
             let what = if marker == b'*' { "mbulk" } else { "bulk" };

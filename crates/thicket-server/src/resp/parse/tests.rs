@@ -110,3 +110,12 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn wanted_names_the_awaited_argument() {
+    let mut parser = RequestParser::new(small_limits());
+    let (consumed, request) = parser.parse(b"*2\r\n$3\r\nGET\r\n$10\r\nab").unwrap();
+    assert_eq!((consumed, request), (13, None));
+    assert_eq!(parser.wanted(b""), None);
+    assert_eq!(parser.wanted(b"$10\r\nab"), Some(17));
+}
