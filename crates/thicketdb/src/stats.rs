@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::version::NUM_LEVELS;
+use crate::format::NUM_LEVELS;
 
 macro_rules! counters {
     ($($name:ident: $doc:literal,)*) => {

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use super::snapshot::Snapshot;
+use super::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
-use crate::options::ReadOptions;
-use crate::run_iter::RunIterator;
+use crate::version::run_iter::RunIterator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::ReadOptions;
 use super::{iter, DbInner};
 use crate::error::Result;
-use crate::options::ReadOptions;
 
 /// How much space the store takes for the data it holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

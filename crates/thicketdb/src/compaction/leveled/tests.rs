@@ -31,6 +31,7 @@ fn version(shape: &str) -> Version {
                     entries: 2,
                     min_seq: 1,
                     max_seq: 9,
+                    sketch: Default::default(),
                 }),
             );
             id += 1;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::format::internal_key::compare;
 use crate::iterator::InternalIterator;
 use crate::table::TableIterator;
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
 pub struct RunIterator {
