@@ -204,5 +204,6 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     db.write(batch).map_err(engine_error)?;
     ctx.session.wrote = true;
+    ctx.shared.durability.note_write();
     Ok(Reply::OK)
 }
