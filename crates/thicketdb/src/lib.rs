@@ -8,8 +8,9 @@
 //! # Ok::<(), thicketdb::Error>(())
 //! ```
 //!
-//! Layers, lowest first (see `DESIGN.md`): `format`, `io`, `log`, `table`,
-//! `memtable`, `version`, `compaction`, `db`.
+//! Layers, lowest first (see `docs/architecture.md`): `error`, `format`,
+//! `io`, `iterator`, `log`, `table`, `memtable`, `stats`, `options`,
+//! `version`, `compaction`, `db`.
 
 pub mod compaction;
 pub mod db;

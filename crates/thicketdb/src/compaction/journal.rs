@@ -193,15 +193,7 @@ fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::meta::tests::table;
-
-    fn version(shape: &[(usize, u64, &str, &str)]) -> Version {
-        let mut edit = VersionEdit::default();
-        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
-            edit.add_table(level, run, table(100 + i as u64, lo, hi));
-        }
-        Version::default().apply(&edit).unwrap()
-    }
+    use crate::version::meta::tests::version;
 
     /// Found by the crash test. Runs 10 and 11 were being merged: tables
     /// [c,e] of run 10 and [d,k] of run 11 together, while [a,b], [m,p] and

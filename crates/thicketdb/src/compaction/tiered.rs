@@ -127,16 +127,7 @@ mod tests {
     use super::*;
     use crate::compaction::busy::Busy;
     use crate::compaction::task::TaskInput;
-    use crate::version::meta::tests::table;
-    use crate::version::VersionEdit;
-
-    fn version(shape: &[(usize, u64, &str, &str)]) -> Version {
-        let mut edit = VersionEdit::default();
-        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
-            edit.add_table(level, run, table(100 + i as u64, lo, hi));
-        }
-        Version::default().apply(&edit).unwrap()
-    }
+    use crate::version::meta::tests::version;
 
     fn ids(inputs: &[TaskInput]) -> Vec<Vec<u64>> {
         inputs

@@ -199,11 +199,11 @@ impl DbIterator {
         match ParsedKey::parse(self.iter.key()) {
             Some(p) => Some((p.sequence, p.kind)),
             None => {
-                self.error = Some(Error::corruption(
-                    "iterator",
-                    0,
-                    "malformed internal key in merged stream",
-                ));
+                let what = "malformed internal key";
+                self.error = Some(match self.iter.location() {
+                    Some(at) => at.corruption(what),
+                    None => Error::invariant(format!("{what} in a memtable")),
+                });
                 None
             }
         }

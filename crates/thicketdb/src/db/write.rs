@@ -147,7 +147,9 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
         }
         Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
         insert_into_memtable(&sv.mem, record).map_err(|why| {
-            Error::InvalidArgument(format!("internal: batch failed to decode: {why}"))
+            Error::invariant(format!(
+                "a batch this process encoded failed to decode: {why}"
+            ))
         })?;
         inner
             .last_sequence

@@ -113,13 +113,18 @@ impl Run {
             .then_some(i)
     }
 
-    /// Tables overlapping `[lo, hi]`.
+    /// Tables overlapping `[lo, hi]`: a contiguous slice of the sorted,
+    /// disjoint tables, found by binary search (pickers ask once per table
+    /// of the level above).
     pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableMeta>> {
-        self.tables
-            .iter()
-            .filter(|t| t.overlaps(lo, hi))
-            .cloned()
-            .collect()
+        let tables = &self.tables;
+        let first = lo.map_or(0, |lo| {
+            tables.partition_point(|t| t.largest_user_key() < lo)
+        });
+        let end = hi.map_or(tables.len(), |hi| {
+            tables.partition_point(|t| t.smallest_user_key() <= hi)
+        });
+        tables[first..end.max(first)].to_vec()
     }
 
     pub fn bytes(&self) -> u64 {
@@ -147,6 +152,16 @@ impl Level {
 pub(crate) mod tests {
     use super::*;
     use crate::format::internal_key::{InternalKey, ValueKind};
+
+    /// A version of `(level, run, smallest, largest)` tables, numbered
+    /// from 100 in the order given.
+    pub(crate) fn version(shape: &[(usize, u64, &str, &str)]) -> crate::version::Version {
+        let mut edit = crate::version::VersionEdit::default();
+        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
+            edit.add_table(level, run, table(100 + i as u64, lo, hi));
+        }
+        crate::version::Version::default().apply(&edit).unwrap()
+    }
 
     pub(crate) fn table(id: u64, lo: &str, hi: &str) -> Arc<TableMeta> {
         Arc::new(TableMeta {

@@ -188,7 +188,7 @@ impl VersionSet {
         let next = self
             .current
             .apply(&edit)
-            .map_err(|why| Error::InvalidArgument(format!("edit does not apply: {why}")))?;
+            .map_err(|why| Error::invariant(format!("edit does not apply: {why}")))?;
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
