@@ -5,7 +5,7 @@ use std::sync::RwLock;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use thicketdb::{Db, Options, Profile, ReadOptions, WriteOptions};
+use thicketdb::{Db, Options, Profile, ReadOptions, StatValue, WriteOptions};
 
 use crate::batch::WriteBatch;
 use crate::errors::{closed, raise, to_py};
@@ -227,39 +227,25 @@ impl DB {
         Ok(Snapshot::new(db))
     }
 
-    /// Engine statistics as a dict (levels, tables, bytes written, write
-    /// amplification, fsyncs, compactions, cache hits, ...).
+    /// Engine statistics as a dict: every field of the engine's `Stats`
+    /// (levels, tables, bytes written, write amplification, fsyncs,
+    /// compactions, cache hits, ...).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let db = self.handle()?;
         let s = py.detach(|| db.stats());
         let d = PyDict::new(py);
-        d.set_item("memtables", s.memtables)?;
-        d.set_item("immutable_memtables", s.immutable_memtables)?;
-        d.set_item("tables_per_level", s.tables_per_level)?;
-        d.set_item("runs_per_level", s.runs_per_level)?;
-        d.set_item("bytes_per_level", s.bytes_per_level)?;
-        d.set_item("tables", s.tables)?;
-        d.set_item("segments", s.segments)?;
-        d.set_item("live_table_bytes", s.live_table_bytes)?;
-        d.set_item("last_sequence", s.last_sequence)?;
-        d.set_item("user_bytes_written", s.user_bytes_written)?;
-        d.set_item("user_writes", s.user_writes)?;
-        d.set_item("write_groups", s.write_groups)?;
-        d.set_item("log_bytes_written", s.log_bytes_written)?;
-        d.set_item("flush_bytes_written", s.flush_bytes_written)?;
-        d.set_item("compaction_bytes_written", s.compaction_bytes_written)?;
-        d.set_item("compaction_bytes_read", s.compaction_bytes_read)?;
-        d.set_item("engine_bytes_written", s.engine_bytes_written)?;
-        d.set_item("write_amplification", s.write_amplification)?;
-        d.set_item("fsyncs", s.fsyncs)?;
-        d.set_item("flushes", s.flushes)?;
-        d.set_item("compactions_merge", s.compactions_merge)?;
-        d.set_item("compactions_move", s.compactions_move)?;
-        d.set_item("stall_micros", s.stall_micros)?;
-        d.set_item("block_cache_hits", s.block_cache_hits)?;
-        d.set_item("block_cache_misses", s.block_cache_misses)?;
-        d.set_item("block_cache_bytes", s.block_cache_bytes)?;
-        d.set_item("background_error", s.background_error)?;
+        // Every field, by the engine's own list: nothing to keep in sync.
+        for (name, value) in s.fields() {
+            match value {
+                StatValue::U64(v) => d.set_item(name, v)?,
+                StatValue::Usize(v) => d.set_item(name, v)?,
+                StatValue::F64(v) => d.set_item(name, v)?,
+                StatValue::Bool(v) => d.set_item(name, v)?,
+                StatValue::U64List(v) => d.set_item(name, v)?,
+                StatValue::UsizeList(v) => d.set_item(name, v)?,
+                StatValue::Text(v) => d.set_item(name, v)?,
+            }
+        }
         Ok(d)
     }
 

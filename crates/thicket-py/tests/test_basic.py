@@ -233,3 +233,13 @@ def test_destroy(tmp_path):
             thicketdb.destroy(path)
     thicketdb.destroy(path)
     assert not path.exists()
+
+
+def test_stats_has_every_engine_field(db):
+    stats = db.stats()
+    # A sample across kinds: counters, per-level lists, floats, flags, text.
+    for name in ("fsyncs_log", "merges_resumed", "level_bytes_written",
+                 "write_amplification", "merge_in_progress", "background_error",
+                 "holes_punched"):
+        assert name in stats, name
+    assert stats["background_error"] is None

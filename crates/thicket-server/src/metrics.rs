@@ -198,13 +198,7 @@ impl Metrics {
 }
 
 fn render_engine(out: &mut String, s: &Stats) {
-    let hits = s.block_cache_hits;
-    let lookups = hits + s.block_cache_misses;
-    let hit_ratio = if lookups == 0 {
-        0.0
-    } else {
-        hits as f64 / lookups as f64
-    };
+    let hit_ratio = s.block_cache_hit_ratio();
     let gauges: [(&str, &str, f64); 8] = [
         (
             "thicket_engine_write_amplification",

@@ -30,3 +30,4 @@ pub use db::{Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
 pub use options::{Options, Profile};
+pub use stats::StatValue;

@@ -75,13 +75,7 @@ pub fn stats_fields(s: &Stats) -> Vec<(&'static str, String)> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let hits = s.block_cache_hits;
-    let lookups = hits + s.block_cache_misses;
-    let hit_ratio = if lookups == 0 {
-        0.0
-    } else {
-        hits as f64 / lookups as f64
-    };
+    let hit_ratio = s.block_cache_hit_ratio();
     let tables: Vec<u64> = s.tables_per_level.iter().map(|&n| n as u64).collect();
     vec![
         (
@@ -105,7 +99,7 @@ pub fn stats_fields(s: &Stats) -> Vec<(&'static str, String)> {
         ("stall_micros", s.stall_micros.to_string()),
         ("fsyncs", s.fsyncs.to_string()),
         ("fsyncs_log", s.fsyncs_log.to_string()),
-        ("block_cache_hits", hits.to_string()),
+        ("block_cache_hits", s.block_cache_hits.to_string()),
         ("block_cache_misses", s.block_cache_misses.to_string()),
         ("block_cache_hit_ratio", format!("{hit_ratio:.4}")),
         ("block_cache_bytes", s.block_cache_bytes.to_string()),

@@ -55,6 +55,18 @@ with_counters!(stat_struct! {
     }
 });
 
+impl Stats {
+    /// Block cache hits over lookups (0 before the first lookup).
+    pub fn block_cache_hit_ratio(&self) -> f64 {
+        let lookups = self.block_cache_hits + self.block_cache_misses;
+        if lookups == 0 {
+            0.0
+        } else {
+            self.block_cache_hits as f64 / lookups as f64
+        }
+    }
+}
+
 pub(crate) fn collect(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
