@@ -136,6 +136,11 @@ impl Run {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Level {
     pub runs: Vec<Run>,
+    /// Read-only buffer runs beside the level's own, newest first (LSbM's
+    /// compaction buffer; no policy fills them yet, so they are empty and
+    /// not persisted). Their tables are the version's like any other: an
+    /// installed version pins them (`Version::tables`).
+    pub buffer: Vec<Run>,
 }
 
 impl Level {

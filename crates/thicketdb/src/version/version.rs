@@ -148,11 +148,11 @@ impl Version {
         self.pins = Some(backings);
     }
 
-    /// Every live table.
+    /// Every live table, buffer runs' included.
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
         self.levels
             .iter()
-            .flat_map(|l| l.runs.iter())
+            .flat_map(|l| l.runs.iter().chain(l.buffer.iter()))
             .flat_map(|r| r.tables.iter())
     }
 
@@ -196,6 +196,23 @@ impl Version {
 mod tests {
     use super::*;
     use crate::version::meta::tests::table;
+
+    #[test]
+    fn an_installed_version_pins_its_buffer_runs_tables_too() {
+        let backings = Arc::new(crate::io::Backings::default());
+        let t = table(7, "a", "b");
+        let mut v = Version::default();
+        v.levels[1].buffer.push(Run {
+            id: 5,
+            tables: vec![t.clone()],
+        });
+        v.pin(backings.clone());
+        assert!(backings.is_referenced(t.backing()));
+        drop(v);
+        let released = backings.take_released();
+        assert_eq!(released.extents, vec![t.extent()]);
+        assert_eq!(released.files, vec![t.backing()]);
+    }
 
     #[test]
     fn apply_adds_orders_and_deletes() {
