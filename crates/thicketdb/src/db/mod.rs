@@ -10,6 +10,7 @@ mod compact;
 mod iter;
 mod open;
 mod read;
+mod settle;
 mod snapshot;
 mod space;
 mod stats;
