@@ -17,4 +17,4 @@ check_dir="$(mktemp -d)"
 trap 'rm -rf "$check_dir"' EXIT
 "$thicket" bench crosscheck --db "$check_dir/stores" \
     --engine thicket,rocksdb,fjall --workload fillrandom,readrandom \
-    --num 200000 --write-buffer-mb 8 --cache-mb 64 --rounds 3
+    --num 200000 --write-buffer-mb 8 --cache-mb 64 --rounds 5 --settle

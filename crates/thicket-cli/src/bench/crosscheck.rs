@@ -3,9 +3,10 @@
 //! process; the runs of a round alternate (direct, then the driver with
 //! each latency mode, for each engine, the order reversed every other
 //! round) so that the machine's drift hits every variant alike. The ratio
-//! of a variant is the median over the rounds of that round's thicket
-//! ops/s over the peer's. A driver ratio more than `--tolerance` away from
-//! the direct ratio fails the check.
+//! of a variant is thicket's best ops/s over the rounds divided by the
+//! peer's best: interference from other processes only ever slows a run,
+//! so the best of several is the least disturbed. A driver ratio more than
+//! `--tolerance` away from the direct ratio fails the check.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,10 +19,13 @@ use super::child;
 use super::direct::{self, DirectArgs};
 use super::latency::LatencyMode;
 
-/// The default tolerance: twice the largest deviation between the driver's
-/// and the direct loop's ratio seen in repeated runs at the CI size on the
-/// project's shared 2-core machine (docs/benchmarks.md, "Cross-check").
-pub const DEFAULT_TOLERANCE: f64 = 0.15;
+/// The default tolerance: above the largest deviation between the driver's
+/// and the direct loop's ratio (23%) seen at the CI size, five rounds with
+/// settled reads, on the project's shared 2-core machine; the per-round
+/// deviations there spanned -38%..+26% (docs/benchmarks.md,
+/// "Cross-check"). It still catches the 1.76x-for-1.2x overstatement the
+/// check was written for.
+pub const DEFAULT_TOLERANCE: f64 = 0.30;
 
 #[derive(Debug, Args)]
 pub struct CrosscheckArgs {
@@ -220,39 +224,40 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Per-round ratios a/b.
-fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter().zip(b).map(|(x, y)| x / y).collect()
+/// The highest of `values` (NaN when empty).
+pub fn best(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NAN, f64::max)
 }
+
+/// One engine pair's ops/s per round: (thicket, peer).
+pub type PairRounds<'a> = (&'a [f64], &'a [f64]);
 
 /// One driver variant's ratio against the direct loop's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
+    /// best(thicket) / best(peer) of the direct loop and of the driver.
     pub direct: f64,
     pub driver: f64,
     /// driver / direct - 1.
     pub deviation: f64,
-    /// The smallest and largest per-round deviation (the noise).
+    /// The smallest and largest deviation of one round's ratios (the noise).
     pub round_spread: (f64, f64),
     pub passed: bool,
 }
 
-/// Compares the per-round ratios thicket/peer of the driver with the
-/// direct loop's.
-pub fn check(direct_ratios: &[f64], driver_ratios: &[f64], tolerance: f64) -> Check {
-    let direct = median(direct_ratios);
-    let driver = median(driver_ratios);
-    let deviation = driver / direct - 1.0;
-    let per_round: Vec<f64> = driver_ratios
-        .iter()
-        .zip(direct_ratios)
-        .map(|(d, r)| d / r - 1.0)
+/// Compares the driver's ratio thicket/peer with the direct loop's.
+pub fn check(direct: PairRounds<'_>, driver: PairRounds<'_>, tolerance: f64) -> Check {
+    let ratio = |(t, p): PairRounds<'_>| best(t) / best(p);
+    let (direct_ratio, driver_ratio) = (ratio(direct), ratio(driver));
+    let deviation = driver_ratio / direct_ratio - 1.0;
+    let per_round: Vec<f64> = (0..direct.0.len().min(driver.0.len()))
+        .map(|r| (driver.0[r] / driver.1[r]) / (direct.0[r] / direct.1[r]) - 1.0)
         .collect();
     let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Check {
-        direct,
-        driver,
+        direct: direct_ratio,
+        driver: driver_ratio,
         deviation,
         round_spread: (lo, hi),
         passed: deviation.abs() <= tolerance,
@@ -270,17 +275,18 @@ fn report(a: &CrosscheckArgs, m: &Measurements) -> Result<String, String> {
         a.tolerance * 100.0,
         if a.settle { ", settled reads" } else { "" }
     );
-    let _ = writeln!(out, "\nmedian ops/s");
+    let _ = writeln!(out, "\nops/s over the rounds");
     let _ = writeln!(
         out,
-        "{:<12} {:<8} {:<20} {:>12}",
-        "workload", "engine", "variant", "ops/s"
+        "{:<12} {:<8} {:<20} {:>10} {:>10}",
+        "workload", "engine", "variant", "best", "median"
     );
     for ((w, e, v), ops) in m {
         let _ = writeln!(
             out,
-            "{w:<12} {e:<8} {:<20} {:>12.0}",
+            "{w:<12} {e:<8} {:<20} {:>10.0} {:>10.0}",
             a.variant_name(*v),
+            best(ops),
             median(ops)
         );
     }
@@ -291,12 +297,11 @@ fn report(a: &CrosscheckArgs, m: &Measurements) -> Result<String, String> {
     );
     let mut failed = Vec::new();
     for w in &a.workload {
-        let thicket = |v| &m[&(w.clone(), "thicket".to_string(), v)];
+        let ops = |e: &str, v| m[&(w.clone(), e.to_string(), v)].as_slice();
         for peer in a.engine.iter().filter(|e| *e != "thicket") {
-            let of = |v| ratios(thicket(v), &m[&(w.clone(), peer.clone(), v)]);
-            let direct = of(Variant::Direct);
+            let of = |v| (ops("thicket", v), ops(peer, v));
             for v in a.variants().into_iter().skip(1) {
-                let c = check(&direct, &of(v), a.tolerance);
+                let c = check(of(Variant::Direct), of(v), a.tolerance);
                 let name = a.variant_name(v);
                 let _ = writeln!(
                     out,
@@ -353,19 +358,36 @@ mod tests {
 
     #[test]
     fn a_driver_ratio_within_the_tolerance_passes_and_one_beyond_fails() {
-        // Direct ratios 1.2 in every round; the driver's 1.3 (+8.3%).
-        let direct = [1.2, 1.2, 1.2];
-        let driver = [1.3, 1.25, 1.35];
-        let c = check(&direct, &driver, 0.10);
+        // Direct: best 120 over best 100 = 1.2. Driver: best 130 over best
+        // 100 = 1.3 (+8.3%), its rounds 1.25x..1.35x.
+        let direct: PairRounds = (&[120.0, 110.0, 100.0], &[100.0, 100.0, 90.0]);
+        let driver: PairRounds = (&[130.0, 125.0, 108.0], &[100.0, 100.0, 80.0]);
+        let c = check(direct, driver, 0.10);
         assert!(c.passed);
+        assert!((c.direct - 1.2).abs() < 1e-12 && (c.driver - 1.3).abs() < 1e-12);
         assert!((c.deviation - (1.3 / 1.2 - 1.0)).abs() < 1e-12);
-        assert!((c.round_spread.0 - (1.25 / 1.2 - 1.0)).abs() < 1e-12);
-        assert!((c.round_spread.1 - (1.35 / 1.2 - 1.0)).abs() < 1e-12);
-        assert!(!check(&direct, &driver, 0.05).passed);
+        // Round 0: 1.3 vs 1.2; round 1: 1.25 vs 1.1; round 2: 1.35 vs 1.111.
+        assert!((c.round_spread.0 - (1.3 / 1.2 - 1.0)).abs() < 1e-12);
+        assert!((c.round_spread.1 - (1.35 / (100.0 / 90.0) - 1.0)).abs() < 1e-12);
+        assert!(!check(direct, driver, 0.05).passed);
         // The case: the driver said 1.76x where the loop said 1.2x.
-        assert!(!check(&[1.2], &[1.76], DEFAULT_TOLERANCE).passed);
-        // Understating fails as well.
-        assert!(!check(&[1.6], &[1.2], DEFAULT_TOLERANCE).passed);
+        let said: PairRounds = (&[176.0], &[100.0]);
+        assert!(!check((&[120.0], &[100.0]), said, DEFAULT_TOLERANCE).passed);
+        // Understating fails as well (1.2x for 1.8x: -33%).
+        assert!(
+            !check(
+                (&[180.0], &[100.0]),
+                (&[120.0], &[100.0]),
+                DEFAULT_TOLERANCE
+            )
+            .passed
+        );
+    }
+
+    #[test]
+    fn best_is_the_highest() {
+        assert_eq!(best(&[1.0, 3.0, 2.0]), 3.0);
+        assert!(best(&[]).is_nan());
     }
 
     fn args(extra: &[&str]) -> CrosscheckArgs {
@@ -426,6 +448,6 @@ mod tests {
             vec![121.0, 119.0],
         );
         let text = report(&a, &ok).unwrap();
-        assert!(text.contains("1.20x"), "{text}");
+        assert!(text.contains("1.21x"), "{text}");
     }
 }
