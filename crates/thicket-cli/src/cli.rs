@@ -75,6 +75,8 @@ pub enum Command {
     /// Runs `stress` repeatedly, SIGKILLing it at random moments, for every
     /// profile, plus in-memory power-loss runs.
     Crashtest(crate::stress::CrashtestArgs),
+    /// Serves the store over the Redis protocol (see docs/server.md).
+    Serve(thicket_server::ServeArgs),
 }
 
 #[derive(Debug, Args)]

@@ -196,6 +196,68 @@ fn stats_json_has_required_keys_and_persists() {
 }
 
 #[test]
+fn stats_json_lists_exactly_the_pinned_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(db, &["put", "apple", "red"]);
+    let s = stats_json(db);
+    let mut keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut pinned = vec![
+        "memtables",
+        "immutable_memtables",
+        "tables_per_level",
+        "runs_per_level",
+        "bytes_per_level",
+        "tables",
+        "segments",
+        "live_table_bytes",
+        "last_sequence",
+        "user_bytes_written",
+        "user_writes",
+        "write_groups",
+        "log_bytes_written",
+        "flush_bytes_written",
+        "compaction_bytes_written",
+        "compaction_bytes_read",
+        "manifest_bytes_written",
+        "engine_bytes_written",
+        "write_amplification",
+        "fsyncs",
+        "fsyncs_by_cause",
+        "flushes",
+        "compactions_merge",
+        "compactions_move",
+        "compactions_concurrent",
+        "tables_moved",
+        "merge_checkpoints",
+        "merges_resumed",
+        "merge_in_progress",
+        "level_bytes_read",
+        "level_bytes_written",
+        "stall_micros",
+        "holes_punched",
+        "segments_deleted",
+        "block_cache_hits",
+        "block_cache_misses",
+        "block_cache_bytes",
+        "open_segment_files",
+        "background_error",
+        "disk_bytes",
+        "logical_bytes",
+        "live_keys",
+        "space_amplification",
+    ];
+    pinned.sort_unstable();
+    assert_eq!(keys, pinned, "{s}");
+    let mut causes: Vec<&String> = s["fsyncs_by_cause"].as_object().unwrap().keys().collect();
+    causes.sort_unstable();
+    assert_eq!(causes, ["compaction", "flush", "log", "manifest"]);
+    assert_eq!(s["user_writes"], 1);
+    assert_eq!(s["background_error"], serde_json::Value::Null);
+}
+
+#[test]
 fn options_and_profiles() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path();

@@ -34,6 +34,10 @@ pub enum Error {
     /// The caller passed something the engine does not accept.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The engine broke one of its own invariants: a bug, not bad input.
+    /// `location` is the source line that noticed, `message` what broke.
+    #[error("internal invariant violated at {location}: {message}")]
+    Invariant { message: String, location: String },
     /// Another process (or another `Db` in this process) holds the store.
     #[error("store is locked by another process: {0}")]
     Locked(String),
@@ -60,6 +64,16 @@ impl Error {
             file: file.as_ref().display().to_string(),
             offset,
             reason: reason.into(),
+        }
+    }
+
+    /// Builds an invariant violation located at the caller's source line.
+    #[track_caller]
+    pub fn invariant(message: impl Into<String>) -> Error {
+        let at = std::panic::Location::caller();
+        Error::Invariant {
+            message: message.into(),
+            location: format!("{}:{}", at.file(), at.line()),
         }
     }
 
@@ -152,6 +166,20 @@ mod tests {
             "corruption in 000007.seg at offset 4096: bad block checksum"
         );
         assert!(err.is_corruption());
+    }
+
+    #[test]
+    fn invariant_names_the_line_that_noticed() {
+        let line = line!() + 1;
+        let err = Error::invariant("run 7 lost its tables");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "internal invariant violated at {}:{line}: run 7 lost its tables",
+                file!()
+            )
+        );
+        assert!(!err.is_corruption());
     }
 
     #[test]

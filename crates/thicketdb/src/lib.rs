@@ -8,10 +8,10 @@
 //! # Ok::<(), thicketdb::Error>(())
 //! ```
 //!
-//! Layers, lowest first (see `DESIGN.md`): `format`, `io`, `log`, `table`,
-//! `memtable`, `version`, `compaction`, `db`.
+//! Layers, lowest first (see `docs/architecture.md`): `error`, `format`,
+//! `io`, `iterator`, `log`, `table`, `memtable`, `stats`, `options`,
+//! `version`, `compaction`, `db`.
 
-pub mod check;
 pub mod compaction;
 pub mod db;
 pub mod error;
@@ -21,12 +21,12 @@ pub mod iterator;
 pub mod log;
 pub mod memtable;
 pub mod options;
-pub mod run_iter;
 pub mod stats;
 pub mod table;
-pub mod table_cache;
 pub mod version;
 
+pub use db::check;
 pub use db::{Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
+pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
-pub use options::{Options, Profile, ReadOptions, WriteOptions};
+pub use options::{Options, Profile};

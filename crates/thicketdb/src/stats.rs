@@ -4,10 +4,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::version::NUM_LEVELS;
+use crate::format::NUM_LEVELS;
+
+mod fields;
+
+pub(crate) use fields::stat_struct;
+pub use fields::StatValue;
 
 macro_rules! counters {
-    ($($name:ident: $doc:literal,)*) => {
+    ([$($name:ident: $doc:literal,)*]) => {
         /// Cumulative counters, updated lock-free by every layer.
         #[derive(Debug, Default)]
         pub struct Counters {
@@ -58,30 +63,40 @@ macro_rules! counters {
     };
 }
 
-counters! {
-    user_bytes_written: "Bytes of user keys and values accepted by writes.",
-    user_writes: "Write operations (puts and deletes) accepted.",
-    write_groups: "Write groups committed by a leader (group commit).",
-    log_bytes_written: "Bytes appended to write-ahead logs.",
-    flush_bytes_written: "Bytes of tables written by flushes.",
-    compaction_bytes_written: "Bytes of tables written by compactions.",
-    compaction_bytes_read: "Bytes of input tables read by compactions.",
-    manifest_bytes_written: "Bytes appended to MANIFEST files.",
-    fsyncs_log: "fdatasync calls on logs.",
-    fsyncs_flush: "fdatasync calls on flush segments.",
-    fsyncs_compaction: "fdatasync calls on compaction segments.",
-    fsyncs_manifest: "fdatasync calls on MANIFEST, CURRENT and the directory.",
-    flushes: "Memtables flushed.",
-    compactions_merge: "Compactions that merged tables.",
-    compactions_move: "Compactions that moved tables by metadata only.",
-    compactions_concurrent: "Background compactions that started while another was running.",
-    tables_moved: "Tables promoted to the next level by metadata only.",
-    merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
-    merges_resumed: "Journaled merges resumed after a crash.",
-    stall_micros: "Microseconds writers spent stalled or slowed down.",
-    holes_punched: "Dead table ranges released with hole punching.",
-    segments_deleted: "Segment files deleted after their last table died.",
+/// Calls `$callback! { ... [name: "doc", ...] }` with the cumulative
+/// counters: the one list that declares `Counters` and their copies in
+/// `Stats`.
+macro_rules! with_counters {
+    ($callback:ident! { $($input:tt)* }) => {
+        $callback! { $($input)* [
+            user_bytes_written: "Bytes of user keys and values accepted by writes.",
+            user_writes: "Write operations (puts and deletes) accepted.",
+            write_groups: "Write groups committed by a leader (group commit).",
+            log_bytes_written: "Bytes appended to write-ahead logs.",
+            flush_bytes_written: "Bytes of tables written by flushes.",
+            compaction_bytes_written: "Bytes of tables written by compactions.",
+            compaction_bytes_read: "Bytes of input tables read by compactions.",
+            manifest_bytes_written: "Bytes appended to MANIFEST files.",
+            fsyncs_log: "fdatasync calls on logs.",
+            fsyncs_flush: "fdatasync calls on flush segments.",
+            fsyncs_compaction: "fdatasync calls on compaction segments.",
+            fsyncs_manifest: "fdatasync calls on MANIFEST, CURRENT and the directory.",
+            flushes: "Memtables flushed.",
+            compactions_merge: "Compactions that merged tables.",
+            compactions_move: "Compactions that moved tables by metadata only.",
+            compactions_concurrent: "Background compactions that started while another was running (0 with `compaction_threads = 1`).",
+            tables_moved: "Tables promoted to the next level by metadata only.",
+            merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
+            merges_resumed: "Journaled merges resumed after a crash.",
+            stall_micros: "Microseconds writers spent stalled or slowed down.",
+            holes_punched: "Dead table ranges released with hole punching.",
+            segments_deleted: "Segment files deleted after their last table died.",
+        ] }
+    };
 }
+pub(crate) use with_counters;
+
+with_counters!(counters! {});
 
 impl Counters {
     pub fn add(counter: &AtomicU64, n: u64) {

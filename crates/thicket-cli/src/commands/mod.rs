@@ -38,6 +38,11 @@ pub fn run(cli: Cli) -> CliResult<Status> {
         Command::Bench(args) => crate::bench::run(g, *args).map(|()| Status::Success),
         Command::Stress(args) => crate::stress::run(g, &args),
         Command::Crashtest(args) => crate::stress::crashtest(g, &args),
+        Command::Serve(args) => {
+            let db = open(g, Access::Create)?;
+            thicket_server::run(db, &args).map_err(|e| CliError::Io(std::io::Error::other(e)))?;
+            Ok(Status::Success)
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use thicketdb::format::internal_key::{InternalKey, ValueKind};
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::FileSystem;
-use thicketdb::log::{LogReader, RecoveryMode};
+use thicketdb::log::{LogReader, LogWriter, RecoveryMode};
 use thicketdb::table::{
     BlockBuilder, BloomBuilder, HyperLogLog, TableBuilder, TableOptions, FOOTER_LEN,
 };
@@ -24,6 +24,31 @@ fn prefixed(tag: u8, data: &[u8]) -> Vec<u8> {
     let mut out = vec![tag];
     out.extend_from_slice(data);
     out
+}
+
+/// A `log_random_access` input: flags, the offset to read, the log.
+fn addressed(flags: u8, offset: u64, log: &[u8]) -> Vec<u8> {
+    let mut out = vec![flags];
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(log);
+    out
+}
+
+/// A log whose second record spans two blocks and whose fourth spans
+/// three; returns it and its record offsets.
+fn spanning_log() -> (Vec<u8>, Vec<u64>) {
+    let fs = FaultFs::new();
+    let path = PathBuf::from("spanning.log");
+    let mut writer = LogWriter::new(fs.create(&path).expect("create"));
+    let offsets = [100, 40_000, 5, 70_000]
+        .iter()
+        .map(|&len| {
+            let record: Vec<u8> = (0..len).map(|i: u32| (i % 251) as u8).collect();
+            writer.add_record(&record).expect("append")
+        })
+        .collect();
+    writer.flush().expect("flush");
+    (fs.read_to_vec(&path).expect("read"), offsets)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -127,17 +152,34 @@ fn main() {
                 RecoveryMode::TolerateTailCorruption,
             );
             let mut n = 0;
-            while let Some((_, record)) = reader.read_record().expect("read") {
+            let mut last_offset = 0;
+            while let Some((offset, record)) = reader.read_record().expect("read") {
                 if name.starts_with("MANIFEST") {
                     write(&root, "version_edit", &format!("seed-{n}"), &record);
                 }
+                last_offset = offset;
                 n += 1;
             }
+            write(
+                &root,
+                "log_random_access",
+                &format!("seed-{name}"),
+                &addressed(0, last_offset, data),
+            );
         }
         if name == "OPTIONS" {
             write(&root, "options", "seed-options", &prefixed(0, data));
             write(&root, "options", "seed-fixed-options", &prefixed(1, data));
         }
+    }
+    let (log, offsets) = spanning_log();
+    for (name, offset) in [("two", offsets[1]), ("three", offsets[3])] {
+        write(
+            &root,
+            "log_random_access",
+            &format!("seed-spanning-{name}-blocks"),
+            &addressed(1, offset, &log),
+        );
     }
     let table = table();
     write(&root, "table", "seed-table", &prefixed(0, &table));

@@ -13,9 +13,9 @@ use crate::error::Result;
 use crate::format::internal_key::{user_key, InternalKey, ValueKind};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::run_iter::RunIterator;
 use crate::table::TableOptions;
-use crate::table_cache::TableCache;
+use crate::version::run_iter::RunIterator;
+use crate::version::table_cache::TableCache;
 use std::collections::HashSet;
 
 use crate::version::{Run, TableMeta, Version};

@@ -142,28 +142,27 @@ impl LeveledPolicy {
         } else {
             round_robin_order(run, &pointers[level])
         };
-        // Victims in key order, each admitted together with those before it.
+        // A task's claim is the union of its victims' own claims (a merge
+        // group's write range is the union of its victims' ranges, which
+        // chain through the tables they share below), so a candidate that
+        // conflicts with no running task alone conflicts with none beside
+        // the victims already taken: each is checked once, by itself.
         let mut victims: Vec<Arc<TableMeta>> = Vec::new();
-        let mut last_taken = None;
         let mut bytes = 0;
         for (i, t) in candidates.tables.iter().enumerate() {
-            if bytes >= budget || (i == candidates.wrap && last_taken.is_some()) {
+            if bytes >= budget || (i == candidates.wrap && !victims.is_empty()) {
                 break;
             }
-            let mut with = victims.clone();
-            let at = with.partition_point(|v| compare(&v.smallest, &t.smallest).is_lt());
-            with.insert(at, t.clone());
-            let task = build_task(level, run, next, with.clone(), reason.clone());
-            if busy.admits(&Self::claim(&task)) {
-                victims = with;
+            if busy.is_empty() || busy.admits(&victim_claim(level, run, next, t)) {
+                victims.push(t.clone());
                 bytes += t.length;
-                last_taken = Some(t);
             }
         }
-        let last_taken = last_taken?;
+        let last_taken = victims.last()?;
         if !self.options.settled_compaction {
             pointers[level] = last_taken.largest.clone();
         }
+        victims.sort_by(|a, b| compare(&a.smallest, &b.smallest));
         Some(build_task(level, run, next, victims, reason))
     }
 
@@ -192,6 +191,12 @@ impl LeveledPolicy {
         let next = version.levels[level + 1].runs.first();
         Some(build_task(level, run, next, victims, reason))
     }
+}
+
+/// What a task compacting `victim` alone would claim.
+fn victim_claim(level: usize, run: &Run, next: Option<&Run>, victim: &Arc<TableMeta>) -> Claim {
+    let task = build_task(level, run, next, vec![victim.clone()], String::new());
+    LeveledPolicy::claim(&task)
 }
 
 /// Bytes of the tables of `next` overlapping `t`.

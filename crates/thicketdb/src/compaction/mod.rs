@@ -7,15 +7,17 @@ pub mod busy;
 pub mod components;
 pub mod drop_rule;
 pub mod executor;
+pub mod journal;
 pub mod leveled;
 pub mod output;
 pub mod policy;
 pub mod task;
 pub mod tiered;
 
+pub use crate::options::PolicyKind;
 pub use busy::{Busy, Claim};
 pub use executor::execute;
 pub use leveled::LeveledPolicy;
-pub use policy::{Policy, PolicyKind};
+pub use policy::Policy;
 pub use task::{CompactionTask, TaskInput};
 pub use tiered::TieredPolicy;

@@ -17,7 +17,7 @@ use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::table::{TableBuilder, TableOptions, TableSummary};
 use crate::version::files::segment_path;
-use crate::version::TableMeta;
+use crate::version::{Sketch, TableMeta};
 
 /// Where and how to write.
 pub struct OutputSpec<'a> {
@@ -226,5 +226,6 @@ fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {
         entries: s.properties.entries,
         min_seq: s.properties.min_seq,
         max_seq: s.properties.max_seq,
+        sketch: Sketch(Some(Arc::new(s.properties.hll))),
     }
 }

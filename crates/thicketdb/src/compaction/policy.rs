@@ -1,46 +1,11 @@
 //! The compaction policy a store runs with, chosen by `compaction_policy`.
 
-use std::fmt;
-use std::str::FromStr;
-
 use super::busy::{Busy, Claim};
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
 use super::tiered::TieredPolicy;
-use crate::error::{Error, Result};
-use crate::options::Options;
+use crate::options::{Options, PolicyKind};
 use crate::version::Version;
-
-/// Which shape the tree keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// One run per level below L0 (LevelDB, BoLT).
-    Leveled,
-    /// Up to `runs_per_level` runs per level (SifrDB's split forest).
-    Tiered,
-}
-
-impl fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PolicyKind::Leveled => "leveled",
-            PolicyKind::Tiered => "tiered",
-        })
-    }
-}
-
-impl FromStr for PolicyKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<PolicyKind> {
-        match s {
-            "leveled" => Ok(PolicyKind::Leveled),
-            "tiered" => Ok(PolicyKind::Tiered),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown compaction policy {s:?} (known: leveled, tiered)"
-            ))),
-        }
-    }
-}
 
 /// A policy looks at a version and the running tasks and returns the task
 /// to run, if any.

@@ -17,7 +17,7 @@ use super::busy::{Busy, Claim};
 use super::components::split_components;
 use super::task::CompactionTask;
 use crate::options::Options;
-use crate::version::{MergeJournal, TableMeta, Version, NUM_LEVELS};
+use crate::version::{TableMeta, Version, NUM_LEVELS};
 
 #[derive(Debug)]
 pub struct TieredPolicy {
@@ -102,59 +102,6 @@ impl TieredPolicy {
     }
 }
 
-/// Whether a journaled merge of `input_runs` may park its outputs in a run
-/// of `level` created now. The interim run shadows the inputs (it holds
-/// their merged, newest versions), so its id must sort above theirs and
-/// below every run of newer data: no run outside the inputs may already be
-/// in the level (a flush or a merge from above that committed after the
-/// task was picked), for a run id allocated now sorts above it.
-pub fn interim_run_fits(version: &Version, level: usize, input_runs: &[u64]) -> bool {
-    version.levels[level]
-        .runs
-        .iter()
-        .all(|r| input_runs.contains(&r.id))
-}
-
-/// What a resumed journaled merge holds while it runs.
-pub fn resume_claim(task: &CompactionTask, journal: &MergeJournal) -> Claim {
-    Claim::of(task, false).journaled(journal.level)
-}
-
-/// The rest of a journaled merge interrupted by a crash: what is left of
-/// its input runs (merge inputs wholly at or below the resume key were
-/// released; tables still there are straddling, unread or moves), merged
-/// from the first key above it.
-///
-/// A straddling table was partly merged: its keys up to the resume key are
-/// in the parked outputs already, so it must be merged from there on even
-/// when no other table overlaps it any more. Moving it whole would put
-/// those keys in the output run twice, in tables that overlap. A table
-/// wholly at or below the resume key is one of the original moves (a merge
-/// input there would have been released). A move never straddles, because
-/// the resume key is a merged key, and a move overlaps no merged table.
-pub fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
-    let after = journal.resume_after.as_slice();
-    let items: Vec<(usize, u64, Arc<TableMeta>)> = version.levels[journal.level]
-        .runs
-        .iter()
-        .filter(|r| journal.input_runs.contains(&r.id))
-        .flat_map(|r| {
-            r.tables
-                .iter()
-                .map(move |t| (journal.level, r.id, t.clone()))
-        })
-        .collect();
-    let straddles = |t: &TableMeta| t.smallest_user_key() <= after && t.largest_user_key() > after;
-    let (merges, moves) = split_components(items, |_, t| !straddles(t));
-    CompactionTask {
-        merges,
-        moves,
-        output_level: journal.output_level,
-        output_run: None,
-        reason: format!("resumed merge of L{}", journal.level),
-    }
-}
-
 /// All runs of `level` into one new run of the next level.
 fn merge_level(version: &Version, level: usize, reason: String) -> Option<CompactionTask> {
     let runs = &version.levels[level].runs;
@@ -180,16 +127,7 @@ mod tests {
     use super::*;
     use crate::compaction::busy::Busy;
     use crate::compaction::task::TaskInput;
-    use crate::version::meta::tests::table;
-    use crate::version::VersionEdit;
-
-    fn version(shape: &[(usize, u64, &str, &str)]) -> Version {
-        let mut edit = VersionEdit::default();
-        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
-            edit.add_table(level, run, table(100 + i as u64, lo, hi));
-        }
-        Version::default().apply(&edit).unwrap()
-    }
+    use crate::version::meta::tests::version;
 
     fn ids(inputs: &[TaskInput]) -> Vec<Vec<u64>> {
         inputs
@@ -247,40 +185,6 @@ mod tests {
             (2, 32, "n", "p"),
         ])
     }
-
-    /// Found by the crash test. Runs 10 and 11 were being merged: tables
-    /// [c,e] of run 10 and [d,k] of run 11 together, while [a,b], [m,p] and
-    /// [q,r] moved. The merge checkpointed at "f" (releasing [c,e], parking
-    /// [c,f] in run 50), then the process died. [d,k] now overlaps no
-    /// remaining input, but it is half merged: moving it whole would put
-    /// "d".."f" in the output run twice, in overlapping tables.
-    #[test]
-    fn a_resumed_merge_merges_a_half_read_table_and_moves_untouched_ones() {
-        let v = version(&[
-            (0, 11, "d", "k"),
-            (0, 11, "a", "b"),
-            (0, 11, "m", "p"),
-            (0, 10, "q", "r"),
-            (0, 50, "c", "f"),
-        ]);
-        let journal = MergeJournal {
-            level: 0,
-            input_runs: vec![10, 11],
-            interim_run: 50,
-            output_level: 1,
-            resume_after: b"f".to_vec(),
-        };
-        let task = resume_task(&v, &journal);
-        let merged: Vec<Vec<Vec<u64>>> = task.merges.iter().map(|g| ids(g)).collect();
-        assert_eq!(merged, vec![vec![vec![100]]], "the half-read table");
-        let moved: Vec<u64> = task
-            .moves
-            .iter()
-            .flat_map(|m| m.tables.iter().map(|t| t.id))
-            .collect();
-        assert_eq!(moved, vec![101, 102, 103], "tables the merge never read");
-    }
-
     #[test]
     fn waits_until_a_level_is_full() {
         let v = version(&[(0, 10, "a", "b"), (0, 11, "c", "d")]);
@@ -384,14 +288,5 @@ mod tests {
             picks_while_running(&policy(), &disjoint, 2),
             [Some((last, last)), Some((last - 1, last))]
         );
-    }
-
-    #[test]
-    fn an_interim_run_fits_only_a_level_holding_just_the_inputs() {
-        let v = version(&[(0, 10, "a", "c"), (0, 11, "b", "d"), (0, 12, "c", "e")]);
-        assert!(interim_run_fits(&v, 0, &[10, 11, 12]));
-        // Run 12 was flushed after the merge of runs 10 and 11 was picked:
-        // an interim run would shadow its newer data.
-        assert!(!interim_run_fits(&v, 0, &[10, 11]));
     }
 }

@@ -7,36 +7,12 @@ use std::sync::Arc;
 
 use super::background::{collect_obsolete_files, install, new_file_number};
 use super::DbInner;
-use crate::compaction::executor::{bottommost_for, ExecContext, Journal};
-use crate::compaction::tiered::{interim_run_fits, resume_task};
+use crate::compaction::executor::{bottommost_for, ExecContext, Executed, Journal};
+use crate::compaction::journal::{self, Journaling, MergeJournal};
 use crate::compaction::{execute, CompactionTask};
 use crate::error::Result;
 use crate::stats::Counters;
-use crate::version::{MergeJournal, TableMeta, VersionEdit, NUM_LEVELS};
-
-/// How a task uses the merge journal (SifrDB early cleaning).
-pub(crate) enum Journaling {
-    /// Outputs are committed when the task ends.
-    Off,
-    /// A fresh journaled merge: its outputs are committed to an interim run
-    /// every `early_cleaning_threshold` tables and the inputs they replace
-    /// released.
-    Fresh,
-    /// The rest of a journaled merge interrupted by a crash.
-    Resume(MergeJournal),
-}
-
-impl Journaling {
-    /// What the policy asks for a task of a manual compaction, which runs
-    /// alone: a fresh journal for a merge big enough.
-    fn for_manual(inner: &DbInner, task: &CompactionTask) -> Journaling {
-        if inner.policy.journals(task) {
-            Journaling::Fresh
-        } else {
-            Journaling::Off
-        }
-    }
-}
+use crate::version::{TableMeta, NUM_LEVELS};
 
 /// Runs a task and commits it.
 pub(crate) fn compact(
@@ -44,8 +20,44 @@ pub(crate) fn compact(
     task: CompactionTask,
     journaling: Journaling,
 ) -> Result<()> {
+    let mut journal = start_journal(inner, &task, journaling);
+    let mut released: HashSet<u64> = HashSet::new();
+    let executed = run(inner, &task, journal.as_mut(), &mut released)?;
+    count(inner, &task, &executed);
+    commit(inner, &task, &executed, journal.as_ref(), &released)
+}
+
+/// The journal the task runs under, if any.
+fn start_journal(
+    inner: &DbInner,
+    task: &CompactionTask,
+    journaling: Journaling,
+) -> Option<MergeJournal> {
+    match journaling {
+        Journaling::Off => None,
+        Journaling::Fresh => {
+            // Checked and allocated under one lock: a run committed later
+            // gets a higher id, so it sorts above the interim run, as its
+            // newer data must.
+            let versions = inner.versions.lock();
+            journal::fresh(&versions.current(), task, || versions.new_file_number())
+        }
+        Journaling::Resume(journal) => {
+            Counters::add(&inner.counters.merges_resumed, 1);
+            Some(journal)
+        }
+    }
+}
+
+/// Merges the task's inputs into output tables; a journaled merge commits
+/// checkpoints as it goes, adding the inputs they release to `released`.
+fn run(
+    inner: &Arc<DbInner>,
+    task: &CompactionTask,
+    journal: Option<&mut MergeJournal>,
+    released: &mut HashSet<u64>,
+) -> Result<Executed> {
     let opts = &inner.options;
-    let version = inner.versions.lock().current();
     let numbers = new_file_number(inner);
     let ctx = ExecContext {
         fs: inner.fs.as_ref(),
@@ -57,40 +69,30 @@ pub(crate) fn compact(
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
     };
-    let mut journal = match journaling {
-        Journaling::Off => None,
-        Journaling::Fresh => new_journal(inner, &task),
-        Journaling::Resume(journal) => {
-            Counters::add(&inner.counters.merges_resumed, 1);
-            Some(journal)
-        }
+    let Some(j) = journal else {
+        let version = inner.versions.lock().current();
+        let bottommost = bottommost_for(&version, task);
+        return execute(task, &bottommost, &ctx, None);
     };
-    let mut released: HashSet<u64> = HashSet::new();
-    let executed = match journal.as_mut() {
-        None => {
-            let bottommost = bottommost_for(&version, &task);
-            execute(&task, &bottommost, &ctx, None)?
-        }
-        Some(j) => {
-            // The merge must not pin the inputs it releases as it goes.
-            drop(version);
-            let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
-            let mut checkpoint = |fresh: &[Arc<TableMeta>], last: &[u8]| {
-                checkpoint(inner, &task, j, &mut released, fresh, last)
-            };
-            let never = |_: &[u8]| false;
-            execute(
-                &task,
-                &never,
-                &ctx,
-                Some(Journal {
-                    every: opts.early_cleaning_threshold,
-                    resume_after,
-                    checkpoint: &mut checkpoint,
-                }),
-            )?
-        }
-    };
+    // No version is held here: the merge must not pin the inputs it
+    // releases as it goes.
+    let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
+    let mut checkpoint =
+        |fresh: &[Arc<TableMeta>], last: &[u8]| checkpoint(inner, task, j, released, fresh, last);
+    let never = |_: &[u8]| false;
+    execute(
+        task,
+        &never,
+        &ctx,
+        Some(Journal {
+            every: opts.early_cleaning_threshold,
+            resume_after,
+            checkpoint: &mut checkpoint,
+        }),
+    )
+}
+
+fn count(inner: &DbInner, task: &CompactionTask, executed: &Executed) {
     let c = &inner.counters;
     if !task.merges.is_empty() {
         Counters::add(&c.compactions_merge, 1);
@@ -109,66 +111,34 @@ pub(crate) fn compact(
         c.level_read(input.level, input.tables.iter().map(|t| t.length).sum());
     }
     c.level_written(task.output_level, executed.output.bytes);
-    {
-        // Built against the version current now, not the one the task was
-        // picked from: tasks that committed since touched none of this
-        // task's tables or ranges (their claims said so), and the edit names
-        // only this task's inputs, outputs and interim run.
-        let mut versions = inner.versions.lock();
-        let current = versions.current();
-        let output_run = task
-            .output_run
-            .unwrap_or_else(|| versions.new_file_number());
-        let parked = journal.as_ref().and_then(|j| {
-            current.levels[j.level]
-                .runs
-                .iter()
-                .find(|r| r.id == j.interim_run)
-                .map(|r| (j.level, r.id, r.tables.as_slice()))
-        });
-        let mut edit = task.final_edit(output_run, &executed.output.tables, &released, parked);
-        edit.merge_done = journal.is_some();
-        let version = versions.log_and_apply(edit)?;
-        install(inner, version, None);
-    }
-    // Moved tables stay live under their new level; merge inputs die, and
-    // are released once no reader holds them (see `collect_obsolete_files`).
-    let dead: Vec<Arc<TableMeta>> = task
-        .merges
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i.tables)
-        .filter(|t| !released.contains(&t.id))
-        .collect();
-    inner.obsolete.lock().extend(dead);
-    Ok(())
 }
 
-/// A journal for a fresh journaled merge, unless a run committed since the
-/// task was picked keeps it from parking outputs in its level: then the
-/// merge runs unjournaled, its outputs going straight below that run.
-fn new_journal(inner: &DbInner, task: &CompactionTask) -> Option<MergeJournal> {
-    let first = task.merge_inputs().next()?;
-    let mut input_runs: Vec<u64> = task
-        .merge_inputs()
-        .chain(task.moves.iter())
-        .map(|i| i.run)
-        .collect();
-    input_runs.sort_unstable();
-    input_runs.dedup();
-    // Checked and allocated under one lock: a run committed later gets a
-    // higher id, so it sorts above the interim run, as its newer data must.
-    let versions = inner.versions.lock();
-    if !interim_run_fits(&versions.current(), first.level, &input_runs) {
-        return None;
-    }
-    Some(MergeJournal {
-        level: first.level,
-        input_runs,
-        interim_run: versions.new_file_number(),
-        output_level: task.output_level,
-        resume_after: Vec::new(),
-    })
+/// Swaps the task's inputs for its outputs in one edit. Merge inputs are
+/// released once no version holds them (`collect_obsolete_files`); moved
+/// tables stay live under their new level.
+/// Takes `versions`, then `super_version` through `install`.
+fn commit(
+    inner: &DbInner,
+    task: &CompactionTask,
+    executed: &Executed,
+    journal: Option<&MergeJournal>,
+    released: &HashSet<u64>,
+) -> Result<()> {
+    // Built against the version current now, not the one the task was
+    // picked from: tasks that committed since touched none of this task's
+    // tables or ranges (their claims said so), and the edit names only this
+    // task's inputs, outputs and interim run.
+    let mut versions = inner.versions.lock();
+    let current = versions.current();
+    let output_run = task
+        .output_run
+        .unwrap_or_else(|| versions.new_file_number());
+    let parked = journal.and_then(|j| journal::parked(&current, j));
+    let mut edit = task.final_edit(output_run, &executed.output.tables, released, parked);
+    edit.merge_done = journal.is_some();
+    let version = versions.log_and_apply(edit)?;
+    install(inner, version, None);
+    Ok(())
 }
 
 /// Commits a merge checkpoint: the fresh outputs join the interim run, the
@@ -182,28 +152,13 @@ fn checkpoint(
     fresh: &[Arc<TableMeta>],
     last: &[u8],
 ) -> Result<()> {
-    let mut edit = VersionEdit::default();
-    for t in fresh {
-        edit.add_table(journal.level, journal.interim_run, t.clone());
-    }
-    let mut dead = Vec::new();
-    for input in task.merge_inputs() {
-        for t in &input.tables {
-            if t.largest_user_key() <= last && released.insert(t.id) {
-                edit.delete_table(input.level, input.run, t.id);
-                dead.push(t.clone());
-            }
-        }
-    }
-    journal.resume_after = last.to_vec();
-    edit.merge_journal = Some(journal.clone());
+    let edit = journal::checkpoint_edit(task, journal, released, fresh, last);
     {
         let mut versions = inner.versions.lock();
         let version = versions.log_and_apply(edit)?;
         install(inner, version, None);
     }
     Counters::add(&inner.counters.merge_checkpoints, 1);
-    inner.obsolete.lock().extend(dead);
     collect_obsolete_files(inner);
     Ok(())
 }
@@ -228,15 +183,14 @@ pub(crate) fn compact_range(
             if level >= deepest.max(1) {
                 break;
             }
-            if let Some(journal) = version.merge_journal.clone() {
-                let task = resume_task(&version, &journal);
+            if let Some((task, journaling)) = journal::resume(&version) {
                 drop(version);
-                compact(inner, task, Journaling::Resume(journal))?;
+                compact(inner, task, journaling)?;
                 continue;
             }
             if let Some(task) = inner.policy.manual(&version, level, start, end) {
                 drop(version);
-                let journaling = Journaling::for_manual(inner, &task);
+                let journaling = Journaling::for_task(&inner.policy, &task);
                 compact(inner, task, journaling)?;
             }
         }
@@ -261,11 +215,11 @@ impl<'a> ExclusiveCompaction<'a> {
     fn enter(inner: &'a DbInner) -> ExclusiveCompaction<'a> {
         let mut bg = inner.background.lock();
         while bg.manual_compaction {
-            inner.background_cv.wait(&mut bg);
+            inner.background_cv.wait(bg.raw());
         }
         bg.manual_compaction = true;
         while !bg.busy.is_empty() {
-            inner.background_cv.wait(&mut bg);
+            inner.background_cv.wait(bg.raw());
         }
         ExclusiveCompaction { inner }
     }

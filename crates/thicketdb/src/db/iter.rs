@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use super::snapshot::Snapshot;
+use super::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
-use crate::options::ReadOptions;
-use crate::run_iter::RunIterator;
+use crate::version::run_iter::RunIterator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -199,11 +199,11 @@ impl DbIterator {
         match ParsedKey::parse(self.iter.key()) {
             Some(p) => Some((p.sequence, p.kind)),
             None => {
-                self.error = Some(Error::corruption(
-                    "iterator",
-                    0,
-                    "malformed internal key in merged stream",
-                ));
+                let what = "malformed internal key";
+                self.error = Some(match self.iter.location() {
+                    Some(at) => at.corruption(what),
+                    None => Error::invariant(format!("{what} in a memtable")),
+                });
                 None
             }
         }

@@ -6,8 +6,12 @@
 
 mod background;
 mod batch;
+mod call_options;
+pub mod check;
 mod compact;
+mod flush;
 mod iter;
+mod lock_order;
 mod open;
 mod read;
 mod settle;
@@ -25,6 +29,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use call_options::{ReadOptions, WriteOptions};
 pub use iter::DbIterator;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
@@ -33,10 +38,11 @@ pub use stats::Stats;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
+use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
 use write::WriteState;
 
@@ -64,6 +70,11 @@ pub(crate) struct BackgroundState {
     pub manual_compaction: bool,
 }
 
+/// Lock order (checked in debug builds and unit tests, `lock_order.rs`):
+/// `write` → `log` → `versions` → `background` → `lock`; `super_version`
+/// is taken last, inside any of them, and holds nothing while held but the
+/// file backings' internal mutex (a dropped version unpins its files). The
+/// block, table and snapshot caches lock internally and take nothing else.
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub options: Options,
@@ -75,21 +86,21 @@ pub(crate) struct DbInner {
     /// Sequence number of the last write visible to readers.
     pub last_sequence: AtomicU64,
     pub super_version: RwLock<Arc<SuperVersion>>,
-    pub write: Mutex<WriteState>,
+    pub write: Ranked<WriteState>,
     /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
     pub write_cv: Condvar,
-    pub log: Mutex<write::LogState>,
-    pub versions: Mutex<VersionSet>,
-    pub background: Mutex<BackgroundState>,
+    pub log: Ranked<write::LogState>,
+    pub versions: Ranked<VersionSet>,
+    pub background: Ranked<BackgroundState>,
     /// Signalled when background work may be due or a task finished.
     pub background_cv: Condvar,
-    /// Tables removed from the current version, awaiting release.
-    pub obsolete: Mutex<Vec<Arc<crate::version::TableMeta>>>,
+    /// Reference counts of the store's files (shared with `versions`).
+    pub backings: Arc<crate::io::Backings>,
     pub closed: AtomicBool,
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,
     /// Released by `close`, even while other handles are alive.
-    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    pub lock: Ranked<Option<Box<dyn FileLock>>>,
 }
 
 impl DbInner {

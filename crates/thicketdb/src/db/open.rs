@@ -5,29 +5,93 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, RwLock};
 
-use super::background::write_memtable;
+use super::flush::FlushEnv;
+use super::lock_order::{Rank, Ranked};
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::FileSystem;
+use crate::io::{Backing, Backings, FileSystem};
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::BlockCache;
-use crate::table_cache::TableCache;
 use crate::version::files::{
     current_path, lock_path, log_path, options_path, parse_file_name, temp_path, FileKind,
 };
+use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 
 pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
     options.validate()?;
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&lock_path(dir))?;
+    let exists = prepare_options_file(fs.as_ref(), dir, &options)?;
+    let counters = Arc::new(Counters::default());
+    let backings = Arc::new(Backings::default());
+    let mut versions = recover_versions(&fs, dir, exists, &counters, &backings)?;
+    let (mut edit, last_sequence) = replay_logs(fs.as_ref(), dir, &options, &versions, &counters)?;
+
+    // Writes go to a fresh log from now on; the replayed ones are flushed.
+    let log_number = versions.new_file_number();
+    let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
+    fs.sync_dir(dir)?;
+    Counters::add(&counters.fsyncs_log, 1);
+    edit.log_number = Some(log_number);
+    edit.last_sequence = Some(last_sequence);
+    let version = versions.log_and_apply(edit)?;
+    sweep(fs.as_ref(), dir, &version, log_number);
+
+    let table_cache = Arc::new(TableCache::new(
+        dir,
+        fs.clone(),
+        options.max_open_files,
+        options.segment_descriptor_cache,
+        Arc::new(BlockCache::new(options.block_cache_size)),
+    ));
+    release_dead_space(&table_cache, &version);
+    let policy = crate::compaction::Policy::new(&options);
+    let pending_compaction_bytes = policy.pending_bytes(&version);
+    let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
+    Ok(DbInner {
+        dir: dir.to_path_buf(),
+        counters,
+        table_cache,
+        policy,
+        snapshots: Arc::new(SnapshotRegistry::default()),
+        last_sequence: AtomicU64::new(last_sequence),
+        super_version: RwLock::new(Arc::new(SuperVersion {
+            mem: Arc::new(mem),
+            imms: Vec::new(),
+            pending_compaction_bytes,
+            version,
+        })),
+        write: Ranked::new(Rank::Write, WriteState::default()),
+        write_cv: Condvar::new(),
+        log: Ranked::new(
+            Rank::Log,
+            LogState {
+                writer: LogWriter::new(log_file),
+            },
+        ),
+        versions: Ranked::new(Rank::Versions, versions),
+        background: Ranked::new(Rank::Background, BackgroundState::default()),
+        background_cv: Condvar::new(),
+        backings,
+        closed: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
+        options,
+        fs,
+        lock: Ranked::new(Rank::FileLock, Some(lock)),
+    })
+}
+
+/// Checks the stored `OPTIONS` of an existing store against `options`, or
+/// writes them for a new one. Returns whether the store existed.
+fn prepare_options_file(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<bool> {
     let exists = fs.exists(&current_path(dir));
     if exists {
         if options.error_if_exists {
@@ -36,7 +100,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
                 dir.display()
             )));
         }
-        check_stored_profile(fs.as_ref(), dir, &options)?;
+        check_stored_profile(fs, dir, options)?;
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -49,16 +113,26 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         fs.rename(&tmp, &options_path(dir))?;
         fs.sync_dir(dir)?;
     }
+    Ok(exists)
+}
 
-    let counters = Arc::new(Counters::default());
+/// Replays the MANIFEST (if the store exists) and starts a fresh one; file
+/// numbers continue above every file in the directory.
+fn recover_versions(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    exists: bool,
+    counters: &Arc<Counters>,
+    backings: &Arc<Backings>,
+) -> Result<VersionSet> {
     let recovered = if exists {
         VersionSet::recover(fs.as_ref(), dir)?
     } else {
         VersionSet::empty()
     };
     counters.restore(&recovered.stats);
-    let names = fs.list(dir)?;
-    let highest = names
+    let highest = fs
+        .list(dir)?
         .iter()
         .filter_map(|n| match parse_file_name(n)? {
             FileKind::Log(x) | FileKind::Segment(x) | FileKind::Manifest(x) | FileKind::Temp(x) => {
@@ -68,10 +142,28 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         })
         .max()
         .unwrap_or(0);
-    let next_file = Arc::new(AtomicU64::new(highest + 1));
-    let mut versions = VersionSet::open(fs.clone(), dir, counters.clone(), recovered, next_file)?;
+    VersionSet::open(
+        fs.clone(),
+        dir,
+        counters.clone(),
+        recovered,
+        Arc::new(AtomicU64::new(highest + 1)),
+        backings.clone(),
+    )
+}
 
-    let mut logs: Vec<u64> = names
+/// Replays every log the MANIFEST still needs, in order, flushing the
+/// memtables it fills into L0 runs recorded in the returned edit, with the
+/// last sequence number found.
+fn replay_logs(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    counters: &Counters,
+) -> Result<(VersionEdit, u64)> {
+    let mut logs: Vec<u64> = fs
+        .list(dir)?
         .iter()
         .filter_map(|n| match parse_file_name(n)? {
             FileKind::Log(x) if x >= versions.log_number() => Some(x),
@@ -79,70 +171,24 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         })
         .collect();
     logs.sort_unstable();
-    let mut edit = VersionEdit::default();
-    let mut last_sequence = versions.last_sequence();
+    let numbers = || versions.new_file_number();
     let mut replay = Replay {
-        fs: fs.as_ref(),
-        dir,
-        options: &options,
-        versions: &versions,
-        counters: &counters,
+        env: FlushEnv {
+            fs,
+            dir,
+            options,
+            counters,
+            new_file_number: &numbers,
+        },
         mem: Arc::new(Memtable::new(0)),
-        edit: &mut edit,
+        edit: VersionEdit::default(),
     };
+    let mut last_sequence = versions.last_sequence();
     for &log in &logs {
         last_sequence = last_sequence.max(replay.log(log)?);
     }
     replay.flush_memtable()?;
-
-    let log_number = versions.new_file_number();
-    let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
-    fs.sync_dir(dir)?;
-    Counters::add(&counters.fsyncs_log, 1);
-    edit.log_number = Some(log_number);
-    edit.last_sequence = Some(last_sequence);
-    let version = versions.log_and_apply(edit)?;
-    sweep(fs.as_ref(), dir, &version, log_number);
-
-    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
-    let table_cache = Arc::new(TableCache::new(
-        dir,
-        fs.clone(),
-        options.max_open_files,
-        options.segment_descriptor_cache,
-        block_cache,
-    ));
-    release_dead_space(&table_cache, &version);
-    let policy = crate::compaction::Policy::new(&options);
-    let pending_compaction_bytes = policy.pending_bytes(&version);
-    Ok(DbInner {
-        dir: dir.to_path_buf(),
-        counters,
-        table_cache,
-        policy,
-        snapshots: Arc::new(SnapshotRegistry::default()),
-        last_sequence: AtomicU64::new(last_sequence),
-        super_version: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(log_number)),
-            imms: Vec::new(),
-            pending_compaction_bytes,
-            version,
-        })),
-        write: Mutex::new(WriteState::default()),
-        write_cv: Condvar::new(),
-        log: Mutex::new(LogState {
-            writer: LogWriter::new(log_file),
-        }),
-        versions: Mutex::new(versions),
-        background: Mutex::new(BackgroundState::default()),
-        background_cv: Condvar::new(),
-        obsolete: Mutex::new(Vec::new()),
-        closed: AtomicBool::new(false),
-        failed: AtomicBool::new(false),
-        options,
-        fs,
-        lock: Mutex::new(Some(lock)),
-    })
+    Ok((replay.edit, last_sequence))
 }
 
 fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
@@ -164,30 +210,26 @@ fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> R
 
 /// Replays logs into memtables, flushing each full one into L0.
 struct Replay<'a> {
-    fs: &'a dyn FileSystem,
-    dir: &'a Path,
-    options: &'a Options,
-    versions: &'a VersionSet,
-    counters: &'a Counters,
+    env: FlushEnv<'a>,
     mem: Arc<Memtable>,
-    edit: &'a mut VersionEdit,
+    edit: VersionEdit,
 }
 
 impl Replay<'_> {
     /// Replays one log; returns the last sequence number it holds.
     fn log(&mut self, number: u64) -> Result<u64> {
-        let path = log_path(self.dir, number);
+        let path = log_path(self.env.dir, number);
         let mut reader = LogReader::new(
-            self.fs.open_sequential(&path)?,
+            self.env.fs.open_sequential(&path)?,
             path.clone(),
-            self.options.wal_recovery_mode,
+            self.env.options.wal_recovery_mode,
         );
         let mut last = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
             last = insert_into_memtable(&self.mem, &record)
                 .map_err(|why| Error::corruption(&path, offset, why))?;
-            if self.mem.approximate_size() >= self.options.write_buffer_size {
+            if self.mem.approximate_size() >= self.env.options.write_buffer_size {
                 self.flush_memtable()?;
             }
         }
@@ -199,19 +241,9 @@ impl Replay<'_> {
             return Ok(());
         }
         let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0)));
-        let numbers = || self.versions.new_file_number();
         // Recovery runs before any snapshot exists: only the newest version
         // of each key matters, but keep them all, as a flush does.
-        let output = write_memtable(self.fs, self.dir, self.options, mem, 0, &numbers)?;
-        Counters::add(&self.counters.flushes, 1);
-        Counters::add(&self.counters.flush_bytes_written, output.bytes);
-        Counters::add(&self.counters.fsyncs_flush, output.syncs);
-        self.counters.level_written(0, output.bytes);
-        let run = self.versions.new_file_number();
-        for t in output.tables {
-            self.edit.add_table(0, run, t);
-        }
-        Ok(())
+        self.env.flush(mem, 0, &mut self.edit)
     }
 }
 

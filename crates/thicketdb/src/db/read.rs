@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::DbInner;
+use super::ReadOptions;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{
     append_internal_key, pack_trailer, ParsedKey, ValueKind, TRAILER_LEN,
 };
 use crate::memtable::Lookup;
-use crate::options::ReadOptions;
 use crate::version::files::segment_path;
 
 /// Longest lookup key (user key plus trailer) built on the stack.

@@ -3,22 +3,27 @@
 
 use std::sync::Arc;
 
+use super::ReadOptions;
 use super::{iter, DbInner};
 use crate::error::Result;
-use crate::options::ReadOptions;
+use crate::stats::stat_struct;
 
-/// How much space the store takes for the data it holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SpaceUsage {
-    /// Bytes allocated to the files of the store's directory (segments,
-    /// logs, MANIFEST and the small metadata files); punched holes do not
-    /// count.
-    pub disk_bytes: u64,
-    /// Key and value bytes of the newest version of every live key.
-    pub logical_bytes: u64,
-    pub live_keys: u64,
-    /// `disk_bytes / logical_bytes`; 0 for an empty store.
-    pub space_amplification: f64,
+stat_struct! {
+    /// How much space the store takes for the data it holds.
+    /// `SpaceUsage::fields` lists every figure by name.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    pub struct SpaceUsage {
+        /// Bytes allocated to the files of the store's directory (segments,
+        /// logs, MANIFEST and the small metadata files); punched holes do not
+        /// count.
+        pub disk_bytes: u64,
+        /// Key and value bytes of the newest version of every live key.
+        pub logical_bytes: u64,
+        /// Keys a reader sees.
+        pub live_keys: u64,
+        /// `disk_bytes / logical_bytes`; 0 for an empty store.
+        pub space_amplification: f64,
+    }
 }
 
 /// Scans every live key, then adds up the directory's allocated bytes.

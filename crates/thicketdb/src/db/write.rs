@@ -14,13 +14,16 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
+use super::lock_order::RankedGuard;
+
 use super::batch::{DecodedBatch, WriteBatch};
+use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::{FileSystem, WritableFile};
+use crate::io::{Backing, FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
 
@@ -57,15 +60,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions)
         result: None,
     }));
     let mut state = inner.write.lock();
-    state.queue.push_back(slot.clone());
-    loop {
-        if let Some(result) = slot.lock().result.take() {
-            return result;
-        }
-        if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-            break;
-        }
-        inner.write_cv.wait(&mut state);
+    if let Some(result) = join_queue(inner, &mut state, &slot) {
+        return result;
     }
     // This writer leads: it owns the front of the queue until it pops it.
     let outcome = lead(inner, &mut state);
@@ -91,6 +87,27 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions)
     result
 }
 
+/// Queues `slot` and waits until a leader has committed it (its result) or
+/// it reaches the front (`None`): then the caller leads, and pops the front
+/// when done. A slot without a batch is never grouped with others, so it
+/// always reaches the front (how `flush` gets exclusive use of the queue).
+fn join_queue(
+    inner: &DbInner,
+    state: &mut RankedGuard<'_, WriteState>,
+    slot: &Slot,
+) -> Option<Result<()>> {
+    state.queue.push_back(slot.clone());
+    loop {
+        if let Some(result) = slot.lock().result.take() {
+            return Some(result);
+        }
+        if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, slot)) {
+            return None;
+        }
+        inner.write_cv.wait(state.raw());
+    }
+}
+
 struct Group {
     len: usize,
     result: Result<()>,
@@ -98,13 +115,15 @@ struct Group {
 
 /// Makes room, forms a group, and commits it. Called with the queue lock,
 /// which is released while the log is written.
-fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> Result<Group> {
+/// REQUIRES: `inner.write` held (as `state`) by the queue's front.
+/// Takes `log` with `write` released; the queue's front alone appends.
+fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result<Group> {
     inner.check_background_error()?;
     make_room(inner, state, false)?;
     let (mut merged, len, sync) = form_group(state);
     let count = merged.len() as u64;
     let user_bytes = merged.user_bytes();
-    let result = MutexGuard::unlocked(state, || {
+    let result = MutexGuard::unlocked(state.raw(), || {
         let sv = inner.super_version();
         let first = inner.last_sequence.load(Ordering::Acquire) + 1;
         let mut log = inner.log.lock();
@@ -112,7 +131,7 @@ fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> 
         let logged = log
             .writer
             .add_record(record)
-            .and_then(|()| log.writer.flush())
+            .and_then(|_offset| log.writer.flush())
             .and_then(|()| {
                 if sync {
                     Counters::add(&inner.counters.fsyncs_log, 1);
@@ -128,7 +147,9 @@ fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> 
         }
         Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
         insert_into_memtable(&sv.mem, record).map_err(|why| {
-            Error::InvalidArgument(format!("internal: batch failed to decode: {why}"))
+            Error::invariant(format!(
+                "a batch this process encoded failed to decode: {why}"
+            ))
         })?;
         inner
             .last_sequence
@@ -145,7 +166,8 @@ fn lead(inner: &Arc<DbInner>, state: &mut MutexGuard<'_, super::WriteState>) -> 
 }
 
 /// Takes the leader's batch and merges followers' batches behind it.
-fn form_group(state: &mut MutexGuard<'_, super::WriteState>) -> (WriteBatch, usize, bool) {
+/// REQUIRES: `inner.write` held (as `state`) by the queue's front.
+fn form_group(state: &mut RankedGuard<'_, WriteState>) -> (WriteBatch, usize, bool) {
     let mut iter = state.queue.iter();
     let leader = iter.next().expect("leader is queued");
     let (mut merged, sync) = {
@@ -187,6 +209,7 @@ pub(crate) fn insert_into_memtable(
     Ok(seq.saturating_sub(1))
 }
 
+/// Takes `background`; callers may hold `write` or `log`.
 pub(crate) fn set_background_error(inner: &DbInner, e: Error) {
     let mut bg = inner.background.lock();
     if bg.error.is_none() {
@@ -199,9 +222,10 @@ pub(crate) fn set_background_error(inner: &DbInner, e: Error) {
 /// Ensures the memtable has room, switching it when full and stalling while
 /// flushes or L0 compaction fall behind. `force` switches a non-empty
 /// memtable regardless of size (for `flush`).
+/// REQUIRES: `inner.write` held (as `state`) by the queue's front.
 fn make_room(
     inner: &Arc<DbInner>,
-    state: &mut MutexGuard<'_, super::WriteState>,
+    state: &mut RankedGuard<'_, WriteState>,
     force: bool,
 ) -> Result<()> {
     let opts = &inner.options;
@@ -221,7 +245,7 @@ fn make_room(
             // later; this hands the CPU to compaction.
             slowed = true;
             let start = Instant::now();
-            MutexGuard::unlocked(state, || std::thread::sleep(Duration::from_millis(1)));
+            MutexGuard::unlocked(state.raw(), || std::thread::sleep(Duration::from_millis(1)));
             Counters::add(
                 &inner.counters.stall_micros,
                 start.elapsed().as_micros() as u64,
@@ -242,7 +266,9 @@ fn make_room(
         {
             let start = Instant::now();
             wake_background(inner);
-            inner.write_cv.wait_for(state, Duration::from_millis(100));
+            inner
+                .write_cv
+                .wait_for(state.raw(), Duration::from_millis(100));
             Counters::add(
                 &inner.counters.stall_micros,
                 start.elapsed().as_micros() as u64,
@@ -269,6 +295,8 @@ pub(crate) fn create_log(
 }
 
 /// Starts a new log and memtable; the old memtable becomes immutable.
+/// REQUIRES: `inner.write` held by the queue's front (no write group is
+/// mid-commit). Takes `versions`, then `log`, then `super_version` (write).
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     let number = inner.versions.lock().new_file_number();
     let path = log_path(&inner.dir, number);
@@ -302,7 +330,9 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     imms.push(current.mem.clone());
     imms.extend(current.imms.iter().cloned());
     let next = SuperVersion {
-        mem: Arc::new(Memtable::new(number)),
+        mem: Arc::new(Memtable::with_log(
+            inner.backings.pin_file(Backing::log(number)),
+        )),
         imms,
         version: current.version.clone(),
         pending_compaction_bytes: current.pending_compaction_bytes,
@@ -311,6 +341,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
+/// Takes `background`; callers may hold `write`.
 pub(crate) fn wake_background(inner: &DbInner) {
     let _bg = inner.background.lock();
     inner.background_cv.notify_all();
@@ -327,10 +358,8 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
             sync: false,
             result: None,
         }));
-        state.queue.push_back(slot.clone());
-        while !state.queue.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
-            inner.write_cv.wait(&mut state);
-        }
+        let committed = join_queue(inner, &mut state, &slot);
+        debug_assert!(committed.is_none(), "a flush slot is never grouped");
         let result = make_room(inner, &mut state, true);
         state.queue.pop_front();
         inner.write_cv.notify_all();
@@ -345,6 +374,6 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
         wake_background(inner);
         inner
             .write_cv
-            .wait_for(&mut state, Duration::from_millis(100));
+            .wait_for(state.raw(), Duration::from_millis(100));
     }
 }

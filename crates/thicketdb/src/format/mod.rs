@@ -7,3 +7,8 @@ pub mod coding;
 pub mod internal_key;
 
 pub use internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
+
+/// Levels of the tree. A MANIFEST names levels below this bound, and
+/// per-level counters are arrays of this length, so it is part of the
+/// on-disk format rather than a tuning knob.
+pub const NUM_LEVELS: usize = 7;

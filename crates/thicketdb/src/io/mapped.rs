@@ -79,9 +79,10 @@ impl MappedWritable {
         // just allocated in a file this process created and holds open. The
         // store directory's LOCK keeps other ThicketDB processes out, and
         // within this process only this struct writes or resizes the file
-        // while it is mapped (readers open logs only after the writer is
-        // gone, at recovery), so the mapped bytes are not changed or
-        // truncated behind the `&mut [u8]` this hands out.
+        // while it is mapped (readers, the sequential one at recovery and
+        // the random-access one on a live log, only read with their own
+        // descriptors), so the mapped bytes are not changed or truncated
+        // behind the `&mut [u8]` this hands out.
         let map = unsafe {
             MmapOptions::new()
                 .offset(start)

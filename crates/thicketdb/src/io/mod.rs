@@ -2,11 +2,13 @@
 //! through, the real POSIX implementation, a fault-injecting implementation
 //! for tests, and segment files.
 
+pub mod backing;
 pub mod fault;
 pub mod fs;
 pub mod mapped;
 pub mod posix;
 pub mod segment;
 
+pub use backing::{Backing, BackingKind, Backings, Extent, FilePin, Released};
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use super::InternalIterator;
+use super::{EntryLocation, InternalIterator};
 use crate::error::Result;
 use crate::format::internal_key::compare;
 
@@ -145,6 +145,10 @@ impl InternalIterator for MergingIterator {
 
     fn status(&self) -> Result<()> {
         self.children.iter().try_for_each(|c| c.status())
+    }
+
+    fn location(&self) -> Option<EntryLocation> {
+        self.children[self.current?].location()
     }
 }
 

@@ -5,7 +5,10 @@
 //! that hits an I/O error or corruption becomes invalid and reports the error
 //! through `status`; callers check `status` whenever `valid` turns false.
 
-use crate::error::Result;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
 
 pub trait InternalIterator: Send {
     /// Whether the cursor is on an entry.
@@ -26,6 +29,32 @@ pub trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// Where the current entry is stored, so that damage found in it above
+    /// this layer can name the file; `None` for entries held only in
+    /// memory. Requires `valid()`.
+    fn location(&self) -> Option<EntryLocation> {
+        None
+    }
+}
+
+/// Where a stored entry lies: `entry_offset` bytes into the decoded
+/// contents of the block at absolute offset `block_offset` of `file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryLocation {
+    pub file: Arc<PathBuf>,
+    pub block_offset: u64,
+    pub entry_offset: usize,
+}
+
+impl EntryLocation {
+    /// The corruption error for damage found in this entry.
+    pub fn corruption(&self, reason: &str) -> Error {
+        Error::corruption(
+            self.file.as_path(),
+            self.block_offset,
+            format!("{reason} (block entry at offset {})", self.entry_offset),
+        )
+    }
 }
 
 /// An iterator over a sorted vector of owned entries; used by tests and by

@@ -1,5 +1,5 @@
 //! The physical layout of a log: 32 KiB blocks of fragments, each behind a
-//! 7-byte header (see `docs/format-log.md`).
+//! 7-byte header (see the log section of `docs/format.md`).
 
 use std::fmt;
 
@@ -122,6 +122,52 @@ impl fmt::Display for BadFragment {
     }
 }
 
+/// A decoded fragment header whose payload is not checked yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentHeader {
+    pub kind: FragmentType,
+    /// Payload length; the payload follows the header.
+    pub len: usize,
+    stored_crc: u32,
+}
+
+impl FragmentHeader {
+    /// Checks the payload the header announced (`len` bytes) against the
+    /// stored checksum.
+    pub fn verify(&self, payload: &[u8]) -> Result<Fragment, BadFragment> {
+        if fragment_crc(self.kind as u8, payload) != self.stored_crc {
+            return Err(BadFragment::Checksum(self.len));
+        }
+        Ok(Fragment {
+            kind: self.kind,
+            len: self.len,
+        })
+    }
+}
+
+/// Decodes a fragment header; `room` is the distance from the header to the
+/// end of its block, which the header and payload must fit in.
+pub fn decode_header(
+    header: &[u8; HEADER_SIZE],
+    room: usize,
+) -> Result<FragmentHeader, BadFragment> {
+    if header == &[0u8; HEADER_SIZE] {
+        return Err(BadFragment::Zeroed);
+    }
+    let stored_crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+    let type_byte = header[6];
+    let kind = FragmentType::from_byte(type_byte).ok_or(BadFragment::UnknownType(type_byte))?;
+    if HEADER_SIZE + len > room {
+        return Err(BadFragment::LengthPastBlock(len));
+    }
+    Ok(FragmentHeader {
+        kind,
+        len,
+        stored_crc,
+    })
+}
+
 /// Decodes the fragment at the start of `data`, the bytes from the header to
 /// the end of the block's data; `room` is the distance from the header to
 /// the end of the block (more than `data.len()` only in the last, short
@@ -130,24 +176,11 @@ pub fn decode_fragment(data: &[u8], room: usize) -> Result<Fragment, BadFragment
     let Some(header) = data.first_chunk::<HEADER_SIZE>() else {
         return Err(BadFragment::TruncatedHeader);
     };
-    if header == &[0u8; HEADER_SIZE] {
-        return Err(BadFragment::Zeroed);
-    }
-    let stored_crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-    let type_byte = header[6];
-    let kind = FragmentType::from_byte(type_byte).ok_or(BadFragment::UnknownType(type_byte))?;
-    let end = HEADER_SIZE + len;
-    if end > room {
-        return Err(BadFragment::LengthPastBlock(len));
-    }
+    let header = decode_header(header, room)?;
     let payload = data
-        .get(HEADER_SIZE..end)
-        .ok_or(BadFragment::TruncatedPayload(len))?;
-    if fragment_crc(type_byte, payload) != stored_crc {
-        return Err(BadFragment::Checksum(len));
-    }
-    Ok(Fragment { kind, len })
+        .get(HEADER_SIZE..HEADER_SIZE + header.len)
+        .ok_or(BadFragment::TruncatedPayload(header.len))?;
+    header.verify(payload)
 }
 
 #[cfg(test)]

@@ -1,17 +1,26 @@
 //! The log: a stream of checksummed records in 32 KiB blocks (LevelDB's log
-//! format), used for the write-ahead log and for the MANIFEST. The byte
-//! layout and the torn-tail policy are in `docs/format-log.md`.
+//! format), used for the write-ahead log and for the MANIFEST. Records are
+//! read in order by [`LogReader`], or one at a time by address (the offset
+//! [`LogWriter::add_record`] returns) with [`RandomAccessLogReader`]. The
+//! byte layout, the torn-tail policy and record addresses are described in
+//! the log section of `docs/format.md`.
 
+mod address;
 mod blocks;
 mod format;
 mod mode;
+mod random_access;
 mod reader;
 mod writer;
 
 #[cfg(test)]
+mod random_access_tests;
+#[cfg(test)]
 mod tests;
 
+pub use address::LogAddress;
 pub use format::{BLOCK_SIZE, HEADER_SIZE};
 pub use mode::RecoveryMode;
+pub use random_access::RandomAccessLogReader;
 pub use reader::{LogReader, Skipped, DEFAULT_MAX_RECORD_SIZE};
 pub use writer::LogWriter;

@@ -33,8 +33,12 @@ impl LogWriter {
     }
 
     /// Appends one record to the file's buffer; nothing reaches the OS until
-    /// [`flush`](Self::flush) or [`sync`](Self::sync).
-    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+    /// [`flush`](Self::flush) or [`sync`](Self::sync). Returns the record's
+    /// offset: where its first fragment's header starts, which with the log's
+    /// number is its [`LogAddress`](super::LogAddress). Once flushed, the
+    /// record can be read there by a
+    /// [`RandomAccessLogReader`](super::RandomAccessLogReader).
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
         self.guard(|w| w.emit(payload))
     }
 
@@ -59,7 +63,7 @@ impl LogWriter {
         self.file.is_empty()
     }
 
-    fn guard(&mut self, op: impl FnOnce(&mut LogWriter) -> Result<()>) -> Result<()> {
+    fn guard<T>(&mut self, op: impl FnOnce(&mut LogWriter) -> Result<T>) -> Result<T> {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
@@ -70,8 +74,10 @@ impl LogWriter {
         result
     }
 
-    fn emit(&mut self, mut payload: &[u8]) -> Result<()> {
+    /// Writes the record's fragments; returns the offset of the first.
+    fn emit(&mut self, mut payload: &[u8]) -> Result<u64> {
         let mut first = true;
+        let mut start = 0;
         loop {
             let left = BLOCK_SIZE - self.block_offset;
             if left < HEADER_SIZE {
@@ -79,6 +85,10 @@ impl LogWriter {
                     self.file.append(&TRAILER[..left])?;
                 }
                 self.block_offset = 0;
+            }
+            if first {
+                // The file's own byte count: no syscall, in both write modes.
+                start = self.file.len();
             }
             // May be 0 when exactly a header fits: an empty First fragment
             // is legal and keeps the rule "never split a header".
@@ -95,7 +105,7 @@ impl LogWriter {
             self.file.append(fragment)?;
             self.block_offset += HEADER_SIZE + fragment.len();
             if last {
-                return Ok(());
+                return Ok(start);
             }
             payload = rest;
             first = false;

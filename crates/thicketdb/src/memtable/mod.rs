@@ -10,6 +10,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::format::internal_key::{pack_trailer, user_key, ParsedKey, ValueKind};
+use crate::io::FilePin;
 
 pub use iter::MemtableIterator;
 use skiplist::{SkipList, NIL};
@@ -26,6 +27,9 @@ pub struct Memtable {
     list: SkipList,
     size: AtomicU64,
     log_number: u64,
+    /// Keeps the log file while the memtable's writes may still be needed
+    /// (until it is flushed and no reader holds it).
+    _log: Option<FilePin>,
 }
 
 impl Memtable {
@@ -35,6 +39,17 @@ impl Memtable {
             list: SkipList::default(),
             size: AtomicU64::new(0),
             log_number,
+            _log: None,
+        }
+    }
+
+    /// A memtable whose writes go to the log `pin` references; the log is
+    /// released when the memtable drops.
+    pub fn with_log(pin: FilePin) -> Memtable {
+        Memtable {
+            log_number: pin.backing().number,
+            _log: Some(pin),
+            ..Memtable::new(0)
         }
     }
 

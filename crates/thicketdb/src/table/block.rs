@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::coding::{decode_fixed32, get_varint32};
+use crate::iterator::EntryLocation;
 
 /// Extra bytes charged per cached block for the handle and allocator.
 const OVERHEAD: usize = 64;
@@ -198,6 +199,15 @@ impl Block {
         }
         let h = self.entry_header(self.restart_point(i))?;
         (h.shared == 0).then(|| &self.data()[h.key_start..h.key_end])
+    }
+
+    /// Where the entry at `pos` is stored.
+    pub(crate) fn location(&self, pos: usize) -> EntryLocation {
+        EntryLocation {
+            file: self.file.clone(),
+            block_offset: self.offset,
+            entry_offset: pos,
+        }
     }
 
     /// The corruption error for a malformed entry at `pos`.

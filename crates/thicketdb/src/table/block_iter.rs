@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use super::block::Block;
 use crate::error::{Error, Result};
 use crate::format::internal_key;
-use crate::iterator::InternalIterator;
+use crate::iterator::{EntryLocation, InternalIterator};
 
 pub struct BlockIter<B: Borrow<Block>> {
     block: B,
@@ -199,6 +199,10 @@ impl<B: Borrow<Block> + Send> InternalIterator for BlockIter<B> {
             Some(e) => Err(e.clone()),
             None => Ok(()),
         }
+    }
+
+    fn location(&self) -> Option<EntryLocation> {
+        self.valid().then(|| self.block().location(self.current))
     }
 }
 

@@ -79,20 +79,22 @@ impl<'a> TableBuilder<'a> {
     }
 
     /// Adds an entry; `internal_key` must be a well-formed internal key
-    /// greater than every key added before.
+    /// greater than every key added before. Flushes and compactions feed
+    /// the builder sorted, validated entries, so a bad one is reported as
+    /// an invariant violation.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         let parsed = ParsedKey::parse(internal_key)
-            .ok_or_else(|| Error::InvalidArgument("malformed internal key".into()))?;
+            .ok_or_else(|| Error::invariant("table builder given a malformed internal key"))?;
         if internal_key.len() + value.len() > MAX_ENTRY_LEN {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invariant(format!(
                 "entry of {} bytes exceeds the {MAX_ENTRY_LEN}-byte limit",
                 internal_key.len() + value.len()
             )));
         }
         let first = self.props.entries == 0;
         if !first && internal_key::compare(internal_key, &self.last_key) != Ordering::Greater {
-            return Err(Error::InvalidArgument(
-                "table keys must be added in strictly increasing order".into(),
+            return Err(Error::invariant(
+                "table keys must be added in strictly increasing order",
             ));
         }
         if let Some(handle) = self.pending.take() {
@@ -236,12 +238,14 @@ mod tests {
             ik("b", 5, ValueKind::Value),
             ik("b", 6, ValueKind::Value),
         ] {
-            assert!(matches!(b.add(&bad, b"v"), Err(Error::InvalidArgument(_))));
+            assert!(matches!(b.add(&bad, b"v"), Err(Error::Invariant { .. })));
         }
-        assert!(matches!(
-            b.add(b"short", b"v"),
-            Err(Error::InvalidArgument(_))
-        ));
+        match b.add(b"short", b"v") {
+            Err(Error::Invariant { location, .. }) => {
+                assert!(location.starts_with(file!()), "{location}")
+            }
+            other => panic!("{other:?}"),
+        }
         b.add(&ik("b", 4, ValueKind::Deletion), b"").unwrap();
         assert_eq!(b.entries(), 2);
     }

@@ -51,14 +51,14 @@ impl fmt::Display for CompressionType {
 }
 
 impl FromStr for CompressionType {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
 
-    fn from_str(s: &str) -> crate::Result<CompressionType> {
+    fn from_str(s: &str) -> crate::error::Result<CompressionType> {
         match s {
             "none" => Ok(CompressionType::None),
             "lz4" => Ok(CompressionType::Lz4),
             "zstd" => Ok(CompressionType::Zstd),
-            _ => Err(crate::Error::InvalidArgument(format!(
+            _ => Err(crate::error::Error::InvalidArgument(format!(
                 "unknown compression {s:?} (expected none, lz4 or zstd)"
             ))),
         }

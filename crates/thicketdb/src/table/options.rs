@@ -15,13 +15,19 @@ pub struct TableOptions {
     pub compression: CompressionType,
 }
 
+impl TableOptions {
+    /// The defaults, also the defaults of the store's options of the same
+    /// names (`crate::options::Options`).
+    pub const DEFAULT: TableOptions = TableOptions {
+        block_size: 4096,
+        restart_interval: 16,
+        bloom_bits_per_key: 10,
+        compression: CompressionType::None,
+    };
+}
+
 impl Default for TableOptions {
     fn default() -> TableOptions {
-        TableOptions {
-            block_size: 4096,
-            restart_interval: 16,
-            bloom_bits_per_key: 10,
-            compression: CompressionType::None,
-        }
+        TableOptions::DEFAULT
     }
 }

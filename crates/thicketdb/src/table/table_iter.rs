@@ -8,7 +8,7 @@ use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
 use super::reader::Table;
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
+use crate::iterator::{EntryLocation, InternalIterator};
 
 pub struct TableIterator {
     table: Arc<Table>,
@@ -179,6 +179,10 @@ impl InternalIterator for TableIterator {
             Some(e) => Err(e.clone()),
             None => Ok(()),
         }
+    }
+
+    fn location(&self) -> Option<EntryLocation> {
+        self.data.as_ref()?.location()
     }
 }
 

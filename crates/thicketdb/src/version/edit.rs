@@ -181,6 +181,7 @@ impl VersionEdit {
                             entries,
                             min_seq,
                             max_seq,
+                            sketch: Default::default(),
                         }),
                     );
                 }

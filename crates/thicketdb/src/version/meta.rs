@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::user_key;
+use crate::io::{Backing, Extent};
+use crate::table::HyperLogLog;
 
 /// A logical table: where it lives and what it covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +30,43 @@ pub struct TableMeta {
     pub min_seq: u64,
     /// Largest sequence number inside.
     pub max_seq: u64,
+    /// The table's HyperLogLog sketch of its user keys, for policies that
+    /// estimate key overlap without reading tables (TRIAD-DISK).
+    pub sketch: Sketch,
 }
 
+/// A table's key sketch when it is in memory: set for tables this process
+/// wrote (the builder has it at hand); after a reopen it is read from the
+/// table's properties on demand. It is a copy of what the table holds, so
+/// it takes no part in equality. In memory it costs
+/// `HyperLogLog::ENCODED_LEN` (4 KiB) per table.
+#[derive(Debug, Clone, Default)]
+pub struct Sketch(pub Option<Arc<HyperLogLog>>);
+
+impl PartialEq for Sketch {
+    fn eq(&self, _: &Sketch) -> bool {
+        true
+    }
+}
+
+impl Eq for Sketch {}
+
 impl TableMeta {
+    /// The file the table lives in.
+    pub fn backing(&self) -> Backing {
+        Backing::segment(self.segment)
+    }
+
+    /// The table's byte range, as the file backings count it.
+    pub fn extent(&self) -> Extent {
+        Extent {
+            id: self.id,
+            backing: self.backing(),
+            offset: self.offset,
+            length: self.length,
+        }
+    }
+
     pub fn smallest_user_key(&self) -> &[u8] {
         user_key(&self.smallest)
     }
@@ -77,13 +113,18 @@ impl Run {
             .then_some(i)
     }
 
-    /// Tables overlapping `[lo, hi]`.
+    /// Tables overlapping `[lo, hi]`: a contiguous slice of the sorted,
+    /// disjoint tables, found by binary search (pickers ask once per table
+    /// of the level above).
     pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableMeta>> {
-        self.tables
-            .iter()
-            .filter(|t| t.overlaps(lo, hi))
-            .cloned()
-            .collect()
+        let tables = &self.tables;
+        let first = lo.map_or(0, |lo| {
+            tables.partition_point(|t| t.largest_user_key() < lo)
+        });
+        let end = hi.map_or(tables.len(), |hi| {
+            tables.partition_point(|t| t.smallest_user_key() <= hi)
+        });
+        tables[first..end.max(first)].to_vec()
     }
 
     pub fn bytes(&self) -> u64 {
@@ -112,6 +153,16 @@ pub(crate) mod tests {
     use super::*;
     use crate::format::internal_key::{InternalKey, ValueKind};
 
+    /// A version of `(level, run, smallest, largest)` tables, numbered
+    /// from 100 in the order given.
+    pub(crate) fn version(shape: &[(usize, u64, &str, &str)]) -> crate::version::Version {
+        let mut edit = crate::version::VersionEdit::default();
+        for (i, &(level, run, lo, hi)) in shape.iter().enumerate() {
+            edit.add_table(level, run, table(100 + i as u64, lo, hi));
+        }
+        crate::version::Version::default().apply(&edit).unwrap()
+    }
+
     pub(crate) fn table(id: u64, lo: &str, hi: &str) -> Arc<TableMeta> {
         Arc::new(TableMeta {
             id,
@@ -123,6 +174,7 @@ pub(crate) mod tests {
             entries: 2,
             min_seq: 1,
             max_seq: 9,
+            sketch: Sketch::default(),
         })
     }
 

@@ -4,11 +4,13 @@
 pub mod edit;
 pub mod files;
 pub mod meta;
+pub mod run_iter;
 pub mod set;
+pub mod table_cache;
 #[allow(clippy::module_inception)]
 pub mod version;
 
 pub use edit::{MergeJournal, VersionEdit};
-pub use meta::{Level, Run, TableMeta};
+pub use meta::{Level, Run, Sketch, TableMeta};
 pub use set::VersionSet;
 pub use version::{Version, NUM_LEVELS};

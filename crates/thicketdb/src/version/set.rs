@@ -5,16 +5,15 @@
 //! points `CURRENT` at it with an atomic rename; later edits are appended
 //! and synced before they take effect.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION};
 use super::files::{current_path, manifest_name, temp_path};
 use super::version::Version;
 use crate::error::{Error, Result};
-use crate::io::FileSystem;
+use crate::io::{Backings, FileSystem};
 use crate::log::{LogReader, LogWriter, RecoveryMode};
 use crate::stats::Counters;
 
@@ -32,9 +31,12 @@ pub struct VersionSet {
     next_file_number: Arc<AtomicU64>,
     log_number: u64,
     last_sequence: u64,
-    /// Every version installed, weakly: a table is in use while a version
-    /// that contains it is alive (held by a reader, an iterator or a task).
-    installed: Vec<Weak<Version>>,
+    /// The store's file reference counts: every installed version pins its
+    /// tables and their files until it drops.
+    backings: Arc<Backings>,
+    /// Versions whose MANIFEST write failed part-way: the edit may still be
+    /// durable, so their files stay referenced until the store reopens.
+    unsure: Vec<Arc<Version>>,
 }
 
 /// What recovery read from the MANIFEST.
@@ -119,19 +121,23 @@ impl VersionSet {
         counters: Arc<Counters>,
         rec: Recovered,
         next_file_number: Arc<AtomicU64>,
+        backings: Arc<Backings>,
     ) -> Result<VersionSet> {
+        let mut current = rec.version;
+        current.pin(backings.clone());
         next_file_number.fetch_max(rec.next_file_number, Ordering::SeqCst);
         let mut set = VersionSet {
             dir: dir.to_path_buf(),
             fs,
             counters,
-            current: Arc::new(rec.version),
+            current: Arc::new(current),
             manifest: None,
             manifest_number: rec.manifest_number,
             next_file_number,
             log_number: rec.log_number,
             last_sequence: rec.last_sequence,
-            installed: Vec::new(),
+            backings,
+            unsure: Vec::new(),
         };
         set.write_new_manifest()?;
         Ok(set)
@@ -154,19 +160,9 @@ impl VersionSet {
         self.current.clone()
     }
 
-    /// Ids of the tables and segments some live version still references.
-    pub fn in_use(&mut self) -> (HashSet<u64>, HashSet<u64>) {
-        self.installed.retain(|v| v.strong_count() > 0);
-        let mut tables = HashSet::new();
-        let mut segments = HashSet::new();
-        let live = self.installed.iter().filter_map(Weak::upgrade);
-        for version in live.chain(std::iter::once(self.current.clone())) {
-            for t in version.tables() {
-                tables.insert(t.id);
-                segments.insert(t.segment);
-            }
-        }
-        (tables, segments)
+    /// The store's file reference counts.
+    pub fn backings(&self) -> &Arc<Backings> {
+        &self.backings
     }
 
     pub fn log_number(&self) -> u64 {
@@ -192,7 +188,7 @@ impl VersionSet {
         let next = self
             .current
             .apply(&edit)
-            .map_err(|why| Error::InvalidArgument(format!("edit does not apply: {why}")))?;
+            .map_err(|why| Error::invariant(format!("edit does not apply: {why}")))?;
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -207,20 +203,31 @@ impl VersionSet {
             .manifest
             .as_ref()
             .is_none_or(|m| m.len() > MANIFEST_ROLL_BYTES);
-        if too_big {
+        let mut next = next;
+        next.pin(self.backings.clone());
+        let next = Arc::new(next);
+        let written = if too_big {
             let log_number = edit.log_number.unwrap_or(self.log_number);
-            let previous = std::mem::replace(&mut self.current, Arc::new(next.clone()));
-            self.log_number = log_number;
-            if let Err(e) = self.write_new_manifest() {
+            let previous = std::mem::replace(&mut self.current, next.clone());
+            let previous_log = std::mem::replace(&mut self.log_number, log_number);
+            let written = self.write_new_manifest();
+            if written.is_err() {
                 self.current = previous;
-                return Err(e);
+                self.log_number = previous_log;
             }
+            written
         } else {
-            self.append(&edit)?;
-            self.current = Arc::new(next);
-            self.log_number = edit.log_number.unwrap_or(self.log_number);
+            let written = self.append(&edit);
+            if written.is_ok() {
+                self.current = next.clone();
+                self.log_number = edit.log_number.unwrap_or(self.log_number);
+            }
+            written
+        };
+        if let Err(e) = written {
+            self.unsure.push(next);
+            return Err(e);
         }
-        self.installed.push(Arc::downgrade(&self.current));
         Ok(self.current.clone())
     }
 
@@ -232,7 +239,9 @@ impl VersionSet {
     fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         let record = edit.encode();
         let manifest = self.manifest.as_mut().ok_or(Error::Closed)?;
-        let result = manifest.add_record(&record).and_then(|()| manifest.sync());
+        let result = manifest
+            .add_record(&record)
+            .and_then(|_offset| manifest.sync());
         match result {
             Ok(()) => {
                 Counters::add(
@@ -296,6 +305,38 @@ mod tests {
     use crate::version::meta::tests::table;
 
     #[test]
+    fn a_table_is_released_when_the_last_version_holding_it_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let backings = Arc::new(Backings::default());
+        let mut set = VersionSet::open(
+            Arc::new(PosixFs),
+            dir.path(),
+            Arc::new(Counters::default()),
+            VersionSet::empty(),
+            Arc::new(AtomicU64::new(100)),
+            backings.clone(),
+        )
+        .unwrap();
+        let t = table(11, "a", "c");
+        let mut add = VersionEdit::default();
+        add.add_table(0, 10, t.clone());
+        let reader = set.log_and_apply(add).unwrap();
+        let mut delete = VersionEdit::default();
+        delete.delete_table(0, 10, 11);
+        set.log_and_apply(delete).unwrap();
+        assert_eq!(
+            backings.take_released(),
+            Default::default(),
+            "a reader still holds the version with the table"
+        );
+        assert!(backings.is_referenced(t.backing()));
+        drop(reader);
+        let released = backings.take_released();
+        assert_eq!(released.extents, vec![t.extent()]);
+        assert_eq!(released.files, vec![t.backing()]);
+    }
+
+    #[test]
     fn edits_survive_reopen_and_roll() {
         let dir = tempfile::tempdir().unwrap();
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
@@ -307,6 +348,7 @@ mod tests {
             counters.clone(),
             VersionSet::empty(),
             numbers.clone(),
+            Arc::new(Backings::default()),
         )
         .unwrap();
         let mut e = VersionEdit::default();
@@ -330,6 +372,7 @@ mod tests {
             Arc::new(Counters::default()),
             rec,
             Arc::new(AtomicU64::new(1)),
+            Arc::new(Backings::default()),
         )
         .unwrap();
         let manifests: Vec<_> = fs

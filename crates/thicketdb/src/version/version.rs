@@ -6,16 +6,19 @@ use std::sync::Arc;
 
 use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
+use crate::io::{Backings, Extent};
 
 /// Levels in every version: L0 holds one run per flush, deeper levels hold
 /// the runs compaction builds.
-pub const NUM_LEVELS: usize = 7;
+pub use crate::format::NUM_LEVELS;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
     pub levels: Vec<Level>,
     /// A journaled merge in progress (SifrDB early cleaning), if any.
     pub merge_journal: Option<MergeJournal>,
+    /// Set once the version is installed: its tables and their files stay
+    /// referenced until it drops (see `io::backing`).
+    pins: Option<Arc<Backings>>,
 }
 
 impl Default for Version {
@@ -23,6 +26,46 @@ impl Default for Version {
         Version {
             levels: vec![Level::default(); NUM_LEVELS],
             merge_journal: None,
+            pins: None,
+        }
+    }
+}
+
+/// A clone is a new, not yet installed version: it holds no references.
+impl Clone for Version {
+    fn clone(&self) -> Version {
+        Version {
+            levels: self.levels.clone(),
+            merge_journal: self.merge_journal.clone(),
+            pins: None,
+        }
+    }
+}
+
+/// Versions are equal when they hold the same tables, installed or not.
+impl PartialEq for Version {
+    fn eq(&self, other: &Version) -> bool {
+        self.levels == other.levels && self.merge_journal == other.merge_journal
+    }
+}
+
+impl Eq for Version {}
+
+impl std::fmt::Debug for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Version")
+            .field("levels", &self.levels)
+            .field("merge_journal", &self.merge_journal)
+            .field("installed", &self.pins.is_some())
+            .finish()
+    }
+}
+
+impl Drop for Version {
+    fn drop(&mut self) {
+        if let Some(backings) = self.pins.take() {
+            let extents: Vec<Extent> = self.tables().map(|t| t.extent()).collect();
+            backings.unpin_extents(&extents);
         }
     }
 }
@@ -94,6 +137,15 @@ impl Version {
             }
         }
         Ok(next)
+    }
+
+    /// References every table of this version and its file in `backings`
+    /// until the version drops. Called once, when the version is installed.
+    pub fn pin(&mut self, backings: Arc<Backings>) {
+        debug_assert!(self.pins.is_none(), "a version is installed once");
+        let extents: Vec<Extent> = self.tables().map(|t| t.extent()).collect();
+        backings.pin_extents(&extents);
+        self.pins = Some(backings);
     }
 
     /// Every live table.

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::internal_key::compare;
-use crate::iterator::InternalIterator;
+use crate::iterator::{EntryLocation, InternalIterator};
 use crate::table::TableIterator;
-use crate::table_cache::TableCache;
+use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
 pub struct RunIterator {
@@ -177,5 +177,9 @@ impl InternalIterator for RunIterator {
             return Err(e.clone());
         }
         self.inner.as_ref().map_or(Ok(()), |i| i.status())
+    }
+
+    fn location(&self) -> Option<EntryLocation> {
+        self.inner.as_ref()?.location()
     }
 }

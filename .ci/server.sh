@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# CI for thicket-server (`thicket serve`): installs Redis's tools and
+# twemproxy, runs the tests that need them (replies diffed against
+# redis-server through redis-cli and the redis crate, redis-benchmark and an
+# RSS soak, SIGKILL crash loops, three shards behind twemproxy), then fuzzes
+# the request parser for 20 s. Run from .ci/run after the workspace tests;
+# about 2-4 minutes on 2 cores.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+if [ -f "$HOME/.cargo/env" ]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+fi
+
+need_install=""
+for tool in redis-server redis-cli redis-benchmark nutcracker; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
+        need_install=1
+    fi
+done
+if [ -n "$need_install" ]; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
+        redis-server redis-tools nutcracker
+fi
+PATH="$PATH:/usr/sbin"
+
+target_dir="${CARGO_TARGET_DIR:-target}"
+cargo build --release -p thicket-cli
+THICKET_BIN="$(realpath "$target_dir/release/thicket")" \
+    cargo test --release -p thicket-server -- --ignored --test-threads 1
+
+# The request parser under libFuzzer. Built with stable Rust: coverage
+# instrumentation only (safe code needs no sanitizer), for the host target
+# so that build scripts stay uninstrumented.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+fuzz_dir="$(mktemp -d)"
+(
+    cd crates/thicket-server/fuzz
+    RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
+        cargo build --release --target "$host" --bin request_parser
+    "target/$host/release/request_parser" "$fuzz_dir" corpus/request_parser \
+        -max_total_time=20 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$fuzz_dir/crash-request_parser-"
+)
+rm -rf "$fuzz_dir"

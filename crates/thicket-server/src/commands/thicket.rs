@@ -1,0 +1,133 @@
+//! The ordered-range extensions: THICKET.RANGE and THICKET.STATS.
+
+use thicketdb::{ReadOptions, Stats};
+
+use super::numbers::int_arg;
+use super::{syntax_error, CmdResult, Ctx};
+use crate::resp::Reply;
+use crate::store::engine_error;
+
+/// `THICKET.RANGE start end [LIMIT n] [REV]`: the keys in `[start, end)`
+/// (an empty `end`: no upper bound) with their values, in key order or
+/// reversed, as a map (a flat key, value array in RESP2).
+pub fn range(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let max = ctx.shared.limits.max_reply_keys;
+    let mut limit = None;
+    let mut reverse = false;
+    let mut i = 3;
+    while i < args.len() {
+        match args[i].to_ascii_uppercase().as_slice() {
+            b"LIMIT" if i + 1 < args.len() => {
+                let n = usize::try_from(int_arg(&args[i + 1])?)
+                    .ok()
+                    .filter(|&n| n <= max)
+                    .ok_or_else(|| {
+                        Reply::error(format!("ERR LIMIT must be between 0 and {max}"))
+                    })?;
+                limit = Some(n);
+                i += 2;
+            }
+            b"REV" => {
+                reverse = true;
+                i += 1;
+            }
+            _ => return Err(syntax_error()),
+        }
+    }
+    let opts = ReadOptions {
+        lower_bound: Some(args[1].clone()),
+        upper_bound: (!args[2].is_empty()).then(|| args[2].clone()),
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    let mut iter = ctx.shared.store.db().iter(opts).map_err(engine_error)?;
+    if reverse {
+        iter.seek_to_last();
+    } else {
+        iter.seek_to_first();
+    }
+    let cap = limit.unwrap_or(max);
+    let mut pairs = Vec::new();
+    while iter.valid() && pairs.len() < cap {
+        pairs.push((Reply::bulk(iter.key()), Reply::bulk(iter.value())));
+        if reverse {
+            iter.prev();
+        } else {
+            iter.next();
+        }
+    }
+    iter.status().map_err(engine_error)?;
+    if limit.is_none() && iter.valid() {
+        return Err(Reply::error(format!(
+            "ERR THICKET.RANGE would return more than {max} keys; add LIMIT"
+        )));
+    }
+    Ok(Reply::Map(pairs))
+}
+
+/// The engine's statistics as name, value pairs (THICKET.STATS and INFO's
+/// `# Thicket` section).
+pub fn stats_fields(s: &Stats) -> Vec<(&'static str, String)> {
+    let join = |values: &[u64]| {
+        values
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let hits = s.block_cache_hits;
+    let lookups = hits + s.block_cache_misses;
+    let hit_ratio = if lookups == 0 {
+        0.0
+    } else {
+        hits as f64 / lookups as f64
+    };
+    let tables: Vec<u64> = s.tables_per_level.iter().map(|&n| n as u64).collect();
+    vec![
+        (
+            "write_amplification",
+            format!("{:.3}", s.write_amplification),
+        ),
+        ("user_writes", s.user_writes.to_string()),
+        ("user_bytes_written", s.user_bytes_written.to_string()),
+        ("write_groups", s.write_groups.to_string()),
+        ("engine_bytes_written", s.engine_bytes_written.to_string()),
+        ("log_bytes_written", s.log_bytes_written.to_string()),
+        ("flush_bytes_written", s.flush_bytes_written.to_string()),
+        (
+            "compaction_bytes_written",
+            s.compaction_bytes_written.to_string(),
+        ),
+        ("compaction_bytes_read", s.compaction_bytes_read.to_string()),
+        ("flushes", s.flushes.to_string()),
+        ("compactions_merge", s.compactions_merge.to_string()),
+        ("compactions_move", s.compactions_move.to_string()),
+        ("stall_micros", s.stall_micros.to_string()),
+        ("fsyncs", s.fsyncs.to_string()),
+        ("fsyncs_log", s.fsyncs_log.to_string()),
+        ("block_cache_hits", hits.to_string()),
+        ("block_cache_misses", s.block_cache_misses.to_string()),
+        ("block_cache_hit_ratio", format!("{hit_ratio:.4}")),
+        ("block_cache_bytes", s.block_cache_bytes.to_string()),
+        ("memtables", s.memtables.to_string()),
+        ("tables", s.tables.to_string()),
+        ("tables_per_level", join(&tables)),
+        ("bytes_per_level", join(&s.bytes_per_level)),
+        ("live_table_bytes", s.live_table_bytes.to_string()),
+        ("last_sequence", s.last_sequence.to_string()),
+        (
+            "background_error",
+            s.background_error.clone().unwrap_or_default(),
+        ),
+    ]
+}
+
+pub fn stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    let stats = ctx.shared.store.db().stats();
+    Ok(Reply::Map(
+        stats_fields(&stats)
+            .into_iter()
+            .map(|(name, value)| (Reply::bulk(name), Reply::bulk(value)))
+            .collect(),
+    ))
+}

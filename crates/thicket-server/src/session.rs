@@ -1,0 +1,44 @@
+//! What the server knows about one connection.
+
+use crate::commands::CommandSpec;
+use crate::resp::{Args, Protocol};
+
+pub struct Session {
+    pub id: u64,
+    pub name: Option<Vec<u8>>,
+    pub protocol: Protocol,
+    pub multi: Option<Multi>,
+    /// A command since the last reply flush committed a write.
+    pub wrote: bool,
+    /// QUIT or SHUTDOWN: close the connection.
+    pub close: Option<Close>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Close {
+    /// QUIT: the reply goes out, then the connection closes.
+    AfterReply,
+    /// SHUTDOWN: the connection closes without a reply, as in Redis.
+    WithoutReply,
+}
+
+/// Commands queued between MULTI and EXEC.
+#[derive(Default)]
+pub struct Multi {
+    pub queue: Vec<(&'static CommandSpec, Args)>,
+    /// A queued command was refused: EXEC will abort.
+    pub aborted: bool,
+}
+
+impl Session {
+    pub fn new(id: u64) -> Session {
+        Session {
+            id,
+            name: None,
+            protocol: Protocol::Resp2,
+            multi: None,
+            wrote: false,
+            close: None,
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Flushing memtables into L0: the one path shared by the flush thread and
+//! by recovery, which replays logs into memtables and flushes them too.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::background::install;
+use super::DbInner;
+use crate::compaction::drop_rule::DropRule;
+use crate::compaction::output::{OutputSink, OutputSpec};
+use crate::error::Result;
+use crate::io::FileSystem;
+use crate::iterator::InternalIterator;
+use crate::memtable::{Memtable, MemtableIterator};
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::version::VersionEdit;
+
+/// What writing a memtable needs, whoever flushes it.
+pub(crate) struct FlushEnv<'a> {
+    pub fs: &'a dyn FileSystem,
+    pub dir: &'a Path,
+    pub options: &'a Options,
+    pub counters: &'a Counters,
+    pub new_file_number: &'a dyn Fn() -> u64,
+}
+
+impl FlushEnv<'_> {
+    /// Writes `mem` as one new L0 run, recorded in `edit`, and counts the
+    /// flush. Versions older than `smallest_snapshot` that a newer version
+    /// shadows are dropped.
+    pub fn flush(
+        &self,
+        mem: Arc<Memtable>,
+        smallest_snapshot: u64,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        let mut source = MemtableIterator::new(mem);
+        source.seek_to_first();
+        let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
+        let mut sink = OutputSink::new(OutputSpec {
+            fs: self.fs,
+            dir: self.dir,
+            table_options: self.options.table_options(),
+            target_table_size: self.options.target_table_size,
+            compaction_file: self.options.compaction_file,
+            new_file_number: self.new_file_number,
+        });
+        sink.add_stream(&mut source, &mut |k| rule.keep(k))?;
+        let output = sink.finish()?;
+        let c = self.counters;
+        Counters::add(&c.flushes, 1);
+        Counters::add(&c.flush_bytes_written, output.bytes);
+        Counters::add(&c.fsyncs_flush, output.syncs);
+        c.level_written(0, output.bytes);
+        let run = (self.new_file_number)();
+        for t in output.tables {
+            edit.add_table(0, run, t);
+        }
+        Ok(())
+    }
+}
+
+/// The flush thread's job: writes the oldest immutable memtable to L0,
+/// commits it with the log number recovery must start from, and drops it
+/// (and with it the reference to its log).
+/// REQUIRES: called by the flush thread only (it flushes the oldest
+/// immutable memtable; nothing else removes one). Takes `versions`.
+pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
+    let sv = inner.super_version();
+    let Some(imm) = sv.imms.last().cloned() else {
+        return Ok(());
+    };
+    let latest = inner.last_sequence.load(Ordering::Acquire);
+    let numbers = || inner.versions.lock().new_file_number();
+    let env = FlushEnv {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        options: &inner.options,
+        counters: &inner.counters,
+        new_file_number: &numbers,
+    };
+    let mut edit = VersionEdit::default();
+    env.flush(
+        imm.clone(),
+        inner.snapshots.oldest(&inner.last_sequence),
+        &mut edit,
+    )?;
+    edit.last_sequence = Some(latest);
+    let mut versions = inner.versions.lock();
+    // The oldest memtable still unflushed decides which logs are needed.
+    let now = inner.super_version();
+    let still_needed = now
+        .imms
+        .iter()
+        .rev()
+        .find(|m| !Arc::ptr_eq(m, &imm))
+        .unwrap_or(&now.mem);
+    edit.log_number = Some(still_needed.log_number());
+    let version = versions.log_and_apply(edit)?;
+    install(inner, version, Some(&imm));
+    Ok(())
+}

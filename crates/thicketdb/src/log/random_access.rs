@@ -1,0 +1,188 @@
+//! Reads one record by its address: the offset of its first fragment, as
+//! returned by `LogWriter::add_record`. Unlike `LogReader`, which walks a
+//! whole log and classifies damage as torn tail or mid-log corruption, this
+//! reader trusts nothing but the fragments it reads: any fragment that does
+//! not decode, or does not continue the record, is an `Error::Corruption`
+//! naming the file and that fragment's offset.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::format::{decode_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE};
+use super::reader::DEFAULT_MAX_RECORD_SIZE;
+use crate::error::{Error, Result};
+use crate::io::RandomAccessFile;
+
+const BLOCK: u64 = BLOCK_SIZE as u64;
+const HEADER: u64 = HEADER_SIZE as u64;
+
+/// Reads records of one log file at given offsets with positional reads:
+/// two per fragment (header, then payload straight into the caller's
+/// buffer) and no other syscall unless a read fails. Shareable between
+/// threads; works on a log still being written, for records the writer has
+/// flushed.
+pub struct RandomAccessLogReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    max_record_size: usize,
+}
+
+impl RandomAccessLogReader {
+    /// Reads `file`; `path` only names it in errors.
+    pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> RandomAccessLogReader {
+        RandomAccessLogReader {
+            file,
+            path,
+            max_record_size: DEFAULT_MAX_RECORD_SIZE,
+        }
+    }
+
+    /// Caps the size of a record; a longer one is corruption (and is never
+    /// allocated).
+    pub fn with_max_record_size(mut self, max: usize) -> RandomAccessLogReader {
+        self.max_record_size = max;
+        self
+    }
+
+    /// The record whose first fragment starts at `offset`.
+    pub fn read_record_at(&self, offset: u64) -> Result<Vec<u8>> {
+        let mut record = Vec::new();
+        self.read_record_at_into(offset, &mut record)?;
+        Ok(record)
+    }
+
+    /// Like [`read_record_at`](Self::read_record_at), into the caller's
+    /// buffer (cleared first; its content is unspecified after an error).
+    pub fn read_record_at_into(&self, offset: u64, record: &mut Vec<u8>) -> Result<()> {
+        record.clear();
+        if BLOCK - offset % BLOCK < HEADER {
+            return Err(self.corrupt(
+                offset,
+                offset,
+                "no record starts here: the offset is in a block's trailer",
+            ));
+        }
+        let mut pos = offset;
+        let mut fragment = self.read_fragment(offset, pos, record)?;
+        match fragment.kind {
+            FragmentType::Full => return Ok(()),
+            FragmentType::First => {}
+            kind @ (FragmentType::Middle | FragmentType::Last) => {
+                return Err(self.corrupt(
+                    offset,
+                    pos,
+                    format!(
+                        "no record starts here: a {kind:?} fragment continues an earlier record"
+                    ),
+                ));
+            }
+        }
+        loop {
+            pos = next_fragment(pos, fragment.len);
+            fragment = self.read_fragment(offset, pos, record)?;
+            match fragment.kind {
+                FragmentType::Middle => {}
+                FragmentType::Last => return Ok(()),
+                kind @ (FragmentType::Full | FragmentType::First) => {
+                    return Err(self.corrupt(
+                        offset,
+                        pos,
+                        format!("record has no last fragment: a {kind:?} fragment starts another"),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Reads the fragment whose header is at `pos` (with room for a header
+    /// in its block) and appends its checked payload to `record`.
+    fn read_fragment(&self, start: u64, pos: u64, record: &mut Vec<u8>) -> Result<Fragment> {
+        let mut header = [0u8; HEADER_SIZE];
+        self.read_exact(start, pos, pos, &mut header)?;
+        let room = (BLOCK - pos % BLOCK) as usize;
+        let header = decode_header(&header, room).map_err(|why| self.bad(start, pos, why))?;
+        if header.len > self.max_record_size.saturating_sub(record.len()) {
+            return Err(self.corrupt(
+                start,
+                pos,
+                format!(
+                    "record exceeds the maximum record size of {} bytes",
+                    self.max_record_size
+                ),
+            ));
+        }
+        let at = record.len();
+        // At most a block: the length was checked against the block.
+        record.resize(at + header.len, 0);
+        self.read_exact(start, pos, pos + HEADER, &mut record[at..])?;
+        header
+            .verify(&record[at..])
+            .map_err(|why| self.bad(start, pos, why))
+    }
+
+    /// Reads `buf.len()` bytes at `at`, part of the fragment at `pos`. A
+    /// read that fails because the file ends first is corruption; any other
+    /// failure is passed on as it is.
+    fn read_exact(&self, start: u64, pos: u64, at: u64, buf: &mut [u8]) -> Result<()> {
+        let Err(err) = self.file.read_exact_at(at, buf) else {
+            return Ok(());
+        };
+        // Only now pay for asking the length: the common read needs none.
+        let len = self.file.len()?;
+        if at.saturating_add(buf.len() as u64) <= len {
+            return Err(err);
+        }
+        let reason = if pos >= len && pos == start {
+            format!(
+                "no record starts here: the offset is at or past the end of the log ({len} bytes)"
+            )
+        } else {
+            format!("record cut short: the file ends ({len} bytes) before this fragment does")
+        };
+        Err(self.corrupt(start, pos, reason))
+    }
+
+    fn bad(&self, start: u64, pos: u64, why: BadFragment) -> Error {
+        match why {
+            BadFragment::Zeroed if pos == start => self.corrupt(
+                start,
+                pos,
+                "no record starts here: zero-filled region (unwritten or preallocated space)",
+            ),
+            BadFragment::Zeroed => self.corrupt(
+                start,
+                pos,
+                "record cut short: zero-filled region (unwritten or preallocated space)",
+            ),
+            why => self.corrupt(start, pos, why.to_string()),
+        }
+    }
+
+    /// Corruption at `pos`, naming the record's start when they differ.
+    fn corrupt(&self, start: u64, pos: u64, reason: impl Into<String>) -> Error {
+        let reason = reason.into();
+        if pos == start {
+            Error::corruption(&self.path, pos, reason)
+        } else {
+            Error::corruption(
+                &self.path,
+                pos,
+                format!("{reason} (in the record starting at offset {start})"),
+            )
+        }
+    }
+}
+
+/// Where the fragment after the one at `pos` with `len` payload bytes
+/// starts: right after it, unless too little of the block is left for a
+/// header; then the rest of the block is trailer, as the writer leaves it
+/// and the sequential reader skips it.
+fn next_fragment(pos: u64, len: usize) -> u64 {
+    let end = pos + HEADER + len as u64;
+    let left = BLOCK - end % BLOCK;
+    if left < HEADER {
+        end + left
+    } else {
+        end
+    }
+}

@@ -1,0 +1,357 @@
+//! Options, profiles (named option presets) and their persisted form.
+//!
+//! A store remembers the profile and options it was created with in its
+//! `OPTIONS` file; later opens start from those, may override tunables for
+//! that open, and are refused when they ask for another profile. Every
+//! option is declared once, in the `options!` list below: the struct, its
+//! defaults, `NAMES`, `set` and `get` are generated from it.
+
+mod policy_kind;
+mod profile;
+mod value;
+
+pub use policy_kind::PolicyKind;
+pub use profile::Profile;
+
+use crate::error::{Error, Result};
+use crate::format::checksum;
+use crate::log::RecoveryMode;
+use crate::table::{CompressionType, TableOptions};
+use value::OptionValue;
+
+/// Declares `Options`: persisted tunables (in `NAMES` order, written to
+/// the `OPTIONS` file) and per-open switches (settable, never persisted).
+macro_rules! options {
+    (
+        persisted { $($(#[doc = $pdoc:literal])* $pname:ident: $pty:ty = $pdefault:expr,)* }
+        per_open { $($(#[doc = $odoc:literal])* $oname:ident: $oty:ty = $odefault:expr,)* }
+    ) => {
+        /// Tunables of a store. Build from `Profile::options()` or `Default`,
+        /// then adjust fields or call [`Options::set`] by name.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Options {
+            /// The preset these options came from; persisted and checked on open.
+            pub profile: Profile,
+            $($(#[doc = $pdoc])* pub $pname: $pty,)*
+            $($(#[doc = $odoc])* pub $oname: $oty,)*
+        }
+
+        impl Default for Options {
+            fn default() -> Options {
+                Options {
+                    profile: Profile::Default,
+                    $($pname: $pdefault,)*
+                    $($oname: $odefault,)*
+                }
+            }
+        }
+
+        impl Options {
+            /// Names accepted by [`Options::set`], in the order they are persisted.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($pname),)*];
+
+            /// Sets one option from its textual form (`--option NAME=VALUE`).
+            pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+                match name {
+                    $(stringify!($pname) => self.$pname = OptionValue::parse_option(name, value)?,)*
+                    $(stringify!($oname) => self.$oname = OptionValue::parse_option(name, value)?,)*
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "unknown option {name:?} (known: {})",
+                            Options::NAMES.join(", ")
+                        )))
+                    }
+                }
+                Ok(())
+            }
+
+            /// The textual value of a persisted option.
+            pub fn get(&self, name: &str) -> Option<String> {
+                match name {
+                    $(stringify!($pname) => Some(self.$pname.show()),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+options! {
+    persisted {
+        /// Bytes a memtable may hold before it is switched and flushed.
+        write_buffer_size: u64 = 64 << 20,
+        /// Immutable memtables waiting for flush before writers stop.
+        max_immutable_memtables: usize = 2,
+        /// Size at which flush and compaction cut output tables.
+        target_table_size: u64 = 2 << 20,
+        /// Uncompressed size of a data block.
+        block_size: usize = TableOptions::DEFAULT.block_size,
+        /// Keys between restart points in a block.
+        block_restart_interval: usize = TableOptions::DEFAULT.restart_interval,
+        /// Bloom filter bits per key; 0 disables filters.
+        bloom_bits_per_key: u32 = TableOptions::DEFAULT.bloom_bits_per_key,
+        /// Block compression for new tables.
+        compression: CompressionType = TableOptions::DEFAULT.compression,
+        /// Bytes of the shared block cache.
+        block_cache_size: u64 = 64 << 20,
+        /// Open segment files kept in the descriptor cache.
+        max_open_files: usize = 1000,
+        /// L0 runs that trigger an L0 compaction.
+        l0_compaction_trigger: usize = 4,
+        /// L0 runs from which each write is delayed.
+        l0_slowdown_writes_trigger: usize = 8,
+        /// L0 runs at which writes wait for compaction.
+        l0_stop_writes_trigger: usize = 12,
+        /// Pending compaction bytes from which each write is delayed.
+        soft_pending_compaction_bytes: u64 = 64 << 30,
+        /// Pending compaction bytes at which writes wait for compaction.
+        hard_pending_compaction_bytes: u64 = 256 << 30,
+        /// How log corruption found during recovery is handled.
+        wal_recovery_mode: RecoveryMode = RecoveryMode::TolerateTailCorruption,
+        /// Write logs through a shared memory map: an append survives a
+        /// process crash without a `write(2)` per write group (false: one
+        /// `write(2)` per group, as LevelDB and RocksDB do).
+        log_mmap: bool = true,
+        /// The shape of the tree: `leveled` or `tiered`.
+        compaction_policy: PolicyKind = PolicyKind::Leveled,
+        /// Tiered: runs a level holds before they are merged into the next.
+        runs_per_level: usize = 4,
+        /// Background threads running compactions (flushes have their own).
+        /// Tasks on disjoint key ranges and levels run concurrently.
+        compaction_threads: usize = 1,
+        /// Tiered: a merge expected to write at least this many tables
+        /// checkpoints every this many tables, releasing consumed inputs
+        /// early (SifrDB's early cleaning with a compaction journal); 0
+        /// disables it.
+        early_cleaning_threshold: usize = 10,
+        /// Byte target of L1; deeper levels grow by `level_size_multiplier`.
+        max_bytes_for_level_base: u64 = 256 << 20,
+        /// Growth factor between level targets.
+        level_size_multiplier: u64 = 10,
+        /// BoLT compaction file: all tables of a flush or compaction in one
+        /// segment with one fsync (false: one segment and fsync per table).
+        compaction_file: bool = true,
+        /// BoLT group compaction: victims per task up to this many bytes (0:
+        /// one victim table, as LevelDB).
+        group_compaction_bytes: u64 = 64 << 20,
+        /// BoLT settled compaction: victims with the least overlap, and
+        /// those without overlap promoted by metadata only.
+        settled_compaction: bool = true,
+        /// BoLT descriptor cache: tables of a segment share one open file
+        /// (false: every table opens its own descriptor, as LevelDB's
+        /// TableCache).
+        segment_descriptor_cache: bool = true,
+    }
+    per_open {
+        /// Create the store when the directory holds none.
+        create_if_missing: bool = true,
+        /// Refuse to open a store that already exists.
+        error_if_exists: bool = false,
+    }
+}
+
+impl Options {
+    /// Rejects combinations the engine cannot run with.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: &str| Err(Error::InvalidArgument(msg.to_string()));
+        if self.write_buffer_size < 64 << 10 {
+            return bad("write_buffer_size must be at least 65536");
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.target_table_size < 4096 {
+            return bad("target_table_size must be at least 4096");
+        }
+        if self.block_size < 256 || self.block_size > 16 << 20 {
+            return bad("block_size must be between 256 and 16 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.max_bytes_for_level_base < 64 << 10 {
+            return bad("max_bytes_for_level_base must be at least 65536");
+        }
+        if self.soft_pending_compaction_bytes > self.hard_pending_compaction_bytes {
+            return bad(
+                "soft_pending_compaction_bytes must not exceed hard_pending_compaction_bytes",
+            );
+        }
+        if self.runs_per_level < 2 {
+            return bad("runs_per_level must be at least 2");
+        }
+        if self.compaction_threads == 0 || self.compaction_threads > MAX_COMPACTION_THREADS {
+            return Err(Error::InvalidArgument(format!(
+                "compaction_threads must be between 1 and {MAX_COMPACTION_THREADS}"
+            )));
+        }
+        if self.level_size_multiplier < 2 {
+            return bad("level_size_multiplier must be at least 2");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16");
+        }
+        if self.l0_compaction_trigger < 1
+            || self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        Ok(())
+    }
+
+    /// The table-format part of the options.
+    pub fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+        }
+    }
+
+    /// The persisted form: a versioned text file with a checksum line (see
+    /// `docs/format.md`).
+    pub fn encode(&self) -> String {
+        let mut body = format!("{OPTIONS_HEADER}\nprofile={}\n", self.profile);
+        for name in Options::NAMES {
+            if let Some(v) = self.get(name) {
+                body.push_str(&format!("{name}={v}\n"));
+            }
+        }
+        let crc = checksum::crc32c(body.as_bytes());
+        body.push_str(&format!("crc32c={crc:08x}\n"));
+        body
+    }
+
+    /// Parses a persisted `OPTIONS` file; `file` names it in errors.
+    pub fn decode(file: &str, text: &[u8]) -> Result<Options> {
+        let corrupt = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
+        let text = std::str::from_utf8(text).map_err(|e| corrupt(e.valid_up_to(), "not UTF-8"))?;
+        let crc_at = text
+            .rfind("crc32c=")
+            .ok_or_else(|| corrupt(text.len(), "missing checksum line"))?;
+        let (body, crc_line) = text.split_at(crc_at);
+        let stored = u32::from_str_radix(crc_line.trim_end().trim_start_matches("crc32c="), 16)
+            .map_err(|_| corrupt(crc_at, "bad checksum line"))?;
+        if stored != checksum::crc32c(body.as_bytes()) {
+            return Err(corrupt(crc_at, "options checksum mismatch"));
+        }
+        let mut lines = body.lines();
+        if lines.next() != Some(OPTIONS_HEADER) {
+            return Err(corrupt(0, "unknown OPTIONS header or version"));
+        }
+        let pairs = lines
+            .map(|line| {
+                line.split_once('=')
+                    .ok_or_else(|| corrupt(0, "malformed line"))
+            })
+            .collect::<Result<Vec<(&str, &str)>>>()?;
+        // An option the file predates keeps its profile's value.
+        let mut options = match pairs.iter().find(|(name, _)| *name == "profile") {
+            Some((_, value)) => value
+                .parse::<Profile>()
+                .map_err(|_| corrupt(0, "unknown profile"))?
+                .options(),
+            None => Options::default(),
+        };
+        for (name, value) in pairs.into_iter().filter(|(name, _)| *name != "profile") {
+            options
+                .set(name, value)
+                .map_err(|e| corrupt(0, &format!("bad option line {name}={value}: {e}")))?;
+        }
+        Ok(options)
+    }
+}
+
+const OPTIONS_HEADER: &str = "thicketdb-options 1";
+
+/// More compaction threads than this only contend: a task needs a level
+/// (and key range) no other task touches, and a tree has few levels.
+pub const MAX_COMPACTION_THREADS: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let mut o = Options::default();
+        o.set("write_buffer_size", "4194304").unwrap();
+        o.set("compression", "lz4").unwrap();
+        let text = o.encode();
+        assert_eq!(Options::decode("OPTIONS", text.as_bytes()).unwrap(), o);
+    }
+
+    #[test]
+    fn tampering_is_detected() {
+        let text = Options::default().encode().replace("=4096", "=8192");
+        let err = Options::decode("OPTIONS", text.as_bytes()).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_bad_options_are_clear_errors() {
+        let mut o = Options::default();
+        let e = o.set("no_such_thing", "1").unwrap_err();
+        assert!(e.to_string().contains("unknown option"));
+        let e = o.set("write_buffer_size", "lots").unwrap_err();
+        assert!(e.to_string().contains("bad value"));
+        o.set("write_buffer_size", "10").unwrap();
+        assert!(o.validate().is_err());
+        assert!("nope".parse::<Profile>().is_err());
+        assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+    }
+
+    #[test]
+    fn an_options_file_without_compaction_threads_gets_the_profile_value() {
+        for (profile, threads) in [(Profile::Default, 1), (Profile::LevelDb, 1)] {
+            let body: String = profile
+                .options()
+                .encode()
+                .lines()
+                .filter(|l| !l.starts_with("compaction_threads=") && !l.starts_with("crc32c="))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let older = format!("{body}crc32c={:08x}\n", checksum::crc32c(body.as_bytes()));
+            let decoded = Options::decode("OPTIONS", older.as_bytes()).unwrap();
+            assert_eq!(decoded.compaction_threads, threads, "{profile}");
+            assert_eq!(decoded, profile.options());
+        }
+    }
+
+    #[test]
+    fn compaction_threads_are_bounded() {
+        let mut o = Options::default();
+        for (value, ok) in [("0", false), ("1", true), ("64", true), ("65", false)] {
+            o.set("compaction_threads", value).unwrap();
+            assert_eq!(o.validate().is_ok(), ok, "compaction_threads={value}");
+        }
+        assert!(o.set("compaction_threads", "-1").is_err());
+    }
+
+    #[test]
+    fn profiles_round_trip_and_differ_only_in_bolt_elements() {
+        for &p in Profile::ALL {
+            let o = p.options();
+            assert_eq!(o.profile, p);
+            o.validate().unwrap();
+            assert_eq!(p.name().parse::<Profile>().unwrap(), p);
+            assert_eq!(
+                Options::decode("OPTIONS", o.encode().as_bytes()).unwrap(),
+                o
+            );
+        }
+        let (l, b) = (Profile::LevelDb.options(), Profile::Bolt.options());
+        assert_eq!(l.write_buffer_size, b.write_buffer_size);
+        assert_eq!(l.max_bytes_for_level_base, b.max_bytes_for_level_base);
+        assert!(!l.compaction_file && b.compaction_file);
+        assert!(l.group_compaction_bytes == 0 && b.group_compaction_bytes > 0);
+        assert!(!l.settled_compaction && b.settled_compaction);
+        assert!(!l.segment_descriptor_cache && b.segment_descriptor_cache);
+        assert_eq!((l.compaction_threads, b.compaction_threads), (1, 1));
+    }
+}

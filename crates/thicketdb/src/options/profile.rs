@@ -1,0 +1,104 @@
+//! Profiles: named option presets, one per system the engine reproduces.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::{Options, PolicyKind};
+use crate::error::{Error, Result};
+
+/// A named options preset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// The engine's defaults: leveled compaction with every BoLT element.
+    #[default]
+    Default,
+    /// Stock LevelDB behaviour: one 2 MiB table per file and one fsync per
+    /// table, one victim per compaction, one compaction thread (the baseline
+    /// BoLT is measured against).
+    LevelDb,
+    /// BoLT: compaction files of 1 MiB logical tables, group compaction of
+    /// up to 64 MiB, settled compaction, the shared descriptor cache.
+    Bolt,
+    /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
+    Sifr,
+}
+
+impl Profile {
+    pub const ALL: &'static [Profile] = &[
+        Profile::Default,
+        Profile::LevelDb,
+        Profile::Bolt,
+        Profile::Sifr,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Default => "default",
+            Profile::LevelDb => "leveldb",
+            Profile::Bolt => "bolt",
+            Profile::Sifr => "sifr",
+        }
+    }
+
+    /// The options this profile starts from. `leveldb` and `bolt` share
+    /// LevelDB's level sizes, the BoLT paper's 64 MiB memtable and LevelDB's
+    /// single compaction thread (BoLT is built on LevelDB), so that they
+    /// differ only in BoLT's elements.
+    pub fn options(self) -> Options {
+        let paper = Options {
+            profile: self,
+            max_bytes_for_level_base: 10 << 20,
+            compaction_threads: 1,
+            ..Options::default()
+        };
+        match self {
+            Profile::Default => Options::default(),
+            Profile::LevelDb => Options {
+                target_table_size: 2 << 20,
+                compaction_file: false,
+                group_compaction_bytes: 0,
+                settled_compaction: false,
+                segment_descriptor_cache: false,
+                ..paper
+            },
+            Profile::Bolt => Options {
+                target_table_size: 1 << 20,
+                compaction_file: true,
+                group_compaction_bytes: 64 << 20,
+                settled_compaction: true,
+                segment_descriptor_cache: true,
+                ..paper
+            },
+            Profile::Sifr => Options {
+                profile: self,
+                compaction_policy: PolicyKind::Tiered,
+                runs_per_level: 4,
+                target_table_size: 2 << 20,
+                ..Options::default()
+            },
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Profile> {
+        Profile::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Profile::ALL.iter().map(|p| p.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown profile {s:?} (known: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}

@@ -1,0 +1,47 @@
+//! How an option's value is read from and written as text (`--option
+//! NAME=VALUE`, the `OPTIONS` file).
+
+use super::PolicyKind;
+use crate::error::{Error, Result};
+use crate::log::RecoveryMode;
+use crate::table::CompressionType;
+
+/// A type an option can have.
+pub(crate) trait OptionValue: Sized {
+    /// Parses `value`; `name` is the option, for the error.
+    fn parse_option(name: &str, value: &str) -> Result<Self>;
+    /// The textual form `parse_option` reads back.
+    fn show(&self) -> String;
+}
+
+macro_rules! from_str_values {
+    ($($ty:ty),*) => {$(
+        impl OptionValue for $ty {
+            fn parse_option(name: &str, value: &str) -> Result<Self> {
+                value.parse().map_err(|_| {
+                    Error::InvalidArgument(format!("bad value {value:?} for option {name}"))
+                })
+            }
+            fn show(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+
+from_str_values!(u32, u64, usize, CompressionType, RecoveryMode, PolicyKind);
+
+impl OptionValue for bool {
+    fn parse_option(name: &str, value: &str) -> Result<bool> {
+        match value {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => Err(Error::InvalidArgument(format!(
+                "bad value {value:?} for option {name} (expected true or false)"
+            ))),
+        }
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
