@@ -39,14 +39,14 @@ fn wait_until_settled(inner: &DbInner) -> Result<()> {
         if settled {
             return Ok(());
         }
-        inner.background_cv.wait(&mut bg);
+        inner.background_cv.wait(bg.raw());
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::db::Db;
     use crate::options::Options;
-    use crate::Db;
 
     fn options() -> Options {
         Options {
@@ -101,7 +101,7 @@ mod tests {
         db.close().unwrap();
         assert!(matches!(
             other.wait_for_compactions(),
-            Err(crate::Error::Closed)
+            Err(crate::error::Error::Closed)
         ));
     }
 }
