@@ -293,3 +293,162 @@ fn bad_arguments_are_clear_errors() {
     let out = thicket(&["bench", "--db", d, "--workload", "a"]);
     assert_eq!(out.status.code(), Some(2), "--engine is required");
 }
+
+#[test]
+fn latency_off_sampling_and_settle_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let common = [
+        "--num",
+        "4000",
+        "--ops",
+        "1000",
+        "--cache-mb",
+        "8",
+        "--write-buffer-mb",
+        "1",
+    ];
+    let mut off = common.to_vec();
+    off.extend(["--latency", "off", "--settle"]);
+    let report = bench(dir.path(), "fillrandom,readrandom", &off);
+    for r in report["runs"].as_array().unwrap() {
+        let ctx = format!("{} {}", r["engine"], r["workload"]);
+        assert!(r["latency_us"].is_null(), "{ctx}: nothing was timed");
+        assert!(r["latency_by_op"].as_object().unwrap().is_empty(), "{ctx}");
+        assert!(r["latency_cdf"].as_array().unwrap().is_empty(), "{ctx}");
+        assert_eq!(r["settings"]["latency"], "off", "{ctx}");
+        assert_eq!(r["settings"]["settle"], true, "{ctx}");
+        let ops = r["ops"].as_u64().unwrap();
+        let counted: u64 = r["op_counts"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, ops, "{ctx}: operations are counted untimed");
+        if r["workload"] == "readrandom" {
+            assert_eq!(ops, 1000, "{ctx}");
+            assert_eq!(r["found"].as_u64(), Some(1000), "{ctx}");
+            assert!(num(r, "settle_seconds") >= 0.0, "{ctx}");
+        } else {
+            assert_eq!(ops, 4000, "{ctx}");
+            assert!(r["settle_seconds"].is_null(), "{ctx}: fills do not settle");
+        }
+    }
+
+    let mut sampled = common.to_vec();
+    sampled.extend(["--latency", "1/10"]);
+    let report = bench(dir.path(), "readrandom", &sampled);
+    for r in report["runs"].as_array().unwrap() {
+        assert_eq!(r["settings"]["latency"]["one_in"], 10);
+        assert_eq!(r["latency_us"]["count"].as_u64(), Some(100), "one in ten");
+        assert_eq!(r["ops"].as_u64(), Some(1000));
+        assert!(r["settle_seconds"].is_null());
+    }
+
+    let out = thicket(&[
+        "bench",
+        "--db",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "thicket",
+        "--workload",
+        "readrandom",
+        "--latency",
+        "sometimes",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("on, off or 1/N"));
+}
+
+#[test]
+fn the_direct_loop_runs_every_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    for e in engines() {
+        for w in ["fillrandom", "readrandom"] {
+            let store = dir.path().join(format!("{w}-{e}"));
+            let out = thicket(&[
+                "bench",
+                "direct",
+                "--db",
+                store.to_str().unwrap(),
+                "--engine",
+                e,
+                "--workload",
+                w,
+                "--num",
+                "3000",
+                "--ops",
+                "500",
+                "--write-buffer-mb",
+                "1",
+                "--settle",
+            ]);
+            assert!(
+                out.status.success(),
+                "{e} {w}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let line = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("thicket-bench-direct "))
+                .unwrap_or_else(|| panic!("{e} {w}: no result line in {stdout}"));
+            let r: Value = serde_json::from_str(line).unwrap();
+            let want = if w == "fillrandom" { 3000 } else { 500 };
+            assert_eq!(r["ops"].as_u64(), Some(want), "{e} {w}");
+            assert!(num(&r, "ops_per_sec") > 0.0);
+            assert!(!store.exists(), "{e} {w}: store removed");
+        }
+    }
+}
+
+#[test]
+fn the_crosscheck_reports_every_pair_and_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine_list = engines().join(",");
+    let out = thicket(&[
+        "bench",
+        "crosscheck",
+        "--db",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        &engine_list,
+        "--num",
+        "3000",
+        "--ops",
+        "500",
+        "--rounds",
+        "1",
+        "--write-buffer-mb",
+        "1",
+        // A structural check: timing never fails this test.
+        "--tolerance",
+        "1000",
+    ]);
+    if engines().len() < 2 {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("at least one peer"));
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for w in ["fillrandom", "readrandom"] {
+        for peer in ["rocksdb", "fjall"] {
+            for v in ["driver latency on", "driver latency off"] {
+                let row = format!("thicket/{peer}");
+                assert!(
+                    stdout
+                        .lines()
+                        .any(|l| l.starts_with(w) && l.contains(&row) && l.contains(v)),
+                    "no {w} {row} {v} row:\n{stdout}"
+                );
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "stores left behind: {left:?}");
+}

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
+use super::crosscheck::CrosscheckArgs;
+use super::direct::DirectArgs;
+use super::latency::LatencyMode;
 use super::workload::{Params, Workload};
 
 #[derive(Debug, Args)]
@@ -79,6 +82,14 @@ pub struct BenchArgs {
     /// Seed of every generator.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Times every measured operation (`on`), one in N (`1/N`) or none
+    /// (`off`: throughput only, no clock read per operation).
+    #[arg(long, value_name = "on|off|1/N", default_value = "on")]
+    pub latency: LatencyMode,
+    /// After the prefill, waits until the engine has no flush or compaction
+    /// pending or running before measuring (not timed).
+    #[arg(long)]
+    pub settle: bool,
     /// Writes `{"runs": [...]}` to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -101,6 +112,13 @@ pub enum BenchCommand {
         #[arg(long, value_name = "W")]
         workload: Option<String>,
     },
+    /// The minimal loop the driver is checked against: one engine's library
+    /// called directly, one clock read before and after the loop.
+    Direct(DirectArgs),
+    /// Runs the direct loop and the driver on every engine, alternately,
+    /// and fails when the driver's ratio thicket/peer differs from the
+    /// direct loop's by more than the tolerance.
+    Crosscheck(CrosscheckArgs),
 }
 
 /// Everything one engine run depends on; recorded in its JSON.
@@ -127,6 +145,11 @@ pub struct Settings {
     pub scan_length: Option<usize>,
     pub hot_fraction: f64,
     pub seed: u64,
+    /// Absent from results written before these settings existed.
+    #[serde(default)]
+    pub latency: LatencyMode,
+    #[serde(default)]
+    pub settle: bool,
 }
 
 impl Settings {
@@ -204,6 +227,8 @@ impl BenchArgs {
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,
             seed: self.seed,
+            latency: self.latency,
+            settle: self.settle,
         }
     }
 }

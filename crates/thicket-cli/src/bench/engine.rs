@@ -30,6 +30,10 @@ pub trait Engine: Sync {
     /// Reads up to `count` entries from `start` on; returns (entries, bytes).
     fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)>;
     fn cursor(&self) -> EngineResult<Box<dyn Cursor + '_>>;
+    /// Blocks until no flush or compaction is pending or running (`--settle`).
+    fn wait_for_compactions(&self) -> EngineResult<()>;
+    /// Read at the start and the end of the measured phase, never per
+    /// operation.
     fn counters(&self) -> Counters;
     fn close(self: Box<Self>) -> EngineResult<()>;
 }
@@ -159,7 +163,13 @@ impl Engine for Thicket {
         }))
     }
 
+    fn wait_for_compactions(&self) -> EngineResult<()> {
+        self.db.wait_for_compactions().map_err(|e| e.to_string())
+    }
+
     fn counters(&self) -> Counters {
+        // Counters the engine keeps anyway (relaxed atomic adds per write
+        // group, flush, compaction and block lookup), read here in one call.
         let st = self.db.stats();
         Counters {
             bytes_written: Some(st.engine_bytes_written),

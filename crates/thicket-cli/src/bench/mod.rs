@@ -4,8 +4,11 @@
 
 mod args;
 mod child;
+mod crosscheck;
+mod direct;
 mod engine;
 mod generators;
+mod latency;
 #[cfg(feature = "peers")]
 mod peers;
 mod plot;
@@ -24,13 +27,23 @@ use report::Report;
 use workload::Workload;
 
 pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
-    if let Some(BenchCommand::Plot {
-        input,
-        output,
-        workload,
-    }) = &args.command
-    {
-        return plot::plot(input, output, workload.as_deref()).map_err(CliError::Usage);
+    match &args.command {
+        Some(BenchCommand::Plot {
+            input,
+            output,
+            workload,
+        }) => return plot::plot(input, output, workload.as_deref()).map_err(CliError::Usage),
+        Some(BenchCommand::Direct(a)) => {
+            return direct::serve(a, crate::commands::db_dir(g)?).map_err(CliError::Usage)
+        }
+        Some(BenchCommand::Crosscheck(a)) => {
+            let exe = std::env::current_exe()?;
+            let text =
+                crosscheck::run(a, &exe, crate::commands::db_dir(g)?).map_err(CliError::Usage)?;
+            print!("{text}");
+            return Ok(());
+        }
+        None => {}
     }
     if let Some(json) = &args.internal_child {
         return child::serve(json).map_err(CliError::Usage);
@@ -67,7 +80,7 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
     );
     eprintln!(
         "settings: memtable {} MiB, block cache {} MiB, compression {}, sync {}, bloom {} bits/key, \
-         {} client thread(s), {} background thread(s), {} keys of {}+{} bytes",
+         {} client thread(s), {} background thread(s), {} keys of {}+{} bytes, latency {}{}",
         settings0.write_buffer_bytes >> 20,
         settings0.cache_bytes >> 20,
         settings0.compression,
@@ -78,6 +91,12 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
         settings0.num,
         settings0.key_size,
         settings0.value_size,
+        settings0.latency,
+        if settings0.settle {
+            ", reads on settled trees"
+        } else {
+            ""
+        },
     );
     for w in &args.workload {
         let w: Workload = w.parse().map_err(CliError::Usage)?;

@@ -2,8 +2,10 @@
 //! Each gets the same shared settings as ThicketDB; everything else stays
 //! at the engine's defaults.
 
+use std::time::{Duration, Instant};
+
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
-use rocksdb::statistics::Ticker;
+use rocksdb::statistics::{StatsLevel, Ticker};
 
 use super::args::Settings;
 use super::engine::{Counters, Cursor, Engine, EngineResult};
@@ -31,7 +33,11 @@ impl Rocks {
             "zstd" => rocksdb::DBCompressionType::Zstd,
             c => return Err(format!("unknown compression {c:?}")),
         });
+        // Tickers only: the byte, sync and block-cache counts are per-core
+        // counters. The default level (ExceptDetailedTimers) also times every
+        // operation into histograms, which ThicketDB's counters do not cost.
         o.enable_statistics();
+        o.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(s.cache_bytes as usize));
         table.set_bloom_filter(f64::from(s.bloom_bits), false);
@@ -94,6 +100,14 @@ impl Engine for Rocks {
             it: self.db.raw_iterator(),
             started: false,
         }))
+    }
+
+    fn wait_for_compactions(&self) -> EngineResult<()> {
+        // Flushes nothing: immutable memtables and every scheduled or
+        // unscheduled compaction, as db_bench's `--use_existing_db` run sees.
+        self.db
+            .wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+            .map_err(err)
     }
 
     fn counters(&self) -> Counters {
@@ -192,6 +206,12 @@ impl Engine for Fjall {
         Ok(Box::new(FjallCursor(self.ks.iter())))
     }
 
+    fn wait_for_compactions(&self) -> EngineResult<()> {
+        fjall_wait_for_compactions(&self.db, &self.ks)
+    }
+
+    /// fjall counts no bytes or syncs without its `metrics` feature, which
+    /// this build leaves off (it adds atomic adds to every block load).
     fn counters(&self) -> Counters {
         Counters::default()
     }
@@ -200,5 +220,40 @@ impl Engine for Fjall {
         self.db.persist(fjall::PersistMode::Buffer).map_err(err)?;
         drop(self);
         Ok(())
+    }
+}
+
+/// How long fjall must stay idle to count as settled.
+const FJALL_QUIET: Duration = Duration::from_secs(1);
+/// Give up on settling fjall after this long.
+const FJALL_SETTLE_LIMIT: Duration = Duration::from_secs(1800);
+
+/// Waits until fjall has no sealed memtable, no queued flush and no running
+/// compaction, and has completed no compaction for `FJALL_QUIET`. fjall
+/// exposes no estimate of pending compaction work, and it schedules
+/// compactions only after flushes, so debt it leaves for the next flush
+/// stays.
+pub fn fjall_wait_for_compactions(db: &fjall::Database, ks: &fjall::Keyspace) -> EngineResult<()> {
+    let start = Instant::now();
+    let mut quiet_since = Instant::now();
+    let mut completed = db.compactions_completed();
+    loop {
+        let busy = ks.sealed_memtable_count() > 0
+            || db.outstanding_flushes() > 0
+            || db.active_compactions() > 0;
+        let now_completed = db.compactions_completed();
+        if busy || now_completed != completed {
+            completed = now_completed;
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= FJALL_QUIET {
+            return Ok(());
+        }
+        if start.elapsed() > FJALL_SETTLE_LIMIT {
+            return Err(format!(
+                "fjall still compacting after {} s",
+                FJALL_SETTLE_LIMIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -69,8 +69,8 @@ pub struct RunResult {
     pub not_found: u64,
     /// Entries returned by scans and sequential reads.
     pub entries_read: u64,
-    /// All operations.
-    pub latency_us: Latency,
+    /// All timed operations (null with `--latency off`).
+    pub latency_us: Option<Latency>,
     pub latency_by_op: BTreeMap<String, Latency>,
     /// (quantile, µs) points of all operations' latency.
     pub latency_cdf: Vec<(f64, f64)>,
@@ -94,6 +94,9 @@ pub struct RunResult {
     pub block_cache_hit_ratio: Option<f64>,
     /// Seconds spent loading the store before the measured phase.
     pub prefill_seconds: Option<f64>,
+    /// Seconds spent waiting for background work after the prefill
+    /// (`--settle`).
+    pub settle_seconds: Option<f64>,
     /// Operations completed in each second of the measured phase (the last,
     /// partial second scaled to a full one).
     pub timeline: Vec<u64>,
@@ -121,6 +124,10 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+fn p99(r: &RunResult) -> Option<f64> {
+    r.latency_us.as_ref().map(|l| l.p99)
+}
+
 /// The comparison table: one row per run, then per workload the ratios
 /// thicket/peer.
 pub fn table(runs: &[RunResult]) -> String {
@@ -142,13 +149,13 @@ pub fn table(runs: &[RunResult]) -> String {
     for r in runs {
         let _ = writeln!(
             out,
-            "{:<16} {:<8} {:>11.0} {:>8.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>7} {:>8.0}",
+            "{:<16} {:<8} {:>11.0} {:>8.1} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8.0}",
             r.workload,
             r.engine,
             r.ops_per_sec,
             r.mb_per_sec,
-            r.latency_us.p50,
-            r.latency_us.p99,
+            opt(r.latency_us.as_ref().map(|l| l.p50), 1),
+            opt(r.latency_us.as_ref().map(|l| l.p99), 1),
             opt(r.device_write_amplification, 2),
             opt(r.engine_write_amplification, 2),
             opt(r.space_amplification, 2),
@@ -167,7 +174,7 @@ pub fn table(runs: &[RunResult]) -> String {
                 t.workload,
                 p.engine,
                 ratio(Some(t.ops_per_sec), Some(p.ops_per_sec)),
-                ratio(Some(t.latency_us.p99), Some(p.latency_us.p99)),
+                ratio(p99(t), p99(p)),
                 ratio(t.device_write_amplification, p.device_write_amplification),
                 ratio(t.space_amplification, p.space_amplification),
             );

@@ -1,6 +1,7 @@
 //! One engine running one workload, inside the child process: prefill,
-//! measured phase (threads, HDR histograms, per-second timeline), then the
-//! process's own I/O and memory counters.
+//! optional settling, measured phase (threads, HDR histograms of the timed
+//! operations, per-second timeline), then the process's own I/O and memory
+//! counters.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -12,6 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::args::Settings;
 use super::engine::{self, Counters, Cursor, Engine};
 use super::generators::Rng;
+use super::latency::{LatencyMode, Sampler};
 use super::procfs;
 use super::report::{cdf, Latency, RunResult};
 use super::workload::{prefill_order, KeySpace, Op, OpStream, Params, Shared, Workload, OP_KINDS};
@@ -21,10 +23,20 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(3);
 /// Highest latency the histograms hold: one minute, in nanoseconds.
 const MAX_LATENCY_NS: u64 = 60_000_000_000;
 const VALUE_POOL: usize = 1 << 20;
+/// Threads add their completed operations to the shared count in batches
+/// of this many, so the count's cache line is not written per operation.
+const PUBLISH_EVERY: u64 = 64;
+
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
+}
 
 /// What one thread measured.
 struct ThreadStats {
+    /// Latencies of the timed operations, per kind.
     hist: Vec<Histogram<u64>>,
+    /// Completed operations per kind, timed or not.
+    counts: Vec<u64>,
     found: u64,
     not_found: u64,
     entries: u64,
@@ -34,9 +46,9 @@ struct ThreadStats {
 
 impl ThreadStats {
     fn new() -> ThreadStats {
-        let h = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds");
         ThreadStats {
-            hist: vec![h; OP_KINDS.len()],
+            hist: vec![latency_histogram(); OP_KINDS.len()],
+            counts: vec![0; OP_KINDS.len()],
             found: 0,
             not_found: 0,
             entries: 0,
@@ -48,6 +60,9 @@ impl ThreadStats {
     fn merge(&mut self, o: &ThreadStats) {
         for (a, b) in self.hist.iter_mut().zip(&o.hist) {
             a.add(b).expect("same histogram bounds");
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
         }
         self.found += o.found;
         self.not_found += o.not_found;
@@ -69,16 +84,16 @@ struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    fn new(engine: &'a dyn Engine, space: &'a KeySpace, shared: &'a Shared, seed: u64) -> Self {
+    fn new(ctx: &PhaseContext<'a>, seed: u64) -> Self {
         let mut rng = Rng::new(seed);
         let pool = (0..VALUE_POOL + 4096)
             .map(|_| rng.next_u64() as u8)
             .collect();
         Worker {
-            engine,
-            space,
-            shared,
-            key: Vec::with_capacity(space.key_size),
+            engine: ctx.engine,
+            space: ctx.space,
+            shared: ctx.shared,
+            key: Vec::with_capacity(ctx.space.key_size),
             pool,
             cursor: None,
             stats: ThreadStats::new(),
@@ -143,6 +158,53 @@ impl<'a> Worker<'a> {
         }
         Ok(true)
     }
+
+    /// Performs `op`, timing it when `timed`; `false` as for `run`.
+    fn step(&mut self, op: Op, timed: bool) -> Result<bool, String> {
+        if !timed {
+            let more = self.run(op)?;
+            if more {
+                self.stats.counts[op.kind()] += 1;
+            }
+            return Ok(more);
+        }
+        let t0 = Instant::now();
+        let more = self.run(op)?;
+        let ns = t0.elapsed().as_nanos() as u64;
+        if more {
+            self.stats.hist[op.kind()].saturating_record(ns.max(1));
+            self.stats.counts[op.kind()] += 1;
+        }
+        Ok(more)
+    }
+}
+
+/// What every thread of a phase shares.
+struct PhaseContext<'a> {
+    engine: &'a dyn Engine,
+    space: &'a KeySpace,
+    shared: &'a Shared,
+    latency: LatencyMode,
+    seed: u64,
+}
+
+/// One phase: the operation streams (one per thread) and when it ends.
+struct PhasePlan {
+    label: String,
+    streams: Vec<OpStream>,
+    /// An extra stream that runs until the others are done
+    /// (readwhilewriting's writer).
+    writer: Option<OpStream>,
+    deadline: Option<Duration>,
+    /// Operations expected, for the progress bar.
+    total: u64,
+}
+
+/// The counters the threads and the watcher of a phase share.
+struct PhaseSignals {
+    done: AtomicU64,
+    stop: AtomicBool,
+    running: AtomicUsize,
 }
 
 /// The outcome of one phase.
@@ -152,24 +214,74 @@ struct Phase {
     timeline: Vec<u64>,
 }
 
-/// Runs `streams` (one per thread) until done, the deadline, or (for the
-/// extra `writer` stream) until the others are done.
-#[allow(clippy::too_many_arguments)]
-fn execute(
-    engine: &dyn Engine,
-    space: &KeySpace,
-    shared: &Shared,
-    streams: Vec<OpStream>,
-    writer: Option<OpStream>,
-    deadline: Option<Duration>,
-    total: u64,
-    label: String,
-    seed: u64,
-) -> Result<Phase, String> {
-    let done = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let running = AtomicUsize::new(streams.len());
-    let start = Instant::now();
+/// One thread's loop: operations from `stream` until it ends or the phase
+/// stops.
+fn drive(
+    ctx: &PhaseContext<'_>,
+    signals: &PhaseSignals,
+    mut stream: OpStream,
+    thread: usize,
+) -> Result<ThreadStats, String> {
+    let mut w = Worker::new(ctx, ctx.seed ^ (thread as u64 + 1) << 32);
+    let mut sampler = Sampler::new(ctx.latency);
+    let mut unpublished = 0;
+    let result = (|| {
+        while !signals.stop.load(Ordering::Relaxed) {
+            let Some(op) = stream.next(ctx.shared) else {
+                break;
+            };
+            if !w.step(op, sampler.time_next())? {
+                break;
+            }
+            unpublished += 1;
+            if unpublished == PUBLISH_EVERY {
+                signals.done.fetch_add(unpublished, Ordering::Relaxed);
+                unpublished = 0;
+            }
+        }
+        Ok(())
+    })();
+    signals.done.fetch_add(unpublished, Ordering::Relaxed);
+    result.map(|()| w.stats)
+}
+
+/// Operations completed per second, sampled while the threads run.
+struct Timeline {
+    start: Instant,
+    seconds: Vec<u64>,
+    counted: u64,
+}
+
+impl Timeline {
+    fn new(start: Instant) -> Timeline {
+        Timeline {
+            start,
+            seconds: Vec::new(),
+            counted: 0,
+        }
+    }
+
+    /// Closes every full second elapsed so far with the count `done`.
+    fn tick(&mut self, done: u64) {
+        while self.start.elapsed().as_secs() as usize > self.seconds.len() {
+            self.seconds.push(done - self.counted);
+            self.counted = done;
+        }
+    }
+
+    /// Adds the last partial second, scaled to a full one.
+    fn finish(mut self, done: u64) -> Vec<u64> {
+        let partial = self.start.elapsed().as_secs_f64() - self.seconds.len() as f64;
+        let rest = done - self.counted;
+        if partial > 0.0 && (rest > 0 || self.seconds.is_empty()) {
+            self.seconds
+                .push((rest as f64 / partial.max(0.001)).round() as u64);
+        }
+        self.seconds
+    }
+}
+
+fn progress_bar(total: u64, label: String) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
         ProgressStyle::with_template(
@@ -178,76 +290,62 @@ fn execute(
         .expect("valid template"),
     );
     bar.set_message(label);
-    let mut timeline = Vec::new();
+    bar
+}
+
+/// Runs the plan's streams until done, the deadline, or (for the writer)
+/// until the others are done; the calling thread keeps the timeline.
+fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
+    let signals = PhaseSignals {
+        done: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        running: AtomicUsize::new(plan.streams.len()),
+    };
+    let bar = progress_bar(plan.total, plan.label);
+    let start = Instant::now();
+    let mut timeline = Timeline::new(start);
     let results: Vec<Result<ThreadStats, String>> = std::thread::scope(|scope| {
-        let work = |mut stream: OpStream, t: usize, is_writer: bool| {
-            let (done, stop, running) = (&done, &stop, &running);
-            move || -> Result<ThreadStats, String> {
-                let mut w = Worker::new(engine, space, shared, seed ^ (t as u64 + 1) << 32);
-                let result = (|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some(op) = stream.next(shared) else { break };
-                        let t0 = Instant::now();
-                        let more = w.run(op)?;
-                        let ns = t0.elapsed().as_nanos() as u64;
-                        if !more {
-                            break;
-                        }
-                        w.stats.hist[op.kind()].saturating_record(ns.max(1));
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(())
-                })();
-                if !is_writer {
-                    running.fetch_sub(1, Ordering::AcqRel);
-                }
-                result.map(|()| w.stats)
-            }
-        };
-        let n = streams.len();
-        let mut handles: Vec<_> = streams
+        let signals = &signals;
+        let n = plan.streams.len();
+        let mut handles: Vec<_> = plan
+            .streams
             .into_iter()
             .enumerate()
-            .map(|(t, s)| scope.spawn(work(s, t, false)))
+            .map(|(t, s)| {
+                scope.spawn(move || {
+                    let r = drive(ctx, signals, s, t);
+                    signals.running.fetch_sub(1, Ordering::AcqRel);
+                    r
+                })
+            })
             .collect();
-        if let Some(s) = writer {
-            handles.push(scope.spawn(work(s, n, true)));
+        if let Some(s) = plan.writer {
+            handles.push(scope.spawn(move || drive(ctx, signals, s, n)));
         }
-        let mut last = 0;
-        while running.load(Ordering::Acquire) > 0 {
+        while signals.running.load(Ordering::Acquire) > 0 {
             std::thread::sleep(Duration::from_millis(10));
-            let elapsed = start.elapsed();
-            let now = done.load(Ordering::Relaxed);
-            while elapsed.as_secs() as usize > timeline.len() {
-                timeline.push(now - last);
-                last = now;
-            }
-            if elapsed > PROGRESS_AFTER && bar.is_hidden() {
+            let done = signals.done.load(Ordering::Relaxed);
+            timeline.tick(done);
+            if start.elapsed() > PROGRESS_AFTER && bar.is_hidden() {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
             }
-            bar.set_position(now);
-            if deadline.is_some_and(|d| elapsed >= d) {
-                stop.store(true, Ordering::Relaxed);
+            bar.set_position(done);
+            if plan.deadline.is_some_and(|d| start.elapsed() >= d) {
+                signals.stop.store(true, Ordering::Relaxed);
             }
         }
-        stop.store(true, Ordering::Relaxed);
-        let results = handles
+        signals.stop.store(true, Ordering::Relaxed);
+        handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("a bench thread panicked".into()))
             })
-            .collect();
-        let seconds = start.elapsed().as_secs_f64();
-        let partial = seconds - timeline.len() as f64;
-        let rest = done.load(Ordering::Relaxed) - last;
-        if partial > 0.0 && (rest > 0 || timeline.is_empty()) {
-            timeline.push((rest as f64 / partial.max(0.001)).round() as u64);
-        }
-        results
+            .collect()
     });
-    bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
+    let timeline = timeline.finish(signals.done.load(Ordering::Relaxed));
+    bar.finish_and_clear();
     let mut stats = ThreadStats::new();
     for r in results {
         stats.merge(&r?);
@@ -267,6 +365,100 @@ fn per(a: Option<u64>, b: u64) -> Option<f64> {
     (b > 0).then(|| a.map(|a| a as f64 / b as f64)).flatten()
 }
 
+/// Loads the key space (not measured, not timed per operation); its
+/// seconds.
+fn prefill(
+    ctx: &PhaseContext<'_>,
+    p: &Params,
+    order: &std::sync::Arc<Vec<u64>>,
+    label: String,
+) -> Result<f64, String> {
+    let plan = PhasePlan {
+        label,
+        streams: (0..p.threads)
+            .map(|t| OpStream::prefill(order.clone(), p.threads, t))
+            .collect(),
+        writer: None,
+        deadline: None,
+        total: ctx.space.count,
+    };
+    let quiet = PhaseContext {
+        latency: LatencyMode::Off,
+        seed: ctx.seed ^ 0xabc,
+        ..*ctx
+    };
+    Ok(execute(&quiet, plan)?.seconds)
+}
+
+/// Seconds spent waiting for the engine's background work.
+fn settle(engine: &dyn Engine) -> Result<f64, String> {
+    let start = Instant::now();
+    engine.wait_for_compactions()?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The measured phase and the counters read around it.
+struct Measured {
+    phase: Phase,
+    /// `/proc/self/io` write bytes at the start.
+    io_before: u64,
+    counters: (Counters, Counters),
+}
+
+fn measure(
+    ctx: &PhaseContext<'_>,
+    s: &Settings,
+    p: &Params,
+    order: &std::sync::Arc<Vec<u64>>,
+) -> Result<Measured, String> {
+    let plan = PhasePlan {
+        label: format!("{} {} run", s.engine, s.workload),
+        streams: (0..p.threads)
+            .map(|t| OpStream::measured(p, ctx.space, order, t, false))
+            .collect(),
+        writer: (p.workload == Workload::ReadWhileWriting)
+            .then(|| OpStream::measured(p, ctx.space, order, p.threads, true)),
+        deadline: s.duration_secs.map(Duration::from_secs_f64),
+        total: s.ops,
+    };
+    let io_before = procfs::write_bytes()?;
+    let c0 = ctx.engine.counters();
+    let phase = execute(ctx, plan)?;
+    let c1 = ctx.engine.counters();
+    Ok(Measured {
+        phase,
+        io_before,
+        counters: (c0, c1),
+    })
+}
+
+/// Per-kind counts, latencies and the latency of all timed operations.
+struct LatencySummary {
+    op_counts: BTreeMap<String, u64>,
+    by_op: BTreeMap<String, Latency>,
+    all: Histogram<u64>,
+}
+
+fn summarize_latency(st: &ThreadStats) -> LatencySummary {
+    let mut all = latency_histogram();
+    let mut op_counts = BTreeMap::new();
+    let mut by_op = BTreeMap::new();
+    for ((kind, h), &count) in OP_KINDS.iter().zip(&st.hist).zip(&st.counts) {
+        if count > 0 {
+            op_counts.insert(kind.to_string(), count);
+        }
+        if !h.is_empty() {
+            all.add(h).expect("same bounds");
+            by_op.insert(kind.to_string(), Latency::from_histogram(h));
+        }
+    }
+    LatencySummary {
+        op_counts,
+        by_op,
+        all,
+    }
+}
+
 /// Runs the settings' engine and workload; the store directory must be new.
 pub fn run(s: &Settings) -> Result<RunResult, String> {
     let p: Params = s.params()?;
@@ -274,84 +466,54 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
     let order = prefill_order(&p, &space);
     let engine = engine::open(s)?;
     let shared = Shared::default();
-    let label = |phase: &str| format!("{} {} {phase}", s.engine, s.workload);
+    let ctx = PhaseContext {
+        engine: &*engine,
+        space: &space,
+        shared: &shared,
+        latency: s.latency,
+        seed: s.seed,
+    };
     let mut prefill_seconds = None;
+    let mut settle_seconds = None;
     if p.workload.prefills() {
-        let streams = (0..p.threads)
-            .map(|t| OpStream::prefill(order.clone(), p.threads, t))
-            .collect();
-        let phase = execute(
-            &*engine,
-            &space,
-            &shared,
-            streams,
-            None,
-            None,
-            space.count,
-            label("prefill"),
-            s.seed ^ 0xabc,
-        )?;
-        prefill_seconds = Some(phase.seconds);
-    }
-
-    let io0 = procfs::write_bytes()?;
-    let c0 = engine.counters();
-    let streams = (0..p.threads)
-        .map(|t| OpStream::measured(&p, &space, &order, t, false))
-        .collect();
-    let writer = (p.workload == Workload::ReadWhileWriting)
-        .then(|| OpStream::measured(&p, &space, &order, p.threads, true));
-    let phase = execute(
-        &*engine,
-        &space,
-        &shared,
-        streams,
-        writer,
-        s.duration_secs.map(Duration::from_secs_f64),
-        s.ops,
-        label("run"),
-        s.seed,
-    )?;
-    let c1: Counters = engine.counters();
-    engine.close()?;
-    let io1 = procfs::write_bytes()?;
-
-    let st = &phase.stats;
-    let mut all = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
-    let mut op_counts = BTreeMap::new();
-    let mut latency_by_op = BTreeMap::new();
-    for (kind, h) in OP_KINDS.iter().zip(&st.hist) {
-        if h.is_empty() {
-            continue;
+        let label = format!("{} {} prefill", s.engine, s.workload);
+        prefill_seconds = Some(prefill(&ctx, &p, &order, label)?);
+        if s.settle {
+            settle_seconds = Some(settle(&*engine)?);
         }
-        all.add(h).expect("same bounds");
-        op_counts.insert(kind.to_string(), h.len());
-        latency_by_op.insert(kind.to_string(), Latency::from_histogram(h));
     }
-    let ops = all.len();
+    let m = measure(&ctx, s, &p, &order)?;
+    // The device bytes run until the close: they include the background
+    // work the measured writes caused and the close waited for.
+    engine.close()?;
+    let device_write_bytes = procfs::write_bytes()?.saturating_sub(m.io_before);
+
+    let st = &m.phase.stats;
+    let lat = summarize_latency(st);
+    let ops = st.counts.iter().sum();
     let live_keys = space.count + shared.next_insert.load(Ordering::Acquire);
     let logical_bytes = space.logical_bytes(live_keys);
     let space_bytes = procfs::disk_usage(&s.db)?;
-    let device_write_bytes = io1.saturating_sub(io0);
+    let (c0, c1) = m.counters;
     let engine_write_bytes = delta(c0.bytes_written, c1.bytes_written);
     let hits = delta(c0.cache_hits, c1.cache_hits);
     let misses = delta(c0.cache_misses, c1.cache_misses);
-    let seconds = phase.seconds.max(1e-9);
+    let seconds = m.phase.seconds.max(1e-9);
     Ok(RunResult {
         engine: s.engine.clone(),
         profile: s.profile.clone(),
         workload: s.workload.clone(),
         ops,
-        seconds: phase.seconds,
+        seconds: m.phase.seconds,
         ops_per_sec: ops as f64 / seconds,
         mb_per_sec: st.bytes as f64 / seconds / (1u64 << 20) as f64,
-        op_counts,
+        op_counts: lat.op_counts,
         found: st.found,
         not_found: st.not_found,
         entries_read: st.entries,
-        latency_us: Latency::from_histogram(&all),
-        latency_by_op,
-        latency_cdf: cdf(&all),
+        latency_us: (!lat.all.is_empty()).then(|| Latency::from_histogram(&lat.all)),
+        latency_by_op: lat.by_op,
+        latency_cdf: cdf(&lat.all),
         user_bytes_written: st.user_bytes,
         device_write_bytes,
         device_write_amplification: per(Some(device_write_bytes), st.user_bytes),
@@ -368,7 +530,8 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
             _ => None,
         },
         prefill_seconds,
-        timeline: phase.timeline,
+        settle_seconds,
+        timeline: m.phase.timeline,
         settings: s.clone(),
     })
 }

@@ -280,6 +280,19 @@ struct Mix {
     scan: f64,
 }
 
+impl Mix {
+    /// `read` gets, the rest updates.
+    fn read_update(read: f64) -> Mix {
+        Mix {
+            read,
+            update: 1.0 - read,
+            insert: 0.0,
+            scan: 0.0,
+        }
+    }
+}
+
+/// How a mixed stream picks the keynum of its next operation.
 enum Chooser {
     Uniform,
     Scrambled(ScrambledZipfian),
@@ -290,24 +303,153 @@ enum Chooser {
     RangeHot { start: u64, len: u64 },
 }
 
+impl Chooser {
+    /// The chooser of `p`'s mixed workload over `n` keys; `order` is the
+    /// prefill permutation (zipf-simple ranks it).
+    fn for_workload(p: &Params, space: &KeySpace, order: &Arc<Vec<u64>>) -> Chooser {
+        let n = space.count;
+        use Workload::*;
+        match p.workload {
+            A | B | C | F | P => Chooser::Scrambled(ScrambledZipfian::new(0, n - 1)),
+            D => Chooser::Latest(SkewedLatest::new(n - 1)),
+            E => {
+                let expected_new = (p.ops as f64 * 0.05 * 2.0) as u64;
+                Chooser::Scrambled(ScrambledZipfian::new(0, n + expected_new))
+            }
+            Ws1 => Chooser::Hotspot(Hotspot::new(0, n - 1, 0.01, 0.99)),
+            Ws2 => Chooser::Hotspot(Hotspot::new(0, n - 1, 0.2, 0.8)),
+            ZipfSimple => Chooser::Permuted(Zipfian::new(n, YODB_THETA), order.clone()),
+            ZipfComposite => match space.layout {
+                Layout::Composite { suffixes } => Chooser::Composite(
+                    Zipfian::new(n / suffixes, YODB_THETA),
+                    Zipfian::new(suffixes, YODB_THETA),
+                    suffixes,
+                ),
+                Layout::Plain | Layout::Hashed => Chooser::Uniform,
+            },
+            RangeHot => {
+                let len = ((n as f64 * p.hot_fraction) as u64).clamp(1, n);
+                Chooser::RangeHot {
+                    start: (n - len) / 2,
+                    len,
+                }
+            }
+            _ => Chooser::Uniform,
+        }
+    }
+
+    /// A keynum among `n` (`last` is the newest acknowledged one) for a read
+    /// (`is_read`) or a write.
+    fn choose(&mut self, rng: &mut Rng, n: u64, last: u64, is_read: bool) -> u64 {
+        match self {
+            Chooser::Uniform => rng.below(n),
+            Chooser::Scrambled(g) => loop {
+                let k = g.next(rng);
+                if k <= last {
+                    break k;
+                }
+            },
+            Chooser::Latest(g) => g.next(last, rng),
+            Chooser::Hotspot(g) => g.next(rng),
+            Chooser::Permuted(z, perm) => perm[z.next(rng) as usize],
+            Chooser::Composite(zp, zs, suffixes) => zp.next(rng) * *suffixes + zs.next(rng),
+            Chooser::RangeHot { start, len } => {
+                if is_read && rng.next_f64() < RANGEHOT_READ_SHARE {
+                    *start + rng.below(*len)
+                } else if is_read && *len < n {
+                    // The cold part, uniformly.
+                    let c = rng.below(n - *len);
+                    if c < *start {
+                        c
+                    } else {
+                        c + *len
+                    }
+                } else {
+                    rng.below(n)
+                }
+            }
+        }
+    }
+}
+
+/// A fixed list of keynums (fills and prefills), as puts or inserts.
+struct KeyList {
+    keys: Arc<Vec<u64>>,
+    at: usize,
+    end: usize,
+    insert: bool,
+}
+
+impl KeyList {
+    fn next(&mut self) -> Option<Op> {
+        if self.at >= self.end {
+            return None;
+        }
+        let k = self.keys[self.at];
+        self.at += 1;
+        Some(if self.insert {
+            Op::Insert(k)
+        } else {
+            Op::Put(k)
+        })
+    }
+}
+
+/// Reads, updates, inserts, scans and read-modify-writes drawn by `mix`.
+struct Mixed {
+    mix: Mix,
+    chooser: Chooser,
+    /// Reads are scans of (length, uniform in 1..=length) instead of gets.
+    reads_scan: Option<(usize, bool)>,
+    left: u64,
+}
+
+impl Mixed {
+    fn next(&mut self, rng: &mut Rng, n: u64, shared: &Shared) -> Option<Op> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let r = rng.next_f64();
+        let mix = self.mix;
+        let is_read = r < mix.read;
+        let last = n + shared.acked.load(Ordering::Acquire) - 1;
+        let scan = |rng: &mut Rng, k, (len, uniform): (usize, bool)| {
+            let len = if uniform {
+                1 + rng.below(len as u64) as usize
+            } else {
+                len
+            };
+            Op::Scan(k, len)
+        };
+        Some(if is_read {
+            let k = self.chooser.choose(rng, n, last, true);
+            match self.reads_scan {
+                Some(s) => scan(rng, k, s),
+                None => Op::Get(k),
+            }
+        } else if r < mix.read + mix.update {
+            Op::Put(self.chooser.choose(rng, n, last, false))
+        } else if r < mix.read + mix.update + mix.insert {
+            Op::Insert(n + shared.next_insert.fetch_add(1, Ordering::AcqRel))
+        } else if r < mix.read + mix.update + mix.insert + mix.scan {
+            let k = self.chooser.choose(rng, n, last, false);
+            scan(rng, k, self.reads_scan.unwrap_or((YCSB_MAX_SCAN, true)))
+        } else {
+            Op::Rmw(self.chooser.choose(rng, n, last, false))
+        })
+    }
+}
+
 enum Source {
-    /// A fixed list of keynums (fills and prefills), as puts or inserts.
-    List {
-        keys: Arc<Vec<u64>>,
-        at: usize,
-        end: usize,
-        insert: bool,
-    },
+    List(KeyList),
+    /// Puts of keynums `at..end` in order.
     Range {
         at: u64,
         end: u64,
     },
-    Mixed {
-        mix: Mix,
-        chooser: Chooser,
-        reads_scan: Option<(usize, bool)>,
-        left: u64,
-    },
+    Mixed(Mixed),
+    /// `left` steps of one sequential reader.
     Sequential {
         left: u64,
     },
@@ -340,6 +482,29 @@ pub fn share(n: u64, threads: usize, t: usize) -> (u64, u64) {
     (start, start + base + u64::from(t < extra))
 }
 
+/// The mix of `p`'s mixed workload (the writer of readwhilewriting only
+/// writes).
+fn mix_of(p: &Params, writer: bool) -> Mix {
+    use Workload::*;
+    match p.workload {
+        Overwrite => Mix::read_update(0.0),
+        ReadWhileWriting if writer => Mix::read_update(0.0),
+        A | B | C | D | E | F | P => p.workload.ycsb_mix(),
+        Ws1 | Ws2 | Ws3 | ZipfSimple | ZipfComposite | RangeHot => Mix::read_update(p.read_ratio),
+        _ => Mix::read_update(1.0),
+    }
+}
+
+/// Whether `p`'s reads are scans: (length, uniform in 1..=length).
+fn reads_scan_of(p: &Params) -> Option<(usize, bool)> {
+    match p.workload {
+        Workload::SeekRandom => Some((p.scan_length.unwrap_or(1).max(1), false)),
+        Workload::E => Some((p.scan_length.unwrap_or(YCSB_MAX_SCAN).max(1), true)),
+        Workload::RangeHot => p.scan_length.filter(|&l| l > 0).map(|l| (l, false)),
+        _ => None,
+    }
+}
+
 impl OpStream {
     /// Puts of `order`'s share for thread `t` (the prefill).
     pub fn prefill(order: Arc<Vec<u64>>, threads: usize, t: usize) -> OpStream {
@@ -347,17 +512,18 @@ impl OpStream {
         OpStream {
             rng: Rng::new(0),
             count: 0,
-            source: Source::List {
+            source: Source::List(KeyList {
                 keys: order,
                 at: at as usize,
                 end: end as usize,
                 insert: false,
-            },
+            }),
         }
     }
 
-    /// The measured operations of thread `t`. `order` is the fill
-    /// permutation (fillrandom, sifrdb, zipf-simple's ranking).
+    /// The measured operations of thread `t` (`writer`: the extra writer
+    /// thread of readwhilewriting). `order` is the fill permutation
+    /// (fillrandom, sifrdb, zipf-simple's ranking).
     pub fn measured(
         p: &Params,
         space: &KeySpace,
@@ -365,110 +531,33 @@ impl OpStream {
         t: usize,
         writer: bool,
     ) -> OpStream {
-        let rng = Rng::new(p.seed.wrapping_mul(0x9e37_79b9).wrapping_add(t as u64 + 1));
-        let n = space.count;
-        let (s, e) = share(n, p.threads, t);
+        let (s, e) = share(space.count, p.threads, t);
         let left = if writer {
             u64::MAX
         } else {
             let (a, b) = share(p.ops, p.threads, t);
             b - a
         };
-        let list = |keys: Arc<Vec<u64>>, insert| Source::List {
-            keys,
-            at: s as usize,
-            end: e as usize,
-            insert,
-        };
-        let mixed = |mix, chooser, reads_scan| Source::Mixed {
-            mix,
-            chooser,
-            reads_scan,
-            left,
-        };
-        let rw = |read: f64| Mix {
-            read,
-            update: 1.0 - read,
-            insert: 0.0,
-            scan: 0.0,
-        };
         use Workload::*;
         let source = match p.workload {
-            FillSeq => Source::Range { at: s, end: e },
-            Load => Source::Range { at: s, end: e },
-            FillRandom | Sifrdb => list(order.clone(), false),
-            Overwrite => mixed(rw(0.0), Chooser::Uniform, None),
-            ReadRandom => mixed(rw(1.0), Chooser::Uniform, None),
-            ReadWhileWriting => mixed(rw(if writer { 0.0 } else { 1.0 }), Chooser::Uniform, None),
-            SeekRandom => mixed(
-                rw(1.0),
-                Chooser::Uniform,
-                Some((p.scan_length.unwrap_or(1).max(1), false)),
-            ),
+            FillSeq | Load => Source::Range { at: s, end: e },
+            FillRandom | Sifrdb => Source::List(KeyList {
+                keys: order.clone(),
+                at: s as usize,
+                end: e as usize,
+                insert: false,
+            }),
             ReadSeq => Source::Sequential { left },
-            A | B | C | F | P => mixed(
-                p.workload.ycsb_mix(),
-                Chooser::Scrambled(ScrambledZipfian::new(0, n - 1)),
-                None,
-            ),
-            D => mixed(
-                p.workload.ycsb_mix(),
-                Chooser::Latest(SkewedLatest::new(n - 1)),
-                None,
-            ),
-            E => {
-                let expected_new = (p.ops as f64 * 0.05 * 2.0) as u64;
-                mixed(
-                    p.workload.ycsb_mix(),
-                    Chooser::Scrambled(ScrambledZipfian::new(0, n + expected_new)),
-                    Some((p.scan_length.unwrap_or(YCSB_MAX_SCAN).max(1), true)),
-                )
-            }
-            Ws1 => mixed(
-                rw(p.read_ratio),
-                Chooser::Hotspot(Hotspot::new(0, n - 1, 0.01, 0.99)),
-                None,
-            ),
-            Ws2 => mixed(
-                rw(p.read_ratio),
-                Chooser::Hotspot(Hotspot::new(0, n - 1, 0.2, 0.8)),
-                None,
-            ),
-            Ws3 => mixed(rw(p.read_ratio), Chooser::Uniform, None),
-            ZipfSimple => mixed(
-                rw(p.read_ratio),
-                Chooser::Permuted(Zipfian::new(n, YODB_THETA), order.clone()),
-                None,
-            ),
-            ZipfComposite => {
-                let Layout::Composite { suffixes } = space.layout else {
-                    unreachable!("zipf-composite has a composite layout")
-                };
-                mixed(
-                    rw(p.read_ratio),
-                    Chooser::Composite(
-                        Zipfian::new(n / suffixes, YODB_THETA),
-                        Zipfian::new(suffixes, YODB_THETA),
-                        suffixes,
-                    ),
-                    None,
-                )
-            }
-            RangeHot => {
-                let len = ((n as f64 * p.hot_fraction) as u64).clamp(1, n);
-                mixed(
-                    rw(p.read_ratio),
-                    Chooser::RangeHot {
-                        start: (n - len) / 2,
-                        len,
-                    },
-                    p.scan_length.filter(|&l| l > 0).map(|l| (l, false)),
-                )
-            }
+            _ => Source::Mixed(Mixed {
+                mix: mix_of(p, writer),
+                chooser: Chooser::for_workload(p, space, order),
+                reads_scan: reads_scan_of(p),
+                left,
+            }),
         };
         OpStream {
-            rng,
-            count: n,
+            rng: Rng::new(p.seed.wrapping_mul(0x9e37_79b9).wrapping_add(t as u64 + 1)),
+            count: space.count,
             source,
         }
     }
@@ -476,19 +565,7 @@ impl OpStream {
     /// The next operation, or `None` when this thread is done.
     pub fn next(&mut self, shared: &Shared) -> Option<Op> {
         match &mut self.source {
-            Source::List {
-                keys,
-                at,
-                end,
-                insert,
-            } => {
-                if at >= end {
-                    return None;
-                }
-                let k = keys[*at];
-                *at += 1;
-                Some(if *insert { Op::Insert(k) } else { Op::Put(k) })
-            }
+            Source::List(list) => list.next(),
             Source::Range { at, end } => {
                 if at >= end {
                     return None;
@@ -503,79 +580,7 @@ impl OpStream {
                 *left -= 1;
                 Some(Op::Next)
             }
-            Source::Mixed {
-                mix,
-                chooser,
-                reads_scan,
-                left,
-            } => {
-                if *left == 0 {
-                    return None;
-                }
-                *left -= 1;
-                let rng = &mut self.rng;
-                let n = self.count;
-                let r = rng.next_f64();
-                let mix = *mix;
-                let is_read = r < mix.read;
-                let last = n + shared.acked.load(Ordering::Acquire) - 1;
-                let mut choose = |rng: &mut Rng| -> u64 {
-                    match chooser {
-                        Chooser::Uniform => rng.below(n),
-                        Chooser::Scrambled(g) => loop {
-                            let k = g.next(rng);
-                            if k <= last {
-                                break k;
-                            }
-                        },
-                        Chooser::Latest(g) => g.next(last, rng),
-                        Chooser::Hotspot(g) => g.next(rng),
-                        Chooser::Permuted(z, perm) => perm[z.next(rng) as usize],
-                        Chooser::Composite(zp, zs, suffixes) => {
-                            zp.next(rng) * *suffixes + zs.next(rng)
-                        }
-                        Chooser::RangeHot { start, len } => {
-                            if is_read && rng.next_f64() < RANGEHOT_READ_SHARE {
-                                *start + rng.below(*len)
-                            } else if is_read && *len < n {
-                                // The cold part, uniformly.
-                                let c = rng.below(n - *len);
-                                if c < *start {
-                                    c
-                                } else {
-                                    c + *len
-                                }
-                            } else {
-                                rng.below(n)
-                            }
-                        }
-                    }
-                };
-                let scan = |rng: &mut Rng, k, (len, uniform): (usize, bool)| {
-                    let len = if uniform {
-                        1 + rng.below(len as u64) as usize
-                    } else {
-                        len
-                    };
-                    Op::Scan(k, len)
-                };
-                Some(if is_read {
-                    let k = choose(rng);
-                    match *reads_scan {
-                        Some(s) => scan(rng, k, s),
-                        None => Op::Get(k),
-                    }
-                } else if r < mix.read + mix.update {
-                    Op::Put(choose(rng))
-                } else if r < mix.read + mix.update + mix.insert {
-                    Op::Insert(n + shared.next_insert.fetch_add(1, Ordering::AcqRel))
-                } else if r < mix.read + mix.update + mix.insert + mix.scan {
-                    let k = choose(rng);
-                    scan(rng, k, reads_scan.unwrap_or((YCSB_MAX_SCAN, true)))
-                } else {
-                    Op::Rmw(choose(rng))
-                })
-            }
+            Source::Mixed(mixed) => mixed.next(&mut self.rng, self.count, shared),
         }
     }
 }

@@ -14,6 +14,7 @@ mod iter;
 mod lock_order;
 mod open;
 mod read;
+mod settle;
 mod snapshot;
 mod space;
 mod stats;
