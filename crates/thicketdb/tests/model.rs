@@ -608,3 +608,28 @@ fn model_concurrent_compactions() {
         );
     }
 }
+
+/// SifrDB's parallel search under the model, serial and on four threads,
+/// without Bloom filters so that most lookups have several candidates,
+/// while concurrent compactions and early cleaning release tables.
+#[test]
+fn model_sifr_parallel_search() {
+    for threads in [1, 4] {
+        let config = concurrent_config(Profile::Sifr);
+        let config = Config {
+            options: Options {
+                search_threads: threads,
+                bloom_bits_per_key: 0,
+                early_cleaning_threshold: 2,
+                ..config.options
+            },
+            ..config
+        };
+        let mut lookups = 0;
+        for seed in seeds(&[501, 502]) {
+            lookups += run(seed, ops(OPS), fault(), config.clone()).search_lookups;
+        }
+        lookups += run(503, ops(OPS), posix(), config).search_lookups;
+        assert_eq!(lookups > 0, threads > 1, "{threads} search threads");
+    }
+}

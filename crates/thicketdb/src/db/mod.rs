@@ -14,6 +14,7 @@ mod iter;
 mod lock_order;
 mod open;
 mod read;
+mod search;
 mod settle;
 mod snapshot;
 mod space;
@@ -103,6 +104,8 @@ pub(crate) struct DbInner {
     pub failed: AtomicBool,
     /// Released by `close`, even while other handles are alive.
     pub lock: Ranked<Option<Box<dyn FileLock>>>,
+    /// SifrDB's parallel search; `None` searches serially.
+    pub search: Option<search::SearchPool>,
 }
 
 impl DbInner {

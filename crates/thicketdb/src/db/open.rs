@@ -11,6 +11,7 @@ use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
+use super::search::SearchPool;
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{Backing, Backings, FileSystem};
@@ -56,6 +57,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let policy = crate::compaction::Policy::new(&options);
     let pending_compaction_bytes = policy.pending_bytes(&version);
     let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
+    let search = start_search_pool(&options, &counters)?;
     Ok(DbInner {
         dir: dir.to_path_buf(),
         counters,
@@ -86,7 +88,21 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         options,
         fs,
         lock: Ranked::new(Rank::FileLock, Some(lock)),
+        search,
     })
+}
+
+/// The search threads of SifrDB's parallel search: `search_threads` in
+/// all, the caller's included (0: one per core); none for 1.
+fn start_search_pool(options: &Options, counters: &Arc<Counters>) -> Result<Option<SearchPool>> {
+    let threads = match options.search_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    if threads <= 1 {
+        return Ok(None);
+    }
+    SearchPool::start(threads - 1, counters.clone()).map(Some)
 }
 
 /// Checks the stored `OPTIONS` of an existing store against `options`, or

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use super::DbInner;
 use super::ReadOptions;
-use crate::error::{Error, Result};
-use crate::format::internal_key::{
-    append_internal_key, pack_trailer, ParsedKey, ValueKind, TRAILER_LEN,
-};
+use super::search::{probe_table, Probe, Query};
+use crate::error::Result;
+use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::memtable::Lookup;
-use crate::version::files::segment_path;
+use crate::stats::Counters;
+use crate::version::{TableMeta, Version};
 
 /// Longest lookup key (user key plus trailer) built on the stack.
 const STACK_LOOKUP_KEY: usize = 128;
@@ -48,39 +48,62 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
             None => {}
         }
     }
-    for (depth, level) in sv.version.levels.iter().enumerate() {
-        for run in &level.runs {
-            let Some(i) = run.find(key) else { continue };
-            if sv
-                .version
-                .superseded_through(depth, run.id)
-                .is_some_and(|through| key <= through)
-            {
-                continue;
-            }
-            let meta = &run.tables[i];
-            if meta.min_seq > seq {
-                continue;
-            }
+    let candidates = candidate_tables(&sv.version, key, seq);
+    let Some(pool) = &inner.search else {
+        for meta in candidates {
             let table = inner.table_cache.table(meta)?;
-            let found = table.get_with(lookup, opts.fill_cache, |found_key, value| {
-                ParsedKey::parse(found_key).map(|p| match p.kind {
-                    ValueKind::Value => Some(value.to_vec()),
-                    ValueKind::Deletion => None,
-                })
-            })?;
-            match found {
-                Some(Some(result)) => return Ok(result),
-                Some(None) => {
-                    return Err(Error::corruption(
-                        segment_path(&inner.dir, meta.segment),
-                        meta.offset,
-                        format!("malformed internal key in table {}", meta.id),
-                    ))
-                }
-                None => {}
+            match probe_table(&table, lookup, opts.fill_cache)? {
+                Probe::Absent => continue,
+                Probe::Found(value) => return Ok(Some(value)),
+                Probe::Deleted => return Ok(None),
             }
         }
+        return Ok(None);
+    };
+    // SifrDB's parallel search: the filters pick the candidates here, the
+    // probes run on the search threads.
+    let mut tables = Vec::new();
+    for meta in candidates {
+        let table = inner.table_cache.table(meta)?;
+        if table.may_contain(key) {
+            tables.push(table);
+        }
     }
-    Ok(None)
+    if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
+        for table in &tables {
+            match probe_table(table, lookup, opts.fill_cache)? {
+                Probe::Absent => continue,
+                Probe::Found(value) => return Ok(Some(value)),
+                Probe::Deleted => return Ok(None),
+            }
+        }
+        return Ok(None);
+    }
+    Counters::add(&inner.counters.search_lookups, 1);
+    let pin: Arc<dyn Send + Sync> = sv.clone();
+    pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin))
+}
+
+/// The tables that may hold `key` at sequence `seq`, newest first: per run
+/// the one whose key range holds it, unless the run's keys there are
+/// superseded by a journaled merge's interim run or the table holds only
+/// newer writes.
+fn candidate_tables<'a>(
+    version: &'a Version,
+    key: &'a [u8],
+    seq: u64,
+) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+    version
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(move |(depth, level)| {
+            level.runs.iter().filter_map(move |run| {
+                let meta = &run.tables[run.find(key)?];
+                let superseded = version
+                    .superseded_through(depth, run.id)
+                    .is_some_and(|through| key <= through);
+                (!superseded && meta.min_seq <= seq).then_some(meta)
+            })
+        })
 }

@@ -1,0 +1,10 @@
+//! SifrDB's parallel search (§4.3): the candidate tables of a point lookup
+//! (one per run whose key range and filter admit the key) are probed by a
+//! pool of search threads, newest first, and the caller returns as soon as
+//! the newest candidate that can hold the key has answered.
+
+mod pool;
+mod query;
+
+pub(crate) use pool::SearchPool;
+pub(crate) use query::{probe_table, Probe, Query};
