@@ -609,27 +609,34 @@ fn model_concurrent_compactions() {
     }
 }
 
-/// SifrDB's parallel search under the model, serial and on four threads,
-/// without Bloom filters so that most lookups have several candidates,
-/// while concurrent compactions and early cleaning release tables.
+/// SifrDB's early cleaning under the model: merges checkpoint every two
+/// tables while concurrent compactions, crashes and reopens go on, so reads
+/// meet interim runs, straddling inputs and moves of unfinished merges.
+/// Also SifrDB's parallel search: serial and on four threads, without
+/// Bloom filters so that most lookups have several candidates.
 #[test]
-fn model_sifr_parallel_search() {
+fn model_sifr_early_cleaning() {
     for threads in [1, 4] {
         let config = concurrent_config(Profile::Sifr);
         let config = Config {
             options: Options {
-                search_threads: threads,
-                bloom_bits_per_key: 0,
                 early_cleaning_threshold: 2,
+                bloom_bits_per_key: 0,
+                search_threads: threads,
                 ..config.options
             },
             ..config
         };
-        let mut lookups = 0;
+        let (mut checkpoints, mut lookups) = (0, 0);
         for seed in seeds(&[501, 502]) {
-            lookups += run(seed, ops(OPS), fault(), config.clone()).search_lookups;
+            let stats = run(seed, ops(OPS), fault(), config.clone());
+            checkpoints += stats.merge_checkpoints;
+            lookups += stats.search_lookups;
         }
-        lookups += run(503, ops(OPS), posix(), config).search_lookups;
+        let stats = run(503, ops(OPS), posix(), config);
+        checkpoints += stats.merge_checkpoints;
+        lookups += stats.search_lookups;
+        assert!(checkpoints > 0);
         assert_eq!(lookups > 0, threads > 1, "{threads} search threads");
     }
 }

@@ -100,9 +100,7 @@ fn candidate_tables<'a>(
         .flat_map(move |(depth, level)| {
             level.runs.iter().filter_map(move |run| {
                 let meta = &run.tables[run.find(key)?];
-                let superseded = version
-                    .superseded_through(depth, run.id)
-                    .is_some_and(|through| key <= through);
+                let superseded = version.superseded_in(depth, run.id, meta, key);
                 (!superseded && meta.min_seq <= seq).then_some(meta)
             })
         })
