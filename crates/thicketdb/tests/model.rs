@@ -628,7 +628,8 @@ fn model_sifr_early_cleaning() {
             ..config
         };
         let (mut checkpoints, mut lookups) = (0, 0);
-        for seed in seeds(&[501, 502]) {
+        // Seed 502 found moves hidden below the checkpoint key.
+        for seed in seeds(&[502]) {
             let stats = run(seed, ops(OPS), fault(), config.clone());
             checkpoints += stats.merge_checkpoints;
             lookups += stats.search_lookups;

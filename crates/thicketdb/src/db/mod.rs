@@ -105,7 +105,7 @@ pub(crate) struct DbInner {
     /// Released by `close`, even while other handles are alive.
     pub lock: Ranked<Option<Box<dyn FileLock>>>,
     /// SifrDB's parallel search; `None` searches serially.
-    pub search: Option<search::SearchPool>,
+    pub search: Option<Arc<search::SearchPool>>,
 }
 
 impl DbInner {

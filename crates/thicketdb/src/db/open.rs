@@ -9,9 +9,9 @@ use parking_lot::{Condvar, RwLock};
 
 use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
+use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
-use super::search::SearchPool;
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{Backing, Backings, FileSystem};
@@ -94,7 +94,10 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
 
 /// The search threads of SifrDB's parallel search: `search_threads` in
 /// all, the caller's included (0: one per core); none for 1.
-fn start_search_pool(options: &Options, counters: &Arc<Counters>) -> Result<Option<SearchPool>> {
+fn start_search_pool(
+    options: &Options,
+    counters: &Arc<Counters>,
+) -> Result<Option<Arc<SearchPool>>> {
     let threads = match options.search_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -102,7 +105,7 @@ fn start_search_pool(options: &Options, counters: &Arc<Counters>) -> Result<Opti
     if threads <= 1 {
         return Ok(None);
     }
-    SearchPool::start(threads - 1, counters.clone()).map(Some)
+    SearchPool::start(threads - 1, counters.clone()).map(|p| Some(Arc::new(p)))
 }
 
 /// Checks the stored `OPTIONS` of an existing store against `options`, or

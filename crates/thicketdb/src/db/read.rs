@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::search::{probe_table, Probe, Query};
 use super::DbInner;
 use super::ReadOptions;
-use super::search::{probe_table, Probe, Query};
 use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::memtable::Lookup;

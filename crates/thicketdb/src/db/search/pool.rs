@@ -1,8 +1,9 @@
-//! The search threads: a FIFO of query objects; each thread takes the
-//! newest untaken candidate of the first query that still has one, probes
-//! it, and records the answer (SifrDB's selection, search and update
-//! steps). A query whose result is decided leaves the queue; probes still
-//! running for it are discarded when they end.
+//! The search threads: a FIFO of jobs (point lookups' query objects,
+//! parallel seeks); each thread takes one piece of the first job that still
+//! has one: for a lookup, the newest untaken candidate, probed and its
+//! answer recorded (SifrDB's selection, search and update steps). A job
+//! with nothing left to take leaves the queue; probes still running for a
+//! decided lookup are discarded when they end.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,11 +13,21 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex};
 
 use super::query::Query;
+use super::seek::ParallelSeek;
 use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
 use crate::stats::Counters;
 
+/// Work the search threads share with the caller that submitted it.
+pub(crate) trait Job: Send + Sync {
+    /// Runs one piece; false when none was left to take.
+    fn run_one(&self, counters: &Counters) -> bool;
+    /// Whether a piece is left to take.
+    fn has_work(&self) -> bool;
+}
+
 struct Shared {
-    queue: Mutex<VecDeque<Arc<Query>>>,
+    queue: Mutex<VecDeque<Arc<dyn Job>>>,
     work: Condvar,
     stop: AtomicBool,
     counters: Arc<Counters>,
@@ -52,15 +63,27 @@ impl SearchPool {
     /// its result.
     pub fn search(&self, query: Query) -> Result<Option<Vec<u8>>> {
         let query = Arc::new(query);
-        self.shared.queue.lock().push_back(query.clone());
-        self.shared.work.notify_all();
-        // The caller is one more search thread for its own query: on a
-        // machine with few cores it would otherwise only wait.
-        while let Some(i) = query.take() {
-            let answer = query.probe(i);
-            count(&self.shared.counters, query.answer(i, answer));
-        }
+        self.run(query.clone());
         query.wait()
+    }
+
+    /// Seeks `children` to `target` on the search threads and the caller's.
+    pub fn seek(
+        &self,
+        children: Vec<Box<dyn InternalIterator>>,
+        target: &[u8],
+    ) -> Vec<Box<dyn InternalIterator>> {
+        let seek = Arc::new(ParallelSeek::new(children, target));
+        self.run(seek.clone());
+        seek.wait()
+    }
+
+    /// Queues `job` and works on it on the caller's thread too: on a
+    /// machine with few cores the caller would otherwise only wait.
+    fn run(&self, job: Arc<dyn Job>) {
+        self.shared.queue.lock().push_back(job.clone());
+        self.shared.work.notify_all();
+        while job.run_one(&self.shared.counters) {}
     }
 }
 
@@ -85,29 +108,17 @@ fn search_loop(shared: &Shared) {
                 if shared.stop.load(Ordering::Acquire) {
                     return;
                 }
-                // FIFO: queries that have nothing left to take leave.
-                while queue.front().is_some_and(|q| !q.has_work()) {
+                // FIFO: jobs that have nothing left to take leave.
+                while queue.front().is_some_and(|j| !j.has_work()) {
                     queue.pop_front();
                 }
-                if let Some(q) = queue.front().cloned() {
-                    if let Some(i) = q.take() {
-                        break (q, i);
-                    }
-                    continue;
+                match queue.front() {
+                    Some(job) => break job.clone(),
+                    None => shared.work.wait(&mut queue),
                 }
-                shared.work.wait(&mut queue);
             }
         };
-        let (query, i) = job;
-        let answer = query.probe(i);
-        count(&shared.counters, query.answer(i, answer));
-    }
-}
-
-fn count(counters: &Counters, kept: bool) {
-    Counters::add(&counters.search_probes, 1);
-    if !kept {
-        Counters::add(&counters.search_probes_discarded, 1);
+        job.run_one(&shared.counters);
     }
 }
 
@@ -132,6 +143,40 @@ mod tests {
         q.probe_delays = vec![Duration::from_millis(30), Duration::ZERO];
         assert_eq!(pool.search(q), Ok(Some(b"v20".to_vec())));
         assert!(Counters::get(&counters.search_probes) >= 10);
+    }
+
+    #[test]
+    fn a_parallel_seek_positions_every_source_and_keeps_their_order() {
+        use crate::format::internal_key::{user_key, InternalKey, ValueKind, MAX_SEQUENCE};
+        use crate::iterator::VecIterator;
+        let pool = SearchPool::start(3, Arc::new(Counters::default())).unwrap();
+        let source = |keys: &[&str]| -> Box<dyn InternalIterator> {
+            Box::new(VecIterator::new(
+                keys.iter()
+                    .map(|k| {
+                        (
+                            InternalKey::new(k.as_bytes(), 1, ValueKind::Value).into_vec(),
+                            Vec::new(),
+                        )
+                    })
+                    .collect(),
+            ))
+        };
+        let children = vec![
+            source(&["a", "d"]),
+            source(&["b", "e"]),
+            source(&["c"]),
+            source(&["f", "g"]),
+            source(&[]),
+        ];
+        let target = InternalKey::new(b"c", MAX_SEQUENCE, ValueKind::SEEK).into_vec();
+        let sought = pool.seek(children, &target);
+        let at: Vec<Option<&[u8]>> = sought
+            .iter()
+            .map(|c| c.valid().then(|| user_key(c.key())))
+            .collect();
+        let expected: [Option<&[u8]>; 5] = [Some(b"d"), Some(b"e"), Some(b"c"), Some(b"f"), None];
+        assert_eq!(at, expected);
     }
 
     #[test]

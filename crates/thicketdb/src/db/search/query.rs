@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::pool::Job;
 use crate::error::Result;
+use crate::stats::Counters;
 use crate::table::Table;
 
 /// One candidate's answer.
@@ -136,6 +138,24 @@ impl Query {
     }
 }
 
+impl Job for Query {
+    fn run_one(&self, counters: &Counters) -> bool {
+        let Some(i) = self.take() else {
+            return false;
+        };
+        let kept = self.answer(i, self.probe(i));
+        Counters::add(&counters.search_probes, 1);
+        if !kept {
+            Counters::add(&counters.search_probes_discarded, 1);
+        }
+        true
+    }
+
+    fn has_work(&self) -> bool {
+        Query::has_work(self)
+    }
+}
+
 /// Spins before parking in `Query::wait`.
 const SPINS: usize = 4_000;
 
@@ -187,7 +207,10 @@ pub(crate) mod tests {
     /// for an empty `key`, a table of one other key).
     fn table(key: &str, seq: u64, kind: ValueKind, value: &str) -> Arc<Table> {
         let entry = if key.is_empty() {
-            (InternalKey::new(b"other", seq, ValueKind::Value).into_vec(), Vec::new())
+            (
+                InternalKey::new(b"other", seq, ValueKind::Value).into_vec(),
+                Vec::new(),
+            )
         } else {
             (
                 InternalKey::new(key.as_bytes(), seq, kind).into_vec(),
@@ -226,7 +249,10 @@ pub(crate) mod tests {
             }
             assert_eq!(q.wait(), Ok(None), "the deletion at 30 wins ({order:?})");
             // An answer after both 0 and 1 is discarded.
-            let decided_at = order.iter().position(|&i| i == 0).max(order.iter().position(|&i| i == 1));
+            let decided_at = order
+                .iter()
+                .position(|&i| i == 0)
+                .max(order.iter().position(|&i| i == 1));
             for (n, kept) in kept.iter().enumerate() {
                 assert_eq!(*kept, n <= decided_at.unwrap(), "{order:?}");
             }
@@ -234,7 +260,7 @@ pub(crate) mod tests {
         let q = query(versions_of_k().split_off(2));
         assert_eq!((q.take(), q.take()), (Some(0), Some(1)));
         assert!(q.answer(1, q.probe(1)));
-        assert!(q.has_work() == false && q.decided.load(Ordering::Acquire) == false);
+        assert!(!q.has_work() && !q.decided.load(Ordering::Acquire));
         assert!(q.answer(0, q.probe(0)));
         assert_eq!(q.wait(), Ok(Some(b"v20".to_vec())));
         assert_eq!(q.take(), None);
