@@ -14,6 +14,7 @@ mod iter;
 mod lock_order;
 mod open;
 mod read;
+mod read_only;
 mod settle;
 mod snapshot;
 mod space;
@@ -101,6 +102,9 @@ pub(crate) struct DbInner {
     pub closed: AtomicBool,
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,
+    /// Opened by `Db::open_read_only`: no background threads, no log, no
+    /// lock; writes are refused.
+    pub read_only: bool,
     /// Released by `close`, even while other handles are alive.
     pub lock: Ranked<Option<Box<dyn FileLock>>>,
 }
@@ -129,6 +133,15 @@ impl DbInner {
             Ok(())
         }
     }
+
+    /// `Error::ReadOnly` naming `what` on a store opened read-only.
+    pub fn check_writable(&self, what: &str) -> Result<()> {
+        if self.read_only {
+            Err(Error::ReadOnly(what.to_string()))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 struct DbHandle {
@@ -138,6 +151,11 @@ struct DbHandle {
 
 impl DbHandle {
     fn shutdown(&self) -> Result<()> {
+        if self.inner.read_only {
+            // Nothing to stop or persist: a read-only store writes nothing.
+            self.inner.closed.store(true, Ordering::Release);
+            return Ok(());
+        }
         let threads = std::mem::take(&mut *self.background.lock());
         if threads.is_empty() {
             return Ok(());
@@ -204,6 +222,36 @@ impl Db {
         })
     }
 
+    /// Opens the store in `path` for reading only, without writing a byte
+    /// there: the logs are replayed into memory, no lock is taken and no
+    /// background thread runs. Writes, `flush` and `compact_range` return
+    /// `Error::ReadOnly`. Works on a full or read-only file system, and
+    /// beside a read-write opener (see `docs/architecture.md`: the view is
+    /// the store as it was at open).
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_read_only_with_fs(path, options, Arc::new(PosixFs))
+    }
+
+    /// `open_read_only` through a given file system.
+    pub fn open_read_only_with_fs(
+        path: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Db> {
+        let inner = Arc::new(read_only::open(path.as_ref(), options, fs)?);
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                inner,
+                background: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Whether this handle was opened with `open_read_only`.
+    pub fn is_read_only(&self) -> bool {
+        self.inner().read_only
+    }
+
     fn inner(&self) -> &Arc<DbInner> {
         &self.handle.inner
     }
@@ -246,6 +294,7 @@ impl Db {
     }
 
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.inner().check_writable("write")?;
         write::write(self.inner(), batch, opts)
     }
 
@@ -273,6 +322,7 @@ impl Db {
     /// Flushes the memtable and waits until every immutable memtable is on
     /// disk.
     pub fn flush(&self) -> Result<()> {
+        self.inner().check_writable("flush")?;
         write::flush(self.inner())
     }
 
@@ -280,6 +330,7 @@ impl Db {
     /// is unbounded) into the bottom of the tree, dropping overwritten
     /// versions and deletions no snapshot needs.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner().check_writable("compact_range")?;
         self.flush()?;
         compact::compact_range(self.inner(), start, end)
     }

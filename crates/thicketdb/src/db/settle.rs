@@ -19,6 +19,10 @@ impl Db {
 }
 
 fn wait_until_settled(inner: &DbInner) -> Result<()> {
+    if inner.read_only {
+        // No background work exists; the kept memtables are never flushed.
+        return inner.check_open();
+    }
     let mut bg = inner.background.lock();
     loop {
         if let Some(e) = &bg.error {
