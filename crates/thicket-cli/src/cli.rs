@@ -67,6 +67,13 @@ pub enum Command {
     Flush,
     /// Compacts the whole key range into the bottom of the tree.
     Compact,
+    /// Writes a consistent, openable copy of the store into the new
+    /// directory DIR2 (segments hard-linked where possible).
+    Checkpoint {
+        /// The new directory (must not exist).
+        #[arg(long, value_name = "DIR2")]
+        to: PathBuf,
+    },
     /// Benchmarks ThicketDB and its peers (see docs/benchmarks.md).
     Bench(Box<crate::bench::BenchArgs>),
     /// Random concurrent operations checked against an expected state kept

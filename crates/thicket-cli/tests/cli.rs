@@ -356,3 +356,27 @@ fn check_finds_a_flipped_byte() {
     );
     assert!(err.contains("offset"), "{err}");
 }
+
+#[test]
+fn checkpoint_is_an_openable_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let copy = dir.path().join("copy");
+    ok(&db, &["load", "--count", "3000", "--value-size", "20"]);
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "before", "yes"]);
+    let out = ok(&db, &["checkpoint", "--to", copy.to_str().unwrap()]);
+    assert!(
+        out.starts_with(&format!("checkpoint {}: ", copy.display())),
+        "{out}"
+    );
+    assert!(out.contains(" segments linked, 0 copied"), "{out}");
+    ok(&db, &["put", "after", "the checkpoint"]);
+    assert_eq!(ok(&copy, &["get", "before"]), "yes\n");
+    assert_eq!(thicket(&copy, &["get", "after"]).status.code(), Some(1));
+    assert_eq!(ok(&copy, &["scan"]).lines().count(), 3001);
+    assert!(ok(&copy, &["check"]).starts_with("ok: "));
+    // The target must be new.
+    let err = fails(&db, &["checkpoint", "--to", copy.to_str().unwrap()]);
+    assert!(err.contains("already exists"), "{err}");
+}

@@ -35,6 +35,7 @@ pub fn run(cli: Cli) -> CliResult<Status> {
         Command::Load(args) => load::run(g, &args),
         Command::Flush => maintenance::flush(g),
         Command::Compact => maintenance::compact(g),
+        Command::Checkpoint { to } => maintenance::checkpoint(g, &to),
         Command::Bench(args) => crate::bench::run(g, *args).map(|()| Status::Success),
         Command::Stress(args) => crate::stress::run(g, &args),
         Command::Crashtest(args) => crate::stress::crashtest(g, &args),

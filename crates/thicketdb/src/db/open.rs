@@ -69,6 +69,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         imms: Vec::new(),
         last_sequence: replayed.last_sequence,
         log: LogWriter::new(log_file),
+        log_number,
         lock: Some(lock),
         read_only: false,
     }))
@@ -103,6 +104,8 @@ pub(super) struct Parts<'a> {
     pub imms: Vec<Arc<Memtable>>,
     pub last_sequence: u64,
     pub log: LogWriter,
+    /// The number of the log `log` writes (0: none, read-only).
+    pub log_number: u64,
     pub lock: Option<Box<dyn FileLock>>,
     pub read_only: bool,
 }
@@ -125,7 +128,13 @@ pub(super) fn assemble(p: Parts<'_>) -> DbInner {
         })),
         write: Ranked::new(Rank::Write, WriteState::default()),
         write_cv: Condvar::new(),
-        log: Ranked::new(Rank::Log, LogState { writer: p.log }),
+        log: Ranked::new(
+            Rank::Log,
+            LogState {
+                writer: p.log,
+                number: p.log_number,
+            },
+        ),
         versions: Ranked::new(Rank::Versions, p.versions),
         background: Ranked::new(Rank::Background, BackgroundState::default()),
         background_cv: Condvar::new(),

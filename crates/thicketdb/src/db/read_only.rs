@@ -98,6 +98,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<D
         imms: replayed.memtables,
         last_sequence: replayed.last_sequence,
         log: LogWriter::new(Box::new(NoLog)),
+        log_number: 0,
         lock: None,
         read_only: true,
     }))
