@@ -26,6 +26,7 @@ pub mod table;
 pub mod version;
 
 pub use db::check;
+pub use db::dump;
 pub use db::{CheckpointReport, Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};

@@ -1,6 +1,7 @@
 //! The commands, and how they open the store.
 
 mod check;
+mod dump;
 mod kv;
 mod load;
 mod maintenance;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> CliResult<Status> {
         Command::Scan(args) => scan::run(g, &args),
         Command::Stats { json } => stats::run(g, json),
         Command::Check => check::run(g),
+        Command::Dump(args) => dump::run(g, &args),
         Command::Load(args) => load::run(g, &args),
         Command::Flush => maintenance::flush(g),
         Command::Compact => maintenance::compact(g),

@@ -38,7 +38,7 @@ pub use iter::DbIterator;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
 pub use stats::Stats;
-pub use tools::{destroy, repair, RepairReport};
+pub use tools::{destroy, dump, repair, RepairReport};
 
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
