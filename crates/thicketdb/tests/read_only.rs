@@ -214,3 +214,65 @@ fn a_closed_read_only_store_refuses_reads() {
     db.close().unwrap();
     assert_eq!(other.get(b"k").unwrap_err(), Error::Closed);
 }
+
+/// A small tmpfs mounted for one test, unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// `None` (the test is skipped) when mounting is not allowed here.
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(Tmpfs { dir })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_store_on_a_full_tmpfs_is_readable() {
+    let Some(tmpfs) = Tmpfs::mount("4m") else {
+        eprintln!("skipped: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let dir = tmpfs.dir.path().join("db");
+    let db = Db::open(&dir, options()).unwrap();
+    let mut acked = BTreeMap::new();
+    for i in 0.. {
+        let value = vec![b'a' + (i % 26) as u8; 2048];
+        match db.put(&key(i), &value) {
+            Ok(()) => acked.insert(key(i), value),
+            Err(e) => {
+                assert!(e.is_no_space(), "{e}");
+                break;
+            }
+        };
+    }
+    assert!(!acked.is_empty());
+    drop(db);
+    // Fill whatever room is left, so nothing more can be written.
+    let filler = tmpfs.dir.path().join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut file, &chunk).is_ok() {}
+    drop(file);
+
+    let err = Db::open(&dir, options()).unwrap_err();
+    assert!(err.is_no_space(), "a read-write open writes: {err}");
+    let db = Db::open_read_only(&dir, options()).unwrap();
+    assert_eq!(scan(&db), acked);
+    db.close().unwrap();
+}
