@@ -27,7 +27,7 @@ pub mod version;
 
 pub use db::check;
 pub use db::dump;
-pub use db::{CheckpointReport, Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
+pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
 pub use options::{Options, Profile};

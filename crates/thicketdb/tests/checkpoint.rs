@@ -60,7 +60,7 @@ fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
         let (db, acked) = (source.clone(), acked.clone());
         std::thread::spawn(move || {
             for i in 0..total {
-                db.put(&key(i % KEYS), &value(i)).unwrap();
+                db.put(key(i % KEYS), value(i)).unwrap();
                 acked.store(i + 1, Ordering::Release);
             }
         })
@@ -113,7 +113,7 @@ fn kill_part_of_a_segment(
 ) -> u64 {
     let source = Db::open(source_dir, options()).unwrap();
     for i in 0..KEYS {
-        source.put(&key(i), &value(i)).unwrap();
+        source.put(key(i), value(i)).unwrap();
     }
     source.compact_range(None, None).unwrap();
     if let Some(copy_dir) = checkpoint {
@@ -121,7 +121,7 @@ fn kill_part_of_a_segment(
         assert!(report.segments_linked > 0, "{report:?}");
     }
     for i in KEYS / 4..KEYS / 2 {
-        source.put(&key(i), b"new").unwrap();
+        source.put(key(i), b"new").unwrap();
     }
     source.compact_range(None, None).unwrap();
     let punched = source.stats().holes_punched;

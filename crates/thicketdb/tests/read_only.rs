@@ -31,16 +31,16 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 fn fill(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut expected = BTreeMap::new();
     for i in 0..400 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
         expected.insert(key(i), value(i, 0));
     }
     db.flush().unwrap();
     for i in (0..400).step_by(2) {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
         expected.insert(key(i), value(i, 1));
     }
     for i in (0..400).step_by(5) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
         expected.remove(&key(i));
     }
     expected
@@ -61,7 +61,7 @@ fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 fn assert_sees(db: &Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>) {
     assert_eq!(&scan(db), expected);
     for i in 0..400 {
-        assert_eq!(db.get(&key(i)).unwrap().as_ref(), expected.get(&key(i)));
+        assert_eq!(db.get(key(i)).unwrap().as_ref(), expected.get(&key(i)));
     }
 }
 
@@ -156,7 +156,7 @@ fn writes_only_in_the_log_are_visible() {
     let mut expected = BTreeMap::new();
     for round in 0..3 {
         for i in 0..400 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             expected.insert(key(i), value(i, round));
         }
     }
@@ -186,12 +186,12 @@ fn read_only_opens_do_not_contend_with_each_other_or_a_writer() {
     assert_sees(&second, &expected);
 
     // The writer goes on; the read-only views keep the state they opened.
-    writer.put(&key(1), b"later").unwrap();
+    writer.put(key(1), b"later").unwrap();
     writer.flush().unwrap();
-    assert_eq!(first.get(&key(1)).unwrap().as_ref(), expected.get(&key(1)));
+    assert_eq!(first.get(key(1)).unwrap().as_ref(), expected.get(&key(1)));
     first.close().unwrap();
     second.close().unwrap();
-    assert_eq!(writer.get(&key(1)).unwrap(), Some(b"later".to_vec()));
+    assert_eq!(writer.get(key(1)).unwrap(), Some(b"later".to_vec()));
     writer.close().unwrap();
     thicketdb::check::check_store(dir.path()).unwrap();
 }
@@ -253,7 +253,7 @@ fn a_store_on_a_full_tmpfs_is_readable() {
     let mut acked = BTreeMap::new();
     for i in 0.. {
         let value = vec![b'a' + (i % 26) as u8; 2048];
-        match db.put(&key(i), &value) {
+        match db.put(key(i), &value) {
             Ok(()) => acked.insert(key(i), value),
             Err(e) => {
                 assert!(e.is_no_space(), "{e}");

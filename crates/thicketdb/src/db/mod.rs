@@ -14,6 +14,7 @@ mod flush;
 mod iter;
 mod lock_order;
 mod open;
+mod range;
 mod read;
 mod read_only;
 mod settle;
@@ -35,6 +36,7 @@ pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
 pub use checkpoint::CheckpointReport;
 pub use iter::DbIterator;
+pub use range::Range;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
 pub use stats::Stats;
@@ -269,22 +271,31 @@ impl Db {
     }
 
     /// Sets `key` to `value`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.put_opt(key, value, WriteOptions::default())
     }
 
-    pub fn put_opt(&self, key: &[u8], value: &[u8], opts: WriteOptions) -> Result<()> {
+    /// `put` with per-write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: WriteOptions,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         let mut batch = WriteBatch::with_capacity(key.len() + value.len());
         batch.put(key, value)?;
         self.write_opt(batch, opts)
     }
 
     /// Removes `key` (a no-op when absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(key, WriteOptions::default())
     }
 
-    pub fn delete_opt(&self, key: &[u8], opts: WriteOptions) -> Result<()> {
+    /// `delete` with per-write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: WriteOptions) -> Result<()> {
+        let key = key.as_ref();
         let mut batch = WriteBatch::with_capacity(key.len());
         batch.delete(key)?;
         self.write_opt(batch, opts)
@@ -295,18 +306,50 @@ impl Db {
         self.write_opt(batch, WriteOptions::default())
     }
 
+    /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         self.inner().check_writable("write")?;
         write::write(self.inner(), batch, opts)
     }
 
     /// The value of `key`, or `None`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
     }
 
-    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(self.inner(), key, opts)
+    /// `get` with per-read options (a snapshot; bounds do not apply).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        read::get(self.inner(), key.as_ref(), opts)
+    }
+
+    /// The values of `keys`, in order, all read at one point of the write
+    /// order (one snapshot), as RocksDB's `MultiGet`.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    /// `multi_get` with per-read options; without a snapshot in `opts` it
+    /// takes one, so that every key is read at the same point.
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        opts: &ReadOptions,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let pinned;
+        let opts = match opts.snapshot {
+            Some(_) => opts,
+            None => {
+                pinned = ReadOptions {
+                    snapshot: Some(self.snapshot()),
+                    ..opts.clone()
+                };
+                &pinned
+            }
+        };
+        keys.into_iter().map(|k| self.get_opt(k, opts)).collect()
     }
 
     /// A consistent read view at the current point of the write order.
