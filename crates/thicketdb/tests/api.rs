@@ -274,3 +274,34 @@ fn multi_get_reads_every_key_at_one_point() {
         .collect();
     assert_eq!(new, [None, Some(b"2".to_vec())]);
 }
+
+#[test]
+fn get_with_borrows_values_from_memtables_and_tables_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put("in-table", "flushed value").unwrap();
+    db.put("deleted", "gone").unwrap();
+    db.flush().unwrap();
+    db.delete("deleted").unwrap();
+    db.put("in-memtable", "recent").unwrap();
+    let snapshot = db.snapshot();
+    db.put("in-table", "overwritten").unwrap();
+
+    let as_vec = |v: &[u8]| v.to_vec();
+    for key in ["in-table", "deleted", "in-memtable", "absent"] {
+        assert_eq!(
+            db.get_with(key, as_vec).unwrap(),
+            db.get(key).unwrap(),
+            "{key}"
+        );
+    }
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_with_opt("in-table", &opts, as_vec).unwrap(),
+        Some(b"flushed value".to_vec())
+    );
+    assert_eq!(db.get_with("deleted", |v| v.len()).unwrap(), None);
+}

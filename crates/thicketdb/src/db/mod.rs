@@ -322,6 +322,37 @@ impl Db {
         read::get(self.inner(), key.as_ref(), opts)
     }
 
+    /// Hands the value of `key` to `f` without copying it when it is read
+    /// from a table (it is borrowed from the cached block); `None` when
+    /// absent. Cheaper than `get` when the caller needs no owned value
+    /// (`docs/benchmarks.md`, *Borrowed get*).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+    /// db.put("k", "a long value")?;
+    /// assert_eq!(db.get_with("k", |v| v.len())?, Some(12));
+    /// assert_eq!(db.get_with("absent", |v| v.len())?, None);
+    /// # Ok::<(), thicketdb::Error>(())
+    /// ```
+    pub fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.get_with_opt(key, &ReadOptions::default(), f)
+    }
+
+    /// `get_with` with per-read options.
+    pub fn get_with_opt<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        read::get_with(self.inner(), key.as_ref(), opts, f)
+    }
+
     /// The values of `keys`, in order, all read at one point of the write
     /// order (one snapshot), as RocksDB's `MultiGet`.
     pub fn multi_get<K: AsRef<[u8]>>(

@@ -18,6 +18,17 @@ use crate::version::files::segment_path;
 const STACK_LOOKUP_KEY: usize = 128;
 
 pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    get_with(inner, key, opts, <[u8]>::to_vec)
+}
+
+/// Looks `key` up and hands its value to `f` where it lies: in a table's
+/// block (from the block cache, not copied) or in the memtable's copy.
+pub(crate) fn get_with<R>(
+    inner: &Arc<DbInner>,
+    key: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
     inner.check_open()?;
     // Read the sequence before the super version: every write at or below
     // it is then in one of the memtables or tables we look at.
@@ -43,11 +54,14 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
     };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(lookup) {
-            Some(Lookup::Value(v)) => return Ok(Some(v)),
+            Some(Lookup::Value(v)) => return Ok(Some(f(&v))),
             Some(Lookup::Deleted) => return Ok(None),
             None => {}
         }
     }
+    // Taken by the one table lookup that finds the key: the loop returns
+    // right after it.
+    let mut f = Some(f);
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
             let Some(i) = run.find(key) else { continue };
@@ -65,7 +79,7 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
             let table = inner.table_cache.table(meta)?;
             let found = table.get_with(lookup, opts.fill_cache, |found_key, value| {
                 ParsedKey::parse(found_key).map(|p| match p.kind {
-                    ValueKind::Value => Some(value.to_vec()),
+                    ValueKind::Value => f.take().map(|f| f(value)),
                     ValueKind::Deletion => None,
                 })
             })?;
