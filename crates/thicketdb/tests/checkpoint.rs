@@ -4,9 +4,11 @@
 //! it intact.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use thicketdb::io::{FileSystem, PosixFs};
 use thicketdb::{Db, Error, Options, ReadOptions};
 
 const KEYS: u64 = 1500;
@@ -164,4 +166,74 @@ fn a_checkpoint_needs_a_new_directory_and_a_writable_store() {
     let read_only = Db::open_read_only(&source_dir, options()).unwrap();
     let err = read_only.checkpoint(dir.path().join("copy")).unwrap_err();
     assert!(matches!(err, Error::ReadOnly(_)), "{err}");
+}
+
+/// The real file system without hard links (as across file systems).
+struct NoLinks;
+
+impl FileSystem for NoLinks {
+    fn create(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::WritableFile>> {
+        PosixFs.create(path)
+    }
+    fn open_random(
+        &self,
+        path: &Path,
+    ) -> thicketdb::Result<Arc<dyn thicketdb::io::RandomAccessFile>> {
+        PosixFs.open_random(path)
+    }
+    fn open_sequential(
+        &self,
+        path: &Path,
+    ) -> thicketdb::Result<Box<dyn thicketdb::io::SequentialFile>> {
+        PosixFs.open_sequential(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> thicketdb::Result<()> {
+        PosixFs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> thicketdb::Result<()> {
+        PosixFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> thicketdb::Result<Vec<String>> {
+        PosixFs.list(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        PosixFs.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> thicketdb::Result<u64> {
+        PosixFs.file_size(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> thicketdb::Result<()> {
+        PosixFs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> thicketdb::Result<()> {
+        PosixFs.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::FileLock>> {
+        PosixFs.lock(path)
+    }
+}
+
+#[test]
+fn without_hard_links_segments_are_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("source");
+    let copy_dir = dir.path().join("copy");
+    let source = Db::open_with_fs(&source_dir, options(), Arc::new(NoLinks)).unwrap();
+    for i in 0..KEYS {
+        source.put(key(i), value(i)).unwrap();
+    }
+    source.flush().unwrap();
+    let report = source.checkpoint(&copy_dir).unwrap();
+    assert_eq!(report.segments_linked, 0, "{report:?}");
+    assert!(report.segments_copied > 0, "{report:?}");
+    // The copies are files of their own: the source rewriting everything
+    // does not touch them.
+    for i in 0..KEYS {
+        source.put(key(i), b"new").unwrap();
+    }
+    source.compact_range(None, None).unwrap();
+    source.close().unwrap();
+    thicketdb::check::check_store(&copy_dir).unwrap();
+    let copy = Db::open_read_only(&copy_dir, options()).unwrap();
+    assert_eq!(scan(&copy), state_after(KEYS));
 }
