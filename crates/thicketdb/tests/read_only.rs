@@ -276,3 +276,44 @@ fn a_store_on_a_full_tmpfs_is_readable() {
     assert_eq!(scan(&db), acked);
     db.close().unwrap();
 }
+
+#[test]
+fn opens_beside_a_flushing_writer_see_a_prefix_of_its_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    // No compactions: the writer deletes no table a view still reads; it
+    // flushes (and deletes the flushed logs) all the time.
+    let options = Options {
+        disable_auto_compactions: true,
+        l0_slowdown_writes_trigger: 10_000,
+        l0_stop_writes_trigger: 10_000,
+        ..options()
+    };
+    let writer = Db::open(dir.path(), options.clone()).unwrap();
+    let total = 30_000u32;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let thread = {
+        let (db, done) = (writer.clone(), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..total {
+                db.put(key(i), value(i, 0)).unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::Release);
+        })
+    };
+    let mut opens = 0;
+    let mut last_seen = 0;
+    while opens < 5 || !done.load(std::sync::atomic::Ordering::Acquire) {
+        let view = Db::open_read_only(dir.path(), options.clone()).unwrap();
+        let seen = scan(&view);
+        let n = seen.len() as u32;
+        let prefix: BTreeMap<_, _> = (0..n).map(|i| (key(i), value(i, 0))).collect();
+        assert!(seen == prefix, "open {opens}: {n} keys, not the first {n}");
+        assert!(n >= last_seen);
+        last_seen = n;
+        view.close().unwrap();
+        opens += 1;
+    }
+    thread.join().unwrap();
+    assert!(writer.stats().flushes > 5, "the writer flushed meanwhile");
+    writer.close().unwrap();
+}

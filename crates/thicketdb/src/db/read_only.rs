@@ -15,8 +15,13 @@
 //! about it, though: once it compacts away or deletes files the view
 //! references, reads of those tables fail with an I/O or corruption error
 //! (never a wrong value: every block is checksummed); reopen for a fresh
-//! view. An open that races with the writer's MANIFEST roll or log deletion
-//! retries a few times.
+//! view. An open that races with the writer starts over, up to
+//! `OPEN_ATTEMPTS` times: when a file vanishes (a MANIFEST roll, a flushed
+//! log deleted), when the MANIFEST's log number moved while the logs were
+//! read (a log flushed and deleted meanwhile would be missing from the
+//! view), and when a log reads as damaged (a record the writer was copying
+//! into its memory-mapped log as we read it: zeros with records after
+//! them). Real damage fails every attempt and is returned.
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -35,27 +40,49 @@ use crate::stats::Counters;
 use crate::version::files::current_path;
 use crate::version::VersionSet;
 
-/// Opens that fail because a file vanished (a writer rolled its MANIFEST
-/// or deleted a flushed log meanwhile) start over this many times.
-const OPEN_ATTEMPTS: usize = 5;
+/// Opens that raced with a writer (see the module comment) start over
+/// this many times.
+const OPEN_ATTEMPTS: usize = 10;
+
+/// One attempt at opening.
+enum Attempt {
+    Opened(Box<DbInner>),
+    /// A writer flushed while the logs were read: the view may lack a log.
+    Raced,
+}
 
 pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
     options.validate()?;
     let fs = ReadOnlyFs::wrap(fs);
-    let mut attempt = 1;
-    loop {
+    let mut last = None;
+    for _ in 0..OPEN_ATTEMPTS {
         match open_once(dir, options.clone(), &fs) {
-            Err(e) if attempt < OPEN_ATTEMPTS && is_not_found(&e) => attempt += 1,
-            result => return result,
+            Ok(Attempt::Opened(inner)) => return Ok(*inner),
+            Ok(Attempt::Raced) => last = None,
+            Err(e) if may_be_a_race(&e) => last = Some(e),
+            Err(e) => return Err(e),
         }
+    }
+    Err(last.unwrap_or_else(|| {
+        Error::io(
+            std::io::Error::other(format!(
+                "a writer flushed during each of {OPEN_ATTEMPTS} read-only open attempts"
+            )),
+            dir.display().to_string(),
+        )
+    }))
+}
+
+/// Errors a concurrent writer can cause (see the module comment).
+fn may_be_a_race(e: &Error) -> bool {
+    match e {
+        Error::Io { kind, .. } => *kind == std::io::ErrorKind::NotFound,
+        Error::Corruption { file, .. } => file.ends_with(".log"),
+        _ => false,
     }
 }
 
-fn is_not_found(e: &Error) -> bool {
-    matches!(e, Error::Io { kind, .. } if *kind == std::io::ErrorKind::NotFound)
-}
-
-fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<DbInner> {
+fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<Attempt> {
     if !fs.exists(&current_path(dir)) {
         return Err(Error::InvalidArgument(format!(
             "no store in {}",
@@ -66,6 +93,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<D
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(crate::io::Backings::default());
     let recovered = VersionSet::recover(fs.as_ref(), dir)?;
+    let log_number = recovered.log_number;
     counters.restore(&recovered.stats);
     let next_file_number = Arc::new(AtomicU64::new(recovered.next_file_number));
     let versions = VersionSet::without_manifest(
@@ -84,8 +112,13 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<D
         &counters,
         FullMemtable::Keep,
     )?;
+    // Logs are deleted only after a flush moved the log number past them:
+    // if it has not moved, every log this view needs was read.
+    if VersionSet::recover(fs.as_ref(), dir)?.log_number != log_number {
+        return Ok(Attempt::Raced);
+    }
     let version = versions.current();
-    Ok(assemble(Parts {
+    Ok(Attempt::Opened(Box::new(assemble(Parts {
         dir,
         table_cache: new_table_cache(dir, fs, &options),
         options,
@@ -101,7 +134,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<D
         log_number: 0,
         lock: None,
         read_only: true,
-    }))
+    }))))
 }
 
 fn refused(what: &str, path: &Path) -> Error {
