@@ -18,6 +18,17 @@ use crate::version::{TableMeta, Version};
 const STACK_LOOKUP_KEY: usize = 128;
 
 pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    get_with(inner, key, opts, <[u8]>::to_vec)
+}
+
+/// Looks `key` up and hands its value to `f` where it lies: in a table's
+/// block (from the block cache, not copied) or in the memtable's copy.
+pub(crate) fn get_with<R>(
+    inner: &Arc<DbInner>,
+    key: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
     inner.check_open()?;
     // Read the sequence before the super version: every write at or below
     // it is then in one of the memtables or tables we look at.
@@ -43,18 +54,21 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
     };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(lookup) {
-            Some(Lookup::Value(v)) => return Ok(Some(v)),
+            Some(Lookup::Value(v)) => return Ok(Some(f(&v))),
             Some(Lookup::Deleted) => return Ok(None),
             None => {}
         }
     }
     let candidates = candidate_tables(&sv.version, key, seq);
     let Some(pool) = &inner.search else {
+        // Taken by the one table lookup that finds the key: the loop
+        // returns right after it.
+        let mut f = Some(f);
         for meta in candidates {
             let table = inner.table_cache.table(meta)?;
-            match probe_table(&table, lookup, opts.fill_cache)? {
+            match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
                 Probe::Absent => continue,
-                Probe::Found(value) => return Ok(Some(value)),
+                Probe::Found(result) => return Ok(result),
                 Probe::Deleted => return Ok(None),
             }
         }
@@ -70,10 +84,11 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
         }
     }
     if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
+        let mut f = Some(f);
         for table in &tables {
-            match probe_table(table, lookup, opts.fill_cache)? {
+            match probe_table(table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
                 Probe::Absent => continue,
-                Probe::Found(value) => return Ok(Some(value)),
+                Probe::Found(result) => return Ok(result),
                 Probe::Deleted => return Ok(None),
             }
         }
@@ -81,7 +96,9 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
     }
     Counters::add(&inner.counters.search_lookups, 1);
     let pin: Arc<dyn Send + Sync> = sv.clone();
-    pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin))
+    // The value comes back from another thread, so it is copied once.
+    let value = pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin))?;
+    Ok(value.map(|v| f(&v)))
 }
 
 /// The tables that may hold `key` at sequence `seq`, newest first: per run

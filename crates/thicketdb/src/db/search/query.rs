@@ -12,11 +12,11 @@ use crate::error::Result;
 use crate::stats::Counters;
 use crate::table::Table;
 
-/// One candidate's answer.
+/// One candidate's answer; `R` is what was made of the value found.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Probe {
+pub(crate) enum Probe<R = Vec<u8>> {
     /// The candidate holds a live value for the key.
-    Found(Vec<u8>),
+    Found(R),
     /// The candidate holds a deletion of the key.
     Deleted,
     /// The candidate holds nothing for the key.
@@ -99,7 +99,12 @@ impl Query {
         if let Some(delay) = self.probe_delays.get(i) {
             std::thread::sleep(*delay);
         }
-        probe_table(&self.candidates[i], &self.lookup, self.fill_cache)
+        probe_table(
+            &self.candidates[i],
+            &self.lookup,
+            self.fill_cache,
+            <[u8]>::to_vec,
+        )
     }
 
     /// Step (iii): records candidate `i`'s answer and decides the result
@@ -175,12 +180,18 @@ fn decide(answers: &[Option<Result<Probe>>]) -> Option<Result<Option<Vec<u8>>>> 
     Some(Ok(None))
 }
 
-/// Probes one table for the newest entry of the lookup key.
-pub(crate) fn probe_table(table: &Table, lookup: &[u8], fill_cache: bool) -> Result<Probe> {
+/// Probes one table for the newest entry of the lookup key, handing a
+/// value found to `on_value` where it lies (in the cached block).
+pub(crate) fn probe_table<R>(
+    table: &Table,
+    lookup: &[u8],
+    fill_cache: bool,
+    on_value: impl FnOnce(&[u8]) -> R,
+) -> Result<Probe<R>> {
     use crate::format::internal_key::{ParsedKey, ValueKind};
     let found = table.get_with(lookup, fill_cache, |key, value| {
         ParsedKey::parse(key).map(|p| match p.kind {
-            ValueKind::Value => Probe::Found(value.to_vec()),
+            ValueKind::Value => Probe::Found(on_value(value)),
             ValueKind::Deletion => Probe::Deleted,
         })
     })?;
