@@ -91,6 +91,9 @@ macro_rules! with_counters {
             stall_micros: "Microseconds writers spent stalled or slowed down.",
             holes_punched: "Dead table ranges released with hole punching.",
             segments_deleted: "Segment files deleted after their last table died.",
+            buffer_hits: "Point lookups answered by a compaction-buffer table (LSbM).",
+            buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
+            freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
         ] }
     };
 }

@@ -1,5 +1,6 @@
 //! The compaction policy a store runs with, chosen by `compaction_policy`.
 
+use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
@@ -11,14 +12,15 @@ use crate::version::Version;
 /// to run, if any.
 #[derive(Debug)]
 pub enum Policy {
-    Leveled(LeveledPolicy),
+    /// Boxed: it holds the store's `Options`.
+    Leveled(Box<LeveledPolicy>),
     Tiered(TieredPolicy),
 }
 
 impl Policy {
     pub fn new(options: &Options) -> Policy {
         match options.compaction_policy {
-            PolicyKind::Leveled => Policy::Leveled(LeveledPolicy::new(options)),
+            PolicyKind::Leveled => Policy::Leveled(Box::new(LeveledPolicy::new(options))),
             PolicyKind::Tiered => Policy::Tiered(TieredPolicy::new(options)),
         }
     }
@@ -60,6 +62,14 @@ impl Policy {
         match self {
             Policy::Leveled(p) => p.manual(version, level, start, end),
             Policy::Tiered(p) => p.manual(version, level),
+        }
+    }
+
+    /// LSbM's compaction buffer, when the store runs one.
+    pub fn buffer(&self) -> Option<&CompactionBuffer> {
+        match self {
+            Policy::Leveled(p) => p.buffer.as_deref(),
+            Policy::Tiered(_) => None,
         }
     }
 

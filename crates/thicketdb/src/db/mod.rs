@@ -6,6 +6,7 @@
 
 mod background;
 mod batch;
+mod buffer;
 mod call_options;
 pub mod check;
 mod compact;
@@ -282,6 +283,13 @@ impl Db {
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         compact::compact_range(self.inner(), start, end)
+    }
+
+    /// Trims LSbM's compaction buffer now instead of at the next
+    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`).
+    pub fn trim_compaction_buffer(&self) -> Result<()> {
+        self.inner().check_open()?;
+        buffer::trim(self.inner())
     }
 
     /// Engine statistics.

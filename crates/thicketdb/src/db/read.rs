@@ -1,6 +1,7 @@
 //! Point lookups: memtables, then each level's runs newest first; inside a
 //! run one table is a candidate (binary search on key ranges), and its Bloom
-//! filter, index and block (through the block cache) decide.
+//! filter, index and block (through the block cache) decide. A level with
+//! an LSbM compaction buffer asks its buffer runs first.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,7 +13,11 @@ use crate::format::internal_key::{
     append_internal_key, pack_trailer, ParsedKey, ValueKind, TRAILER_LEN,
 };
 use crate::memtable::Lookup;
+use crate::stats::Counters;
+use crate::table::Table;
+use crate::version::buffer::{self, BufferProbe, BufferRun};
 use crate::version::files::segment_path;
+use crate::version::TableMeta;
 
 /// Longest lookup key (user key plus trailer) built on the stack.
 const STACK_LOOKUP_KEY: usize = 128;
@@ -49,31 +54,77 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
         }
     }
     for level in &sv.version.levels {
-        for run in &level.runs {
+        for (r, run) in level.runs.iter().enumerate() {
             let Some(i) = run.find(key) else { continue };
             let meta = &run.tables[i];
             if meta.min_seq > seq {
                 continue;
             }
             let table = inner.table_cache.table(meta)?;
-            let found = table.get_with(lookup, opts.fill_cache, |found_key, value| {
-                ParsedKey::parse(found_key).map(|p| match p.kind {
-                    ValueKind::Value => Some(value.to_vec()),
-                    ValueKind::Deletion => None,
-                })
-            })?;
-            match found {
-                Some(Some(result)) => return Ok(result),
-                Some(None) => {
-                    return Err(Error::corruption(
-                        segment_path(&inner.dir, meta.segment),
-                        meta.offset,
-                        format!("malformed internal key in table {}", meta.id),
-                    ))
+            // LSbM (Algorithm 3): the buffer is asked only when the level's
+            // own index and filter say the key may be in the level.
+            if r == 0 && !level.buffer.is_empty() && table.may_contain(key) {
+                if let Some(found) = buffer_get(inner, &level.buffer, key, lookup, seq, opts)? {
+                    Counters::add(&inner.counters.buffer_hits, 1);
+                    return Ok(found);
                 }
-                None => {}
+            }
+            if let Some(found) = table_get(inner, meta, &table, lookup, opts)? {
+                return Ok(found);
             }
         }
     }
     Ok(None)
+}
+
+/// The key's newest visible version in a level's compaction buffer, if
+/// the buffer may answer: runs newest first, stopping at a removed entry
+/// covering the key (see `version::buffer`).
+fn buffer_get(
+    inner: &DbInner,
+    buffer: &[BufferRun],
+    key: &[u8],
+    lookup: &[u8],
+    seq: u64,
+    opts: &ReadOptions,
+) -> Result<Option<Option<Vec<u8>>>> {
+    for probe in buffer::probe(buffer, key) {
+        let BufferProbe::Table(meta) = probe else {
+            return Ok(None);
+        };
+        if meta.min_seq > seq {
+            continue;
+        }
+        let table = inner.table_cache.table(meta)?;
+        if let Some(found) = table_get(inner, meta, &table, lookup, opts)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+/// The entry of `lookup`'s user key in one table: `Some(Some(value))`,
+/// `Some(None)` for a deletion, `None` when the table does not hold it.
+fn table_get(
+    inner: &DbInner,
+    meta: &TableMeta,
+    table: &Table,
+    lookup: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Option<Vec<u8>>>> {
+    let found = table.get_with(lookup, opts.fill_cache, |found_key, value| {
+        ParsedKey::parse(found_key).map(|p| match p.kind {
+            ValueKind::Value => Some(value.to_vec()),
+            ValueKind::Deletion => None,
+        })
+    })?;
+    match found {
+        Some(Some(result)) => Ok(Some(result)),
+        Some(None) => Err(Error::corruption(
+            segment_path(&inner.dir, meta.segment),
+            meta.offset,
+            format!("malformed internal key in table {}", meta.id),
+        )),
+        None => Ok(None),
+    }
 }

@@ -21,6 +21,10 @@ pub enum Profile {
     Bolt,
     /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
     Sifr,
+    /// LSbM-tree: the default leveled tree with a compaction buffer
+    /// (buffered merge, trim), victims taken round-robin in key order so
+    /// that buffer runs fill in key order.
+    Lsbm,
 }
 
 impl Profile {
@@ -29,6 +33,7 @@ impl Profile {
         Profile::LevelDb,
         Profile::Bolt,
         Profile::Sifr,
+        Profile::Lsbm,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +42,7 @@ impl Profile {
             Profile::LevelDb => "leveldb",
             Profile::Bolt => "bolt",
             Profile::Sifr => "sifr",
+            Profile::Lsbm => "lsbm",
         }
     }
 
@@ -74,6 +80,12 @@ impl Profile {
                 compaction_policy: PolicyKind::Tiered,
                 runs_per_level: 4,
                 target_table_size: 2 << 20,
+                ..Options::default()
+            },
+            Profile::Lsbm => Options {
+                profile: self,
+                lsbm_buffer: true,
+                settled_compaction: false,
                 ..Options::default()
             },
         }
