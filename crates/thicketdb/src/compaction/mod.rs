@@ -3,6 +3,7 @@
 //! (`drop_rule`), writing merged output as tables (`output`) and running a
 //! task end to end (`executor`); LSbM's compaction buffer (`buffer`).
 
+pub mod bottommost;
 pub mod buffer;
 pub mod busy;
 pub mod components;
@@ -16,6 +17,7 @@ pub mod task;
 pub mod tiered;
 
 pub use crate::options::PolicyKind;
+pub use bottommost::Bottommost;
 pub use busy::{Busy, Claim};
 pub use executor::execute;
 pub use leveled::LeveledPolicy;
