@@ -23,7 +23,8 @@ pub enum Profile {
     Sifr,
     /// LSbM-tree: the default leveled tree with a compaction buffer
     /// (buffered merge, trim), victims taken round-robin in key order so
-    /// that buffer runs fill in key order.
+    /// that buffer runs fill in key order, and a table cache for 5000
+    /// tables (the buffer's are opened by lookups too).
     Lsbm,
 }
 
@@ -86,6 +87,11 @@ impl Profile {
                 profile: self,
                 lsbm_buffer: true,
                 settled_compaction: false,
+                // The buffer's tables are opened by lookups too: a table
+                // evicted from the table cache is reopened (index and
+                // filter reread) on its next use, which cost `lsbm` 45% of
+                // its RangeHot reads with 1000 (docs/benchmarks.md).
+                max_open_files: 5000,
                 ..Options::default()
             },
         }
