@@ -452,3 +452,59 @@ fn the_crosscheck_reports_every_pair_and_variant() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "stores left behind: {left:?}");
 }
+
+/// LSbM's setup: `--threads` readers and one writer paced at
+/// `--write-rate`; the per-second reader and hit-ratio series are recorded.
+#[test]
+fn rangehot_with_a_paced_writer_records_reader_and_hit_ratio_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let rate = 400.0;
+    let report = bench(
+        dir.path(),
+        "rangehot",
+        &[
+            "--num",
+            "5000",
+            "--ops",
+            "1000000000",
+            "--duration",
+            "2.5",
+            "--threads",
+            "1",
+            "--write-rate",
+            "400",
+            "--cache-mb",
+            "1",
+            "--write-buffer-mb",
+            "1",
+        ],
+    );
+    for r in report["runs"].as_array().unwrap() {
+        let ctx = format!("{}", r["engine"]);
+        let puts = r["op_counts"]["put"].as_u64().unwrap_or(0);
+        let gets = r["op_counts"]["get"].as_u64().unwrap();
+        // The writer never runs ahead of its pace; the reader only reads.
+        assert!(
+            (puts as f64) <= rate * num(r, "seconds") + 1.0,
+            "{ctx}: {puts} puts"
+        );
+        assert!(puts > 0 && gets > puts, "{ctx}: {puts} puts, {gets} gets");
+        assert_eq!(r["settings"]["write_rate"], rate, "{ctx}");
+        let timeline = r["timeline"].as_array().unwrap();
+        let readers = r["reader_timeline"].as_array().unwrap();
+        assert_eq!(readers.len(), timeline.len(), "{ctx}");
+        let reads: u64 = readers.iter().map(|v| v.as_u64().unwrap()).sum();
+        let all: u64 = timeline.iter().map(|v| v.as_u64().unwrap()).sum();
+        assert!(
+            reads < all,
+            "{ctx}: the writer's operations are not the readers'"
+        );
+        if r["engine"] == "thicket" {
+            let ratios = r["hit_ratio_timeline"].as_array().unwrap();
+            assert!(ratios.len() >= 2, "{ctx}: one ratio per full second");
+            for v in ratios.iter().filter_map(Value::as_f64) {
+                assert!((0.0..=1.0).contains(&v), "{ctx}: ratio {v}");
+            }
+        }
+    }
+}

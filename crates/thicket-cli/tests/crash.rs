@@ -18,11 +18,13 @@ use thicketdb::{Db, Options, Profile, ReadOptions};
 const CYCLES: usize = 20;
 const COUNT_PER_CYCLE: u64 = 200_000;
 const VALUE_SIZE: usize = 100;
-const SMALL_OPTIONS: [(&str, &str); 4] = [
+const SMALL_OPTIONS: [(&str, &str); 5] = [
     ("write_buffer_size", "262144"),
     ("target_table_size", "65536"),
     ("max_bytes_for_level_base", "1048576"),
     ("early_cleaning_threshold", "2"),
+    // LSbM: trim after every compaction.
+    ("lsbm_trim_interval", "0"),
 ];
 
 /// The key and value `thicket load` writes for index `i` (the CLI contract).
@@ -300,10 +302,15 @@ fn load_survives_sigkill_sifr_and_resumes_journaled_merges() {
 }
 
 #[test]
+fn load_survives_sigkill_lsbm() {
+    crash_cycles(Profile::Lsbm, seed());
+}
+
+#[test]
 fn every_profile_has_a_crash_test() {
     assert_eq!(
         Profile::ALL.len(),
-        4,
+        5,
         "add a crash test for the new profile"
     );
 }

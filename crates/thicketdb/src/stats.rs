@@ -94,6 +94,9 @@ macro_rules! with_counters {
             search_lookups: "Point lookups run by the search threads (SifrDB parallel search); probes per lookup is `search_probes / search_lookups`.",
             search_probes: "Candidate tables probed by parallel lookups.",
             search_probes_discarded: "Parallel probes whose answer came after the lookup's result was decided.",
+            buffer_hits: "Point lookups answered by a compaction-buffer table (LSbM).",
+            buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
+            freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
         ] }
     };
 }

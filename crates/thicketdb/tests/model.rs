@@ -557,6 +557,8 @@ fn profile_config(profile: Profile) -> Config {
             max_bytes_for_level_base: 64 << 10,
             level_size_multiplier: 2,
             group_compaction_bytes: base.group_compaction_bytes.min(32 << 10),
+            // LSbM: trim after every compaction.
+            lsbm_trim_interval: 0,
             ..base
         },
         manual_compaction: true,
@@ -572,6 +574,27 @@ fn model_every_profile() {
         }
         run(303, ops(OPS), posix(), profile_config(profile));
     }
+}
+
+/// LSbM with tiny tables, a trim after every compaction and a block cache
+/// far smaller than the data: tables enter the compaction buffer, leave it
+/// by drain, trim and the space bound, and lookups are answered from it,
+/// all while the model checks every read (stale versions included).
+#[test]
+fn model_lsbm_buffer() {
+    let (mut hits, mut removed) = (0, 0);
+    for (seed, threads) in seeds(&[501, 502, 503]).into_iter().zip([1, 2, 1]) {
+        let mut config = profile_config(Profile::Lsbm);
+        config.options.compaction_threads = threads;
+        config.options.block_cache_size = 32 << 10;
+        config.options.lsbm_trim_threshold = 0.5;
+        config.options.lsbm_max_buffer_bytes = 96 << 10;
+        let stats = run(seed, ops(OPS), posix(), config);
+        hits += stats.buffer_hits;
+        removed += stats.buffer_tables_removed;
+    }
+    assert!(hits > 0, "no lookup was answered by the buffer");
+    assert!(removed > 0, "no buffer table was ever removed");
 }
 
 /// `profile_config` on several compaction threads, with write bursts and

@@ -83,6 +83,19 @@ pub struct BenchArgs {
     /// rangehot: share of the key space in the hot range.
     #[arg(long, value_name = "F", default_value_t = 0.15)]
     pub hot_fraction: f64,
+    /// rangehot: one extra thread writes uniformly at this many operations
+    /// per second while `--threads` threads only read (LSbM's setup).
+    #[arg(long, value_name = "OPS")]
+    pub write_rate: Option<f64>,
+    /// L1's target size, MiB (ThicketDB's `max_bytes_for_level_base`;
+    /// default: each profile's). Only ThicketDB applies it so far, so it
+    /// is refused with a peer engine.
+    #[arg(long, value_name = "MB")]
+    pub level_base_mb: Option<u64>,
+    /// Target table size, KiB (ThicketDB's `target_table_size`; default:
+    /// each profile's). ThicketDB only, as `--level-base-mb`.
+    #[arg(long, value_name = "KB")]
+    pub table_size_kb: Option<u64>,
     /// Seed of every generator.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -151,12 +164,21 @@ pub struct Settings {
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
     pub hot_fraction: f64,
+    /// rangehot: the paced writer thread's operations per second.
+    #[serde(default)]
+    pub write_rate: Option<f64>,
     pub seed: u64,
     /// Absent from results written before these settings existed.
     #[serde(default)]
     pub latency: LatencyMode,
     #[serde(default)]
     pub settle: bool,
+    /// L1 target bytes (default: each profile's own).
+    #[serde(default)]
+    pub level_base_bytes: Option<u64>,
+    /// Target table size in bytes (default: each profile's own).
+    #[serde(default)]
+    pub table_bytes: Option<u64>,
 }
 
 impl Settings {
@@ -175,6 +197,7 @@ impl Settings {
             read_ratio: self.read_ratio,
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,
+            write_rate: self.write_rate,
             seed: self.seed,
         })
     }
@@ -194,6 +217,15 @@ impl BenchArgs {
         }
         if !(0.0..=1.0).contains(&self.read_ratio) || !(0.0..=1.0).contains(&self.hot_fraction) {
             return Err("--read-ratio and --hot-fraction must be within 0..1".into());
+        }
+        if self.write_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err("--write-rate must be a positive number".into());
+        }
+        let sizes_set = self.level_base_mb.is_some() || self.table_size_kb.is_some();
+        if sizes_set && self.engine.iter().any(|e| e != "thicket") {
+            return Err(
+                "--level-base-mb and --table-size-kb are applied by ThicketDB only so far".into(),
+            );
         }
         for w in &self.workload {
             w.parse::<Workload>()?;
@@ -234,9 +266,12 @@ impl BenchArgs {
             read_ratio: self.read_ratio,
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,
+            write_rate: self.write_rate,
             seed: self.seed,
             latency: self.latency,
             settle: self.settle,
+            level_base_bytes: self.level_base_mb.map(|mb| mb << 20),
+            table_bytes: self.table_size_kb.map(|kb| kb << 10),
         }
     }
 }

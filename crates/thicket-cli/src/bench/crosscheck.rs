@@ -159,9 +159,12 @@ impl CrosscheckArgs {
             read_ratio: 0.5,
             scan_length: None,
             hot_fraction: 0.15,
+            write_rate: None,
             seed: self.seed,
             latency,
             settle: self.settle,
+            level_base_bytes: None,
+            table_bytes: None,
         }
     }
 }

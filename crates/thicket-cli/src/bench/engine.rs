@@ -83,6 +83,12 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
     o.search_threads = s.search_threads;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
+    if let Some(bytes) = s.level_base_bytes {
+        o.max_bytes_for_level_base = bytes;
+    }
+    if let Some(bytes) = s.table_bytes {
+        o.target_table_size = bytes;
+    }
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }

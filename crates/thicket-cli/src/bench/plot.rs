@@ -1,5 +1,7 @@
-//! `thicket bench plot`: throughput over time (top) and latency CDFs
-//! (bottom), one line per engine run of one workload, as SVG.
+//! `thicket bench plot`: throughput over time (top; the readers' only when
+//! a writer thread ran), the block-cache hit ratio over time (middle, when
+//! recorded) and latency CDFs (bottom), one line per run of one workload
+//! (labelled engine/profile), as SVG.
 
 use std::path::Path;
 
@@ -28,9 +30,29 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
     if runs.is_empty() {
         return Err(format!("no runs of workload {workload:?}"));
     }
-    let root = SVGBackend::new(output, (1000, 900)).into_drawing_area();
+    let with_hit_ratio = runs
+        .iter()
+        .any(|r| r.hit_ratio_timeline.iter().any(Option::is_some));
+    let height = if with_hit_ratio { 1350 } else { 900 };
+    let root = SVGBackend::new(output, (1000, height)).into_drawing_area();
     root.fill(&WHITE).map_err(e)?;
-    let (top, bottom) = root.split_vertically(450);
+    let (top, rest) = root.split_vertically(450);
+    let (middle, bottom) = if with_hit_ratio {
+        rest.split_vertically(450)
+    } else {
+        rest.split_vertically(0)
+    };
+    let series = |r: &RunResult| -> Vec<u64> {
+        if r.reader_timeline.is_empty() {
+            r.timeline.clone()
+        } else {
+            r.reader_timeline.clone()
+        }
+    };
+    let label = |r: &RunResult| match &r.profile {
+        Some(p) => format!("{}/{p}", r.engine),
+        None => r.engine.clone(),
+    };
 
     let max_secs = runs
         .iter()
@@ -40,7 +62,7 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
         .max(1) as f64;
     let max_rate = runs
         .iter()
-        .flat_map(|r| r.timeline.iter().copied())
+        .flat_map(|r| series(r))
         .max()
         .unwrap_or(1)
         .max(1) as f64;
@@ -57,21 +79,21 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
     chart
         .configure_mesh()
         .x_desc("seconds")
-        .y_desc("ops/s")
+        .y_desc("ops/s (readers' only when a writer ran)")
         .draw()
         .map_err(e)?;
     for (i, r) in runs.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
             .draw_series(LineSeries::new(
-                r.timeline
-                    .iter()
+                series(r)
+                    .into_iter()
                     .enumerate()
-                    .map(|(s, &v)| (s as f64 + 1.0, v as f64)),
+                    .map(|(s, v)| (s as f64 + 1.0, v as f64)),
                 color.stroke_width(2),
             ))
             .map_err(e)?
-            .label(r.engine.clone())
+            .label(label(r))
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
@@ -82,6 +104,48 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
         .background_style(WHITE.mix(0.8))
         .draw()
         .map_err(e)?;
+
+    if with_hit_ratio {
+        let mut chart = ChartBuilder::on(&middle)
+            .caption(
+                format!("{workload}: block-cache hit ratio per second"),
+                ("sans-serif", 22),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..max_secs, 0f64..100f64)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("hit ratio (%)")
+            .draw()
+            .map_err(e)?;
+        for (i, r) in runs.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    r.hit_ratio_timeline
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(s, v)| v.map(|v| (s as f64 + 1.0, v * 100.0))),
+                    color.stroke_width(2),
+                ))
+                .map_err(e)?
+                .label(label(r))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(e)?;
+    }
 
     let max_us = runs
         .iter()
@@ -113,7 +177,7 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
                 color.stroke_width(2),
             ))
             .map_err(e)?
-            .label(r.engine.clone())
+            .label(label(r))
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });

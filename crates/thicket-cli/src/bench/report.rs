@@ -100,6 +100,14 @@ pub struct RunResult {
     /// Operations completed in each second of the measured phase (the last,
     /// partial second scaled to a full one).
     pub timeline: Vec<u64>,
+    /// With a writer thread (readwhilewriting, rangehot with
+    /// `--write-rate`): operations of the other threads in each second.
+    #[serde(default)]
+    pub reader_timeline: Vec<u64>,
+    /// Block-cache hit ratio in each second of the measured phase (null
+    /// for a second without lookups; empty for engines without counters).
+    #[serde(default)]
+    pub hit_ratio_timeline: Vec<Option<f64>>,
     pub settings: Settings,
 }
 

@@ -16,7 +16,7 @@ use super::generators::Rng;
 use super::latency::{LatencyMode, Sampler};
 use super::procfs;
 use super::report::{cdf, Latency, RunResult};
-use super::workload::{prefill_order, KeySpace, Op, OpStream, Params, Shared, Workload, OP_KINDS};
+use super::workload::{prefill_order, KeySpace, Op, OpStream, Params, Shared, OP_KINDS};
 
 /// Runs longer than this get a progress bar (on a terminal).
 const PROGRESS_AFTER: Duration = Duration::from_secs(3);
@@ -193,8 +193,9 @@ struct PhasePlan {
     label: String,
     streams: Vec<OpStream>,
     /// An extra stream that runs until the others are done
-    /// (readwhilewriting's writer).
-    writer: Option<OpStream>,
+    /// (readwhilewriting's writer, rangehot's with `--write-rate`), and its
+    /// pace in operations per second (`None`: unpaced).
+    writer: Option<(OpStream, Option<f64>)>,
     deadline: Option<Duration>,
     /// Operations expected, for the progress bar.
     total: u64,
@@ -203,6 +204,8 @@ struct PhasePlan {
 /// The counters the threads and the watcher of a phase share.
 struct PhaseSignals {
     done: AtomicU64,
+    /// Operations of the threads other than the writer.
+    readers_done: AtomicU64,
     stop: AtomicBool,
     running: AtomicUsize,
 }
@@ -212,37 +215,100 @@ struct Phase {
     stats: ThreadStats,
     seconds: f64,
     timeline: Vec<u64>,
+    /// With a writer: the other threads' operations per second.
+    reader_timeline: Vec<u64>,
+    hit_ratio_timeline: Vec<Option<f64>>,
+}
+
+/// How one thread runs: a reader, or the writer at an optional pace.
+#[derive(Clone, Copy)]
+enum Role {
+    Reader,
+    Writer(Option<f64>),
 }
 
 /// One thread's loop: operations from `stream` until it ends or the phase
-/// stops.
+/// stops. A paced writer sleeps until each operation's turn (operation i
+/// at `i / rate` seconds), so it never runs ahead of its rate.
 fn drive(
     ctx: &PhaseContext<'_>,
     signals: &PhaseSignals,
     mut stream: OpStream,
     thread: usize,
+    role: Role,
 ) -> Result<ThreadStats, String> {
     let mut w = Worker::new(ctx, ctx.seed ^ (thread as u64 + 1) << 32);
     let mut sampler = Sampler::new(ctx.latency);
     let mut unpublished = 0;
+    let publish = |n: u64| {
+        signals.done.fetch_add(n, Ordering::Relaxed);
+        if matches!(role, Role::Reader) {
+            signals.readers_done.fetch_add(n, Ordering::Relaxed);
+        }
+    };
+    let start = Instant::now();
+    let mut issued = 0u64;
     let result = (|| {
         while !signals.stop.load(Ordering::Relaxed) {
+            if let Role::Writer(Some(rate)) = role {
+                let due = Duration::from_secs_f64(issued as f64 / rate);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait.min(Duration::from_millis(50)));
+                    continue;
+                }
+            }
             let Some(op) = stream.next(ctx.shared) else {
                 break;
             };
+            issued += 1;
             if !w.step(op, sampler.time_next())? {
                 break;
             }
             unpublished += 1;
             if unpublished == PUBLISH_EVERY {
-                signals.done.fetch_add(unpublished, Ordering::Relaxed);
+                publish(unpublished);
                 unpublished = 0;
             }
         }
         Ok(())
     })();
-    signals.done.fetch_add(unpublished, Ordering::Relaxed);
+    publish(unpublished);
     result.map(|()| w.stats)
+}
+
+/// The block-cache hit ratio of each second, from the engine's counters.
+struct HitRatioSeries {
+    last: Option<(u64, u64)>,
+    seconds: Vec<Option<f64>>,
+}
+
+impl HitRatioSeries {
+    fn new(engine: &dyn Engine) -> HitRatioSeries {
+        HitRatioSeries {
+            last: hits_and_misses(engine),
+            seconds: Vec::new(),
+        }
+    }
+
+    /// Closes seconds up to `elapsed_secs` (several at once share the
+    /// ratio of their whole interval).
+    fn tick(&mut self, engine: &dyn Engine, elapsed_secs: usize) {
+        if elapsed_secs <= self.seconds.len() {
+            return;
+        }
+        let (Some((h0, m0)), Some((h1, m1))) = (self.last, hits_and_misses(engine)) else {
+            return;
+        };
+        let (h, m) = (h1.saturating_sub(h0), m1.saturating_sub(m0));
+        let ratio = (h + m > 0).then(|| h as f64 / (h + m) as f64);
+        self.seconds.resize(elapsed_secs, ratio);
+        self.last = Some((h1, m1));
+    }
+}
+
+fn hits_and_misses(engine: &dyn Engine) -> Option<(u64, u64)> {
+    let c = engine.counters();
+    Some((c.cache_hits?, c.cache_misses?))
 }
 
 /// Operations completed per second, sampled while the threads run.
@@ -298,12 +364,16 @@ fn progress_bar(total: u64, label: String) -> ProgressBar {
 fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
     let signals = PhaseSignals {
         done: AtomicU64::new(0),
+        readers_done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         running: AtomicUsize::new(plan.streams.len()),
     };
     let bar = progress_bar(plan.total, plan.label);
     let start = Instant::now();
     let mut timeline = Timeline::new(start);
+    let mut reader_timeline = Timeline::new(start);
+    let mut hit_ratios = HitRatioSeries::new(ctx.engine);
+    let has_writer = plan.writer.is_some();
     let results: Vec<Result<ThreadStats, String>> = std::thread::scope(|scope| {
         let signals = &signals;
         let n = plan.streams.len();
@@ -313,19 +383,21 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
             .enumerate()
             .map(|(t, s)| {
                 scope.spawn(move || {
-                    let r = drive(ctx, signals, s, t);
+                    let r = drive(ctx, signals, s, t, Role::Reader);
                     signals.running.fetch_sub(1, Ordering::AcqRel);
                     r
                 })
             })
             .collect();
-        if let Some(s) = plan.writer {
-            handles.push(scope.spawn(move || drive(ctx, signals, s, n)));
+        if let Some((s, pace)) = plan.writer {
+            handles.push(scope.spawn(move || drive(ctx, signals, s, n, Role::Writer(pace))));
         }
         while signals.running.load(Ordering::Acquire) > 0 {
             std::thread::sleep(Duration::from_millis(10));
             let done = signals.done.load(Ordering::Relaxed);
             timeline.tick(done);
+            reader_timeline.tick(signals.readers_done.load(Ordering::Relaxed));
+            hit_ratios.tick(ctx.engine, start.elapsed().as_secs() as usize);
             if start.elapsed() > PROGRESS_AFTER && bar.is_hidden() {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
             }
@@ -345,6 +417,11 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
     });
     let seconds = start.elapsed().as_secs_f64();
     let timeline = timeline.finish(signals.done.load(Ordering::Relaxed));
+    let reader_timeline = if has_writer {
+        reader_timeline.finish(signals.readers_done.load(Ordering::Relaxed))
+    } else {
+        Vec::new()
+    };
     bar.finish_and_clear();
     let mut stats = ThreadStats::new();
     for r in results {
@@ -354,6 +431,8 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
         stats,
         seconds,
         timeline,
+        reader_timeline,
+        hit_ratio_timeline: hit_ratios.seconds,
     })
 }
 
@@ -416,8 +495,12 @@ fn measure(
         streams: (0..p.threads)
             .map(|t| OpStream::measured(p, ctx.space, order, t, false))
             .collect(),
-        writer: (p.workload == Workload::ReadWhileWriting)
-            .then(|| OpStream::measured(p, ctx.space, order, p.threads, true)),
+        writer: p.writer().map(|pace| {
+            (
+                OpStream::measured(p, ctx.space, order, p.threads, true),
+                pace,
+            )
+        }),
         deadline: s.duration_secs.map(Duration::from_secs_f64),
         total: s.ops,
     };
@@ -532,6 +615,8 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         prefill_seconds,
         settle_seconds,
         timeline: m.phase.timeline,
+        reader_timeline: m.phase.reader_timeline,
+        hit_ratio_timeline: m.phase.hit_ratio_timeline,
         settings: s.clone(),
     })
 }

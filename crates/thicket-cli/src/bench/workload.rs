@@ -148,7 +148,22 @@ pub struct Params {
     pub scan_length: Option<usize>,
     /// rangehot: share of the key space in the hot range.
     pub hot_fraction: f64,
+    /// rangehot: operations per second of a separate writer thread (the
+    /// other threads then only read).
+    pub write_rate: Option<f64>,
     pub seed: u64,
+}
+
+impl Params {
+    /// Whether the measured phase runs a writer thread beside the
+    /// `threads` others, and at what pace (`None`: as fast as it can).
+    pub fn writer(&self) -> Option<Option<f64>> {
+        match self.workload {
+            Workload::ReadWhileWriting => Some(None),
+            Workload::RangeHot => self.write_rate.map(Some),
+            _ => None,
+        }
+    }
 }
 
 /// How keynums become key ids.
@@ -488,7 +503,8 @@ fn mix_of(p: &Params, writer: bool) -> Mix {
     use Workload::*;
     match p.workload {
         Overwrite => Mix::read_update(0.0),
-        ReadWhileWriting if writer => Mix::read_update(0.0),
+        ReadWhileWriting | RangeHot if writer => Mix::read_update(0.0),
+        RangeHot if p.write_rate.is_some() => Mix::read_update(1.0),
         A | B | C | D | E | F | P => p.workload.ycsb_mix(),
         Ws1 | Ws2 | Ws3 | ZipfSimple | ZipfComposite | RangeHot => Mix::read_update(p.read_ratio),
         _ => Mix::read_update(1.0),
@@ -601,6 +617,7 @@ mod tests {
             read_ratio: 0.5,
             scan_length: None,
             hot_fraction: 0.15,
+            write_rate: None,
             seed: 42,
         }
     }

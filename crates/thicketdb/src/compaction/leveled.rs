@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::components::split_components;
 use super::task::{CompactionTask, TaskInput};
@@ -38,6 +39,9 @@ pub struct LeveledPolicy {
     options: Options,
     /// Largest internal key of the last victim per level (round-robin).
     compact_pointers: Mutex<Vec<Vec<u8>>>,
+    /// LSbM's compaction buffer, when `lsbm_buffer` is on (boxed: the
+    /// policy is one variant of `Policy`).
+    pub buffer: Option<Box<CompactionBuffer>>,
 }
 
 impl LeveledPolicy {
@@ -45,6 +49,7 @@ impl LeveledPolicy {
         LeveledPolicy {
             options: options.clone(),
             compact_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
+            buffer: CompactionBuffer::new(options).map(Box::new),
         }
     }
 

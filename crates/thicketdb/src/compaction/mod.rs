@@ -1,9 +1,10 @@
 //! Compaction: deciding what to merge (`leveled`, `tiered`) beside the
 //! tasks already running (`busy`), which entries survive a merge
 //! (`drop_rule`), writing merged output as tables (`output`) and running a
-//! task end to end (`executor`).
+//! task end to end (`executor`); LSbM's compaction buffer (`buffer`).
 
 pub mod bottommost;
+pub mod buffer;
 pub mod busy;
 pub mod components;
 pub mod drop_rule;

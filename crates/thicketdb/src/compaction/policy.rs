@@ -1,5 +1,6 @@
 //! The compaction policy a store runs with, chosen by `compaction_policy`.
 
+use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
@@ -13,7 +14,7 @@ use crate::version::{TableMeta, Version};
 /// to run, if any.
 #[derive(Debug)]
 pub enum Policy {
-    // Boxed: the leveled policy keeps the whole `Options`.
+    /// Boxed: it holds the store's `Options`.
     Leveled(Box<LeveledPolicy>),
     Tiered(TieredPolicy),
 }
@@ -105,6 +106,14 @@ impl Policy {
         match self {
             Policy::Leveled(p) => p.manual(version, level, start, end),
             Policy::Tiered(p) => p.manual(version, level),
+        }
+    }
+
+    /// LSbM's compaction buffer, when the store runs one.
+    pub fn buffer(&self) -> Option<&CompactionBuffer> {
+        match self {
+            Policy::Leveled(p) => p.buffer.as_deref(),
+            Policy::Tiered(_) => None,
         }
     }
 

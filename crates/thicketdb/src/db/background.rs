@@ -57,6 +57,8 @@ impl Worker {
 
 enum Job {
     Flush,
+    /// LSbM's periodic trim of the compaction buffer.
+    Trim,
     /// A task, how it journals, and its claim.
     Compact(CompactionTask, Journaling, ClaimId),
 }
@@ -73,14 +75,27 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                     if let Some(job) = claim_job(inner, worker, &mut bg) {
                         break job;
                     }
+                    if trim_wait(inner, worker).is_some_and(|due| due.is_zero()) {
+                        break Job::Trim;
+                    }
                 }
-                inner.background_cv.wait(bg.raw());
+                match trim_wait(inner, worker) {
+                    Some(due) => {
+                        inner.background_cv.wait_for(bg.raw(), due);
+                    }
+                    None => inner.background_cv.wait(bg.raw()),
+                }
             }
         };
         let (result, claim) = match job {
             Job::Flush => (flush_oldest(inner), None),
+            Job::Trim => (super::buffer::trim(inner), None),
             Job::Compact(task, journaling, claim) => {
-                (compact(inner, task, journaling), Some(claim))
+                let mut result = compact(inner, task, journaling);
+                if result.is_ok() && trim_due(inner, worker) {
+                    result = super::buffer::trim(inner);
+                }
+                (result, Some(claim))
             }
         };
         collect_obsolete_files(inner);
@@ -115,6 +130,7 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     if bg.manual_compaction || inner.options.disable_auto_compactions {
         return None;
     }
+
     let (task, journaling, claim) = match journal::pending(&sv.version, &bg.busy) {
         Pending::Ready(ready) => *ready,
         // Nothing else may take the journal's runs before it resumes.
@@ -135,6 +151,24 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     }
     let id = bg.busy.insert(claim);
     Some(Job::Compact(task, journaling, id))
+}
+
+/// How long the first compaction thread may sleep before the compaction
+/// buffer's next trim; `None` for other threads, stores without a buffer,
+/// and a zero interval (trims then follow every compaction, not a clock).
+fn trim_wait(inner: &DbInner, worker: Worker) -> Option<std::time::Duration> {
+    let buffer = inner.policy.buffer()?;
+    (worker == Worker::Compaction(0) && !buffer.trims_after_every_compaction())
+        .then(|| buffer.until_trim())
+}
+
+/// Whether the first compaction thread should trim the buffer now.
+fn trim_due(inner: &DbInner, worker: Worker) -> bool {
+    worker == Worker::Compaction(0)
+        && inner
+            .policy
+            .buffer()
+            .is_some_and(|b| b.until_trim().is_zero())
 }
 
 pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {

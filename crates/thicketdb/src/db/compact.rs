@@ -10,7 +10,7 @@ use super::DbInner;
 use crate::compaction::executor::{ExecContext, Executed, Journal};
 use crate::compaction::journal::{self, Journaling, MergeJournal};
 use crate::compaction::{execute, Bottommost, CompactionTask};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stats::Counters;
 use crate::version::TableMeta;
 
@@ -142,6 +142,12 @@ fn commit(
     let parked = journal.and_then(|j| journal::parked(&current, j));
     let mut edit = task.final_edit(output_run, &executed.output.tables, released, parked);
     edit.merge_done = journal.is_some();
+    if let Some(buffer) = inner.policy.buffer() {
+        let change = buffer
+            .extend_task_edit(&current, task, &mut edit, || versions.new_file_number())
+            .map_err(|why| Error::invariant(format!("buffer edit does not apply: {why}")))?;
+        super::buffer::count(inner, change);
+    }
     let version = versions.log_and_apply(edit)?;
     install(inner, version, None);
     Ok(())

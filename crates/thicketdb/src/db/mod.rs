@@ -6,6 +6,7 @@
 
 mod background;
 mod batch;
+mod buffer;
 mod call_options;
 pub mod check;
 mod checkpoint;
@@ -412,6 +413,13 @@ impl Db {
         self.inner().check_writable("compact_range")?;
         self.flush()?;
         compact::compact_range(self.inner(), start, end)
+    }
+
+    /// Trims LSbM's compaction buffer now instead of at the next
+    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`).
+    pub fn trim_compaction_buffer(&self) -> Result<()> {
+        self.inner().check_open()?;
+        buffer::trim(self.inner())
     }
 
     /// Engine statistics.

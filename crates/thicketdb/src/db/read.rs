@@ -1,6 +1,9 @@
 //! Point lookups: memtables, then each level's runs newest first; inside a
 //! run one table is a candidate (binary search on key ranges), and its Bloom
-//! filter, index and block (through the block cache) decide.
+//! filter, index and block (through the block cache) decide. A level with
+//! an LSbM compaction buffer asks its buffer runs first. With search
+//! threads, the candidate tables are probed in parallel (SifrDB). A level with
+//! an LSbM compaction buffer asks its buffer runs first.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,6 +15,8 @@ use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::memtable::Lookup;
 use crate::stats::Counters;
+use crate::table::Table;
+use crate::version::buffer::{self, BufferProbe, BufferRun};
 use crate::version::{TableMeta, Version};
 
 /// Longest lookup key (user key plus trailer) built on the stack.
@@ -59,13 +64,28 @@ pub(crate) fn get_with<R>(
             None => {}
         }
     }
-    let candidates = candidate_tables(&sv.version, key, seq);
     let Some(pool) = &inner.search else {
         // Taken by the one table lookup that finds the key: the loop
         // returns right after it.
         let mut f = Some(f);
-        for meta in candidates {
-            let table = inner.table_cache.table(meta)?;
+        for candidate in candidate_tables(&sv.version, key, seq) {
+            let table = inner.table_cache.table(candidate.meta)?;
+            // LSbM (Algorithm 3): the buffer is asked only when the level's
+            // own index and filter say the key may be in the level.
+            if !candidate.buffer.is_empty() && table.may_contain(key) {
+                for meta in buffer_tables(candidate.buffer, key, seq) {
+                    let table = inner.table_cache.table(meta)?;
+                    match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))?
+                    {
+                        Probe::Absent => continue,
+                        Probe::Found(result) => {
+                            Counters::add(&inner.counters.buffer_hits, 1);
+                            return Ok(result);
+                        }
+                        Probe::Deleted => return Ok(None),
+                    }
+                }
+            }
             match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
                 Probe::Absent => continue,
                 Probe::Found(result) => return Ok(result),
@@ -74,21 +94,41 @@ pub(crate) fn get_with<R>(
         }
         return Ok(None);
     };
-    // SifrDB's parallel search: the filters pick the candidates here, the
-    // probes run on the search threads.
-    let mut tables = Vec::new();
-    for meta in candidates {
-        let table = inner.table_cache.table(meta)?;
-        if table.may_contain(key) {
-            tables.push(table);
+    // SifrDB's parallel search: the filters pick the candidates here (a
+    // level's buffer tables before its own table), the probes run on the
+    // search threads.
+    let mut tables: Vec<Arc<Table>> = Vec::new();
+    // Which of `tables` are buffer tables, to count buffer hits.
+    let mut in_buffer: Vec<bool> = Vec::new();
+    for candidate in candidate_tables(&sv.version, key, seq) {
+        let table = inner.table_cache.table(candidate.meta)?;
+        if !table.may_contain(key) {
+            continue;
         }
+        for meta in buffer_tables(candidate.buffer, key, seq) {
+            let table = inner.table_cache.table(meta)?;
+            if table.may_contain(key) {
+                tables.push(table);
+                in_buffer.push(true);
+            }
+        }
+        tables.push(table);
+        in_buffer.push(false);
     }
+    let count_buffer_hit = |i: usize| {
+        if in_buffer[i] {
+            Counters::add(&inner.counters.buffer_hits, 1);
+        }
+    };
     if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
         let mut f = Some(f);
-        for table in &tables {
+        for (i, table) in tables.iter().enumerate() {
             match probe_table(table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
                 Probe::Absent => continue,
-                Probe::Found(result) => return Ok(result),
+                Probe::Found(result) => {
+                    count_buffer_hit(i);
+                    return Ok(result);
+                }
                 Probe::Deleted => return Ok(None),
             }
         }
@@ -96,9 +136,21 @@ pub(crate) fn get_with<R>(
     }
     Counters::add(&inner.counters.search_lookups, 1);
     let pin: Arc<dyn Send + Sync> = sv.clone();
+    let (value, decided_by) =
+        pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin));
     // The value comes back from another thread, so it is copied once.
-    let value = pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin))?;
+    let value = value?;
+    if value.is_some() {
+        decided_by.into_iter().for_each(count_buffer_hit);
+    }
     Ok(value.map(|v| f(&v)))
+}
+
+/// A table that may hold the key, and the compaction buffer to ask first
+/// (a leveled level's own run with LSbM's buffer; empty otherwise).
+struct Candidate<'a> {
+    meta: &'a Arc<TableMeta>,
+    buffer: &'a [BufferRun],
 }
 
 /// The tables that may hold `key` at sequence `seq`, newest first: per run
@@ -109,16 +161,32 @@ fn candidate_tables<'a>(
     version: &'a Version,
     key: &'a [u8],
     seq: u64,
-) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+) -> impl Iterator<Item = Candidate<'a>> + 'a {
     version
         .levels
         .iter()
         .enumerate()
         .flat_map(move |(depth, level)| {
-            level.runs.iter().filter_map(move |run| {
+            level.runs.iter().enumerate().filter_map(move |(r, run)| {
                 let meta = &run.tables[run.find(key)?];
                 let superseded = version.superseded_in(depth, run.id, meta, key);
-                (!superseded && meta.min_seq <= seq).then_some(meta)
+                let buffer: &[BufferRun] = if r == 0 { &level.buffer } else { &[] };
+                (!superseded && meta.min_seq <= seq).then_some(Candidate { meta, buffer })
             })
         })
+}
+
+/// The buffer tables to ask for `key`, newest run first, up to a removed
+/// entry covering it (see `version::buffer`).
+fn buffer_tables<'a>(
+    buffer: &'a [BufferRun],
+    key: &'a [u8],
+    seq: u64,
+) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+    buffer::probe(buffer, key)
+        .map_while(|probe| match probe {
+            BufferProbe::Table(meta) => Some(meta),
+            BufferProbe::Stop => None,
+        })
+        .filter(move |meta| meta.min_seq <= seq)
 }

@@ -28,6 +28,12 @@ with_counters!(stat_struct! {
         pub live_table_bytes: u64,
         /// Sequence number of the newest write.
         pub last_sequence: u64,
+        /// Bytes of the compaction buffer's tables that hold data (LSbM);
+        /// not in `live_table_bytes`, except a table moved by metadata,
+        /// which is in a level and its buffer at once.
+        pub compaction_buffer_bytes: u64,
+        /// Tables in the compaction buffer with their data (LSbM).
+        pub buffer_tables: usize,
         // The cumulative counters of `Counters`, one field each.
         counters,
         /// Log + tables + MANIFEST.
@@ -82,6 +88,8 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         segments: sv.version.segment_table_counts().len(),
         live_table_bytes: levels.iter().map(|l| l.bytes()).sum(),
         last_sequence: inner.last_sequence.load(Ordering::Acquire),
+        compaction_buffer_bytes: sv.version.buffer_bytes(),
+        buffer_tables: levels.iter().map(|l| l.buffer_tables().count()).sum(),
         merge_in_progress: sv.version.merge_journal.is_some(),
         level_bytes_read: c.level_bytes_read.iter().map(Counters::get).collect(),
         level_bytes_written: c.level_bytes_written.iter().map(Counters::get).collect(),

@@ -153,6 +153,21 @@ options! {
         /// (false: every table opens its own descriptor, as LevelDB's
         /// TableCache).
         segment_descriptor_cache: bool = true,
+        /// LSbM buffered merge: a table merged from level n ≥ 1 into n+1
+        /// joins n+1's compaction buffer unchanged (metadata only), so its
+        /// cached blocks stay valid; reads use the buffer first. Needs the
+        /// `leveled` policy.
+        lsbm_buffer: bool = false,
+        /// LSbM trim: milliseconds between trims of the compaction buffer
+        /// (0: trim after every compaction).
+        lsbm_trim_interval: u64 = 30_000,
+        /// LSbM trim: a buffer table (outside its level's newest buffer
+        /// run) whose share of blocks in the block cache is below this is
+        /// removed.
+        lsbm_trim_threshold: f64 = 0.8,
+        /// LSbM: bytes the compaction buffer may hold; past it the oldest
+        /// buffer runs' tables are removed.
+        lsbm_max_buffer_bytes: u64 = 1 << 30,
     }
     per_open {
         /// Create the store when the directory holds none.
@@ -211,6 +226,12 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "compaction_threads must be between 1 and {MAX_COMPACTION_THREADS}"
             )));
+        }
+        if !(0.0..=1.0).contains(&self.lsbm_trim_threshold) {
+            return bad("lsbm_trim_threshold must be between 0 and 1");
+        }
+        if self.lsbm_buffer && self.compaction_policy != PolicyKind::Leveled {
+            return bad("lsbm_buffer needs the leveled compaction policy");
         }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");

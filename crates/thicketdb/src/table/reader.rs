@@ -132,6 +132,18 @@ impl Table {
         self.length
     }
 
+    /// The share of the table's data blocks in the block cache (LSbM's
+    /// trim keeps buffer tables whose share is high); 0 without a cache.
+    pub fn cached_block_ratio(&self) -> f64 {
+        let (Some(cache), blocks) = (&self.cache, self.index.len()) else {
+            return 0.0;
+        };
+        if blocks == 0 {
+            return 0.0;
+        }
+        cache.resident_blocks(self.segment_id, self.offset) as f64 / blocks as f64
+    }
+
     /// False when the filter proves `user_key` absent; true without a filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
@@ -265,7 +277,9 @@ impl Table {
         let pos = self.table_file().absolute(handle);
         let load = || self.read_block(handle);
         match &self.cache {
-            Some(cache) => cache.with_block(self.segment_id, pos, fill_cache, load, read),
+            Some(cache) => {
+                cache.with_block(self.segment_id, self.offset, pos, fill_cache, load, read)
+            }
             None => load().map(|block| read(&block)),
         }
     }

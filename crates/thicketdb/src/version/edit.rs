@@ -7,8 +7,11 @@ use std::sync::Arc;
 use super::meta::TableMeta;
 use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 
-/// Format version written in every MANIFEST's first edit.
-pub const MANIFEST_FORMAT_VERSION: u64 = 1;
+/// Format version written in every MANIFEST's first edit. Version 2 adds
+/// the compaction buffer's tags (10–13); version 1 MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 2;
+/// The oldest format version this build reads.
+const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
 const TAG_LOG_NUMBER: u64 = 1;
 const TAG_NEXT_FILE_NUMBER: u64 = 2;
@@ -19,6 +22,10 @@ const TAG_STAT: u64 = 6;
 const TAG_FORMAT_VERSION: u64 = 7;
 const TAG_MERGE_JOURNAL: u64 = 8;
 const TAG_MERGE_DONE: u64 = 9;
+const TAG_BUFFER_TABLE: u64 = 10;
+const TAG_BUFFER_REMOVED: u64 = 11;
+const TAG_BUFFER_DROPPED: u64 = 12;
+const TAG_BUFFER_FROZEN: u64 = 13;
 
 /// SifrDB's compaction journal: a long merge of whole runs in progress.
 /// Outputs persisted so far sit in `interim_run` at `level` (newer than the
@@ -70,6 +77,14 @@ pub struct VersionEdit {
     pub merge_journal: Option<MergeJournal>,
     /// The journaled merge completed.
     pub merge_done: bool,
+    /// Tables appended to a level's compaction-buffer run (LSbM).
+    pub buffer_tables: Vec<NewTable>,
+    /// Buffer tables whose data are dropped: they stay as removed entries.
+    pub buffer_removed: Vec<DeletedTable>,
+    /// Buffer entries (removed ones) taken out of their run altogether.
+    pub buffer_dropped: Vec<DeletedTable>,
+    /// Levels whose buffer is frozen (`true`) or unfrozen.
+    pub buffer_frozen: Vec<(usize, bool)>,
 }
 
 impl VersionEdit {
@@ -79,6 +94,23 @@ impl VersionEdit {
 
     pub fn delete_table(&mut self, level: usize, run: u64, table: u64) {
         self.deleted_tables.push(DeletedTable { level, run, table });
+    }
+
+    pub fn add_buffer_table(&mut self, level: usize, run: u64, meta: Arc<TableMeta>) {
+        self.buffer_tables.push(NewTable { level, run, meta });
+    }
+
+    pub fn remove_buffer_table(&mut self, level: usize, run: u64, table: u64) {
+        self.buffer_removed.push(DeletedTable { level, run, table });
+    }
+
+    pub fn drop_buffer_entry(&mut self, level: usize, run: u64, table: u64) {
+        self.buffer_dropped.push(DeletedTable { level, run, table });
+    }
+
+    /// Whether the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == VersionEdit::default()
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -94,24 +126,24 @@ impl VersionEdit {
         field(TAG_NEXT_FILE_NUMBER, self.next_file_number);
         field(TAG_LAST_SEQUENCE, self.last_sequence);
         for t in &self.new_tables {
-            put_varint64(&mut out, TAG_NEW_TABLE);
-            put_varint64(&mut out, t.level as u64);
-            put_varint64(&mut out, t.run);
-            let m = &t.meta;
-            for v in [m.id, m.segment, m.offset, m.length] {
-                put_varint64(&mut out, v);
-            }
-            put_length_prefixed(&mut out, &m.smallest);
-            put_length_prefixed(&mut out, &m.largest);
-            for v in [m.entries, m.min_seq, m.max_seq] {
-                put_varint64(&mut out, v);
-            }
+            put_new_table(&mut out, TAG_NEW_TABLE, t);
         }
         for d in &self.deleted_tables {
-            put_varint64(&mut out, TAG_DELETED_TABLE);
-            put_varint64(&mut out, d.level as u64);
-            put_varint64(&mut out, d.run);
-            put_varint64(&mut out, d.table);
+            put_deleted_table(&mut out, TAG_DELETED_TABLE, d);
+        }
+        for t in &self.buffer_tables {
+            put_new_table(&mut out, TAG_BUFFER_TABLE, t);
+        }
+        for d in &self.buffer_removed {
+            put_deleted_table(&mut out, TAG_BUFFER_REMOVED, d);
+        }
+        for d in &self.buffer_dropped {
+            put_deleted_table(&mut out, TAG_BUFFER_DROPPED, d);
+        }
+        for &(level, frozen) in &self.buffer_frozen {
+            put_varint64(&mut out, TAG_BUFFER_FROZEN);
+            put_varint64(&mut out, level as u64);
+            put_varint64(&mut out, u64::from(frozen));
         }
         if let Some(j) = &self.merge_journal {
             put_varint64(&mut out, TAG_MERGE_JOURNAL);
@@ -148,7 +180,7 @@ impl VersionEdit {
             match tag {
                 TAG_FORMAT_VERSION => {
                     let v = num(src, "format version")?;
-                    if v != MANIFEST_FORMAT_VERSION {
+                    if !(OLDEST_MANIFEST_FORMAT_VERSION..=MANIFEST_FORMAT_VERSION).contains(&v) {
                         return Err(format!("unsupported MANIFEST format version {v}"));
                     }
                     edit.format_version = Some(v);
@@ -156,40 +188,19 @@ impl VersionEdit {
                 TAG_LOG_NUMBER => edit.log_number = Some(num(src, "log number")?),
                 TAG_NEXT_FILE_NUMBER => edit.next_file_number = Some(num(src, "next file")?),
                 TAG_LAST_SEQUENCE => edit.last_sequence = Some(num(src, "last sequence")?),
-                TAG_NEW_TABLE => {
-                    let level = level(num(src, "level")?)?;
-                    let run = num(src, "run")?;
-                    let id = num(src, "table id")?;
-                    let segment = num(src, "segment")?;
-                    let offset = num(src, "offset")?;
-                    let length = num(src, "length")?;
-                    let smallest = internal_key(src, "smallest key")?;
-                    let largest = internal_key(src, "largest key")?;
-                    let entries = num(src, "entries")?;
-                    let min_seq = num(src, "min seq")?;
-                    let max_seq = num(src, "max seq")?;
-                    edit.add_table(
-                        level,
-                        run,
-                        Arc::new(TableMeta {
-                            id,
-                            segment,
-                            offset,
-                            length,
-                            smallest,
-                            largest,
-                            entries,
-                            min_seq,
-                            max_seq,
-                            sketch: Default::default(),
-                        }),
-                    );
-                }
-                TAG_DELETED_TABLE => {
-                    let level = level(num(src, "level")?)?;
-                    let run = num(src, "run")?;
-                    let table = num(src, "table id")?;
-                    edit.delete_table(level, run, table);
+                TAG_NEW_TABLE => edit.new_tables.push(get_new_table(src)?),
+                TAG_DELETED_TABLE => edit.deleted_tables.push(get_deleted_table(src)?),
+                TAG_BUFFER_TABLE => edit.buffer_tables.push(get_new_table(src)?),
+                TAG_BUFFER_REMOVED => edit.buffer_removed.push(get_deleted_table(src)?),
+                TAG_BUFFER_DROPPED => edit.buffer_dropped.push(get_deleted_table(src)?),
+                TAG_BUFFER_FROZEN => {
+                    let level = level(num(src, "frozen level")?)?;
+                    let frozen = match num(src, "frozen flag")? {
+                        0 => false,
+                        1 => true,
+                        other => return Err(format!("frozen flag {other} is not 0 or 1")),
+                    };
+                    edit.buffer_frozen.push((level, frozen));
                 }
                 TAG_STAT => {
                     let name = get_length_prefixed(src).ok_or("truncated stat name")?;
@@ -225,6 +236,70 @@ impl VersionEdit {
         }
         Ok(edit)
     }
+}
+
+fn put_new_table(out: &mut Vec<u8>, tag: u64, t: &NewTable) {
+    put_varint64(out, tag);
+    put_varint64(out, t.level as u64);
+    put_varint64(out, t.run);
+    let m = &t.meta;
+    for v in [m.id, m.segment, m.offset, m.length] {
+        put_varint64(out, v);
+    }
+    put_length_prefixed(out, &m.smallest);
+    put_length_prefixed(out, &m.largest);
+    for v in [m.entries, m.min_seq, m.max_seq] {
+        put_varint64(out, v);
+    }
+}
+
+fn put_deleted_table(out: &mut Vec<u8>, tag: u64, d: &DeletedTable) {
+    put_varint64(out, tag);
+    put_varint64(out, d.level as u64);
+    put_varint64(out, d.run);
+    put_varint64(out, d.table);
+}
+
+fn get_new_table(src: &mut &[u8]) -> Result<NewTable, String> {
+    let num =
+        |src: &mut &[u8], what: &str| get_varint64(src).ok_or_else(|| format!("truncated {what}"));
+    let level = level(num(src, "level")?)?;
+    let run = num(src, "run")?;
+    let id = num(src, "table id")?;
+    let segment = num(src, "segment")?;
+    let offset = num(src, "offset")?;
+    let length = num(src, "length")?;
+    let smallest = internal_key(src, "smallest key")?;
+    let largest = internal_key(src, "largest key")?;
+    let entries = num(src, "entries")?;
+    let min_seq = num(src, "min seq")?;
+    let max_seq = num(src, "max seq")?;
+    Ok(NewTable {
+        level,
+        run,
+        meta: Arc::new(TableMeta {
+            id,
+            segment,
+            offset,
+            length,
+            smallest,
+            largest,
+            entries,
+            min_seq,
+            max_seq,
+            sketch: Default::default(),
+        }),
+    })
+}
+
+fn get_deleted_table(src: &mut &[u8]) -> Result<DeletedTable, String> {
+    let num =
+        |src: &mut &[u8], what: &str| get_varint64(src).ok_or_else(|| format!("truncated {what}"));
+    Ok(DeletedTable {
+        level: level(num(src, "level")?)?,
+        run: num(src, "run")?,
+        table: num(src, "table id")?,
+    })
 }
 
 fn level(v: u64) -> Result<usize, String> {
@@ -270,6 +345,30 @@ mod tests {
         });
         e.merge_done = true;
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        e.add_buffer_table(2, 11, table(12, "c", "d"));
+        e.remove_buffer_table(2, 11, 12);
+        e.drop_buffer_entry(3, 4, 5);
+        e.buffer_frozen = vec![(2, true), (3, false)];
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+    }
+
+    #[test]
+    fn reads_format_version_1_and_rejects_newer() {
+        let edit = |v: u64| {
+            let mut bytes = Vec::new();
+            put_varint64(&mut bytes, TAG_FORMAT_VERSION);
+            put_varint64(&mut bytes, v);
+            VersionEdit::decode(&bytes)
+        };
+        assert_eq!(edit(1).unwrap().format_version, Some(1));
+        assert!(edit(MANIFEST_FORMAT_VERSION + 1).is_err());
+        let mut bytes = Vec::new();
+        put_varint64(&mut bytes, TAG_BUFFER_FROZEN);
+        put_varint64(&mut bytes, 1);
+        put_varint64(&mut bytes, 2);
+        assert!(VersionEdit::decode(&bytes)
+            .unwrap_err()
+            .contains("frozen flag"));
     }
 
     #[test]

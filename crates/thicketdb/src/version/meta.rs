@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::buffer::BufferRun;
 use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::user_key;
 use crate::io::{Backing, Extent};
@@ -137,10 +138,13 @@ impl Run {
 pub struct Level {
     pub runs: Vec<Run>,
     /// Read-only buffer runs beside the level's own, newest first (LSbM's
-    /// compaction buffer; no policy fills them yet, so they are empty and
-    /// not persisted). Their tables are the version's like any other: an
-    /// installed version pins them (`Version::tables`).
-    pub buffer: Vec<Run>,
+    /// compaction buffer, `version::buffer`). Their present tables are the
+    /// version's like any other: an installed version pins them
+    /// (`Version::tables`); removed entries pin nothing.
+    pub buffer: Vec<BufferRun>,
+    /// LSbM freeze: the level receives repeated data, so its buffer takes
+    /// no more tables (arrivals become removed entries) until it drains.
+    pub frozen: bool,
 }
 
 impl Level {
@@ -150,6 +154,16 @@ impl Level {
 
     pub fn table_count(&self) -> usize {
         self.runs.iter().map(|r| r.tables.len()).sum()
+    }
+
+    /// Tables of the buffer whose data are still there.
+    pub fn buffer_tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
+        self.buffer.iter().flat_map(BufferRun::present)
+    }
+
+    /// Bytes of the buffer's present tables.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer_tables().map(|t| t.length).sum()
     }
 }
 

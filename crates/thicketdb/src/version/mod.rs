@@ -1,6 +1,7 @@
 //! Versions: the set of live tables organised as levels of runs, the edits
 //! that change it, the MANIFEST that records those edits, and file naming.
 
+pub mod buffer;
 pub mod edit;
 pub mod files;
 pub mod meta;
@@ -10,6 +11,7 @@ pub mod table_cache;
 #[allow(clippy::module_inception)]
 pub mod version;
 
+pub use buffer::{BufferEntry, BufferProbe, BufferRun};
 pub use edit::{MergeJournal, VersionEdit};
 pub use meta::{Level, Run, Sketch, TableMeta};
 pub use set::VersionSet;

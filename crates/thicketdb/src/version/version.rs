@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::buffer::{BufferEntry, BufferRun};
 use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
 use crate::io::{Backings, Extent};
@@ -111,6 +112,7 @@ impl Version {
             level.runs.retain(|r| !r.tables.is_empty());
             level.runs.sort_by_key(|r| std::cmp::Reverse(r.id));
         }
+        next.apply_buffer(edit)?;
         if edit.merge_done {
             next.merge_journal = None;
         }
@@ -139,6 +141,68 @@ impl Version {
         Ok(next)
     }
 
+    /// The compaction-buffer part of an edit: dropped entries, appended
+    /// tables, removals, then frozen flags.
+    fn apply_buffer(&mut self, edit: &VersionEdit) -> Result<(), String> {
+        for d in &edit.buffer_dropped {
+            let run = buffer_run(&mut self.levels[d.level], d.run, d.table)?;
+            run.entries.retain(|e| e.meta.id != d.table);
+        }
+        let mut touched: Vec<(usize, u64)> = Vec::new();
+        for n in &edit.buffer_tables {
+            let level = &mut self.levels[n.level];
+            let run = match level.buffer.iter().position(|r| r.id == n.run) {
+                Some(i) => &mut level.buffer[i],
+                None => {
+                    level.buffer.push(BufferRun {
+                        id: n.run,
+                        entries: Vec::new(),
+                    });
+                    level.buffer.last_mut().expect("just pushed")
+                }
+            };
+            run.entries.push(BufferEntry {
+                meta: n.meta.clone(),
+                removed: false,
+            });
+            touched.push((n.level, n.run));
+        }
+        for d in &edit.buffer_removed {
+            let run = buffer_run(&mut self.levels[d.level], d.run, d.table)?;
+            for e in run.entries.iter_mut().filter(|e| e.meta.id == d.table) {
+                e.removed = true;
+            }
+        }
+        for &(level, frozen) in &edit.buffer_frozen {
+            self.levels[level].frozen = frozen;
+        }
+        for level in &mut self.levels {
+            level.buffer.retain(|r| !r.entries.is_empty());
+            level.buffer.sort_by_key(|r| std::cmp::Reverse(r.id));
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for (level, run_id) in touched {
+            let run = self.levels[level]
+                .buffer
+                .iter_mut()
+                .find(|r| r.id == run_id)
+                .expect("touched run exists");
+            run.entries.sort_by(|a, b| {
+                crate::format::internal_key::compare(&a.meta.smallest, &b.meta.smallest)
+            });
+            for pair in run.entries.windows(2) {
+                if pair[0].meta.largest_user_key() >= pair[1].meta.smallest_user_key() {
+                    return Err(format!(
+                        "tables {} and {} overlap in buffer run {} of L{}",
+                        pair[0].meta.id, pair[1].meta.id, run_id, level
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// References every table of this version and its file in `backings`
     /// until the version drops. Called once, when the version is installed.
     pub fn pin(&mut self, backings: Arc<Backings>) {
@@ -148,12 +212,15 @@ impl Version {
         self.pins = Some(backings);
     }
 
-    /// Every live table, buffer runs' included.
+    /// Every live table, the buffer's present tables included (a table
+    /// moved by metadata may be both in a level and in its buffer).
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
-        self.levels
-            .iter()
-            .flat_map(|l| l.runs.iter().chain(l.buffer.iter()))
-            .flat_map(|r| r.tables.iter())
+        self.levels.iter().flat_map(|l| {
+            l.runs
+                .iter()
+                .flat_map(|r| r.tables.iter())
+                .chain(l.buffer_tables())
+        })
     }
 
     pub fn table_count(&self) -> usize {
@@ -182,8 +249,24 @@ impl Version {
                     edit.add_table(i, run.id, t.clone());
                 }
             }
+            for run in &level.buffer {
+                for e in &run.entries {
+                    edit.add_buffer_table(i, run.id, e.meta.clone());
+                    if e.removed {
+                        edit.remove_buffer_table(i, run.id, e.meta.id);
+                    }
+                }
+            }
+            if level.frozen {
+                edit.buffer_frozen.push((i, true));
+            }
         }
         edit
+    }
+
+    /// Bytes of every level's compaction buffer (present tables).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.levels.iter().map(Level::buffer_bytes).sum()
     }
 
     /// The user key up to which the merge inputs in run `run` of `level`
@@ -214,6 +297,15 @@ impl Version {
     }
 }
 
+/// The buffer run `run` of `level`, which must hold entry `table`.
+fn buffer_run(level: &mut Level, run: u64, table: u64) -> Result<&mut BufferRun, String> {
+    level
+        .buffer
+        .iter_mut()
+        .find(|r| r.id == run && r.entries.iter().any(|e| e.meta.id == table))
+        .ok_or_else(|| format!("buffer entry {table} is not in buffer run {run}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,11 +315,9 @@ mod tests {
     fn an_installed_version_pins_its_buffer_runs_tables_too() {
         let backings = Arc::new(crate::io::Backings::default());
         let t = table(7, "a", "b");
-        let mut v = Version::default();
-        v.levels[1].buffer.push(Run {
-            id: 5,
-            tables: vec![t.clone()],
-        });
+        let mut e = VersionEdit::default();
+        e.add_buffer_table(1, 5, t.clone());
+        let mut v = Version::default().apply(&e).unwrap();
         v.pin(backings.clone());
         assert!(backings.is_referenced(t.backing()));
         drop(v);
@@ -255,6 +345,46 @@ mod tests {
         let v2 = v.apply(&d).unwrap();
         assert_eq!(v2.levels[0].runs.len(), 1, "empty run dropped");
         assert_eq!(Version::default().apply(&v2.snapshot_edit()).unwrap(), v2);
+    }
+
+    #[test]
+    fn buffer_runs_apply_and_snapshot() {
+        let mut e = VersionEdit::default();
+        e.add_buffer_table(2, 7, table(1, "m", "p"));
+        e.add_buffer_table(2, 7, table(2, "a", "c"));
+        e.add_buffer_table(2, 9, table(3, "b", "n"));
+        e.buffer_frozen.push((3, true));
+        let v = Version::default().apply(&e).unwrap();
+        let runs: Vec<u64> = v.levels[2].buffer.iter().map(|r| r.id).collect();
+        assert_eq!(runs, vec![9, 7], "newest buffer run first");
+        let ids: Vec<u64> = v.levels[2].buffer[1]
+            .entries
+            .iter()
+            .map(|e| e.meta.id)
+            .collect();
+        assert_eq!(ids, vec![2, 1], "entries in key order");
+        assert!(v.levels[3].frozen);
+        assert_eq!(v.tables().count(), 3);
+
+        let mut r = VersionEdit::default();
+        r.remove_buffer_table(2, 7, 1);
+        let v2 = v.apply(&r).unwrap();
+        assert_eq!(v2.tables().count(), 2, "a removed entry pins nothing");
+        assert!(v2.levels[2].buffer[1].entries[1].removed);
+        assert_eq!(Version::default().apply(&v2.snapshot_edit()).unwrap(), v2);
+
+        let mut d = VersionEdit::default();
+        d.drop_buffer_entry(2, 9, 3);
+        let v3 = v2.apply(&d).unwrap();
+        assert_eq!(v3.levels[2].buffer.len(), 1, "an empty buffer run goes");
+        assert!(
+            v3.apply(&d).is_err(),
+            "dropping a missing entry is corruption"
+        );
+
+        let mut overlap = VersionEdit::default();
+        overlap.add_buffer_table(2, 7, table(4, "b", "d"));
+        assert!(v.apply(&overlap).unwrap_err().contains("overlap"));
     }
 
     #[test]

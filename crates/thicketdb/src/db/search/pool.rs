@@ -60,11 +60,11 @@ impl SearchPool {
     }
 
     /// Runs `query` on the search threads and on the caller's, and returns
-    /// its result.
-    pub fn search(&self, query: Query) -> Result<Option<Vec<u8>>> {
+    /// its result and the candidate that decided it.
+    pub fn search(&self, query: Query) -> (Result<Option<Vec<u8>>>, Option<usize>) {
         let query = Arc::new(query);
         self.run(query.clone());
-        query.wait()
+        (query.wait(), query.decided_by())
     }
 
     /// Seeks `children` to `target` on the search threads and the caller's.
@@ -137,11 +137,11 @@ mod tests {
             let mut q = query(versions_of_k());
             q.probe_delays = vec![Duration::ZERO; 4];
             q.probe_delays[slow] = Duration::from_millis(30);
-            assert_eq!(pool.search(q), Ok(None), "probe {slow} delayed");
+            assert_eq!(pool.search(q), (Ok(None), Some(1)), "probe {slow} delayed");
         }
         let mut q = query(versions_of_k().split_off(2));
         q.probe_delays = vec![Duration::from_millis(30), Duration::ZERO];
-        assert_eq!(pool.search(q), Ok(Some(b"v20".to_vec())));
+        assert_eq!(pool.search(q), (Ok(Some(b"v20".to_vec())), Some(0)));
         assert!(Counters::get(&counters.search_probes) >= 10);
     }
 

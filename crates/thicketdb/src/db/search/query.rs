@@ -30,6 +30,8 @@ struct State {
     answers: Vec<Option<Result<Probe>>>,
     /// GLOBALR: the lookup's result once decided.
     result: Option<Result<Option<Vec<u8>>>>,
+    /// The candidate whose answer decided it (none when all were absent).
+    decided_by: Option<usize>,
 }
 
 /// A point lookup shared by the caller and the search threads. Holding it
@@ -68,6 +70,7 @@ impl Query {
                 taken: 0,
                 answers: vec![None; n],
                 result: if n == 0 { Some(Ok(None)) } else { None },
+                decided_by: None,
             }),
             decided: AtomicBool::new(n == 0),
             decided_cv: Condvar::new(),
@@ -116,12 +119,18 @@ impl Query {
             return false;
         }
         state.answers[i] = Some(answer);
-        if let Some(result) = decide(&state.answers) {
+        if let Some((result, by)) = decide(&state.answers) {
             state.result = Some(result);
+            state.decided_by = by;
             self.decided.store(true, Ordering::Release);
             self.decided_cv.notify_all();
         }
         true
+    }
+
+    /// The candidate whose answer decided the result, once decided.
+    pub fn decided_by(&self) -> Option<usize> {
+        self.state.lock().decided_by
     }
 
     /// The result, waiting for it: spinning first (the answer is usually
@@ -164,20 +173,24 @@ impl Job for Query {
 /// Spins before parking in `Query::wait`.
 const SPINS: usize = 4_000;
 
-/// The result the answers so far decide: the newest candidate's answer once
-/// every newer candidate answered `Absent` (an error counts as an answer),
-/// or `None` when all answered `Absent`.
-fn decide(answers: &[Option<Result<Probe>>]) -> Option<Result<Option<Vec<u8>>>> {
-    for answer in answers {
-        match answer {
+/// The result the answers so far decide, and the candidate that decided
+/// it: the newest candidate's answer once every newer candidate answered
+/// `Absent` (an error counts as an answer), or `None` when all answered
+/// `Absent`.
+type Decided = (Result<Option<Vec<u8>>>, Option<usize>);
+
+fn decide(answers: &[Option<Result<Probe>>]) -> Option<Decided> {
+    for (i, answer) in answers.iter().enumerate() {
+        let result = match answer {
             None => return None,
             Some(Ok(Probe::Absent)) => continue,
-            Some(Ok(Probe::Found(v))) => return Some(Ok(Some(v.clone()))),
-            Some(Ok(Probe::Deleted)) => return Some(Ok(None)),
-            Some(Err(e)) => return Some(Err(e.clone())),
-        }
+            Some(Ok(Probe::Found(v))) => Ok(Some(v.clone())),
+            Some(Ok(Probe::Deleted)) => Ok(None),
+            Some(Err(e)) => Err(e.clone()),
+        };
+        return Some((result, Some(i)));
     }
-    Some(Ok(None))
+    Some((Ok(None), None))
 }
 
 /// Probes one table for the newest entry of the lookup key, handing a
@@ -287,18 +300,21 @@ pub(crate) mod tests {
         assert_eq!(decide(&[None, found("old")]), None, "newest unanswered");
         assert_eq!(
             decide(&[absent.clone(), found("old"), None]),
-            Some(Ok(Some(b"old".to_vec()))),
+            Some((Ok(Some(b"old".to_vec())), Some(1))),
             "an older candidate's answer is not needed"
         );
         assert_eq!(
             decide(&[Some(Ok(Probe::Deleted)), found("old")]),
-            Some(Ok(None))
+            Some((Ok(None), Some(0)))
         );
-        assert_eq!(decide(&[absent.clone(), absent.clone()]), Some(Ok(None)));
+        assert_eq!(
+            decide(&[absent.clone(), absent.clone()]),
+            Some((Ok(None), None))
+        );
         let err = Error::corruption("t", 7, "bad");
         assert!(matches!(
             decide(&[absent.clone(), Some(Err(err)), found("old")]),
-            Some(Err(_))
+            Some((Err(_), Some(1)))
         ));
     }
 }

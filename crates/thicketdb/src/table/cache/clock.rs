@@ -5,7 +5,12 @@
 //! caller reads the block in place under the shard's read lock. CLOCK
 //! needs only a reference bit per entry on a hit, which a read lock can
 //! set, where LRU would need to relink a list under a write lock.
+//!
+//! Each shard also counts, per table, how many of its blocks it holds
+//! (LSbM's residency counts): updated on insert and eviction, which run
+//! under the shard's write lock anyway, so a hit pays nothing for them.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::block::Block;
@@ -42,6 +47,10 @@ pub(super) struct ClockTable {
     charge: u64,
     capacity: u64,
     hand: usize,
+    /// Blocks held per table: segment, then the table's start offset in
+    /// it. A block belongs to the table with the greatest start at or
+    /// below its offset (tables of a segment are disjoint extents).
+    residency: HashMap<u64, BTreeMap<u64, u32>>,
 }
 
 impl ClockTable {
@@ -55,7 +64,16 @@ impl ClockTable {
             charge: 0,
             capacity,
             hand: 0,
+            residency: HashMap::new(),
         }
+    }
+
+    /// Blocks of the table starting at `table_offset` of `segment` held here.
+    pub fn resident_blocks(&self, segment: u64, table_offset: u64) -> u64 {
+        self.residency
+            .get(&segment)
+            .and_then(|tables| tables.get(&table_offset))
+            .map_or(0, |&n| u64::from(n))
     }
 
     pub fn charge(&self) -> u64 {
@@ -78,13 +96,15 @@ impl ClockTable {
         Some(&entry.block)
     }
 
-    /// Caches `block` unless it is already cached or larger than the whole
-    /// shard, evicting unreferenced blocks to make room.
-    pub fn insert(&mut self, segment: u64, hash: u64, block: Block) {
+    /// Caches `block`, a block of the table starting at `table_offset`,
+    /// unless it is already cached or larger than the whole shard, evicting
+    /// unreferenced blocks to make room.
+    pub fn insert(&mut self, segment: u64, table_offset: u64, hash: u64, block: Block) {
         let charge = block.charge() as u64;
         if charge > self.capacity || self.find(segment, block.offset(), hash).is_some() {
             return;
         }
+        debug_assert!(table_offset <= block.offset());
         while self.charge + charge > self.capacity {
             self.evict_one();
         }
@@ -104,6 +124,12 @@ impl ClockTable {
         });
         self.len += 1;
         self.charge += charge;
+        *self
+            .residency
+            .entry(segment)
+            .or_default()
+            .entry(table_offset)
+            .or_insert(0) += 1;
     }
 
     fn find(&self, segment: u64, offset: u64, hash: u64) -> Option<usize> {
@@ -144,6 +170,7 @@ impl ClockTable {
         if let Some(entry) = self.slots[hole].take() {
             self.len -= 1;
             self.charge -= entry.block.charge() as u64;
+            self.unresident(entry.segment, entry.block.offset());
         }
         let mut j = self.next(hole);
         while let Some(entry) = &self.slots[j] {
@@ -160,6 +187,22 @@ impl ClockTable {
                 hole = j;
             }
             j = self.next(j);
+        }
+    }
+
+    /// Counts one block at `offset` of `segment` out of its table.
+    fn unresident(&mut self, segment: u64, offset: u64) {
+        let Some(tables) = self.residency.get_mut(&segment) else {
+            return;
+        };
+        if let Some((&start, count)) = tables.range_mut(..=offset).next_back() {
+            *count -= 1;
+            if *count == 0 {
+                tables.remove(&start);
+            }
+        }
+        if tables.is_empty() {
+            self.residency.remove(&segment);
         }
     }
 

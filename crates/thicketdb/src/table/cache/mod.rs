@@ -59,7 +59,8 @@ impl BlockCache {
     /// Calls `read` on the block at `(segment_id, offset)`, in place when
     /// it is cached; otherwise calls `load` (a block read from `offset`,
     /// which is how the cache recognises it) and, if `fill_cache`, caches
-    /// what it returns. Reads that pass over blocks once, such as a
+    /// what it returns as a block of the table starting at `table_offset`
+    /// (for [`BlockCache::resident_blocks`]). Reads that pass over blocks once, such as a
     /// compaction's inputs, should not fill: they would evict the blocks
     /// other readers use (and leave the allocator holding memory the cache
     /// let go). Two threads missing on one block may both load it; one copy
@@ -67,6 +68,7 @@ impl BlockCache {
     pub fn with_block<R>(
         &self,
         segment_id: u64,
+        table_offset: u64,
         offset: u64,
         fill_cache: bool,
         load: impl FnOnce() -> Result<Block>,
@@ -85,9 +87,22 @@ impl BlockCache {
         let block = load()?;
         let result = read(&block);
         if fill_cache && block.offset() == offset {
-            shard.table.write().insert(segment_id, hash, block);
+            shard
+                .table
+                .write()
+                .insert(segment_id, table_offset, hash, block);
         }
         Ok(result)
+    }
+
+    /// Blocks of the table starting at `table_offset` of `segment` in the
+    /// cache now (LSbM's residency count). Reads every shard: for periodic
+    /// decisions such as the compaction buffer's trim, not for lookups.
+    pub fn resident_blocks(&self, segment: u64, table_offset: u64) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.table.read().resident_blocks(segment, table_offset))
+            .sum()
     }
 
     pub fn hits(&self) -> u64 {
@@ -164,7 +179,7 @@ mod tests {
         offset: u64,
         load: impl FnOnce() -> Result<Block>,
     ) -> Result<Block> {
-        cache.with_block(segment, offset, true, load, Block::clone)
+        cache.with_block(segment, 0, offset, true, load, Block::clone)
     }
 
     fn tag(block: &Block) -> u64 {
@@ -204,10 +219,10 @@ mod tests {
     fn reads_in_place_and_on_a_miss() {
         let cache = BlockCache::new(1 << 20);
         let loaded = cache
-            .with_block(3, 64, true, || Ok(block_at(64, 7, 100)), tag)
+            .with_block(3, 0, 64, true, || Ok(block_at(64, 7, 100)), tag)
             .unwrap();
         let cached = cache
-            .with_block(3, 64, true, || panic!("must be cached"), tag)
+            .with_block(3, 0, 64, true, || panic!("must be cached"), tag)
             .unwrap();
         assert_eq!((loaded, cached), (7, 7));
         assert_eq!(cache.len(), 1);
@@ -216,17 +231,17 @@ mod tests {
     #[test]
     fn reads_that_do_not_fill_still_use_cached_blocks() {
         let cache = BlockCache::new(1 << 20);
-        let read = cache.with_block(1, 0, false, || Ok(block_at(0, 3, 100)), tag);
+        let read = cache.with_block(1, 0, 0, false, || Ok(block_at(0, 3, 100)), tag);
         assert_eq!((read.unwrap(), cache.len(), cache.misses()), (3, 0, 1));
         get_or_load(&cache, 1, 0, || Ok(block_at(0, 4, 100))).unwrap();
-        let cached = cache.with_block(1, 0, false, || panic!("must be cached"), tag);
+        let cached = cache.with_block(1, 0, 0, false, || panic!("must be cached"), tag);
         assert_eq!((cached.unwrap(), cache.len(), cache.hits()), (4, 1, 1));
     }
 
     #[test]
     fn a_block_from_another_offset_is_not_cached() {
         let cache = BlockCache::new(1 << 20);
-        let got = cache.with_block(3, 64, true, || Ok(block_at(128, 7, 100)), tag);
+        let got = cache.with_block(3, 0, 64, true, || Ok(block_at(128, 7, 100)), tag);
         assert_eq!((got.unwrap(), cache.len()), (7, 0));
     }
 
@@ -284,6 +299,7 @@ mod tests {
                         let got = cache
                             .with_block(
                                 segment,
+                                0,
                                 offset,
                                 true,
                                 || Ok(block_at(offset, id, 2000)),
@@ -302,6 +318,66 @@ mod tests {
         assert_eq!(cache.hits() + cache.misses(), 20_000);
     }
 
+    #[test]
+    fn counts_each_tables_resident_blocks_through_evictions() {
+        // One shard of about ten 4 KiB blocks. Tables (segment, start):
+        // two in segment 5, one in segment 6, and blocks of each.
+        let cache = BlockCache::new(10 * 4200);
+        let tables: [(u64, u64); 3] = [(5, 0), (5, 1 << 20), (6, 0)];
+        let blocks =
+            |(segment, start): (u64, u64)| (0..30).map(move |i| (segment, start, start + i * 4096));
+        // The blocks of a table actually cached, found by probing each with
+        // a loader that fails (a miss caches nothing).
+        let actually_cached = |cache: &BlockCache, table: (u64, u64)| {
+            blocks(table)
+                .filter(|&(segment, start, offset)| {
+                    cache
+                        .with_block(
+                            segment,
+                            start,
+                            offset,
+                            true,
+                            || Err(Error::corruption("c", 0, "miss")),
+                            |_| (),
+                        )
+                        .is_ok()
+                })
+                .count() as u64
+        };
+        for round in 0..3 {
+            for &table in &tables {
+                for (segment, start, offset) in blocks(table).skip(round * 7).take(5 + round) {
+                    get_or_load_in(&cache, segment, start, offset, || {
+                        Ok(block_at(offset, 0, 4000))
+                    })
+                    .unwrap();
+                }
+            }
+            let mut total = 0;
+            for &(segment, start) in &tables {
+                let counted = cache.resident_blocks(segment, start);
+                assert_eq!(
+                    counted,
+                    actually_cached(&cache, (segment, start)),
+                    "table {segment}/{start}"
+                );
+                total += counted;
+            }
+            assert_eq!(total, cache.len() as u64);
+        }
+        assert!(cache.len() < 3 * (5 + 6 + 7), "evictions happened");
+    }
+
+    fn get_or_load_in(
+        cache: &BlockCache,
+        segment: u64,
+        table: u64,
+        offset: u64,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Block> {
+        cache.with_block(segment, table, offset, true, load, Block::clone)
+    }
+
     proptest::proptest! {
         /// Against a model of what was loaded: a hit returns the block
         /// loaded for that key, and the charge matches the cached blocks
@@ -313,7 +389,7 @@ mod tests {
             for (n, (segment, offset, len)) in ops.into_iter().enumerate() {
                 let fresh = n as u64;
                 let got = cache
-                    .with_block(segment, offset, true, || Ok(block_at(offset, fresh, len)), tag)
+                    .with_block(segment, 0, offset, true, || Ok(block_at(offset, fresh, len)), tag)
                     .unwrap();
                 if got == fresh {
                     loads.insert((segment, offset), fresh);
@@ -323,7 +399,7 @@ mod tests {
             }
             let mut resident = 0;
             for (&(segment, offset), &id) in &loads {
-                let cached = cache.with_block(segment, offset, true, || Err(Error::corruption("c", 0, "gone")), |b| (tag(b), b.charge()));
+                let cached = cache.with_block(segment, 0, offset, true, || Err(Error::corruption("c", 0, "gone")), |b| (tag(b), b.charge()));
                 if let Ok((got, charge)) = cached {
                     proptest::prop_assert_eq!(got, id);
                     resident += charge as u64;

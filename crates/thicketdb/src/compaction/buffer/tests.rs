@@ -1,0 +1,345 @@
+//! Buffer decisions on constructed shapes, in the style of the picker
+//! tests: a version is written as text, a task or a trim is applied, and
+//! the resulting buffer is rendered as text.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::*;
+use crate::compaction::task::TaskInput;
+use crate::format::internal_key::{InternalKey, ValueKind};
+use crate::version::TableMeta;
+
+fn meta(id: u64, lo: &str, hi: &str, bytes: u64) -> Arc<TableMeta> {
+    Arc::new(TableMeta {
+        id,
+        segment: id,
+        offset: 16,
+        length: bytes,
+        smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
+        largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Value).into_vec(),
+        entries: 2,
+        min_seq: 1,
+        max_seq: 9,
+        sketch: Default::default(),
+    })
+}
+
+/// Builds a version from lines `L<level> <run>: <lo>-<hi>/<bytes> ...`
+/// (a level's run), `B<level> <run>: ...` (a buffer run; a trailing `x`
+/// marks a removed entry) and `frozen <level>`. Table ids count from 100
+/// in order.
+fn version(shape: &str) -> Version {
+    let mut edit = VersionEdit::default();
+    let mut id = 100;
+    for line in shape.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(level) = line.strip_prefix("frozen ") {
+            edit.buffer_frozen.push((level.parse().unwrap(), true));
+            continue;
+        }
+        let (head, tables) = line.split_once(':').unwrap();
+        let buffer = head.starts_with('B');
+        let (level, run) = head[1..].split_once(' ').unwrap();
+        let (level, run): (usize, u64) = (level.parse().unwrap(), run.parse().unwrap());
+        for t in tables.split_whitespace() {
+            let (t, removed) = match t.strip_suffix('x') {
+                Some(t) => (t, true),
+                None => (t, false),
+            };
+            let (range, bytes) = t.split_once('/').unwrap();
+            let (lo, hi) = range.split_once('-').unwrap();
+            let m = meta(id, lo, hi, bytes.parse().unwrap());
+            if buffer {
+                edit.add_buffer_table(level, run, m);
+                if removed {
+                    edit.remove_buffer_table(level, run, id);
+                }
+            } else {
+                edit.add_table(level, run, m);
+            }
+            id += 1;
+        }
+    }
+    Version::default().apply(&edit).unwrap()
+}
+
+/// Every level's buffer as `B2#9: 100 101x | B2#7: 102`, plus `frozen`.
+fn render(v: &Version) -> String {
+    let mut out = Vec::new();
+    for (level, l) in v.levels.iter().enumerate() {
+        for run in &l.buffer {
+            let ids: Vec<String> = run
+                .entries
+                .iter()
+                .map(|e| format!("{}{}", e.meta.id, if e.removed { "x" } else { "" }))
+                .collect();
+            out.push(format!("B{level}#{}: {}", run.id, ids.join(" ")));
+        }
+        if l.frozen {
+            out.push(format!("frozen {level}"));
+        }
+    }
+    out.join(" | ")
+}
+
+fn buffer(settings: &str) -> CompactionBuffer {
+    let mut o = Options {
+        lsbm_buffer: true,
+        ..Options::default()
+    };
+    for s in settings.split_whitespace() {
+        let (name, value) = s.split_once('=').unwrap();
+        o.set(name, value).unwrap();
+    }
+    CompactionBuffer::new(&o).unwrap()
+}
+
+fn tables(v: &Version, level: usize, run: u64, ids: &[u64]) -> TaskInput {
+    let r = v.levels[level].runs.iter().find(|r| r.id == run).unwrap();
+    TaskInput {
+        level,
+        run,
+        tables: r
+            .tables
+            .iter()
+            .filter(|t| ids.contains(&t.id))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Commits a merge of `upper` (level `level`, run `run`) with `lower`
+/// (the next level's run `lower_run`) into `outputs`, buffer included;
+/// renders the buffer after it. New runs are numbered from 900.
+fn merge(
+    b: &CompactionBuffer,
+    v: &Version,
+    (level, run, upper): (usize, u64, &[u64]),
+    (lower_run, lower): (u64, &[u64]),
+    outputs: &[Arc<TableMeta>],
+) -> (Version, String, BufferChange) {
+    let task = CompactionTask {
+        merges: vec![vec![
+            tables(v, level, run, upper),
+            tables(v, level + 1, lower_run, lower),
+        ]],
+        moves: Vec::new(),
+        output_level: level + 1,
+        output_run: Some(lower_run),
+        reason: String::new(),
+    };
+    let mut edit = task.final_edit(lower_run, outputs, &HashSet::new(), None);
+    let mut next = 900..;
+    let change = b
+        .extend_task_edit(v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let after = v.apply(&edit).unwrap();
+    let text = render(&after);
+    (after, text, change)
+}
+
+#[test]
+fn a_merged_table_joins_the_newest_buffer_run_when_it_follows_in_key_order() {
+    let b = buffer("");
+    let v = version(
+        "L1 1: a-c/100 m-p/100
+         L2 2: a-b/100 n-o/100
+         B2 5: 0-0/10",
+    );
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[102]),
+        &[meta(200, "a", "c", 200)],
+    );
+    assert_eq!(text, "B2#5: 104 100");
+    assert_eq!(change, BufferChange::default());
+    // The next victim follows "c": same run.
+    let (v, text, _) = merge(
+        &b,
+        &v,
+        (1, 1, &[101]),
+        (2, &[103]),
+        &[meta(201, "m", "p", 200)],
+    );
+    assert_eq!(text, "B2#5: 104 100 101");
+    // A new round (key order wraps): a new run, newest first.
+    let v = v.apply(&{
+        let mut e = VersionEdit::default();
+        e.add_table(1, 1, meta(300, "b", "b", 100));
+        e
+    });
+    let (_, text, _) = merge(
+        &b,
+        &v.unwrap(),
+        (1, 1, &[300]),
+        (2, &[200]),
+        &[meta(202, "a", "c", 300)],
+    );
+    assert_eq!(text, "B2#900: 300 | B2#5: 104 100 101");
+}
+
+#[test]
+fn l0_merges_fill_no_buffer() {
+    let b = buffer("");
+    let v = version(
+        "L0 3: a-c/100
+         L1 1: a-b/100",
+    );
+    let (_, text, _) = merge(
+        &b,
+        &v,
+        (0, 3, &[100]),
+        (1, &[101]),
+        &[meta(200, "a", "c", 200)],
+    );
+    assert_eq!(text, "");
+}
+
+#[test]
+fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
+    let b = buffer("");
+    // B2's newest run (9) is kept; the older run 7 loses the entries that
+    // end inside the victims' range [d, k].
+    let v = version(
+        "L2 2: d-k/100
+         L3 3: a-z/1000
+         B2 9: e-f/10
+         B2 7: a-c/10 d-e/10 g-h/10 j-m/10",
+    );
+    let (_, text, change) = merge(
+        &b,
+        &v,
+        (2, 2, &[100]),
+        (3, &[101]),
+        &[meta(200, "a", "z", 1100)],
+    );
+    // Drained entries guard no older table here, so they go altogether.
+    assert_eq!(text, "B2#9: 102 | B2#7: 103 106 | B3#900: 100");
+    assert_eq!(change.removed, 2);
+}
+
+#[test]
+fn drained_entries_over_an_older_present_table_stay_as_removed_entries() {
+    let b = buffer("");
+    // Entries 103 and 104 of run 7 are drained. Run 5 holds a present
+    // table over their ranges (not drained: it ends past the victims), so
+    // both stay as removed entries, to stop lookups before 105.
+    let v = version(
+        "L2 2: d-k/100
+         L3 3: a-z/1000
+         B2 9: x-y/10
+         B2 7: d-e/10 g-h/10
+         B2 5: d-m/10",
+    );
+    let (_, text, _) = merge(
+        &b,
+        &v,
+        (2, 2, &[100]),
+        (3, &[101]),
+        &[meta(200, "a", "z", 1100)],
+    );
+    assert_eq!(
+        text,
+        "B2#9: 102 | B2#7: 103x 104x | B2#5: 105 | B3#900: 100"
+    );
+}
+
+#[test]
+fn the_space_bound_removes_the_oldest_runs_first() {
+    let b = buffer("lsbm_max_buffer_bytes=250");
+    let v = version(
+        "L1 1: m-p/100
+         L2 2: n-o/100
+         B2 9: a-b/100
+         B2 7: c-d/100
+         B3 4: e-f/100",
+    );
+    // 400 bytes after the append: runs 4 (L3) and 7 go, oldest first.
+    let (_, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[101]),
+        &[meta(200, "m", "p", 200)],
+    );
+    assert_eq!(text, "B2#9: 102 100");
+    assert_eq!(change.removed, 2);
+}
+
+#[test]
+fn trim_removes_rarely_cached_tables_outside_the_newest_run() {
+    let b = buffer("lsbm_trim_threshold=0.8");
+    let v = version(
+        "B2 9: a-b/10 c-d/10
+         B2 7: a-a/10 c-c/10 e-e/10
+         B2 5: a-d/10",
+    );
+    let ratios: HashMap<u64, f64> = [
+        (100, 0.0),
+        (101, 0.1),
+        (102, 0.9),
+        (103, 0.5),
+        (104, 0.79),
+        (105, 0.8),
+    ]
+    .into_iter()
+    .collect();
+    let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
+    // The newest run stays whatever its ratios; 103 and 104 go. 103 then
+    // guards the still present 105 and stays as a removed entry; 104
+    // guards nothing and is dropped.
+    assert_eq!(
+        render(&v.apply(&edit).unwrap()),
+        "B2#9: 100 101 | B2#7: 102 103x | B2#5: 105"
+    );
+    assert_eq!(change.removed, 2);
+    let (edit, _) = b.trim_edit(&v, &HashMap::new()).unwrap();
+    assert!(edit.is_empty(), "tables without a known ratio are kept");
+}
+
+#[test]
+fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
+    let b = buffer("");
+    // Level 2 holds 1000 bytes; a 500-byte victim merges with all of it
+    // into 1000 bytes: 500 bytes were repeated (over a tenth).
+    let v = version(
+        "L1 1: a-z/500 zz-zz/10
+         L2 2: a-z/1000
+         B2 7: b-c/10",
+    );
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[102]),
+        &[meta(200, "a", "z", 1000)],
+    );
+    assert_eq!(text, "B2#900: 100x | B2#7: 103 | frozen 2");
+    assert_eq!((change.froze, change.removed), (1, 1));
+    // Frozen: the next arrival is a removed entry too, and one that no
+    // older table overlaps is not even kept.
+    let (v, text, _) = merge(
+        &b,
+        &v,
+        (1, 1, &[101]),
+        (2, &[]),
+        &[meta(201, "zz", "zz", 10)],
+    );
+    assert_eq!(text, "B2#900: 100x | B2#7: 103 | frozen 2");
+    // A level's worth (1010 bytes) merged down from L2 unfreezes it.
+    let task = CompactionTask {
+        merges: vec![vec![tables(&v, 2, 2, &[200, 201])]],
+        moves: Vec::new(),
+        output_level: 3,
+        output_run: None,
+        reason: String::new(),
+    };
+    let mut edit = task.final_edit(50, &[meta(202, "a", "zz", 1010)], &HashSet::new(), None);
+    let mut next = 950..;
+    b.extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let text = render(&v.apply(&edit).unwrap());
+    assert!(!text.contains("frozen 2"), "{text}");
+}

@@ -1,0 +1,58 @@
+//! LSbM's compaction buffer on the `db` side: running a trim (Algorithm 2)
+//! with the cached-block shares the block cache reports, and counting
+//! what the buffer's edits did.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::background::{collect_obsolete_files, install};
+use super::DbInner;
+use crate::compaction::buffer::BufferChange;
+use crate::error::{Error, Result};
+use crate::stats::Counters;
+
+/// Adds a buffer edit's effects to the statistics.
+pub(crate) fn count(inner: &DbInner, change: BufferChange) {
+    Counters::add(&inner.counters.buffer_tables_removed, change.removed);
+    Counters::add(&inner.counters.freezes, change.froze);
+}
+
+/// Trims the compaction buffer now, if the store has one: buffer tables
+/// outside their level's newest run whose share of cached blocks is under
+/// `lsbm_trim_threshold` are removed and their data released.
+/// Takes `versions`, then `super_version` through `install`.
+pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
+    let Some(buffer) = inner.policy.buffer() else {
+        return Ok(());
+    };
+    buffer.trimmed();
+    // Shares are read without locks (opening a table may read its file);
+    // the edit is built against the version current at commit, and
+    // tables that left the buffer meanwhile are simply not named.
+    let version = inner.super_version().version.clone();
+    let mut cached_ratio = HashMap::new();
+    for level in &version.levels {
+        for run in level.buffer.iter().skip(1) {
+            for t in run.present() {
+                let table = inner.table_cache.table(t)?;
+                cached_ratio.insert(t.id, table.cached_block_ratio());
+            }
+        }
+    }
+    drop(version);
+    {
+        let mut versions = inner.versions.lock();
+        let current = versions.current();
+        let (edit, change) = buffer
+            .trim_edit(&current, &cached_ratio)
+            .map_err(|why| Error::invariant(format!("trim edit does not apply: {why}")))?;
+        if edit.is_empty() {
+            return Ok(());
+        }
+        count(inner, change);
+        let version = versions.log_and_apply(edit)?;
+        install(inner, version, None);
+    }
+    collect_obsolete_files(inner);
+    Ok(())
+}
