@@ -12,7 +12,7 @@ use thicketdb::dump::{Entry, IndexEntry, LogDump, ManifestDump, ManifestRecord, 
 use thicketdb::error::Printable;
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
-use thicketdb::version::edit::VersionEdit;
+use thicketdb::version::edit::{DeletedTable, NewTable, VersionEdit};
 use thicketdb::version::meta::TableMeta;
 
 use super::{db_dir, Status};
@@ -117,9 +117,8 @@ fn table_meta_json(m: &TableMeta) -> Map<String, Value> {
     }
 }
 
-fn edit_json(e: &VersionEdit) -> Value {
-    let new_tables: Vec<Value> = e
-        .new_tables
+fn new_tables_json(tables: &[NewTable]) -> Vec<Value> {
+    tables
         .iter()
         .map(|t| {
             let mut object = table_meta_json(&t.meta);
@@ -127,11 +126,23 @@ fn edit_json(e: &VersionEdit) -> Value {
             object.insert("run".into(), json!(t.run));
             Value::Object(object)
         })
-        .collect();
-    let deleted_tables: Vec<Value> = e
-        .deleted_tables
+        .collect()
+}
+
+fn deleted_tables_json(tables: &[DeletedTable]) -> Vec<Value> {
+    tables
         .iter()
         .map(|d| json!({ "level": d.level, "run": d.run, "table": d.table }))
+        .collect()
+}
+
+fn edit_json(e: &VersionEdit) -> Value {
+    let new_tables = new_tables_json(&e.new_tables);
+    let deleted_tables = deleted_tables_json(&e.deleted_tables);
+    let buffer_frozen: Vec<Value> = e
+        .buffer_frozen
+        .iter()
+        .map(|&(level, frozen)| json!({ "level": level, "frozen": frozen }))
         .collect();
     let merge_journal = e.merge_journal.as_ref().map(|j| {
         json!({
@@ -156,6 +167,10 @@ fn edit_json(e: &VersionEdit) -> Value {
         "deleted_tables": deleted_tables,
         "merge_journal": merge_journal,
         "merge_done": e.merge_done,
+        "buffer_tables": new_tables_json(&e.buffer_tables),
+        "buffer_removed": deleted_tables_json(&e.buffer_removed),
+        "buffer_dropped": deleted_tables_json(&e.buffer_dropped),
+        "buffer_frozen": buffer_frozen,
         "stats": stats,
     })
 }
@@ -237,6 +252,27 @@ fn manifest_text(dump: &ManifestDump) -> String {
         }
         if e.merge_done {
             out += "  merge done\n";
+        }
+        for t in &e.buffer_tables {
+            out += &format!(
+                "  + buffer of L{} run {} table {}\n",
+                t.level, t.run, t.meta.id
+            );
+        }
+        for d in &e.buffer_removed {
+            out += &format!(
+                "  x buffer of L{} run {} table {} removed\n",
+                d.level, d.run, d.table
+            );
+        }
+        for d in &e.buffer_dropped {
+            out += &format!(
+                "  - buffer of L{} run {} entry {}\n",
+                d.level, d.run, d.table
+            );
+        }
+        for (level, frozen) in &e.buffer_frozen {
+            out += &format!("  buffer of L{level} frozen {frozen}\n");
         }
         if !e.stats.is_empty() {
             out += &format!("  {} counters\n", e.stats.len());
