@@ -243,6 +243,8 @@ mod tests {
             block_cache_misses: 40,
             block_cache_bytes: 41,
             open_segment_files: 42,
+            l0_compactions_deferred: 46,
+            l0_overlap_ratio: 0.5,
             background_error: Some("disk full".into()),
         };
         let space = SpaceUsage {
@@ -291,6 +293,8 @@ mod tests {
                 "block_cache_misses": 40,
                 "block_cache_bytes": 41,
                 "open_segment_files": 42,
+                "l0_compactions_deferred": 46,
+                "l0_overlap_ratio": 0.5,
                 "background_error": "disk full",
                 "disk_bytes": 43,
                 "logical_bytes": 44,

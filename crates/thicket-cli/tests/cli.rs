@@ -242,6 +242,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "block_cache_misses",
         "block_cache_bytes",
         "open_segment_files",
+        "l0_compactions_deferred",
+        "l0_overlap_ratio",
         "background_error",
         "disk_bytes",
         "logical_bytes",

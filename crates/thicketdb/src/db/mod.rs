@@ -305,3 +305,5 @@ impl Db {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod triad_tests;

@@ -53,6 +53,9 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         Arc::new(BlockCache::new(options.block_cache_size)),
     ));
     release_dead_space(&table_cache, &version);
+    if options.triad_disk {
+        load_l0_sketches(&table_cache, &version);
+    }
     let policy = crate::compaction::Policy::new(&options);
     let pending_compaction_bytes = policy.pending_bytes(&version);
     let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
@@ -87,6 +90,19 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         fs,
         lock: Ranked::new(Rank::FileLock, Some(lock)),
     })
+}
+
+/// Loads the key sketches TRIAD-DISK reads (L0 and L1 tables) with the
+/// tables' metadata; later L0/L1 tables are written by this process and
+/// carry theirs. A table whose sketch cannot be read only loses deferral:
+/// an unknown overlap never defers a compaction, and reads report the
+/// table's damage themselves.
+fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
+    for level in &version.levels[..2] {
+        for t in level.runs.iter().flat_map(|r| &r.tables) {
+            let _unknown_overlap = table_cache.load_sketch(t);
+        }
+    }
 }
 
 /// Checks the stored `OPTIONS` of an existing store against `options`, or

@@ -141,6 +141,15 @@ options! {
         /// (false: every table opens its own descriptor, as LevelDB's
         /// TableCache).
         segment_descriptor_cache: bool = true,
+        /// TRIAD-DISK: defer an L0 compaction while the key overlap of the
+        /// L0 tables and the L1 tables under them is low (leveled only).
+        triad_disk: bool = false,
+        /// TRIAD-DISK: the overlap ratio, 1 - unique keys / sum of keys (by
+        /// HyperLogLog), from which an L0 compaction runs.
+        triad_overlap_threshold: f64 = 0.4,
+        /// TRIAD-DISK: L0 runs beyond which an L0 compaction runs whatever
+        /// the overlap (the paper's MAX_FILES_L0; one flush is one run).
+        triad_max_l0_files: usize = 6,
     }
     per_open {
         /// Create the store when the directory holds none.
@@ -199,6 +208,16 @@ impl Options {
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        if !(0.0..=1.0).contains(&self.triad_overlap_threshold) {
+            return bad("triad_overlap_threshold must be between 0 and 1");
+        }
+        // A deferral keeps up to `triad_max_l0_files` runs in L0: writes
+        // must not slow down for a deferral alone.
+        if self.triad_disk && self.l0_slowdown_writes_trigger <= self.triad_max_l0_files {
+            return bad(
+                "with triad_disk, l0_slowdown_writes_trigger must exceed triad_max_l0_files",
+            );
         }
         Ok(())
     }

@@ -21,6 +21,9 @@ pub enum Profile {
     Bolt,
     /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
     Sifr,
+    /// TRIAD: the `default` leveled tree with every TRIAD technique built so
+    /// far (TRIAD-DISK's deferred L0 compaction).
+    Triad,
 }
 
 impl Profile {
@@ -29,6 +32,7 @@ impl Profile {
         Profile::LevelDb,
         Profile::Bolt,
         Profile::Sifr,
+        Profile::Triad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Profile {
             Profile::LevelDb => "leveldb",
             Profile::Bolt => "bolt",
             Profile::Sifr => "sifr",
+            Profile::Triad => "triad",
         }
     }
 
@@ -74,6 +79,11 @@ impl Profile {
                 compaction_policy: PolicyKind::Tiered,
                 runs_per_level: 4,
                 target_table_size: 2 << 20,
+                ..Options::default()
+            },
+            Profile::Triad => Options {
+                profile: self,
+                triad_disk: true,
                 ..Options::default()
             },
         }

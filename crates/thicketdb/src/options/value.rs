@@ -29,7 +29,15 @@ macro_rules! from_str_values {
     )*};
 }
 
-from_str_values!(u32, u64, usize, CompressionType, RecoveryMode, PolicyKind);
+from_str_values!(
+    u32,
+    u64,
+    usize,
+    f64,
+    CompressionType,
+    RecoveryMode,
+    PolicyKind
+);
 
 impl OptionValue for bool {
     fn parse_option(name: &str, value: &str) -> Result<bool> {
