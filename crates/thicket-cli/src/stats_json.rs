@@ -244,6 +244,7 @@ mod tests {
             block_cache_bytes: 41,
             open_segment_files: 42,
             l0_compactions_deferred: 46,
+            hot_entries_kept: 47,
             l0_overlap_ratio: 0.5,
             background_error: Some("disk full".into()),
         };
@@ -294,6 +295,7 @@ mod tests {
                 "block_cache_bytes": 41,
                 "open_segment_files": 42,
                 "l0_compactions_deferred": 46,
+                "hot_entries_kept": 47,
                 "l0_overlap_ratio": 0.5,
                 "background_error": "disk full",
                 "disk_bytes": 43,

@@ -243,6 +243,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "block_cache_bytes",
         "open_segment_files",
         "l0_compactions_deferred",
+        "hot_entries_kept",
         "l0_overlap_ratio",
         "background_error",
         "disk_bytes",

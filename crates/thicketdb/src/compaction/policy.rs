@@ -12,14 +12,15 @@ use crate::version::Version;
 /// to run, if any.
 #[derive(Debug)]
 pub enum Policy {
-    Leveled(LeveledPolicy),
+    /// Boxed: it carries the options and per-level state.
+    Leveled(Box<LeveledPolicy>),
     Tiered(TieredPolicy),
 }
 
 impl Policy {
     pub fn new(options: &Options) -> Policy {
         match options.compaction_policy {
-            PolicyKind::Leveled => Policy::Leveled(LeveledPolicy::new(options)),
+            PolicyKind::Leveled => Policy::Leveled(Box::new(LeveledPolicy::new(options))),
             PolicyKind::Tiered => Policy::Tiered(TieredPolicy::new(options)),
         }
     }

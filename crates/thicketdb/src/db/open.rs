@@ -14,7 +14,7 @@ use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{Backing, Backings, FileSystem};
-use crate::log::{LogReader, LogWriter};
+use crate::log::{decode_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -198,6 +198,7 @@ fn replay_logs(
         },
         mem: Arc::new(Memtable::new(0)),
         edit: VersionEdit::default(),
+        replayed: logs.clone(),
     };
     let mut last_sequence = versions.last_sequence();
     for &log in &logs {
@@ -229,6 +230,8 @@ struct Replay<'a> {
     env: FlushEnv<'a>,
     mem: Arc<Memtable>,
     edit: VersionEdit,
+    /// Every log this recovery replays.
+    replayed: Vec<u64>,
 }
 
 impl Replay<'_> {
@@ -243,11 +246,32 @@ impl Replay<'_> {
         let mut last = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
-            last = insert_into_memtable(&self.mem, &record)
-                .map_err(|why| Error::corruption(&path, offset, why))?;
+            let applied = if is_relogged(&record) {
+                self.relogged(&record)
+            } else {
+                insert_into_memtable(&self.mem, &record)
+            };
+            last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
             if self.mem.approximate_size() >= self.env.options.write_buffer_size {
                 self.flush_memtable()?;
             }
+        }
+        Ok(last)
+    }
+
+    /// Applies a re-logged record (TRIAD-MEM's carried entries) unless its
+    /// source log is replayed too: that log holds every version of them, and
+    /// the same entry twice in a memtable would be a duplicate key. Returns
+    /// the largest sequence number applied (0 for none).
+    fn relogged(&self, record: &[u8]) -> std::result::Result<u64, String> {
+        let (source, entries) = decode_relogged(record).map_err(str::to_string)?;
+        if self.replayed.contains(&source) {
+            return Ok(0);
+        }
+        let mut last = 0;
+        for e in &entries {
+            self.mem.add(e.seq, e.kind, &e.key, &e.value);
+            last = last.max(e.seq);
         }
         Ok(last)
     }

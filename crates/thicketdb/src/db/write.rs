@@ -21,7 +21,7 @@ use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{Backing, FileSystem, WritableFile};
-use crate::log::LogWriter;
+use crate::log::{encode_relogged, LogWriter, RelogEntry};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -310,8 +310,10 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         }
     };
     Counters::add(&inner.counters.fsyncs_log, 1);
+    // The log writer and the memtable change together under `log`: whoever
+    // holds it sees the memtable whose log it appends to (`relog`).
+    let mut log = inner.log.lock();
     {
-        let mut log = inner.log.lock();
         // A later sync write syncs only the new log; syncing the old one now
         // keeps every synced write's predecessors durable too (the state
         // after power loss stays a prefix of the write order).
@@ -338,6 +340,38 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         pending_compaction_bytes: current.pending_compaction_bytes,
     };
     *current = Arc::new(next);
+    drop(current);
+    drop(log);
+    Ok(())
+}
+
+/// TRIAD-MEM: appends `entries`, carried from the memtable of log `source`,
+/// to the active log as one re-logged record, syncs it, and inserts them
+/// into the active memtable with their own sequence numbers. Under `log`
+/// the active memtable is the one whose log takes the record, and no write
+/// group inserts meanwhile. A newer write of the same key already in the
+/// memtable shadows the carried version (higher sequence).
+/// Takes `log`, then `super_version` (read).
+pub(crate) fn relog(inner: &DbInner, source: u64, entries: &[RelogEntry]) -> Result<()> {
+    let record = encode_relogged(source, entries);
+    let mut log = inner.log.lock();
+    inner.check_background_error()?;
+    let sv = inner.super_version();
+    let written = log
+        .writer
+        .add_record(&record)
+        .and_then(|_offset| log.writer.flush())
+        .and_then(|()| log.writer.sync());
+    if let Err(e) = written {
+        set_background_error(inner, e.clone());
+        return Err(e);
+    }
+    let c = &inner.counters;
+    Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
+    Counters::add(&c.fsyncs_log, 1);
+    for e in entries {
+        sv.mem.add(e.seq, e.kind, &e.key, &e.value);
+    }
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! readers and iterators proceed concurrently without locks. Short keys live
 //! inside their skiplist node; see `skiplist.rs`.
 
+pub mod hot;
 mod iter;
 mod skiplist;
 

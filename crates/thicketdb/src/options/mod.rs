@@ -150,6 +150,13 @@ options! {
         /// TRIAD-DISK: L0 runs beyond which an L0 compaction runs whatever
         /// the overlap (the paper's MAX_FILES_L0; one flush is one run).
         triad_max_l0_files: usize = 6,
+        /// TRIAD-MEM: a flush keeps the hottest keys of the memtable in
+        /// memory (carried into the active memtable and re-logged) and
+        /// writes only the cold ones.
+        triad_mem: bool = false,
+        /// TRIAD-MEM: hot keys kept per flush, as a fraction of the
+        /// memtable's entries (the paper's PERC_HOT).
+        triad_hot_fraction: f64 = 0.01,
     }
     per_open {
         /// Create the store when the directory holds none.
@@ -208,6 +215,9 @@ impl Options {
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        if !(0.0..=0.5).contains(&self.triad_hot_fraction) {
+            return bad("triad_hot_fraction must be between 0 and 0.5");
         }
         if !(0.0..=1.0).contains(&self.triad_overlap_threshold) {
             return bad("triad_overlap_threshold must be between 0 and 1");

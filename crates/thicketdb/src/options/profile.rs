@@ -22,7 +22,8 @@ pub enum Profile {
     /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
     Sifr,
     /// TRIAD: the `default` leveled tree with every TRIAD technique built so
-    /// far (TRIAD-DISK's deferred L0 compaction).
+    /// far: TRIAD-MEM (hot keys stay in memory at flush) and TRIAD-DISK
+    /// (deferred L0 compaction).
     Triad,
 }
 
@@ -84,6 +85,7 @@ impl Profile {
             Profile::Triad => Options {
                 profile: self,
                 triad_disk: true,
+                triad_mem: true,
                 ..Options::default()
             },
         }
