@@ -149,8 +149,10 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
     use common::open_fault;
     use thicketdb::io::fault::{FaultFs, FaultKind};
     let fs = FaultFs::new();
-    // No background merges: L0 collects runs until the manual compaction.
+    // No background merges: L0 collects runs until the manual compaction,
+    // which also resumes the interrupted merge.
     let options = Options {
+        disable_auto_compactions: true,
         runs_per_level: 1000,
         l0_slowdown_writes_trigger: 1000,
         l0_stop_writes_trigger: 1000,
@@ -177,11 +179,17 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
 
     let db = open_fault(&fs, options).unwrap();
     assert_all(&db, n);
+    // A run flushed after the interrupted merge: once that merge is
+    // finished, the manual compaction must still compact its level.
+    for i in n..n + 2_000 {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     let after = db.stats();
     assert!(after.merges_resumed >= 1, "{after:?}");
     assert_eq!(after.runs_per_level[0], 0, "{after:?}");
-    assert_all(&db, n);
+    assert_all(&db, n + 2_000);
     drop(db);
     if let Err(e) =
         thicketdb::check::check_store_with_fs(&common::fault_dir(), std::sync::Arc::new(fs.clone()))
@@ -262,4 +270,219 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
     for i in (0..n).step_by(7) {
         assert_eq!(db.get(&key(i)).unwrap(), Some(new.to_vec()), "key {i}");
     }
+}
+
+/// A journaled merge with nothing below drops deletions and the versions
+/// they hide. Interrupted between checkpoints, the store must still read
+/// every deleted key as absent, by get and by iterator: an input straddling
+/// a checkpoint stays in place, but its keys up to the checkpoint are
+/// superseded by the interim run and must not be read.
+#[test]
+fn sifr_merge_dropping_deletions_never_resurrects_a_key_when_interrupted() {
+    use common::open_fault;
+    use thicketdb::io::fault::{FaultFs, FaultKind};
+    let options = Options {
+        runs_per_level: 1000,
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
+        l0_compaction_trigger: 1000,
+        ..sifr_journaled()
+    };
+    let n = 12_000u64;
+    let deleted = |i: u64| !i.is_multiple_of(3);
+    let assert_state = |db: &Db, when: &str| {
+        for i in 0..n {
+            let expected = (!deleted(i)).then(|| vec![b'v'; 100]);
+            assert_eq!(db.get(&key(i)).unwrap(), expected, "key {i} {when}");
+        }
+        let live: Vec<Vec<u8>> = (0..n).filter(|&i| !deleted(i)).map(key).collect();
+        let mut it = db.iter(thicketdb::ReadOptions::default()).unwrap();
+        let mut forward = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            forward.push(it.key().to_vec());
+            it.next();
+        }
+        it.status().unwrap();
+        assert!(forward == live, "forward scan {when}");
+        let mut backward = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            backward.push(it.key().to_vec());
+            it.prev();
+        }
+        it.status().unwrap();
+        backward.reverse();
+        assert!(backward == live, "backward scan {when}");
+    };
+    for room in [
+        100u64 << 10,
+        200 << 10,
+        300 << 10,
+        400 << 10,
+        500 << 10,
+        600 << 10,
+    ] {
+        let fs = FaultFs::new();
+        let db = open_fault(&fs, options.clone()).unwrap();
+        for i in (0..n).map(|i| (i * 7919) % n) {
+            db.put(&key(i), &[b'v'; 100]).unwrap();
+        }
+        for i in (0..n).map(|i| (i * 104_729) % n).filter(|&i| deleted(i)) {
+            db.delete(&key(i)).unwrap();
+        }
+        db.flush().unwrap();
+        fs.fail_after_bytes(room, FaultKind::NoSpace);
+        let err = db.compact_range(None, None).unwrap_err();
+        assert!(err.is_no_space(), "{err}");
+        assert!(db.stats().merge_checkpoints > 0, "room {room}");
+        assert_state(&db, "mid-merge");
+        drop(db);
+        fs.clear_faults();
+
+        let db = open_fault(&fs, options.clone()).unwrap();
+        assert_state(&db, "after reopen");
+        db.compact_range(None, None).unwrap();
+        assert!(db.stats().merges_resumed >= 1);
+        assert_state(&db, "after the resumed merge");
+        drop(db);
+        if let Err(e) = thicketdb::check::check_store_with_fs(
+            &common::fault_dir(),
+            std::sync::Arc::new(fs.clone()),
+        ) {
+            panic!("{e}");
+        }
+    }
+}
+
+/// `disable_auto_compactions`: L0 grows past the stop trigger without a
+/// stall (nothing would end it) and without any background compaction;
+/// `compact_range` still compacts.
+#[test]
+fn disabled_auto_compactions_leave_l0_to_compact_range() {
+    for profile in [Profile::Default, Profile::Sifr] {
+        let options = Options {
+            disable_auto_compactions: true,
+            ..small(profile)
+        };
+        let stop = options.l0_stop_writes_trigger;
+        let (_dir, db) = load_with(options, (0..30_000).map(|i| (i * 7919) % 30_000));
+        let s = db.stats();
+        assert!(s.runs_per_level[0] > stop, "{profile}: {s:?}");
+        assert_eq!(
+            s.compactions_merge + s.compactions_move,
+            0,
+            "{profile}: {s:?}"
+        );
+        db.compact_range(None, None).unwrap();
+        let s = db.stats();
+        assert_eq!(s.runs_per_level[0], 0, "{profile}: {s:?}");
+        assert_all(&db, 30_000);
+    }
+}
+
+/// Bytes the store's files occupy on the device (punched holes excluded).
+fn allocated_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+/// Early cleaning gives space back while the merge runs: the store never
+/// holds all inputs and all outputs at once, as an unjournaled merge does
+/// just before it commits. A sampler watches the directory while the
+/// manual merge of every L0 run runs.
+#[test]
+fn sifr_early_cleaning_gives_space_back_during_the_merge() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Few L0 runs: each keeps about one table straddling a checkpoint.
+    let options = Options {
+        disable_auto_compactions: true,
+        write_buffer_size: 1 << 20,
+        ..sifr_journaled()
+    };
+    let n = 60_000u64;
+    let (dir, db) = load_with(options, (0..n).map(|i| (i * 7919) % n));
+    let before = allocated_bytes(dir.path());
+    let done = AtomicBool::new(false);
+    let peak = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut peak = 0;
+            while !done.load(Ordering::Acquire) {
+                peak = peak.max(allocated_bytes(dir.path()));
+            }
+            peak
+        });
+        db.compact_range(None, None).unwrap();
+        done.store(true, Ordering::Release);
+        sampler.join().unwrap()
+    });
+    let s = db.stats();
+    assert!(s.merge_checkpoints > 10, "{s:?}");
+    // Every key once in the inputs and once in the outputs would be about
+    // twice `before`.
+    assert!(
+        peak < before + before / 2,
+        "peak {peak} bytes, {before} before the merge: {s:?}"
+    );
+    assert!(allocated_bytes(dir.path()) < before + before / 4);
+    assert_all(&db, n);
+}
+
+/// Readers race a journaled merge that drops deletions and releases its
+/// inputs as it goes: every get and every scan sees exactly the live keys.
+#[test]
+fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let options = Options {
+        disable_auto_compactions: true,
+        ..sifr_journaled()
+    };
+    let n = 30_000u64;
+    let deleted = |i: u64| i % 4 == 1;
+    let (_dir, db) = load_with(options, (0..n).map(|i| (i * 7919) % n));
+    for i in (0..n).filter(|&i| deleted(i)) {
+        db.delete(&key(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let live: Vec<Vec<u8>> = (0..n).filter(|&i| !deleted(i)).map(key).collect();
+    let done = AtomicBool::new(false);
+    let checks = std::thread::scope(|s| {
+        let getter = s.spawn(|| {
+            let mut rounds = 0u64;
+            while !done.load(Ordering::Acquire) || rounds == 0 {
+                for i in (rounds % 7..n).step_by(7) {
+                    let expected = (!deleted(i)).then(|| vec![b'v'; 100]);
+                    assert_eq!(db.get(&key(i)).unwrap(), expected, "key {i}");
+                }
+                rounds += 1;
+            }
+            rounds
+        });
+        let scanner = s.spawn(|| {
+            let mut scans = 0u64;
+            while !done.load(Ordering::Acquire) || scans == 0 {
+                let mut it = db.iter(thicketdb::ReadOptions::default()).unwrap();
+                it.seek_to_first();
+                let mut seen = Vec::with_capacity(live.len());
+                while it.valid() {
+                    seen.push(it.key().to_vec());
+                    it.next();
+                }
+                it.status().unwrap();
+                assert!(seen == live, "scan {scans} saw {} keys", seen.len());
+                scans += 1;
+            }
+            scans
+        });
+        db.compact_range(None, None).unwrap();
+        done.store(true, Ordering::Release);
+        (getter.join().unwrap(), scanner.join().unwrap())
+    });
+    let s = db.stats();
+    assert!(s.merge_checkpoints > 10, "{s:?}");
+    assert!(checks.0 > 0 && checks.1 > 0);
 }

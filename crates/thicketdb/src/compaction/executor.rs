@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::bottommost::Bottommost;
 use super::drop_rule::DropRule;
 use super::output::{Output, OutputSink, OutputSpec};
 use super::task::CompactionTask;
@@ -16,9 +17,7 @@ use crate::iterator::{InternalIterator, MergingIterator};
 use crate::table::TableOptions;
 use crate::version::run_iter::RunIterator;
 use crate::version::table_cache::TableCache;
-use std::collections::HashSet;
-
-use crate::version::{Run, TableMeta, Version};
+use crate::version::TableMeta;
 
 /// What the executor needs from the engine.
 pub struct ExecContext<'a> {
@@ -54,36 +53,14 @@ pub struct Executed {
     pub output: Output,
 }
 
-/// Whether no data older than `task`'s inputs can hold a user key: nothing
-/// in deeper levels, nor in the output level's other runs (a tiered level's
-/// older runs), outside the task's own inputs.
-pub fn bottommost_for<'a>(
-    version: &'a Version,
-    task: &'a CompactionTask,
-) -> impl Fn(&[u8]) -> bool + 'a {
-    let deeper = &version.levels[task.output_level + 1..];
-    let siblings = &version.levels[task.output_level].runs;
-    let inputs: HashSet<u64> = task.all_tables().map(|t| t.id).collect();
-    move |ukey: &[u8]| {
-        let elsewhere = |run: &Run| {
-            run.find(ukey)
-                .is_some_and(|i| !inputs.contains(&run.tables[i].id))
-        };
-        deeper.iter().all(|level| !level.runs.iter().any(elsewhere))
-            && !siblings
-                .iter()
-                .filter(|r| Some(r.id) != task.output_run)
-                .any(elsewhere)
-    }
-}
-
-/// Runs `task`. `is_bottommost(user_key)` says whether no data older than
-/// the task's inputs can hold the key (so its deletion may be dropped).
-/// With a journal, deletions are always kept: released inputs could no
-/// longer hide older versions left in inputs not yet released.
+/// Runs `task`. `bottommost` says whether no data older than the task's
+/// inputs can hold a key (so its deletion may be dropped). With a journal
+/// too: readers ignore the inputs' keys at or below the last checkpoint
+/// (`Version::superseded_through`), so an input a checkpoint leaves in
+/// place cannot bring back a version whose deletion the merge dropped.
 pub fn execute(
     task: &CompactionTask,
-    is_bottommost: &dyn Fn(&[u8]) -> bool,
+    bottommost: &Bottommost,
     ctx: &ExecContext<'_>,
     mut journal: Option<Journal<'_>>,
 ) -> Result<Executed> {
@@ -95,12 +72,6 @@ pub fn execute(
         compaction_file: ctx.compaction_file,
         new_file_number: ctx.new_file_number,
     });
-    let never = |_: &[u8]| false;
-    let bottommost: &dyn Fn(&[u8]) -> bool = if journal.is_some() {
-        &never
-    } else {
-        is_bottommost
-    };
     let mut committed = 0;
     for group in &task.merges {
         let children: Vec<Box<dyn InternalIterator>> = group
@@ -126,7 +97,9 @@ pub fn execute(
             }
             None => merged.seek_to_first(),
         }
-        let mut rule = DropRule::new(ctx.smallest_snapshot, bottommost);
+        let mut rule = DropRule::new(ctx.smallest_snapshot, |user_key: &[u8]| {
+            bottommost.holds_nothing_older(user_key)
+        });
         let Some(j) = journal.as_mut() else {
             sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
             continue;

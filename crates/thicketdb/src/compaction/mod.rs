@@ -3,6 +3,7 @@
 //! (`drop_rule`), writing merged output as tables (`output`) and running a
 //! task end to end (`executor`).
 
+pub mod bottommost;
 pub mod busy;
 pub mod components;
 pub mod drop_rule;
@@ -15,6 +16,7 @@ pub mod task;
 pub mod tiered;
 
 pub use crate::options::PolicyKind;
+pub use bottommost::Bottommost;
 pub use busy::{Busy, Claim};
 pub use executor::execute;
 pub use leveled::LeveledPolicy;

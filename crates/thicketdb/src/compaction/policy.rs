@@ -51,6 +51,20 @@ impl Policy {
         }
     }
 
+    /// The levels a full manual compaction walks: those above this one.
+    /// Leveled stops above the deepest level holding data, as LevelDB
+    /// does; tiered also merges the deepest level when it holds several
+    /// runs, so its deletions meet nothing older and are dropped.
+    pub fn manual_end(&self, version: &Version) -> usize {
+        let Some(deepest) = version.deepest_nonempty_level() else {
+            return 0;
+        };
+        match self {
+            Policy::Tiered(_) if version.levels[deepest].runs.len() > 1 => deepest + 1,
+            _ => deepest.max(1),
+        }
+    }
+
     /// A manual compaction of one level within `[start, end]`.
     pub fn manual(
         &self,

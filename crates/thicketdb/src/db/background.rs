@@ -112,7 +112,7 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
     if worker == Worker::Flush {
         return (!sv.imms.is_empty()).then_some(Job::Flush);
     }
-    if bg.manual_compaction {
+    if bg.manual_compaction || inner.options.disable_auto_compactions {
         return None;
     }
     let (task, journaling, claim) = match journal::pending(&sv.version, &bg.busy) {

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use super::background::{collect_obsolete_files, install, new_file_number};
 use super::DbInner;
-use crate::compaction::executor::{bottommost_for, ExecContext, Executed, Journal};
+use crate::compaction::executor::{ExecContext, Executed, Journal};
 use crate::compaction::journal::{self, Journaling, MergeJournal};
-use crate::compaction::{execute, CompactionTask};
+use crate::compaction::{execute, Bottommost, CompactionTask};
 use crate::error::Result;
 use crate::stats::Counters;
-use crate::version::{TableMeta, NUM_LEVELS};
+use crate::version::TableMeta;
 
 /// Runs a task and commits it.
 pub(crate) fn compact(
@@ -69,20 +69,18 @@ fn run(
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
     };
+    // Copied out of the version: holding the version would pin the inputs
+    // a journaled merge releases as it goes.
+    let bottommost = Bottommost::of(&inner.versions.lock().current(), task);
     let Some(j) = journal else {
-        let version = inner.versions.lock().current();
-        let bottommost = bottommost_for(&version, task);
         return execute(task, &bottommost, &ctx, None);
     };
-    // No version is held here: the merge must not pin the inputs it
-    // releases as it goes.
     let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
     let mut checkpoint =
         |fresh: &[Arc<TableMeta>], last: &[u8]| checkpoint(inner, task, j, released, fresh, last);
-    let never = |_: &[u8]| false;
     execute(
         task,
-        &never,
+        &bottommost,
         &ctx,
         Some(Journal {
             every: opts.early_cleaning_threshold,
@@ -175,14 +173,14 @@ pub(crate) fn compact_range(
     let result = (|| -> Result<()> {
         let _exclusive = ExclusiveCompaction::enter(inner);
         inner.check_background_error()?;
-        for level in 0..NUM_LEVELS - 1 {
+        let mut level = 0;
+        loop {
             let version = inner.versions.lock().current();
-            let Some(deepest) = version.deepest_nonempty_level() else {
-                break;
-            };
-            if level >= deepest.max(1) {
+            if level >= inner.policy.manual_end(&version) {
                 break;
             }
+            // A merge a crash interrupted finishes first; the level it was
+            // on is then looked at again.
             if let Some((task, journaling)) = journal::resume(&version) {
                 drop(version);
                 compact(inner, task, journaling)?;
@@ -193,6 +191,7 @@ pub(crate) fn compact_range(
                 let journaling = Journaling::for_task(&inner.policy, &task);
                 compact(inner, task, journaling)?;
             }
+            level += 1;
         }
         Ok(())
     })();

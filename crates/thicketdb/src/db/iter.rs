@@ -13,6 +13,7 @@ use super::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
 use crate::version::run_iter::RunIterator;
@@ -51,15 +52,16 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         children.push(Box::new(MemtableIterator::new(mem.clone())));
     }
-    for level in &sv.version.levels {
+    for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
             let tables = run.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
-            if !tables.is_empty() {
-                children.push(Box::new(RunIterator::new(
-                    tables,
-                    inner.table_cache.clone(),
-                    opts.fill_cache,
-                )));
+            if tables.is_empty() {
+                continue;
+            }
+            let iter = RunIterator::new(tables, inner.table_cache.clone(), opts.fill_cache);
+            match sv.version.superseded_through(depth, run.id) {
+                Some(through) => children.push(Box::new(AboveKey::new(iter, through.to_vec()))),
+                None => children.push(Box::new(iter)),
             }
         }
     }

@@ -48,9 +48,16 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
             None => {}
         }
     }
-    for level in &sv.version.levels {
+    for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
             let Some(i) = run.find(key) else { continue };
+            if sv
+                .version
+                .superseded_through(depth, run.id)
+                .is_some_and(|through| key <= through)
+            {
+                continue;
+            }
             let meta = &run.tables[i];
             if meta.min_seq > seq {
                 continue;

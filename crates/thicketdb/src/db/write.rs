@@ -236,8 +236,10 @@ fn make_room(
         let sv = inner.super_version();
         let l0_runs = sv.version.levels[0].runs.len();
         let pending = sv.pending_compaction_bytes;
+        let compacting = !opts.disable_auto_compactions;
         if !slowed
             && !force
+            && compacting
             && (l0_runs >= opts.l0_slowdown_writes_trigger
                 || pending >= opts.soft_pending_compaction_bytes)
         {
@@ -261,6 +263,7 @@ fn make_room(
         }
         if sv.imms.len() >= opts.max_immutable_memtables
             || (!force
+                && compacting
                 && (l0_runs >= opts.l0_stop_writes_trigger
                     || pending >= opts.hard_pending_compaction_bytes))
         {

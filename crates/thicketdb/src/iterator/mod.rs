@@ -108,5 +108,7 @@ impl InternalIterator for VecIterator {
     }
 }
 
+mod above;
 mod merging;
+pub use above::AboveKey;
 pub use merging::MergingIterator;

@@ -163,6 +163,11 @@ options! {
         create_if_missing: bool = true,
         /// Refuse to open a store that already exists.
         error_if_exists: bool = false,
+        /// No background compaction, as RocksDB's option of that name:
+        /// only `compact_range` compacts (an interrupted journaled merge
+        /// waits for it too). L0 and pending-bytes write stalls are off,
+        /// for nothing would end them.
+        disable_auto_compactions: bool = false,
     }
 }
 

@@ -186,6 +186,17 @@ impl Version {
         edit
     }
 
+    /// The user key up to which run `run` of `level` is superseded: a
+    /// journaled merge's inputs, whose keys up to the last checkpoint live
+    /// on in the interim run. Readers must skip those keys: an input left
+    /// in place by a checkpoint may still hold a version whose deletion the
+    /// merge dropped.
+    pub fn superseded_through(&self, level: usize, run: u64) -> Option<&[u8]> {
+        let j = self.merge_journal.as_ref()?;
+        (j.level == level && !j.resume_after.is_empty() && j.input_runs.contains(&run))
+            .then_some(j.resume_after.as_slice())
+    }
+
     /// Index of the deepest level holding any table, if any.
     pub fn deepest_nonempty_level(&self) -> Option<usize> {
         self.levels.iter().rposition(|l| !l.runs.is_empty())
