@@ -245,6 +245,7 @@ mod tests {
             open_segment_files: 42,
             l0_compactions_deferred: 46,
             hot_entries_kept: 47,
+            log_rewrites: 48,
             l0_overlap_ratio: 0.5,
             background_error: Some("disk full".into()),
         };
@@ -296,6 +297,7 @@ mod tests {
                 "open_segment_files": 42,
                 "l0_compactions_deferred": 46,
                 "hot_entries_kept": 47,
+                "log_rewrites": 48,
                 "l0_overlap_ratio": 0.5,
                 "background_error": "disk full",
                 "disk_bytes": 43,

@@ -244,6 +244,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "open_segment_files",
         "l0_compactions_deferred",
         "hot_entries_kept",
+        "log_rewrites",
         "l0_overlap_ratio",
         "background_error",
         "disk_bytes",

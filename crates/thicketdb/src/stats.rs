@@ -82,6 +82,7 @@ macro_rules! with_counters {
             fsyncs_compaction: "fdatasync calls on compaction segments.",
             fsyncs_manifest: "fdatasync calls on MANIFEST, CURRENT and the directory.",
             flushes: "Memtables flushed.",
+            log_rewrites: "TRIAD FLUSH_TH: full memtables whose newest versions were rewritten to a fresh log instead of flushed.",
             hot_entries_kept: "TRIAD-MEM: hot entries a flush kept in memory (re-logged) instead of writing.",
             compactions_merge: "Compactions that merged tables.",
             compactions_move: "Compactions that moved tables by metadata only.",

@@ -56,6 +56,12 @@ fn flush_with_fault(fs: &FaultFs, sync: bool, ops: Option<u64>) -> (Db, Model, b
     (db, model, failed)
 }
 
+/// Fallible file-system operations so far (what `fail_after_ops` counts).
+fn fault_ops(fs: &FaultFs) -> u64 {
+    let s = fs.stats();
+    s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
+}
+
 /// File-system operations a fault-free hot/cold flush performs.
 fn flush_ops() -> u64 {
     let fs = FaultFs::new();
@@ -63,17 +69,14 @@ fn flush_ops() -> u64 {
     for w in skewed_writes() {
         db.write(batch_of(&w)).unwrap();
     }
-    let ops = |s: thicketdb::io::fault::FaultStats| {
-        s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
-    };
-    let before = ops(fs.stats());
+    let before = fault_ops(&fs);
     db.flush().unwrap();
     let stats = db.stats();
     assert!(
         stats.hot_entries_kept >= 5,
         "the hot keys stayed: {stats:?}"
     );
-    ops(fs.stats()) - before
+    fault_ops(&fs) - before
 }
 
 #[test]
@@ -135,4 +138,102 @@ fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
         scan_model(&db).unwrap() == model,
         "recovered from the re-logged record"
     );
+}
+
+fn flush_th_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        triad_flush_threshold: 0.5,
+        ..triad_options()
+    }
+}
+
+/// Updates of 20 keys: the memtable fills with versions of few keys.
+fn few_keys_write(i: u32) -> Vec<Op> {
+    let value =
+        (!i.is_multiple_of(41)).then(|| vec![b'a' + (i % 26) as u8; 200 + (i % 100) as usize]);
+    vec![(format!("few{:02}", i % 20).into_bytes(), value)]
+}
+
+/// File-system operations before the first FLUSH_TH rewrite and during it,
+/// with the write that triggers it.
+fn first_rewrite() -> (u64, u64, u32) {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    for i in 0.. {
+        let before = fault_ops(&fs);
+        db.write(batch_of(&few_keys_write(i))).unwrap();
+        if db.stats().log_rewrites > 0 {
+            let stats = db.stats();
+            assert_eq!(stats.flushes, 0, "rewritten instead of flushed");
+            return (before, fault_ops(&fs) - before, i);
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn a_flush_th_log_rewrite_keeps_every_write_across_a_crash_at_any_point() {
+    let (start, during, trigger) = first_rewrite();
+    for at in 0..=during {
+        for power_loss in [true, false] {
+            let fs = FaultFs::new();
+            let db = open_fault(&fs, flush_th_options()).unwrap();
+            let mut model = Model::new();
+            let mut i = 0;
+            let mut armed = false;
+            loop {
+                if !armed && fault_ops(&fs) >= start {
+                    fs.fail_after_ops(at, FaultKind::Io);
+                    armed = true;
+                }
+                let w = few_keys_write(i);
+                if db
+                    .write_opt(batch_of(&w), WriteOptions { sync: power_loss })
+                    .is_err()
+                {
+                    break;
+                }
+                apply(&mut model, &w);
+                i += 1;
+                if i > trigger + 50 {
+                    break;
+                }
+            }
+            if power_loss {
+                fs.drop_unsynced();
+            } else {
+                fs.crash_process();
+            }
+            drop(db);
+            fs.clear_faults();
+            let what = format!("fault after {at} of {during} ops, power loss: {power_loss}");
+            let db = open_fault(&fs, flush_th_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = scan_model(&db).unwrap();
+            assert!(got == model, "{what}: {}", diff(&got, &model));
+            db.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn flush_th_rewrites_instead_of_flushing_and_recovers() {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    let mut model = Model::new();
+    for i in 0..3000 {
+        let w = few_keys_write(i);
+        db.write(batch_of(&w)).unwrap();
+        apply(&mut model, &w);
+    }
+    let stats = db.stats();
+    assert!(stats.log_rewrites >= 3, "{stats:?}");
+    assert_eq!(stats.flushes, 0, "nothing flushed: {stats:?}");
+    assert!(scan_model(&db).unwrap() == model);
+    let logs = fault_files(&fs, ".log").len();
+    assert!(logs <= 2, "old logs are dropped: {logs}");
+    fs.crash_process();
+    drop(db);
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    assert!(scan_model(&db).unwrap() == model);
 }

@@ -12,6 +12,7 @@ mod compact;
 mod flush;
 mod iter;
 mod lock_order;
+mod log_rewrite;
 mod open;
 mod read;
 mod settle;

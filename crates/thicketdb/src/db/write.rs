@@ -278,6 +278,16 @@ fn make_room(
             );
             continue;
         }
+        if !force && super::log_rewrite::rewrite_small_log(inner, &sv)? {
+            // No flush follows to delete the old log, unpinned with the old
+            // memtable once readers let go of it: delete it now, with the
+            // queue still ours but its mutex released for the file I/O.
+            drop(sv);
+            MutexGuard::unlocked(state.raw(), || {
+                super::background::collect_obsolete_files(inner)
+            });
+            return Ok(());
+        }
         switch_memtable(inner)?;
         wake_background(inner);
         return Ok(());

@@ -6,6 +6,7 @@
 
 pub mod hot;
 mod iter;
+pub mod newest;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};

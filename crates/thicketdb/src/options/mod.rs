@@ -157,6 +157,11 @@ options! {
         /// TRIAD-MEM: hot keys kept per flush, as a fraction of the
         /// memtable's entries (the paper's PERC_HOT).
         triad_hot_fraction: f64 = 0.01,
+        /// TRIAD FLUSH_TH: when the memtable (and with it the log) is full
+        /// but the newest versions of its keys take less than this fraction
+        /// of `write_buffer_size`, write them to a fresh log, drop the old
+        /// log and keep going instead of flushing; 0 disables it.
+        triad_flush_threshold: f64 = 0.0,
     }
     per_open {
         /// Create the store when the directory holds none.
@@ -220,6 +225,9 @@ impl Options {
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        if !(0.0..=0.9).contains(&self.triad_flush_threshold) {
+            return bad("triad_flush_threshold must be between 0 and 0.9");
         }
         if !(0.0..=0.5).contains(&self.triad_hot_fraction) {
             return bad("triad_hot_fraction must be between 0 and 0.5");

@@ -22,8 +22,10 @@ pub enum Profile {
     /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
     Sifr,
     /// TRIAD: the `default` leveled tree with every TRIAD technique built so
-    /// far: TRIAD-MEM (hot keys stay in memory at flush) and TRIAD-DISK
-    /// (deferred L0 compaction).
+    /// far: TRIAD-MEM (hot keys stay in memory at flush, and FLUSH_TH: a
+    /// full memtable of few distinct keys rewrites its log instead of
+    /// flushing) and TRIAD-DISK (deferred L0 compaction). TRIAD-LOG is not
+    /// built yet.
     Triad,
 }
 
@@ -86,6 +88,7 @@ impl Profile {
                 profile: self,
                 triad_disk: true,
                 triad_mem: true,
+                triad_flush_threshold: 0.5,
                 ..Options::default()
             },
         }
