@@ -246,6 +246,8 @@ mod tests {
             l0_compactions_deferred: 46,
             hot_entries_kept: 47,
             log_rewrites: 48,
+            flush_micros: 49,
+            compaction_micros: 50,
             l0_overlap_ratio: 0.5,
             background_error: Some("disk full".into()),
         };
@@ -298,6 +300,8 @@ mod tests {
                 "l0_compactions_deferred": 46,
                 "hot_entries_kept": 47,
                 "log_rewrites": 48,
+                "flush_micros": 49,
+                "compaction_micros": 50,
                 "l0_overlap_ratio": 0.5,
                 "background_error": "disk full",
                 "disk_bytes": 43,

@@ -245,6 +245,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "l0_compactions_deferred",
         "hot_entries_kept",
         "log_rewrites",
+        "flush_micros",
+        "compaction_micros",
         "l0_overlap_ratio",
         "background_error",
         "disk_bytes",

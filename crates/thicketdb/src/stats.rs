@@ -91,6 +91,8 @@ macro_rules! with_counters {
             merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
             merges_resumed: "Journaled merges resumed after a crash.",
             stall_micros: "Microseconds writers spent stalled or slowed down.",
+            flush_micros: "Microseconds the flush thread spent flushing (TRIAD's time in flush).",
+            compaction_micros: "Microseconds compaction threads spent in background compactions (manual ones not counted).",
             holes_punched: "Dead table ranges released with hole punching.",
             segments_deleted: "Segment files deleted after their last table died.",
         ] }

@@ -77,12 +77,16 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                 inner.background_cv.wait(bg.raw());
             }
         };
-        let (result, claim) = match job {
-            Job::Flush => (flush_oldest(inner), None),
-            Job::Compact(task, journaling, claim) => {
-                (compact(inner, task, journaling), Some(claim))
-            }
+        let start = std::time::Instant::now();
+        let (result, claim, spent) = match job {
+            Job::Flush => (flush_oldest(inner), None, &inner.counters.flush_micros),
+            Job::Compact(task, journaling, claim) => (
+                compact(inner, task, journaling),
+                Some(claim),
+                &inner.counters.compaction_micros,
+            ),
         };
+        Counters::add(spent, start.elapsed().as_micros() as u64);
         collect_obsolete_files(inner);
         {
             let mut bg = inner.background.lock();

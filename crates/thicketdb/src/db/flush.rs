@@ -85,8 +85,8 @@ impl FlushEnv<'_> {
 ///
 /// With `triad_mem` the hottest keys stay in memory: their newest versions
 /// are re-logged into the active log (synced) and inserted into the active
-/// memtable before the edit that lets the flushed memtable's log go, and
-/// only the cold keys are written. A crash before the edit replays the old
+/// memtable first, then only the cold keys are written, then the edit lets
+/// the flushed memtable's log go. A crash before the edit replays the old
 /// log (and skips the re-logged record, which it supersedes); a crash after
 /// it replays the re-logged record. Either way every acknowledged write is
 /// recovered, and the carried versions are durable before any later write
@@ -115,11 +115,14 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     } else {
         Vec::new()
     };
+    // Carried first: which keys stay is settled under `log` (see `relog`).
+    let hot = if hot.is_empty() {
+        hot
+    } else {
+        relog(inner, &imm, hot)?
+    };
+    Counters::add(&inner.counters.hot_entries_kept, hot.len() as u64);
     env.flush_cold(imm.clone(), smallest_snapshot, &keys_of(&hot), &mut edit)?;
-    if !hot.is_empty() {
-        relog(inner, imm.log_number(), &hot)?;
-        Counters::add(&inner.counters.hot_entries_kept, hot.len() as u64);
-    }
     edit.last_sequence = Some(latest);
     let mut versions = inner.versions.lock();
     // The oldest memtable still unflushed decides which logs are needed.

@@ -20,6 +20,7 @@ use super::batch::{DecodedBatch, WriteBatch};
 use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::io::{Backing, FileSystem, WritableFile};
 use crate::log::{encode_relogged, LogWriter, RelogEntry};
 use crate::memtable::Memtable;
@@ -358,18 +359,43 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
-/// TRIAD-MEM: appends `entries`, carried from the memtable of log `source`,
-/// to the active log as one re-logged record, syncs it, and inserts them
-/// into the active memtable with their own sequence numbers. Under `log`
+/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`)
+/// into the active memtable: appends them to the active log as one
+/// re-logged record, syncs it, and inserts them with their own sequence
+/// numbers. Returns the entries carried.
+///
+/// Readers search the active memtable before the immutable ones, so a
+/// carried version must be newer than anything an immutable memtable newer
+/// than `from` holds for its key: keys such a memtable holds are not
+/// carried (they stay cold). Under `log` the set of memtables is fixed,
 /// the active memtable is the one whose log takes the record, and no write
-/// group inserts meanwhile. A newer write of the same key already in the
-/// memtable shadows the carried version (higher sequence).
+/// group inserts meanwhile; a newer write of the key in the active memtable
+/// shadows the carried version (higher sequence).
 /// Takes `log`, then `super_version` (read).
-pub(crate) fn relog(inner: &DbInner, source: u64, entries: &[RelogEntry]) -> Result<()> {
-    let record = encode_relogged(source, entries);
+pub(crate) fn relog(
+    inner: &DbInner,
+    from: &Arc<Memtable>,
+    entries: Vec<RelogEntry>,
+) -> Result<Vec<RelogEntry>> {
     let mut log = inner.log.lock();
     inner.check_background_error()?;
     let sv = inner.super_version();
+    let newer: Vec<&Arc<Memtable>> = sv
+        .imms
+        .iter()
+        .take_while(|m| !Arc::ptr_eq(m, from))
+        .collect();
+    let entries: Vec<RelogEntry> = entries
+        .into_iter()
+        .filter(|e| {
+            let lookup = InternalKey::new(&e.key, MAX_SEQUENCE, ValueKind::SEEK);
+            newer.iter().all(|m| m.get(lookup.encoded()).is_none())
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(entries);
+    }
+    let record = encode_relogged(from.log_number(), &entries);
     let written = log
         .writer
         .add_record(&record)
@@ -382,10 +408,10 @@ pub(crate) fn relog(inner: &DbInner, source: u64, entries: &[RelogEntry]) -> Res
     let c = &inner.counters;
     Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.fsyncs_log, 1);
-    for e in entries {
+    for e in &entries {
         sv.mem.add(e.seq, e.kind, &e.key, &e.value);
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// Takes `background`; callers may hold `write`.
