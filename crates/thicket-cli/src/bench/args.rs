@@ -90,6 +90,11 @@ pub struct BenchArgs {
     /// pending or running before measuring (not timed).
     #[arg(long)]
     pub settle: bool,
+    /// A ThicketDB option set after the profile's and the shared settings
+    /// (repeatable), for one technique's ablation (e.g. `triad_mem=true`
+    /// on `--profile default`); other engines ignore it.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub thicket_option: Vec<String>,
     /// Writes `{"runs": [...]}` to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -150,6 +155,9 @@ pub struct Settings {
     pub latency: LatencyMode,
     #[serde(default)]
     pub settle: bool,
+    /// `--thicket-option` values, in order (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thicket_options: Vec<String>,
 }
 
 impl Settings {
@@ -229,6 +237,7 @@ impl BenchArgs {
             seed: self.seed,
             latency: self.latency,
             settle: self.settle,
+            thicket_options: self.thicket_option.clone(),
         }
     }
 }

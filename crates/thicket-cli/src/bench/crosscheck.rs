@@ -160,6 +160,7 @@ impl CrosscheckArgs {
             seed: self.seed,
             latency,
             settle: self.settle,
+            thicket_options: Vec::new(),
         }
     }
 }

@@ -82,6 +82,12 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     // One of the background threads is ThicketDB's flush thread.
     o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
+    for option in &s.thicket_options {
+        let (name, value) = option
+            .split_once('=')
+            .ok_or_else(|| format!("--thicket-option {option:?} is not NAME=VALUE"))?;
+        o.set(name, value).map_err(|e| e.to_string())?;
+    }
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }
