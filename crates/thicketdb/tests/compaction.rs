@@ -486,3 +486,46 @@ fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
     assert!(s.merge_checkpoints > 10, "{s:?}");
     assert!(checks.0 > 0 && checks.1 > 0);
 }
+
+/// Stock LevelDB's flush: one table per memtable (one file, one fsync),
+/// placed as deep as L2 when it overlaps nothing on the way
+/// (`PickLevelForMemTableOutput`), else in L0.
+#[test]
+fn leveldb_flush_writes_one_table_and_places_it_below_l0_when_free() {
+    let options = Options {
+        disable_auto_compactions: true,
+        ..small(Profile::LevelDb)
+    };
+    // Sequential: every flush overlaps nothing, so all go to L2.
+    let (_d1, sequential) = load_with(options.clone(), 0..20_000);
+    let s = sequential.stats();
+    assert!(s.flushes > 5, "{s:?}");
+    assert_eq!(
+        s.tables_per_level[2] as u64, s.flushes,
+        "one table per flush: {s:?}"
+    );
+    assert_eq!(
+        s.fsyncs_flush,
+        2 * s.flushes,
+        "the table and the directory: {s:?}"
+    );
+    assert_eq!(s.runs_per_level[..2], [0, 0], "{s:?}");
+    // Scrambled: the first flush goes to L2; the second overlaps it and
+    // stops at L1; the others overlap L1 and stay in L0.
+    let (_d2, scrambled) = load_with(options.clone(), (0..20_000).map(|i| (i * 7919) % 20_000));
+    let s = scrambled.stats();
+    assert_eq!(s.tables_per_level[1..3], [1, 1], "{s:?}");
+    assert_eq!(s.tables_per_level[0] as u64, s.flushes - 2, "{s:?}");
+    assert_all(&scrambled, 20_000);
+    // The engine's default cuts a flush into tables and keeps it in L0.
+    let (_d3, default) = load_with(
+        Options {
+            disable_auto_compactions: true,
+            ..small(Profile::Default)
+        },
+        0..20_000,
+    );
+    let s = default.stats();
+    assert_eq!(s.runs_per_level[0] as u64, s.flushes, "{s:?}");
+    assert!(s.tables_per_level[0] as u64 > s.flushes, "{s:?}");
+}

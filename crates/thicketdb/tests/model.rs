@@ -608,3 +608,25 @@ fn model_concurrent_compactions() {
         );
     }
 }
+
+/// SifrDB's early cleaning under the model: merges checkpoint every two
+/// tables while concurrent compactions, crashes and reopens go on, so reads
+/// meet interim runs, straddling inputs and moves of unfinished merges.
+#[test]
+fn model_sifr_early_cleaning() {
+    let config = concurrent_config(Profile::Sifr);
+    let config = Config {
+        options: Options {
+            early_cleaning_threshold: 2,
+            bloom_bits_per_key: 0,
+            ..config.options
+        },
+        ..config
+    };
+    let mut checkpoints = 0;
+    for seed in seeds(&[501, 502]) {
+        checkpoints += run(seed, ops(OPS), fault(), config.clone()).merge_checkpoints;
+    }
+    checkpoints += run(503, ops(OPS), posix(), config).merge_checkpoints;
+    assert!(checkpoints > 0);
+}

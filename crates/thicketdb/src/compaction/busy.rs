@@ -112,6 +112,26 @@ impl Claim {
         claim
     }
 
+    /// What a flushed run placed in `level` below L0 would hold: writes
+    /// into `[smallest, largest]` of every level from L1 to it (`runs`:
+    /// each level's run id), so that no running task moves data into that
+    /// range above it or reads the run it joins.
+    pub fn flush_placement(runs: &[u64], smallest: &[u8], largest: &[u8]) -> Claim {
+        let writes = runs
+            .iter()
+            .enumerate()
+            .map(|(i, &run)| Span {
+                level: i + 1,
+                run: Some(run),
+                keys: KeyRange::new(smallest, largest),
+            })
+            .collect();
+        Claim {
+            writes,
+            ..Claim::default()
+        }
+    }
+
     /// The claim of a journaled merge: it also parks outputs in an interim
     /// run of its input level, so it reads that whole level.
     pub fn journaled(mut self, level: usize) -> Claim {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::bottommost::Bottommost;
 use super::drop_rule::DropRule;
+use super::grandparents::GrandparentCut;
 use super::output::{Output, OutputSink, OutputSpec};
 use super::task::CompactionTask;
 use crate::error::Result;
@@ -29,6 +30,10 @@ pub struct ExecContext<'a> {
     pub compaction_file: bool,
     pub smallest_snapshot: u64,
     pub new_file_number: &'a dyn Fn() -> u64,
+    /// The level below the output and the overlap with it at which an
+    /// output table is cut (LevelDB's grandparent cut; limit 0: none).
+    pub grandparents: Vec<Arc<TableMeta>>,
+    pub grandparent_limit: u64,
 }
 
 /// Commits the outputs persisted since the last checkpoint; the key is the
@@ -71,7 +76,11 @@ pub fn execute(
         target_table_size: ctx.target_table_size,
         compaction_file: ctx.compaction_file,
         new_file_number: ctx.new_file_number,
-    });
+    })
+    .with_cut(GrandparentCut::new(
+        ctx.grandparents.clone(),
+        ctx.grandparent_limit,
+    ));
     let mut committed = 0;
     for group in &task.merges {
         let children: Vec<Box<dyn InternalIterator>> = group

@@ -5,14 +5,17 @@
 //!   merged with the L1 tables it overlaps.
 //! - Ln (n ≥ 1) is due when its bytes exceed `max_bytes_for_level_base ×
 //!   level_size_multiplier^(n-1)`; the level with the highest score goes
-//!   first (LevelDB's `VersionSet::Finalize`).
+//!   first, the shallower on a tie (LevelDB's `VersionSet::Finalize` keeps
+//!   the first level whose score is strictly higher).
 //! - Victims: one table, taken round-robin after the previous victim
-//!   (LevelDB's compact pointer), or with `group_compaction_bytes > 0` as
-//!   many as shed the overflow, up to that many bytes (BoLT group
-//!   compaction). With `settled_compaction` victims are the tables with the
-//!   least overlap in the next level, contiguous or not, and those with none
-//!   are promoted by metadata only (BoLT settled compaction). A lone victim
-//!   without overlap is always moved (LevelDB's trivial move).
+//!   (LevelDB's compact pointer), or with `group_compaction_bytes > 0` a
+//!   group of that many bytes (BoLT group compaction, a fixed group size as
+//!   in the paper). With `settled_compaction` victims are the tables with
+//!   the least overlap in the next level, contiguous or not, and those with
+//!   none are promoted by metadata only (BoLT settled compaction). Without
+//!   it a victim is moved only when it is the task's lone victim and
+//!   overlaps nothing (LevelDB's trivial move); other free victims are
+//!   rewritten.
 //! - With several compaction threads, a victim whose task would conflict
 //!   with a running one (`busy`) is passed over, and a level with nothing
 //!   admissible leaves its turn to the next due level. L0 is compacted
@@ -126,8 +129,9 @@ impl LeveledPolicy {
             .enumerate()
             .filter(|&(_, score)| score >= 1.0)
             .collect();
-        // Highest score first; on a tie the deeper level, as LevelDB does.
-        due.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        // Highest score first; on a tie the shallower level, as LevelDB's
+        // strict `score > best_score` scan from L0 down.
+        due.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         due.into_iter().find_map(|(level, score)| {
             let reason = format!("L{level} score {score:.2}");
             if level == 0 {
@@ -154,15 +158,7 @@ impl LeveledPolicy {
     ) -> Option<CompactionTask> {
         let run = version.levels[level].runs.first()?;
         let next = version.levels[level + 1].runs.first();
-        let overflow = version.levels[level]
-            .bytes()
-            .saturating_sub(self.target_bytes(level));
-        let group = self.options.group_compaction_bytes;
-        let budget = if group == 0 {
-            1
-        } else {
-            overflow.min(group).max(1)
-        };
+        let budget = self.options.group_compaction_bytes.max(1);
         let mut pointers = self.compact_pointers.lock();
         let candidates = if self.options.settled_compaction {
             settled_order(run, next)
@@ -190,7 +186,80 @@ impl LeveledPolicy {
             pointers[level] = last_taken.largest.clone();
         }
         victims.sort_by(|a, b| compare(&a.smallest, &b.smallest));
-        Some(build_task(level, run, next, victims, reason))
+        let settled = self.options.settled_compaction;
+        Some(build_task(level, run, next, victims, settled, reason))
+    }
+
+    /// Bytes of the level below a task's output an output table may
+    /// overlap (LevelDB's `MaxGrandParentOverlapBytes`); 0: no limit.
+    fn grandparent_limit(&self) -> u64 {
+        self.options
+            .grandparent_overlap_factor
+            .saturating_mul(self.options.target_table_size)
+    }
+
+    /// The tables that cut `task`'s output tables and the limit.
+    pub fn grandparents(
+        &self,
+        version: &Version,
+        task: &CompactionTask,
+    ) -> (Vec<Arc<TableMeta>>, u64) {
+        let limit = self.grandparent_limit();
+        let below = version
+            .levels
+            .get(task.output_level + 1)
+            .and_then(|l| l.runs.first());
+        match below {
+            Some(run) if limit > 0 => (run.tables.clone(), limit),
+            _ => (Vec::new(), 0),
+        }
+    }
+
+    /// LevelDB's `PickLevelForMemTableOutput`: a flushed run overlapping
+    /// nothing in L0 goes down while the next level holds nothing it
+    /// overlaps and the level after that overlaps it by at most the
+    /// grandparent limit, up to `max_mem_compact_level`. It joins that
+    /// level's run. `None`: a new L0 run.
+    pub fn flush_target(
+        &self,
+        version: &Version,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Option<(usize, u64)> {
+        let overlaps = |level: usize| {
+            version.levels[level]
+                .runs
+                .iter()
+                .any(|r| !r.overlapping(Some(smallest), Some(largest)).is_empty())
+        };
+        let max = self.options.max_mem_compact_level.min(NUM_LEVELS - 1);
+        if max == 0 || overlaps(0) {
+            return None;
+        }
+        let limit = self.grandparent_limit();
+        let mut level = 0;
+        while level < max && !overlaps(level + 1) {
+            if let Some(grandparent) = version.levels.get(level + 2).and_then(|l| l.runs.first()) {
+                let bytes: u64 = grandparent
+                    .overlapping(Some(smallest), Some(largest))
+                    .iter()
+                    .map(|t| t.length)
+                    .sum();
+                if limit > 0 && bytes > limit {
+                    break;
+                }
+            }
+            level += 1;
+        }
+        if level == 0 {
+            return None;
+        }
+        // A leveled level has at most one run; an empty one gets a new run
+        // numbered by the caller.
+        Some((
+            level,
+            version.levels[level].runs.first().map_or(0, |r| r.id),
+        ))
     }
 
     /// A manual compaction of level `level` within `[start, end]` into the
@@ -216,13 +285,14 @@ impl LeveledPolicy {
             return None;
         }
         let next = version.levels[level + 1].runs.first();
-        Some(build_task(level, run, next, victims, reason))
+        let settled = self.options.settled_compaction;
+        Some(build_task(level, run, next, victims, settled, reason))
     }
 }
 
 /// What a task compacting `victim` alone would claim.
 fn victim_claim(level: usize, run: &Run, next: Option<&Run>, victim: &Arc<TableMeta>) -> Claim {
-    let task = build_task(level, run, next, vec![victim.clone()], String::new());
+    let task = build_task(level, run, next, vec![victim.clone()], true, String::new());
     LeveledPolicy::claim(&task)
 }
 
@@ -314,15 +384,19 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
 
 type Tables = Vec<Arc<TableMeta>>;
 
-/// Splits victims of `level` into moves (no overlap below) and merge groups
-/// (victims sharing an overlapped table merge together).
+/// Splits victims of `level` into moves and merge groups (victims sharing
+/// an overlapped table merge together). A victim overlapping nothing below
+/// is moved when `settled` (BoLT's promotion by metadata) or when it is the
+/// lone victim (LevelDB's trivial move); otherwise it is rewritten alone.
 fn build_task(
     level: usize,
     run: &Run,
     next: Option<&Run>,
     victims: Vec<Arc<TableMeta>>,
+    settled: bool,
     reason: String,
 ) -> CompactionTask {
+    let promote = settled || victims.len() == 1;
     let mut moves = Vec::new();
     // (victims, the next-level tables under them)
     let mut groups: Vec<(Tables, Tables)> = Vec::new();
@@ -330,12 +404,14 @@ fn build_task(
         let under = next.map_or_else(Vec::new, |r| {
             r.overlapping(Some(v.smallest_user_key()), Some(v.largest_user_key()))
         });
-        if under.is_empty() {
+        if under.is_empty() && promote {
             moves.push(v);
             continue;
         }
         match groups.last_mut() {
-            Some((vs, us)) if us.last().map(|t| t.id) == under.first().map(|t| t.id) => {
+            Some((vs, us))
+                if !under.is_empty() && us.last().map(|t| t.id) == under.first().map(|t| t.id) =>
+            {
                 vs.push(v);
                 us.extend(under.into_iter().skip(1));
             }
@@ -347,18 +423,22 @@ fn build_task(
         merges: groups
             .into_iter()
             .map(|(vs, us)| {
-                vec![
-                    TaskInput {
-                        level,
-                        run: run.id,
-                        tables: vs,
-                    },
-                    TaskInput {
-                        level: level + 1,
-                        run: next_id.expect("overlap implies a next run"),
-                        tables: us,
-                    },
-                ]
+                let victims = TaskInput {
+                    level,
+                    run: run.id,
+                    tables: vs,
+                };
+                match next_id {
+                    Some(next_run) if !us.is_empty() => vec![
+                        victims,
+                        TaskInput {
+                            level: level + 1,
+                            run: next_run,
+                            tables: us,
+                        },
+                    ],
+                    _ => vec![victims],
+                }
             })
             .collect(),
         moves: if moves.is_empty() {

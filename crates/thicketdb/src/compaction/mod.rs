@@ -8,6 +8,7 @@ pub mod busy;
 pub mod components;
 pub mod drop_rule;
 pub mod executor;
+pub mod grandparents;
 pub mod journal;
 pub mod leveled;
 pub mod output;

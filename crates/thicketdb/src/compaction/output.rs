@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::grandparents::GrandparentCut;
 use crate::error::Result;
 use crate::format::internal_key::user_key;
 use crate::io::segment::SegmentWriter;
@@ -47,6 +48,8 @@ pub struct OutputSink<'a> {
     /// survive even if the task fails later.
     open_is_referenced: bool,
     output: Output,
+    /// Ends a table early when it overlaps too much below (leveled).
+    cut: GrandparentCut,
 }
 
 impl<'a> OutputSink<'a> {
@@ -56,7 +59,13 @@ impl<'a> OutputSink<'a> {
             open: None,
             open_is_referenced: false,
             output: Output::default(),
+            cut: GrandparentCut::none(),
         }
+    }
+
+    /// Also ends tables where `cut` says (LevelDB's grandparent overlap).
+    pub fn with_cut(self, cut: GrandparentCut) -> OutputSink<'a> {
+        OutputSink { cut, ..self }
     }
 
     /// Drains `source` from its current position, keeping the entries
@@ -132,8 +141,9 @@ impl<'a> OutputSink<'a> {
             while source.valid() {
                 let key = source.key();
                 if builder.entries() > 0
-                    && builder.estimated_size() >= self.spec.target_table_size
                     && user_key(key) != last_user_key.as_slice()
+                    && (builder.estimated_size() >= self.spec.target_table_size
+                        || self.cut.should_stop_before(key))
                 {
                     break;
                 }

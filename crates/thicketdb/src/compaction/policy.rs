@@ -5,8 +5,10 @@ use super::leveled::triad_disk::TriadDisk;
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
 use super::tiered::TieredPolicy;
+use std::sync::Arc;
+
 use crate::options::{Options, PolicyKind};
-use crate::version::Version;
+use crate::version::{TableMeta, Version};
 
 /// A policy looks at a version and the running tasks and returns the task
 /// to run, if any.
@@ -62,6 +64,34 @@ impl Policy {
         match self {
             Policy::Tiered(_) if version.levels[deepest].runs.len() > 1 => deepest + 1,
             _ => deepest.max(1),
+        }
+    }
+
+    /// The tables of the level below `task`'s output that cut its output
+    /// tables (leveled, with `grandparent_overlap_factor`), and the overlap
+    /// limit in bytes.
+    pub fn grandparents(
+        &self,
+        version: &Version,
+        task: &CompactionTask,
+    ) -> (Vec<Arc<TableMeta>>, u64) {
+        match self {
+            Policy::Leveled(p) => p.grandparents(version, task),
+            Policy::Tiered(_) => (Vec::new(), 0),
+        }
+    }
+
+    /// The level a flushed run covering `[smallest, largest]` goes to, and
+    /// the run it joins there (`None`: a new L0 run).
+    pub fn flush_target(
+        &self,
+        version: &Version,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Option<(usize, u64)> {
+        match self {
+            Policy::Leveled(p) => p.flush_target(version, smallest, largest),
+            Policy::Tiered(_) => None,
         }
     }
 

@@ -59,6 +59,15 @@ fn run(
 ) -> Result<Executed> {
     let opts = &inner.options;
     let numbers = new_file_number(inner);
+    // Copied out of the version: holding the version would pin the inputs
+    // a journaled merge releases as it goes.
+    let (bottommost, (grandparents, grandparent_limit)) = {
+        let version = inner.versions.lock().current();
+        (
+            Bottommost::of(&version, task),
+            inner.policy.grandparents(&version, task),
+        )
+    };
     let ctx = ExecContext {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
@@ -68,10 +77,9 @@ fn run(
         compaction_file: opts.compaction_file,
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
+        grandparents,
+        grandparent_limit,
     };
-    // Copied out of the version: holding the version would pin the inputs
-    // a journaled merge releases as it goes.
-    let bottommost = Bottommost::of(&inner.versions.lock().current(), task);
     let Some(j) = journal else {
         return execute(task, &bottommost, &ctx, None);
     };

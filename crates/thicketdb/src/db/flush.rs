@@ -7,10 +7,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::install;
+use super::lock_order::RankedGuard;
 use super::write::relog;
-use super::DbInner;
+use super::{BackgroundState, DbInner};
 use crate::compaction::drop_rule::DropRule;
 use crate::compaction::output::{OutputSink, OutputSpec};
+use crate::compaction::Claim;
 use crate::error::Result;
 use crate::format::internal_key::user_key;
 use crate::io::FileSystem;
@@ -19,7 +21,7 @@ use crate::memtable::hot::{hottest, keys_of};
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::version::VersionEdit;
+use crate::version::{Version, VersionEdit};
 
 /// What writing a memtable needs, whoever flushes it.
 pub(crate) struct FlushEnv<'a> {
@@ -60,7 +62,11 @@ impl FlushEnv<'_> {
             fs: self.fs,
             dir: self.dir,
             table_options: self.options.table_options(),
-            target_table_size: self.options.target_table_size,
+            target_table_size: if self.options.flush_one_table {
+                u64::MAX
+            } else {
+                self.options.target_table_size
+            },
             compaction_file: self.options.compaction_file,
             new_file_number: self.new_file_number,
         });
@@ -134,7 +140,47 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         .find(|m| !Arc::ptr_eq(m, &imm))
         .unwrap_or(&now.mem);
     edit.log_number = Some(still_needed.log_number());
+    let placed = place_flushed_run(inner, &versions.current(), &mut edit, || {
+        versions.new_file_number()
+    });
     let version = versions.log_and_apply(edit)?;
     install(inner, version, Some(&imm));
+    drop(placed);
     Ok(())
+}
+
+/// Moves the flushed run below L0 where the policy says (LevelDB's
+/// `PickLevelForMemTableOutput`), into that level's run or a new one.
+/// Returns the `background` guard to hold until the edit is installed, so
+/// that no task is picked against the version without the placed run.
+/// REQUIRES: `inner.versions` held. Takes `background`.
+fn place_flushed_run<'a>(
+    inner: &'a DbInner,
+    current: &Version,
+    edit: &mut VersionEdit,
+    new_run: impl FnOnce() -> u64,
+) -> Option<RankedGuard<'a, BackgroundState>> {
+    let (first, last) = (edit.new_tables.first()?, edit.new_tables.last()?);
+    let (smallest, largest) = (first.meta.smallest_user_key(), last.meta.largest_user_key());
+    let (level, run) = inner.policy.flush_target(current, smallest, largest)?;
+    // Running tasks may be moving data into this range of the levels
+    // above (older data would then sit over the flushed run) or reading
+    // the run it joins; a manual compaction holds no claims at all.
+    let runs: Vec<u64> = (1..=level)
+        .map(|l| current.levels[l].runs.first().map_or(0, |r| r.id))
+        .collect();
+    let bg = inner.background.lock();
+    if bg.manual_compaction
+        || !bg
+            .busy
+            .admits(&Claim::flush_placement(&runs, smallest, largest))
+    {
+        return None;
+    }
+    let run = if run == 0 { new_run() } else { run };
+    for t in &mut edit.new_tables {
+        t.level = level;
+        t.run = run;
+    }
+    Some(bg)
 }

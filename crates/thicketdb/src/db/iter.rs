@@ -54,14 +54,22 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
-            let tables = run.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
-            if tables.is_empty() {
-                continue;
+            let mut tables =
+                run.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
+            let iter =
+                |tables| RunIterator::new(tables, inner.table_cache.clone(), opts.fill_cache);
+            if let Some(through) = sv.version.superseded_through(depth, run.id) {
+                // The merge inputs still in place (from the one straddling
+                // the checkpoint key on) show only their keys above it; the
+                // task's moves below it are untouched.
+                let straddling = tables.partition_point(|t| t.largest_user_key() <= through);
+                let inputs = tables.split_off(straddling);
+                if !inputs.is_empty() {
+                    children.push(Box::new(AboveKey::new(iter(inputs), through.to_vec())));
+                }
             }
-            let iter = RunIterator::new(tables, inner.table_cache.clone(), opts.fill_cache);
-            match sv.version.superseded_through(depth, run.id) {
-                Some(through) => children.push(Box::new(AboveKey::new(iter, through.to_vec()))),
-                None => children.push(Box::new(iter)),
+            if !tables.is_empty() {
+                children.push(Box::new(iter(tables)));
             }
         }
     }

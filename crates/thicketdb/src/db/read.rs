@@ -51,14 +51,10 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
             let Some(i) = run.find(key) else { continue };
-            if sv
-                .version
-                .superseded_through(depth, run.id)
-                .is_some_and(|through| key <= through)
-            {
+            let meta = &run.tables[i];
+            if sv.version.superseded_in(depth, run.id, meta, key) {
                 continue;
             }
-            let meta = &run.tables[i];
             if meta.min_seq > seq {
                 continue;
             }

@@ -137,6 +137,18 @@ options! {
         /// BoLT settled compaction: victims with the least overlap, and
         /// those without overlap promoted by metadata only.
         settled_compaction: bool = true,
+        /// Leveled: an output table of a compaction ends before it overlaps
+        /// more than this many `target_table_size`s of the level below its
+        /// output, and a flush moves below L0 only within that bound
+        /// (LevelDB's grandparent overlap: 10); 0 disables the cut.
+        grandparent_overlap_factor: u64 = 0,
+        /// Leveled: the deepest level a flushed run that overlaps nothing
+        /// may go to directly (LevelDB's `kMaxMemCompactLevel`: 2); 0
+        /// flushes always to L0.
+        max_mem_compact_level: usize = 0,
+        /// A flush writes the memtable as one table, as LevelDB does
+        /// (false: tables of `target_table_size`).
+        flush_one_table: bool = false,
         /// BoLT descriptor cache: tables of a segment share one open file
         /// (false: every table opens its own descriptor, as LevelDB's
         /// TableCache).

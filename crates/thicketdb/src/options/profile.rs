@@ -67,6 +67,15 @@ impl Profile {
                 group_compaction_bytes: 0,
                 settled_compaction: false,
                 segment_descriptor_cache: false,
+                // Stock LevelDB: one immutable memtable, one table per
+                // flush placed up to L2 when it overlaps nothing, outputs
+                // cut by grandparent overlap, no pending-bytes stall.
+                max_immutable_memtables: 1,
+                flush_one_table: true,
+                max_mem_compact_level: 2,
+                grandparent_overlap_factor: 10,
+                soft_pending_compaction_bytes: u64::MAX,
+                hard_pending_compaction_bytes: u64::MAX,
                 ..paper
             },
             Profile::Bolt => Options {

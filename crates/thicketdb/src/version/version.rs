@@ -186,15 +186,26 @@ impl Version {
         edit
     }
 
-    /// The user key up to which run `run` of `level` is superseded: a
-    /// journaled merge's inputs, whose keys up to the last checkpoint live
-    /// on in the interim run. Readers must skip those keys: an input left
-    /// in place by a checkpoint may still hold a version whose deletion the
-    /// merge dropped.
+    /// The user key up to which the merge inputs in run `run` of `level`
+    /// are superseded: a journaled merge's inputs, whose keys up to the
+    /// last checkpoint live on in the interim run. Readers must skip those
+    /// keys: an input left in place by a checkpoint (it straddles the key)
+    /// may still hold a version whose deletion the merge dropped. Tables of
+    /// the run wholly at or below the key are the task's moves (a checkpoint
+    /// releases merge inputs there), untouched until the merge ends: see
+    /// `Version::superseded_in`.
     pub fn superseded_through(&self, level: usize, run: u64) -> Option<&[u8]> {
         let j = self.merge_journal.as_ref()?;
         (j.level == level && !j.resume_after.is_empty() && j.input_runs.contains(&run))
             .then_some(j.resume_after.as_slice())
+    }
+
+    /// Whether `user_key` of table `meta` in run `run` of `level` is
+    /// superseded (see `superseded_through`): only a table straddling the
+    /// checkpoint key is a merge input still in place.
+    pub fn superseded_in(&self, level: usize, run: u64, meta: &TableMeta, user_key: &[u8]) -> bool {
+        self.superseded_through(level, run)
+            .is_some_and(|through| user_key <= through && meta.largest_user_key() > through)
     }
 
     /// Index of the deepest level holding any table, if any.

@@ -153,19 +153,39 @@ fn lone_victim_without_overlap_is_a_trivial_move() {
 }
 
 #[test]
-fn group_compaction_takes_victims_up_to_the_overflow() {
-    // L1 holds 2400 bytes against a 1000-byte target: shed 1400 bytes.
+fn group_compaction_takes_a_fixed_group_of_victims() {
+    // L1 holds 2400 bytes against a 1000-byte target. The group is
+    // `group_compaction_bytes` of victims whatever the overflow, as in the
+    // BoLT paper (a group capped by the overflow would take 1400 bytes).
     let shape = "
         L1 1: a-b/600 c-d/600 e-f/600 g-h/600
         L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
     assert_eq!(
         pick("group_compaction_bytes=100000", shape),
-        "merge {L1#1:100 L2#2:104} merge {L1#1:101 L2#2:105} merge {L1#1:102 L2#2:106} -> L2#2"
+        "merge {L1#1:100 L2#2:104} merge {L1#1:101 L2#2:105} merge {L1#1:102 L2#2:106} \
+         merge {L1#1:103 L2#2:107} -> L2#2"
     );
     assert_eq!(
         pick("group_compaction_bytes=1000", shape),
         "merge {L1#1:100 L2#2:104} merge {L1#1:101 L2#2:105} -> L2#2",
-        "capped by group_compaction_bytes"
+        "victims until the group reaches group_compaction_bytes"
+    );
+}
+
+#[test]
+fn without_settled_compaction_only_a_lone_free_victim_moves() {
+    let shape = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: c-c/100";
+    assert_eq!(
+        pick("group_compaction_bytes=1800", shape),
+        "merge {L1#1:100} merge {L1#1:101 L2#2:103} merge {L1#1:102} -> L2#2",
+        "free victims of a group are rewritten"
+    );
+    assert_eq!(
+        pick("group_compaction_bytes=1800 settled_compaction=true", shape),
+        "merge {L1#1:101 L2#2:103} move {L1#1:100,102} -> L2#2",
+        "and promoted by metadata with settled compaction"
     );
 }
 
@@ -176,10 +196,7 @@ fn settled_compaction_prefers_little_overlap_and_moves_free_tables() {
         L1 1: a-b/600 c-d/600 e-f/600 g-h/600
         L2 2: c-c/1200 e-e/100";
     assert_eq!(
-        pick(
-            "group_compaction_bytes=100000 settled_compaction=true",
-            shape
-        ),
+        pick("group_compaction_bytes=1800 settled_compaction=true", shape),
         "merge {L1#1:102 L2#2:105} move {L1#1:100,103} -> L2#2"
     );
 }
@@ -191,7 +208,7 @@ fn victims_sharing_a_table_below_merge_together() {
         L1 1: a-b/600 c-d/600 e-f/600
         L2 2: b-c/100";
     assert_eq!(
-        pick("group_compaction_bytes=100000", shape),
+        pick("group_compaction_bytes=1200", shape),
         "merge {L1#1:100,101 L2#2:103} -> L2#2"
     );
 }
@@ -207,6 +224,17 @@ fn deepest_overflowing_level_is_chosen_by_score() {
 }
 
 #[test]
+fn equal_scores_go_to_the_shallower_level_as_in_leveldb() {
+    // L1: 2000/1000 = 2.0; L2: 20000/10000 = 2.0. LevelDB's Finalize keeps
+    // the first level whose score is strictly higher, scanning from L0.
+    let shape = "
+        L1 1: a-b/2000
+        L2 2: c-d/20000
+        L3 3: c-c/10 a-a/10";
+    assert_eq!(pick("", shape), "move {L1#1:100} -> L2#2");
+}
+
+#[test]
 fn manual_compaction_walks_one_level_in_range() {
     let policy = LeveledPolicy::new(&options(""));
     let v = version(
@@ -217,7 +245,15 @@ fn manual_compaction_walks_one_level_in_range() {
     let task = policy.manual(&v, 1, Some(b"c"), Some(b"f")).unwrap();
     assert_eq!(
         render(&task),
-        "merge {L1#1:101 L2#2:103} move {L1#1:102} -> L2#2"
+        "merge {L1#1:101 L2#2:103} merge {L1#1:102} -> L2#2",
+        "LevelDB rewrites every input of a multi-table manual compaction"
+    );
+    let settled = LeveledPolicy::new(&options("settled_compaction=true"));
+    let task = settled.manual(&v, 1, Some(b"c"), Some(b"f")).unwrap();
+    assert_eq!(
+        render(&task),
+        "merge {L1#1:101 L2#2:103} move {L1#1:102} -> L2#2",
+        "settled compaction promotes the free table"
     );
     assert!(policy.manual(&v, 3, None, None).is_none(), "L3 is empty");
 }
@@ -365,18 +401,10 @@ impl QuadraticPicker {
         level: usize,
         busy: &Busy,
     ) -> Option<CompactionTask> {
-        let policy = LeveledPolicy::new(&self.options);
         let run = version.levels[level].runs.first()?;
         let next = version.levels[level + 1].runs.first();
-        let overflow = version.levels[level]
-            .bytes()
-            .saturating_sub(policy.target_bytes(level));
-        let group = self.options.group_compaction_bytes;
-        let budget = if group == 0 {
-            1
-        } else {
-            overflow.min(group).max(1)
-        };
+        let budget = self.options.group_compaction_bytes.max(1);
+        let settled = self.options.settled_compaction;
         let candidates = if self.options.settled_compaction {
             settled_order(run, next)
         } else {
@@ -392,7 +420,7 @@ impl QuadraticPicker {
             let mut with = victims.clone();
             let at = with.partition_point(|v| compare(&v.smallest, &t.smallest).is_lt());
             with.insert(at, t.clone());
-            let task = build_task(level, run, next, with.clone(), String::new());
+            let task = build_task(level, run, next, with.clone(), settled, String::new());
             if busy.admits(&LeveledPolicy::claim(&task)) {
                 victims = with;
                 bytes += t.length;
@@ -403,7 +431,14 @@ impl QuadraticPicker {
         if !self.options.settled_compaction {
             self.pointer = last_taken.largest.clone();
         }
-        Some(build_task(level, run, next, victims, String::new()))
+        Some(build_task(
+            level,
+            run,
+            next,
+            victims,
+            settled,
+            String::new(),
+        ))
     }
 }
 
