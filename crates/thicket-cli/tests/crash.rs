@@ -300,10 +300,15 @@ fn load_survives_sigkill_sifr_and_resumes_journaled_merges() {
 }
 
 #[test]
+fn load_survives_sigkill_triad() {
+    crash_cycles(Profile::Triad, seed());
+}
+
+#[test]
 fn every_profile_has_a_crash_test() {
     assert_eq!(
         Profile::ALL.len(),
-        4,
+        5,
         "add a crash test for the new profile"
     );
 }
