@@ -327,17 +327,15 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     // The log writer and the memtable change together under `log`: whoever
     // holds it sees the memtable whose log it appends to (`relog`).
     let mut log = inner.log.lock();
-    {
-        // A later sync write syncs only the new log; syncing the old one now
-        // keeps every synced write's predecessors durable too (the state
-        // after power loss stays a prefix of the write order).
-        if let Err(e) = log.writer.sync() {
-            set_background_error(inner, e.clone());
-            return Err(e);
-        }
-        Counters::add(&inner.counters.fsyncs_log, 1);
-        log.writer = LogWriter::new(file);
+    // A later sync write syncs only the new log; syncing the old one now
+    // keeps every synced write's predecessors durable too (the state after
+    // power loss stays a prefix of the write order).
+    if let Err(e) = log.writer.sync() {
+        set_background_error(inner, e.clone());
+        return Err(e);
     }
+    Counters::add(&inner.counters.fsyncs_log, 1);
+    log.writer = LogWriter::new(file);
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.
