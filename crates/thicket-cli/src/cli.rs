@@ -61,12 +61,22 @@ pub enum Command {
     },
     /// Verifies every checksum of the store's live files.
     Check,
+    /// Decodes the MANIFEST (the default: every edit and the version it
+    /// leaves), one live table or one log; reads only.
+    Dump(DumpArgs),
     /// Writes generated keys `key%016d`, reporting `acked N` progress.
     Load(LoadArgs),
     /// Flushes the memtable to a table.
     Flush,
     /// Compacts the whole key range into the bottom of the tree.
     Compact,
+    /// Writes a consistent, openable copy of the store into the new
+    /// directory DIR2 (segments hard-linked where possible).
+    Checkpoint {
+        /// The new directory (must not exist).
+        #[arg(long, value_name = "DIR2")]
+        to: PathBuf,
+    },
     /// Benchmarks ThicketDB and its peers (see docs/benchmarks.md).
     Bench(Box<crate::bench::BenchArgs>),
     /// Random concurrent operations checked against an expected state kept
@@ -93,6 +103,23 @@ pub struct ScanArgs {
     /// Scans from the top down.
     #[arg(long)]
     pub reverse: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The MANIFEST: every edit and the version it leaves (the default).
+    #[arg(long, conflicts_with_all = ["table", "log"])]
+    pub manifest: bool,
+    /// One live table: its properties, index and entries (the MANIFEST
+    /// dump lists each table's segment and offset).
+    #[arg(long, value_name = "SEGMENT:OFFSET", conflicts_with = "log")]
+    pub table: Option<String>,
+    /// One log, by file number: its records and their operations.
+    #[arg(long, value_name = "N")]
+    pub log: Option<u64>,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

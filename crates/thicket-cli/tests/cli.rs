@@ -238,6 +238,9 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "stall_micros",
         "holes_punched",
         "segments_deleted",
+        "search_lookups",
+        "search_probes",
+        "search_probes_discarded",
         "block_cache_hits",
         "block_cache_misses",
         "block_cache_bytes",
@@ -361,4 +364,126 @@ fn check_finds_a_flipped_byte() {
         "{err} names none of {segments:?}"
     );
     assert!(err.contains("offset"), "{err}");
+}
+
+#[test]
+fn checkpoint_is_an_openable_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let copy = dir.path().join("copy");
+    ok(&db, &["load", "--count", "3000", "--value-size", "20"]);
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "before", "yes"]);
+    let out = ok(&db, &["checkpoint", "--to", copy.to_str().unwrap()]);
+    assert!(
+        out.starts_with(&format!("checkpoint {}: ", copy.display())),
+        "{out}"
+    );
+    assert!(out.contains(" segments linked, 0 copied"), "{out}");
+    ok(&db, &["put", "after", "the checkpoint"]);
+    assert_eq!(ok(&copy, &["get", "before"]), "yes\n");
+    assert_eq!(thicket(&copy, &["get", "after"]).status.code(), Some(1));
+    assert_eq!(ok(&copy, &["scan"]).lines().count(), 3001);
+    assert!(ok(&copy, &["check"]).starts_with("ok: "));
+    // The target must be new.
+    let err = fails(&db, &["checkpoint", "--to", copy.to_str().unwrap()]);
+    assert!(err.contains("already exists"), "{err}");
+}
+
+/// Names, sizes and modification times of a directory's files.
+fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                meta.len(),
+                meta.modified().unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(db, &["load", "--count", "50", "--value-size", "5"]);
+    ok(db, &["flush"]);
+    ok(db, &["delete", "key0000000000000003"]);
+    let before = listing(db);
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&ok(db, &["dump", "--json"])).expect("JSON");
+    assert_eq!(
+        manifest,
+        serde_json::from_str::<serde_json::Value>(&ok(db, &["dump", "--manifest", "--json"]))
+            .unwrap()
+    );
+    let records = manifest["records"].as_array().unwrap();
+    let first = &records[0]["edit"];
+    assert_eq!(first["format_version"], 1, "{first}");
+    let table = records
+        .iter()
+        .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())
+        .find(|t| t["entries"] == 50)
+        .unwrap_or_else(|| panic!("the flushed table is recorded: {manifest}"));
+    assert_eq!(table["smallest"]["key"], "key0000000000000000");
+    assert_eq!(table["largest"]["sequence"], 50);
+    let last = records.last().unwrap();
+    let level0 = last["version"]["levels"][0].as_array().unwrap();
+    assert!(
+        level0
+            .iter()
+            .any(|run| run["tables"].as_array().unwrap().contains(&table["table"])),
+        "{last}"
+    );
+
+    let spec = format!("{}:{}", table["segment"], table["offset"]);
+    let dumped: serde_json::Value =
+        serde_json::from_str(&ok(db, &["dump", "--table", &spec, "--json"])).unwrap();
+    assert_eq!(dumped["properties"]["entries"], 50, "{dumped}");
+    assert_eq!(dumped["table"]["table"], table["table"]);
+    let entries = dumped["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 50);
+    assert_eq!(entries[7]["key"], "key0000000000000007");
+    assert_eq!(entries[7]["value"], "v0000");
+    assert_eq!(entries[7]["kind"], "value");
+    assert!(!dumped["index"].as_array().unwrap().is_empty());
+
+    let log_number = last["edit"]["log_number"].as_u64().unwrap();
+    let log: serde_json::Value = serde_json::from_str(&ok(
+        db,
+        &["dump", "--log", &log_number.to_string(), "--json"],
+    ))
+    .unwrap();
+    let ops: Vec<&serde_json::Value> = log["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["ops"].as_array().unwrap())
+        .collect();
+    assert_eq!(ops.len(), 1, "{log}");
+    assert_eq!(ops[0]["kind"], "deletion");
+    assert_eq!(ops[0]["key"], "key0000000000000003");
+    assert_eq!(ops[0]["sequence"], 51);
+
+    assert!(ok(db, &["dump"]).starts_with("manifest "));
+    assert!(ok(db, &["dump", "--table", &spec]).contains("entries: 50"));
+    assert!(ok(db, &["dump", "--log", &log_number.to_string()]).contains("@51:deletion"));
+    let err = fails(db, &["dump", "--table", "nonsense"]);
+    assert!(err.contains("SEGMENT:OFFSET"), "{err}");
+    let err = fails(db, &["dump", "--table", &format!("{}:1", table["segment"])]);
+    assert!(err.contains("no live table"), "{err}");
+
+    // Reads (get, scan, stats, check, dump) leave the directory as it was.
+    ok(db, &["get", "key0000000000000001"]);
+    ok(db, &["scan"]);
+    ok(db, &["stats", "--json"]);
+    ok(db, &["check"]);
+    assert_eq!(listing(db), before);
 }

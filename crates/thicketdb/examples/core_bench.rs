@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     for i in 0..count {
         key_into(&mut key, i);
-        db.put(&key, &value)?;
+        db.put(&key, value)?;
     }
     let secs = start.elapsed().as_secs_f64();
     println!(

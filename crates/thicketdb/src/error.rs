@@ -44,6 +44,10 @@ pub enum Error {
     /// The store was closed, or a background error made it read-only.
     #[error("store is closed")]
     Closed,
+    /// The store was opened with `Db::open_read_only`: writes, flushes and
+    /// compactions are refused.
+    #[error("store is open read-only: {0} refused")]
+    ReadOnly(String),
     /// A background flush or compaction failed; writes are refused until reopen.
     #[error("background error, writes refused until reopen: {0}")]
     Background(Box<Error>),

@@ -26,7 +26,8 @@ pub mod table;
 pub mod version;
 
 pub use db::check;
-pub use db::{Db, DbIterator, Snapshot, SpaceUsage, Stats, WriteBatch};
+pub use db::dump;
+pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
 pub use options::{Options, Profile};

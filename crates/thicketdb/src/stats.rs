@@ -95,6 +95,9 @@ macro_rules! with_counters {
             compaction_micros: "Microseconds compaction threads spent in background compactions (manual ones not counted).",
             holes_punched: "Dead table ranges released with hole punching.",
             segments_deleted: "Segment files deleted after their last table died.",
+            search_lookups: "Point lookups run by the search threads (SifrDB parallel search); probes per lookup is `search_probes / search_lookups`.",
+            search_probes: "Candidate tables probed by parallel lookups.",
+            search_probes_discarded: "Parallel probes whose answer came after the lookup's result was decided.",
         ] }
     };
 }

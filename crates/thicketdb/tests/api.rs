@@ -89,12 +89,12 @@ fn keys_at_the_size_limit_round_trip() {
         it.prev();
         assert_eq!(it.key(), big_key(b'm', 1).as_slice(), "{what}: prev");
         it.status().unwrap();
-        assert_eq!(db.get(&big_key(b'm', 0)).unwrap(), None, "{what}");
+        assert_eq!(db.get(big_key(b'm', 0)).unwrap(), None, "{what}");
     };
     check(&db, &model, "memtable");
     db.flush().unwrap();
     check(&db, &model, "after flush");
-    db.delete(&big_key(b'm', 200)).unwrap();
+    db.delete(big_key(b'm', 200)).unwrap();
     model.remove(&big_key(b'm', 200));
     db.compact_range(None, None).unwrap();
     check(&db, &model, "after compaction");
@@ -205,7 +205,7 @@ fn manual_compaction_racing_background_compaction() {
         for half in 0..2u32 {
             for i in 0..20u32 {
                 let v = (round * 2 + half).to_le_bytes();
-                db.put(format!("k{i:04}").as_bytes(), &v)
+                db.put(format!("k{i:04}").as_bytes(), v)
                     .unwrap_or_else(|e| panic!("round {round}: put: {e}"));
             }
             db.flush()
@@ -217,4 +217,91 @@ fn manual_compaction_racing_background_compaction() {
             panic!("round {round}: background error: {e}");
         }
     }
+}
+
+#[test]
+fn keys_and_values_are_anything_that_is_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put("str", String::from("string")).unwrap();
+    db.put(vec![1u8, 2], [3u8, 4]).unwrap();
+    db.put(b"bytes", b"array").unwrap();
+    let mut batch = thicketdb::WriteBatch::new();
+    batch.put("in-batch", "yes").unwrap();
+    batch.delete(String::from("str")).unwrap();
+    db.write(batch).unwrap();
+    assert_eq!(db.get("str").unwrap(), None);
+    assert_eq!(db.get([1u8, 2]).unwrap(), Some(vec![3, 4]));
+    assert_eq!(
+        db.get(String::from("in-batch")).unwrap(),
+        Some(b"yes".to_vec())
+    );
+    db.delete(b"bytes").unwrap();
+    assert_eq!(db.get("bytes").unwrap(), None);
+}
+
+#[test]
+fn multi_get_reads_every_key_at_one_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put("a", "1").unwrap();
+    db.put("c", "3").unwrap();
+    let got: Vec<Option<Vec<u8>>> = db
+        .multi_get(["a", "b", "c"])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(got, [Some(b"1".to_vec()), None, Some(b"3".to_vec())]);
+
+    // With a snapshot, every key is read there.
+    let snapshot = db.snapshot();
+    db.put("b", "2").unwrap();
+    db.delete("a").unwrap();
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    let old: Vec<_> = db
+        .multi_get_opt(vec!["a", "b"], &opts)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(old, [Some(b"1".to_vec()), None]);
+    let new: Vec<_> = db
+        .multi_get(["a", "b"])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(new, [None, Some(b"2".to_vec())]);
+}
+
+#[test]
+fn get_with_borrows_values_from_memtables_and_tables_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put("in-table", "flushed value").unwrap();
+    db.put("deleted", "gone").unwrap();
+    db.flush().unwrap();
+    db.delete("deleted").unwrap();
+    db.put("in-memtable", "recent").unwrap();
+    let snapshot = db.snapshot();
+    db.put("in-table", "overwritten").unwrap();
+
+    let as_vec = |v: &[u8]| v.to_vec();
+    for key in ["in-table", "deleted", "in-memtable", "absent"] {
+        assert_eq!(
+            db.get_with(key, as_vec).unwrap(),
+            db.get(key).unwrap(),
+            "{key}"
+        );
+    }
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_with_opt("in-table", &opts, as_vec).unwrap(),
+        Some(b"flushed value".to_vec())
+    );
+    assert_eq!(db.get_with("deleted", |v| v.len()).unwrap(), None);
 }

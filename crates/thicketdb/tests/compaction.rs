@@ -32,7 +32,7 @@ fn load_with(options: Options, keys: impl Iterator<Item = u64>) -> (tempfile::Te
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options).unwrap();
     for i in keys {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     (dir, db)
@@ -56,7 +56,7 @@ fn sequential_load_moves_tables_instead_of_rewriting() {
             "{profile}: data left L0: {s:?}"
         );
         for i in (0..20_000).step_by(997) {
-            assert_eq!(db.get(&key(i)).unwrap(), Some(vec![b'v'; 100]));
+            assert_eq!(db.get(key(i)).unwrap(), Some(vec![b'v'; 100]));
         }
     }
 }
@@ -108,7 +108,7 @@ fn tiered_levels_stay_within_their_run_limit_and_leveled_hold_one() {
     assert!(b.runs_per_level.iter().skip(1).all(|&r| r <= 1), "{b:?}");
     for db in [&sifr, &bolt] {
         for i in (0..30_000).step_by(1013) {
-            assert_eq!(db.get(&key(i)).unwrap(), Some(vec![b'v'; 100]));
+            assert_eq!(db.get(key(i)).unwrap(), Some(vec![b'v'; 100]));
         }
     }
 }
@@ -122,7 +122,7 @@ fn sifr_journaled() -> Options {
 
 fn assert_all(db: &Db, n: u64) {
     for i in 0..n {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(vec![b'v'; 100]), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![b'v'; 100]), "key {i}");
     }
 }
 
@@ -132,7 +132,7 @@ fn sifr_early_cleaning_checkpoints_and_releases_inputs() {
     let db = Db::open(dir.path(), sifr_journaled()).unwrap();
     let n = 30_000u64;
     for i in (0..n).map(|i| (i * 7919) % n) {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     let s = db.stats();
@@ -162,7 +162,7 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
     let db = open_fault(&fs, options.clone()).unwrap();
     let n = 12_000u64;
     for i in (0..n).map(|i| (i * 7919) % n) {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     assert!(db.stats().runs_per_level[0] > 4);
@@ -182,7 +182,7 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
     // A run flushed after the interrupted merge: once that merge is
     // finished, the manual compaction must still compact its level.
     for i in n..n + 2_000 {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -209,7 +209,7 @@ fn pending_compaction_bytes_slow_writes_down() {
     let db = Db::open(dir.path(), opts).unwrap();
     let mut delayed = false;
     for i in 0..20_000u64 {
-        db.put(&key((i * 7919) % 20_000), &[b'v'; 100]).unwrap();
+        db.put(key((i * 7919) % 20_000), [b'v'; 100]).unwrap();
         delayed |= db.stats().stall_micros > 0;
         if delayed {
             break;
@@ -241,7 +241,7 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
                 probe = probe.wrapping_add(7);
                 let acked = overwritten.load(Ordering::Acquire);
                 let i = probe % n;
-                let got = db.get(&key(order(i))).unwrap();
+                let got = db.get(key(order(i))).unwrap();
                 if i < acked {
                     assert_eq!(
                         got.as_deref(),
@@ -259,7 +259,7 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
             }
         });
         for i in 0..n {
-            db.put(&key(order(i)), &new).unwrap();
+            db.put(key(order(i)), new).unwrap();
             overwritten.store(i + 1, Ordering::Release);
         }
         db.flush().unwrap();
@@ -268,7 +268,7 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
     let s = db.stats();
     assert!(s.compactions_concurrent > 0, "{s:?}");
     for i in (0..n).step_by(7) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(new.to_vec()), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(new.to_vec()), "key {i}");
     }
 }
 
@@ -293,7 +293,7 @@ fn sifr_merge_dropping_deletions_never_resurrects_a_key_when_interrupted() {
     let assert_state = |db: &Db, when: &str| {
         for i in 0..n {
             let expected = (!deleted(i)).then(|| vec![b'v'; 100]);
-            assert_eq!(db.get(&key(i)).unwrap(), expected, "key {i} {when}");
+            assert_eq!(db.get(key(i)).unwrap(), expected, "key {i} {when}");
         }
         let live: Vec<Vec<u8>> = (0..n).filter(|&i| !deleted(i)).map(key).collect();
         let mut it = db.iter(thicketdb::ReadOptions::default()).unwrap();
@@ -326,10 +326,10 @@ fn sifr_merge_dropping_deletions_never_resurrects_a_key_when_interrupted() {
         let fs = FaultFs::new();
         let db = open_fault(&fs, options.clone()).unwrap();
         for i in (0..n).map(|i| (i * 7919) % n) {
-            db.put(&key(i), &[b'v'; 100]).unwrap();
+            db.put(key(i), [b'v'; 100]).unwrap();
         }
         for i in (0..n).map(|i| (i * 104_729) % n).filter(|&i| deleted(i)) {
-            db.delete(&key(i)).unwrap();
+            db.delete(key(i)).unwrap();
         }
         db.flush().unwrap();
         fs.fail_after_bytes(room, FaultKind::NoSpace);
@@ -445,7 +445,7 @@ fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
     let deleted = |i: u64| i % 4 == 1;
     let (_dir, db) = load_with(options, (0..n).map(|i| (i * 7919) % n));
     for i in (0..n).filter(|&i| deleted(i)) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
     }
     db.flush().unwrap();
     let live: Vec<Vec<u8>> = (0..n).filter(|&i| !deleted(i)).map(key).collect();
@@ -456,7 +456,7 @@ fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
             while !done.load(Ordering::Acquire) || rounds == 0 {
                 for i in (rounds % 7..n).step_by(7) {
                     let expected = (!deleted(i)).then(|| vec![b'v'; 100]);
-                    assert_eq!(db.get(&key(i)).unwrap(), expected, "key {i}");
+                    assert_eq!(db.get(key(i)).unwrap(), expected, "key {i}");
                 }
                 rounds += 1;
             }

@@ -47,7 +47,7 @@ const TABLE_KEYS: u32 = 500;
 fn write_compacted(db: Db) -> Model {
     let mut model = Model::new();
     for i in 0..TABLE_KEYS {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
         model.insert(key(i), value(i));
     }
     db.compact_range(None, None).unwrap();
@@ -129,7 +129,7 @@ fn damaged_table_block_is_corruption_never_wrong_data() {
         .collect();
     assert_eq!(scan(&db, opts).unwrap(), want);
     assert_eq!(
-        db.get(&key(TABLE_KEYS - 1)).unwrap(),
+        db.get(key(TABLE_KEYS - 1)).unwrap(),
         Some(value(TABLE_KEYS - 1))
     );
 }
@@ -176,7 +176,7 @@ fn store_with_log() -> (FaultFs, PathBuf, Vec<(u64, usize)>) {
     let fs = FaultFs::new();
     let db = open_fault(&fs, options()).unwrap();
     for i in 0..LOG_RECORDS {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
     db.close().unwrap();
     let logs = fault_files(&fs, ".log");
@@ -281,7 +281,7 @@ fn store_with_tables() -> FaultFs {
     let fs = FaultFs::new();
     let db = open_fault(&fs, options()).unwrap();
     for i in 0..TABLE_KEYS {
-        db.put(&key(i), &value(i)).unwrap();
+        db.put(key(i), value(i)).unwrap();
     }
     db.flush().unwrap();
     db.put(b"after", b"flush").unwrap();

@@ -91,7 +91,7 @@ fn value(rng: &mut StdRng, serial: usize) -> Vec<u8> {
 }
 
 fn check_get(db: &Db, model: &Model, i: u32, what: &str) {
-    if let Ok(got) = db.get(&key(i)) {
+    if let Ok(got) = db.get(key(i)) {
         assert!(
             model.allows(i, &got),
             "{what}: key {i} reads {:?}, which no write left there",
@@ -157,8 +157,8 @@ fn run(seed: u64, trigger: Trigger, kind: FaultKind) -> (u64, bool) {
                 let mut batch = WriteBatch::new();
                 for (i, v) in &ops {
                     match v {
-                        Some(v) => batch.put(&key(*i), v).unwrap(),
-                        None => batch.delete(&key(*i)).unwrap(),
+                        Some(v) => batch.put(key(*i), v).unwrap(),
+                        None => batch.delete(key(*i)).unwrap(),
                     }
                 }
                 let opts = WriteOptions {
@@ -209,7 +209,7 @@ fn run(seed: u64, trigger: Trigger, kind: FaultKind) -> (u64, bool) {
     }
     let db = open(&fs).unwrap_or_else(|e| panic!("{what}: reopen after the fault cleared: {e}"));
     for i in 0..KEYS {
-        let got = db.get(&key(i)).unwrap();
+        let got = db.get(key(i)).unwrap();
         assert!(
             model.allows(i, &got),
             "{what}: after reopen key {i} holds {:?}; acknowledged {:?}",

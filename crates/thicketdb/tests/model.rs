@@ -612,21 +612,32 @@ fn model_concurrent_compactions() {
 /// SifrDB's early cleaning under the model: merges checkpoint every two
 /// tables while concurrent compactions, crashes and reopens go on, so reads
 /// meet interim runs, straddling inputs and moves of unfinished merges.
+/// Also SifrDB's parallel search: serial and on four threads, without
+/// Bloom filters so that most lookups have several candidates.
 #[test]
 fn model_sifr_early_cleaning() {
-    let config = concurrent_config(Profile::Sifr);
-    let config = Config {
-        options: Options {
-            early_cleaning_threshold: 2,
-            bloom_bits_per_key: 0,
-            ..config.options
-        },
-        ..config
-    };
-    let mut checkpoints = 0;
-    for seed in seeds(&[501, 502]) {
-        checkpoints += run(seed, ops(OPS), fault(), config.clone()).merge_checkpoints;
+    for threads in [1, 4] {
+        let config = concurrent_config(Profile::Sifr);
+        let config = Config {
+            options: Options {
+                early_cleaning_threshold: 2,
+                bloom_bits_per_key: 0,
+                search_threads: threads,
+                ..config.options
+            },
+            ..config
+        };
+        let (mut checkpoints, mut lookups) = (0, 0);
+        // Seed 502 found moves hidden below the checkpoint key.
+        for seed in seeds(&[502]) {
+            let stats = run(seed, ops(OPS), fault(), config.clone());
+            checkpoints += stats.merge_checkpoints;
+            lookups += stats.search_lookups;
+        }
+        let stats = run(503, ops(OPS), posix(), config);
+        checkpoints += stats.merge_checkpoints;
+        lookups += stats.search_lookups;
+        assert!(checkpoints > 0);
+        assert_eq!(lookups > 0, threads > 1, "{threads} search threads");
     }
-    checkpoints += run(503, ops(OPS), posix(), config).merge_checkpoints;
-    assert!(checkpoints > 0);
 }

@@ -27,7 +27,7 @@ fn overwritten_data_counts_until_a_full_compaction_drops_it() {
     let n = 20_000u64;
     for value in [b'a', b'b'] {
         for i in 0..n {
-            db.put(&key(i), &[value; 100]).unwrap();
+            db.put(key(i), [value; 100]).unwrap();
         }
         db.flush().unwrap();
     }
@@ -58,10 +58,10 @@ fn deleted_keys_leave_the_logical_bytes() {
     assert_eq!((empty.live_keys, empty.logical_bytes), (0, 0));
     assert_eq!(empty.space_amplification, 0.0, "no data: no ratio");
     for i in 0..100 {
-        db.put(&key(i), b"value").unwrap();
+        db.put(key(i), b"value").unwrap();
     }
     for i in 0..40 {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
     }
     let usage = db.space_usage().unwrap();
     assert_eq!(usage.live_keys, 60);
@@ -90,13 +90,13 @@ fn deleting_most_keys_then_compacting_gives_the_space_back_under_sifr() {
     let db = Db::open(dir.path(), options).unwrap();
     let n = 40_000u64;
     for i in (0..n).map(|i| (i * 7919) % n) {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     let loaded = db.stats();
     for i in (0..n).filter(|i| i % 10 != 0) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -110,6 +110,6 @@ fn deleting_most_keys_then_compacting_gives_the_space_back_under_sifr() {
     assert!(usage.space_amplification < 1.5, "{usage:?} {s:?}");
     for i in 0..n {
         let expected = (i % 10 == 0).then(|| vec![b'v'; 100]);
-        assert_eq!(db.get(&key(i)).unwrap(), expected, "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), expected, "key {i}");
     }
 }

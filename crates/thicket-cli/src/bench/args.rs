@@ -69,6 +69,10 @@ pub struct BenchArgs {
     /// N-1 compaction threads (`compaction_threads`, at least 1).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_threads: usize,
+    /// ThicketDB's search threads (SifrDB's parallel search), the caller's
+    /// included: 0 is one per core, 1 the serial search. Peers have none.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub search_threads: usize,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
     #[arg(long, value_name = "R", default_value_t = 0.5)]
     pub read_ratio: f64,
@@ -146,6 +150,9 @@ pub struct Settings {
     pub sync: bool,
     pub bloom_bits: u32,
     pub background_threads: usize,
+    /// Absent from results written before parallel search existed.
+    #[serde(default)]
+    pub search_threads: usize,
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
     pub hot_fraction: f64,
@@ -231,6 +238,7 @@ impl BenchArgs {
             sync: self.sync,
             bloom_bits: self.bloom_bits,
             background_threads: self.background_threads,
+            search_threads: self.search_threads,
             read_ratio: self.read_ratio,
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,

@@ -81,6 +81,7 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.bloom_bits_per_key = s.bloom_bits;
     // One of the background threads is ThicketDB's flush thread.
     o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
+    o.search_threads = s.search_threads;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     for option in &s.thicket_options {
         let (name, value) = option

@@ -16,7 +16,7 @@ pub fn put(g: &GlobalArgs, key: &[u8], value: &[u8], sync: bool) -> CliResult<St
 }
 
 pub fn get(g: &GlobalArgs, key: &[u8]) -> CliResult<Status> {
-    let db = open(g, Access::Existing)?;
+    let db = open(g, Access::ReadOnly)?;
     let value = db.get(key)?;
     db.close()?;
     match value {

@@ -1,4 +1,6 @@
-//! `flush` and `compact`.
+//! `flush`, `compact` and `checkpoint`.
+
+use std::path::Path;
 
 use super::{open, Access, Status};
 use crate::cli::GlobalArgs;
@@ -19,5 +21,20 @@ pub fn compact(g: &GlobalArgs) -> CliResult<Status> {
     let s = db.stats();
     db.close()?;
     println!("compacted: {} tables in {} segments", s.tables, s.segments);
+    Ok(Status::Success)
+}
+
+pub fn checkpoint(g: &GlobalArgs, to: &Path) -> CliResult<Status> {
+    let db = open(g, Access::Existing)?;
+    let report = db.checkpoint(to)?;
+    db.close()?;
+    println!(
+        "checkpoint {}: last sequence {}, {} segments linked, {} copied, {} logs",
+        to.display(),
+        report.last_sequence,
+        report.segments_linked,
+        report.segments_copied,
+        report.logs
+    );
     Ok(Status::Success)
 }

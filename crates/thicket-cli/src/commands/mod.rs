@@ -1,6 +1,7 @@
 //! The commands, and how they open the store.
 
 mod check;
+mod dump;
 mod kv;
 mod load;
 mod maintenance;
@@ -32,9 +33,11 @@ pub fn run(cli: Cli) -> CliResult<Status> {
         Command::Scan(args) => scan::run(g, &args),
         Command::Stats { json } => stats::run(g, json),
         Command::Check => check::run(g),
+        Command::Dump(args) => dump::run(g, &args),
         Command::Load(args) => load::run(g, &args),
         Command::Flush => maintenance::flush(g),
         Command::Compact => maintenance::compact(g),
+        Command::Checkpoint { to } => maintenance::checkpoint(g, &to),
         Command::Bench(args) => crate::bench::run(g, *args).map(|()| Status::Success),
         Command::Stress(args) => crate::stress::run(g, &args),
         Command::Crashtest(args) => crate::stress::crashtest(g, &args),
@@ -51,8 +54,11 @@ pub fn run(cli: Cli) -> CliResult<Status> {
 pub enum Access {
     /// Writes: create the store when missing.
     Create,
-    /// Reads: a missing store is an error, not an empty new store.
+    /// Maintenance: a missing store is an error, not an empty new store.
     Existing,
+    /// Reads: like `Existing`, opened with `Db::open_read_only`, so nothing
+    /// in the directory changes (a store on a full disk stays readable).
+    ReadOnly,
 }
 
 /// The `--db` directory (required by every command).
@@ -79,7 +85,7 @@ pub fn build_options(g: &GlobalArgs, dir: &Path, access: Access) -> CliResult<Op
     } else {
         profile.unwrap_or_default().options()
     };
-    if access == Access::Existing {
+    if access != Access::Create {
         options.create_if_missing = false;
     }
     apply_overrides(&mut options, &g.options)?;
@@ -102,8 +108,11 @@ pub fn apply_overrides(options: &mut Options, specs: &[String]) -> CliResult<()>
 pub fn open(g: &GlobalArgs, access: Access) -> CliResult<Db> {
     let dir = db_dir(g)?;
     let options = build_options(g, dir, access)?;
-    if access == Access::Existing && !options.create_if_missing && !current_path(dir).exists() {
+    if access != Access::Create && !options.create_if_missing && !current_path(dir).exists() {
         return Err(CliError::Usage(format!("no store in {}", dir.display())));
     }
-    Ok(Db::open(dir, options)?)
+    Ok(match access {
+        Access::ReadOnly => Db::open_read_only(dir, options)?,
+        Access::Create | Access::Existing => Db::open(dir, options)?,
+    })
 }

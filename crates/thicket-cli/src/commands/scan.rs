@@ -9,7 +9,7 @@ use crate::cli::{GlobalArgs, ScanArgs};
 use crate::error::CliResult;
 
 pub fn run(g: &GlobalArgs, args: &ScanArgs) -> CliResult<Status> {
-    let db = open(g, Access::Existing)?;
+    let db = open(g, Access::ReadOnly)?;
     let mut iter = db.iter(ReadOptions {
         lower_bound: args.from.as_ref().map(|k| k.as_bytes().to_vec()),
         upper_bound: args.to.as_ref().map(|k| k.as_bytes().to_vec()),

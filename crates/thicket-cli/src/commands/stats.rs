@@ -7,7 +7,7 @@ use crate::error::CliResult;
 use crate::stats_json;
 
 pub fn run(g: &GlobalArgs, json: bool) -> CliResult<Status> {
-    let db = open(g, Access::Existing)?;
+    let db = open(g, Access::ReadOnly)?;
     let space = db.space_usage()?;
     let stats = db.stats();
     db.close()?;

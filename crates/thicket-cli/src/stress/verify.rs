@@ -81,7 +81,7 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
         }
     }
     for i in 0..keys {
-        let got = match db.get(&key(i)) {
+        let got = match db.get(key(i)) {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("get {}: {e}", describe(&key(i))));

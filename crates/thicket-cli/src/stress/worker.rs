@@ -186,15 +186,15 @@ impl Worker<'_> {
         let outcome = self.s.expected.write(ops, sync, || {
             let opts = WriteOptions { sync };
             match ops {
-                [(i, ABSENT)] => db.delete_opt(&key(*i), opts),
-                [(i, base)] => db.put_opt(&key(*i), &value(*i, *base), opts),
+                [(i, ABSENT)] => db.delete_opt(key(*i), opts),
+                [(i, base)] => db.put_opt(key(*i), value(*i, *base), opts),
                 _ => {
                     let mut batch = WriteBatch::new();
                     for &(i, base) in ops {
                         if base == ABSENT {
-                            batch.delete(&key(i))?;
+                            batch.delete(key(i))?;
                         } else {
-                            batch.put(&key(i), &value(i, base))?;
+                            batch.put(key(i), value(i, base))?;
                         }
                     }
                     db.write_opt(batch, opts)
@@ -240,7 +240,7 @@ impl Worker<'_> {
     fn get(&mut self) -> Step {
         let i = self.random_key();
         let slot = self.s.expected.lock_key(i);
-        let got = self.s.db.get(&key(i));
+        let got = self.s.db.get(key(i));
         let checked = match &got {
             Ok(v) => check_value(i, v.as_deref(), &slot),
             Err(e) => Err(format!("get {}: {e}", describe(&key(i)))),
@@ -355,7 +355,7 @@ impl Worker<'_> {
                 snapshot: Some(held.snapshot.clone()),
                 ..ReadOptions::default()
             };
-            let checked = match self.s.db.get_opt(&key(i), &opts) {
+            let checked = match self.s.db.get_opt(key(i), &opts) {
                 Ok(v) => check_value(i, v.as_deref(), &held.slots[i as usize]),
                 Err(e) => Err(format!("get at snapshot {}: {e}", describe(&key(i)))),
             };

@@ -14,7 +14,7 @@ use crate::version::{TableMeta, Version};
 /// to run, if any.
 #[derive(Debug)]
 pub enum Policy {
-    /// Boxed: it carries the options and per-level state.
+    // Boxed: the leveled policy keeps the whole `Options`.
     Leveled(Box<LeveledPolicy>),
     Tiered(TieredPolicy),
 }

@@ -64,7 +64,8 @@ impl WriteBatch {
     }
 
     /// Adds a put; `InvalidArgument` when the key or value is too large.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         check_key(key)?;
         if value.len() > MAX_VALUE_SIZE {
             return Err(Error::InvalidArgument(format!(
@@ -83,7 +84,8 @@ impl WriteBatch {
     }
 
     /// Adds a delete; `InvalidArgument` when the key is too large.
-    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        let key = key.as_ref();
         check_key(key)?;
         self.rep.push(ValueKind::Deletion as u8);
         put_length_prefixed(&mut self.rep, key);
@@ -206,7 +208,7 @@ mod tests {
         b.delete(b"k2").unwrap();
         b.put(b"", b"").unwrap();
         let mut other = WriteBatch::new();
-        other.put(b"k3", &[7u8; 300]).unwrap();
+        other.put(b"k3", [7u8; 300]).unwrap();
         b.append(&other);
         assert_eq!(b.len(), 4);
         assert_eq!(b.user_bytes(), 2 + 2 + 2 + 2 + 300);

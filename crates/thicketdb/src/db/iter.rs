@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use super::search::SearchPool;
 use super::snapshot::Snapshot;
 use super::ReadOptions;
 use super::{DbInner, SuperVersion};
@@ -39,6 +40,8 @@ pub struct DbIterator {
     error: Option<Error>,
     /// Keeps the memtables and version this iterator reads alive.
     _super_version: Arc<SuperVersion>,
+    /// Seeks its sources in parallel when it reads enough runs (SifrDB).
+    parallel_seek: Option<Arc<SearchPool>>,
 }
 
 pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
@@ -73,6 +76,11 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
             }
         }
     }
+    let runs = children.len() - 1 - sv.imms.len();
+    let parallel_seek = inner
+        .search
+        .clone()
+        .filter(|_| runs >= inner.options.parallel_search_min_candidates.max(2));
     Ok(DbIterator {
         iter: MergingIterator::new(children),
         snapshot,
@@ -84,6 +92,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         upper: opts.upper_bound,
         error: None,
         _super_version: sv,
+        parallel_seek,
     })
 }
 
@@ -159,7 +168,12 @@ impl DbIterator {
         self.direction = Direction::Forward;
         self.saved_key.clear();
         let ikey = InternalKey::new(&target, self.snapshot.sequence(), ValueKind::SEEK);
-        self.iter.seek(ikey.encoded());
+        match &self.parallel_seek {
+            Some(pool) => self.iter.seek_with(ikey.encoded(), |children, target| {
+                pool.seek(children, target)
+            }),
+            None => self.iter.seek(ikey.encoded()),
+        }
         self.find_next_user_entry(false);
     }
 

@@ -71,6 +71,7 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
         mem.add(e.seq, e.kind, &e.key, &e.value);
     }
     log.writer = writer;
+    log.number = number;
     let mut current = inner.super_version.write();
     let next = SuperVersion {
         mem: Arc::new(mem),

@@ -8,13 +8,17 @@ mod background;
 mod batch;
 mod call_options;
 pub mod check;
+mod checkpoint;
 mod compact;
 mod flush;
 mod iter;
 mod lock_order;
 mod log_rewrite;
 mod open;
+mod range;
 mod read;
+mod read_only;
+mod search;
 mod settle;
 mod snapshot;
 mod space;
@@ -32,11 +36,13 @@ use parking_lot::{Condvar, Mutex, RwLock};
 pub(crate) use batch::DecodedBatch;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
+pub use checkpoint::CheckpointReport;
 pub use iter::DbIterator;
+pub use range::Range;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
 pub use stats::Stats;
-pub use tools::{destroy, repair, RepairReport};
+pub use tools::{destroy, dump, repair, RepairReport};
 
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
@@ -102,8 +108,13 @@ pub(crate) struct DbInner {
     pub closed: AtomicBool,
     /// Set with `BackgroundState::error`.
     pub failed: AtomicBool,
+    /// Opened by `Db::open_read_only`: no background threads, no log, no
+    /// lock; writes are refused.
+    pub read_only: bool,
     /// Released by `close`, even while other handles are alive.
     pub lock: Ranked<Option<Box<dyn FileLock>>>,
+    /// SifrDB's parallel search; `None` searches serially.
+    pub search: Option<Arc<search::SearchPool>>,
 }
 
 impl DbInner {
@@ -130,6 +141,15 @@ impl DbInner {
             Ok(())
         }
     }
+
+    /// `Error::ReadOnly` naming `what` on a store opened read-only.
+    pub fn check_writable(&self, what: &str) -> Result<()> {
+        if self.read_only {
+            Err(Error::ReadOnly(what.to_string()))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 struct DbHandle {
@@ -139,6 +159,11 @@ struct DbHandle {
 
 impl DbHandle {
     fn shutdown(&self) -> Result<()> {
+        if self.inner.read_only {
+            // Nothing to stop or persist: a read-only store writes nothing.
+            self.inner.closed.store(true, Ordering::Release);
+            return Ok(());
+        }
         let threads = std::mem::take(&mut *self.background.lock());
         if threads.is_empty() {
             return Ok(());
@@ -205,6 +230,36 @@ impl Db {
         })
     }
 
+    /// Opens the store in `path` for reading only, without writing a byte
+    /// there: the logs are replayed into memory, no lock is taken and no
+    /// background thread runs. Writes, `flush` and `compact_range` return
+    /// `Error::ReadOnly`. Works on a full or read-only file system, and
+    /// beside a read-write opener (see `docs/architecture.md`: the view is
+    /// the store as it was at open).
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_read_only_with_fs(path, options, Arc::new(PosixFs))
+    }
+
+    /// `open_read_only` through a given file system.
+    pub fn open_read_only_with_fs(
+        path: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Db> {
+        let inner = Arc::new(read_only::open(path.as_ref(), options, fs)?);
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                inner,
+                background: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Whether this handle was opened with `open_read_only`.
+    pub fn is_read_only(&self) -> bool {
+        self.inner().read_only
+    }
+
     fn inner(&self) -> &Arc<DbInner> {
         &self.handle.inner
     }
@@ -220,22 +275,31 @@ impl Db {
     }
 
     /// Sets `key` to `value`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.put_opt(key, value, WriteOptions::default())
     }
 
-    pub fn put_opt(&self, key: &[u8], value: &[u8], opts: WriteOptions) -> Result<()> {
+    /// `put` with per-write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: WriteOptions,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         let mut batch = WriteBatch::with_capacity(key.len() + value.len());
         batch.put(key, value)?;
         self.write_opt(batch, opts)
     }
 
     /// Removes `key` (a no-op when absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(key, WriteOptions::default())
     }
 
-    pub fn delete_opt(&self, key: &[u8], opts: WriteOptions) -> Result<()> {
+    /// `delete` with per-write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: WriteOptions) -> Result<()> {
+        let key = key.as_ref();
         let mut batch = WriteBatch::with_capacity(key.len());
         batch.delete(key)?;
         self.write_opt(batch, opts)
@@ -246,17 +310,81 @@ impl Db {
         self.write_opt(batch, WriteOptions::default())
     }
 
+    /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.inner().check_writable("write")?;
         write::write(self.inner(), batch, opts)
     }
 
     /// The value of `key`, or `None`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
     }
 
-    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(self.inner(), key, opts)
+    /// `get` with per-read options (a snapshot; bounds do not apply).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        read::get(self.inner(), key.as_ref(), opts)
+    }
+
+    /// Hands the value of `key` to `f` without copying it when it is read
+    /// from a table (it is borrowed from the cached block); `None` when
+    /// absent. Cheaper than `get` when the caller needs no owned value
+    /// (`docs/benchmarks.md`, *Borrowed get*).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+    /// db.put("k", "a long value")?;
+    /// assert_eq!(db.get_with("k", |v| v.len())?, Some(12));
+    /// assert_eq!(db.get_with("absent", |v| v.len())?, None);
+    /// # Ok::<(), thicketdb::Error>(())
+    /// ```
+    pub fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.get_with_opt(key, &ReadOptions::default(), f)
+    }
+
+    /// `get_with` with per-read options.
+    pub fn get_with_opt<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        read::get_with(self.inner(), key.as_ref(), opts, f)
+    }
+
+    /// The values of `keys`, in order, all read at one point of the write
+    /// order (one snapshot), as RocksDB's `MultiGet`.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    /// `multi_get` with per-read options; without a snapshot in `opts` it
+    /// takes one, so that every key is read at the same point.
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        opts: &ReadOptions,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let pinned;
+        let opts = match opts.snapshot {
+            Some(_) => opts,
+            None => {
+                pinned = ReadOptions {
+                    snapshot: Some(self.snapshot()),
+                    ..opts.clone()
+                };
+                &pinned
+            }
+        };
+        keys.into_iter().map(|k| self.get_opt(k, opts)).collect()
     }
 
     /// A consistent read view at the current point of the write order.
@@ -274,6 +402,7 @@ impl Db {
     /// Flushes the memtable and waits until every immutable memtable is on
     /// disk.
     pub fn flush(&self) -> Result<()> {
+        self.inner().check_writable("flush")?;
         write::flush(self.inner())
     }
 
@@ -281,6 +410,7 @@ impl Db {
     /// is unbounded) into the bottom of the tree, dropping overwritten
     /// versions and deletions no snapshot needs.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner().check_writable("compact_range")?;
         self.flush()?;
         compact::compact_range(self.inner(), start, end)
     }

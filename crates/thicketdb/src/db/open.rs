@@ -9,11 +9,12 @@ use parking_lot::{Condvar, RwLock};
 
 use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
+use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::{Backing, Backings, FileSystem};
+use crate::io::{Backing, Backings, FileLock, FileSystem};
 use crate::log::{decode_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -33,7 +34,15 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(Backings::default());
     let mut versions = recover_versions(&fs, dir, exists, &counters, &backings)?;
-    let (mut edit, last_sequence) = replay_logs(fs.as_ref(), dir, &options, &versions, &counters)?;
+    let replayed = replay_logs(
+        fs.as_ref(),
+        dir,
+        &options,
+        &versions,
+        &counters,
+        FullMemtable::Flush,
+    )?;
+    let mut edit = replayed.edit;
 
     // Writes go to a fresh log from now on; the replayed ones are flushed.
     let log_number = versions.new_file_number();
@@ -41,54 +50,32 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     fs.sync_dir(dir)?;
     Counters::add(&counters.fsyncs_log, 1);
     edit.log_number = Some(log_number);
-    edit.last_sequence = Some(last_sequence);
+    edit.last_sequence = Some(replayed.last_sequence);
     let version = versions.log_and_apply(edit)?;
     sweep(fs.as_ref(), dir, &version, log_number);
 
-    let table_cache = Arc::new(TableCache::new(
-        dir,
-        fs.clone(),
-        options.max_open_files,
-        options.segment_descriptor_cache,
-        Arc::new(BlockCache::new(options.block_cache_size)),
-    ));
+    let table_cache = new_table_cache(dir, &fs, &options);
     release_dead_space(&table_cache, &version);
     if options.triad_disk {
         load_l0_sketches(&table_cache, &version);
     }
-    let policy = crate::compaction::Policy::new(&options);
-    let pending_compaction_bytes = policy.pending_bytes(&version);
     let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
-    Ok(DbInner {
-        dir: dir.to_path_buf(),
-        counters,
-        table_cache,
-        policy,
-        snapshots: Arc::new(SnapshotRegistry::default()),
-        last_sequence: AtomicU64::new(last_sequence),
-        super_version: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(mem),
-            imms: Vec::new(),
-            pending_compaction_bytes,
-            version,
-        })),
-        write: Ranked::new(Rank::Write, WriteState::default()),
-        write_cv: Condvar::new(),
-        log: Ranked::new(
-            Rank::Log,
-            LogState {
-                writer: LogWriter::new(log_file),
-            },
-        ),
-        versions: Ranked::new(Rank::Versions, versions),
-        background: Ranked::new(Rank::Background, BackgroundState::default()),
-        background_cv: Condvar::new(),
-        backings,
-        closed: AtomicBool::new(false),
-        failed: AtomicBool::new(false),
+    assemble(Parts {
+        dir,
         options,
         fs,
-        lock: Ranked::new(Rank::FileLock, Some(lock)),
+        counters,
+        backings,
+        table_cache,
+        versions,
+        version,
+        mem,
+        imms: Vec::new(),
+        last_sequence: replayed.last_sequence,
+        log: LogWriter::new(log_file),
+        log_number,
+        lock: Some(lock),
+        read_only: false,
     })
 }
 
@@ -103,6 +90,97 @@ fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
             let _unknown_overlap = table_cache.load_sketch(t);
         }
     }
+}
+
+pub(super) fn new_table_cache(
+    dir: &Path,
+    fs: &Arc<dyn FileSystem>,
+    options: &Options,
+) -> Arc<TableCache> {
+    Arc::new(TableCache::new(
+        dir,
+        fs.clone(),
+        options.max_open_files,
+        options.segment_descriptor_cache,
+        Arc::new(BlockCache::new(options.block_cache_size)),
+    ))
+}
+
+/// What an open recovered, to be assembled into a `DbInner`.
+pub(super) struct Parts<'a> {
+    pub dir: &'a Path,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub counters: Arc<Counters>,
+    pub backings: Arc<Backings>,
+    pub table_cache: Arc<TableCache>,
+    pub versions: VersionSet,
+    pub version: Arc<Version>,
+    pub mem: Memtable,
+    /// Immutable memtables, newest first.
+    pub imms: Vec<Arc<Memtable>>,
+    pub last_sequence: u64,
+    pub log: LogWriter,
+    /// The number of the log `log` writes (0: none, read-only).
+    pub log_number: u64,
+    pub lock: Option<Box<dyn FileLock>>,
+    pub read_only: bool,
+}
+
+pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
+    let policy = crate::compaction::Policy::new(&p.options);
+    let pending_compaction_bytes = policy.pending_bytes(&p.version);
+    let search = start_search_pool(&p.options, &p.counters)?;
+    Ok(DbInner {
+        dir: p.dir.to_path_buf(),
+        counters: p.counters,
+        table_cache: p.table_cache,
+        policy,
+        snapshots: Arc::new(SnapshotRegistry::default()),
+        last_sequence: AtomicU64::new(p.last_sequence),
+        super_version: RwLock::new(Arc::new(SuperVersion {
+            mem: Arc::new(p.mem),
+            imms: p.imms,
+            pending_compaction_bytes,
+            version: p.version,
+        })),
+        write: Ranked::new(Rank::Write, WriteState::default()),
+        write_cv: Condvar::new(),
+        log: Ranked::new(
+            Rank::Log,
+            LogState {
+                writer: p.log,
+                number: p.log_number,
+            },
+        ),
+        versions: Ranked::new(Rank::Versions, p.versions),
+        background: Ranked::new(Rank::Background, BackgroundState::default()),
+        background_cv: Condvar::new(),
+        backings: p.backings,
+        closed: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
+        read_only: p.read_only,
+        options: p.options,
+        fs: p.fs,
+        lock: Ranked::new(Rank::FileLock, p.lock),
+        search,
+    })
+}
+
+/// The search threads of SifrDB's parallel search: `search_threads` in
+/// all, the caller's included (0: one per core); none for 1.
+fn start_search_pool(
+    options: &Options,
+    counters: &Arc<Counters>,
+) -> Result<Option<Arc<SearchPool>>> {
+    let threads = match options.search_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    if threads <= 1 {
+        return Ok(None);
+    }
+    SearchPool::start(threads - 1, counters.clone()).map(|p| Some(Arc::new(p)))
 }
 
 /// Checks the stored `OPTIONS` of an existing store against `options`, or
@@ -168,16 +246,34 @@ fn recover_versions(
     )
 }
 
-/// Replays every log the MANIFEST still needs, in order, flushing the
-/// memtables it fills into L0 runs recorded in the returned edit, with the
-/// last sequence number found.
-fn replay_logs(
+/// What replay does with a memtable it filled.
+pub(super) enum FullMemtable {
+    /// Writes it as an L0 run (recorded in the replay's edit).
+    Flush,
+    /// Keeps it in memory, immutable (a read-only open writes nothing).
+    Keep,
+}
+
+/// What log replay produced.
+pub(super) struct Replayed {
+    /// The L0 runs flushed (`FullMemtable::Flush`).
+    pub edit: VersionEdit,
+    /// The memtables kept (`FullMemtable::Keep`), newest first.
+    pub memtables: Vec<Arc<Memtable>>,
+    /// The last sequence number found (or the MANIFEST's).
+    pub last_sequence: u64,
+}
+
+/// Replays every log the MANIFEST still needs, in order, into memtables
+/// that are flushed into L0 runs or kept, as `full` says.
+pub(super) fn replay_logs(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
     versions: &VersionSet,
     counters: &Counters,
-) -> Result<(VersionEdit, u64)> {
+    full: FullMemtable,
+) -> Result<Replayed> {
     let mut logs: Vec<u64> = fs
         .list(dir)?
         .iter()
@@ -196,19 +292,30 @@ fn replay_logs(
             counters,
             new_file_number: &numbers,
         },
+        full,
         mem: Arc::new(Memtable::new(0)),
         edit: VersionEdit::default(),
+        kept: Vec::new(),
         replayed: logs.clone(),
     };
     let mut last_sequence = versions.last_sequence();
     for &log in &logs {
         last_sequence = last_sequence.max(replay.log(log)?);
     }
-    replay.flush_memtable()?;
-    Ok((replay.edit, last_sequence))
+    replay.memtable_full()?;
+    replay.kept.reverse();
+    Ok(Replayed {
+        edit: replay.edit,
+        memtables: replay.kept,
+        last_sequence,
+    })
 }
 
-fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
+pub(super) fn check_stored_profile(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+) -> Result<()> {
     let path = options_path(dir);
     if !fs.exists(&path) {
         return Err(Error::corruption(&path, 0, "OPTIONS file is missing"));
@@ -225,12 +332,15 @@ fn check_stored_profile(fs: &dyn FileSystem, dir: &Path, options: &Options) -> R
     Ok(())
 }
 
-/// Replays logs into memtables, flushing each full one into L0.
+/// Replays logs into memtables, flushing or keeping each full one.
 struct Replay<'a> {
     env: FlushEnv<'a>,
+    full: FullMemtable,
     mem: Arc<Memtable>,
     edit: VersionEdit,
-    /// Every log this recovery replays.
+    /// Memtables kept in memory, oldest first.
+    kept: Vec<Arc<Memtable>>,
+    /// Every log this replay reads.
     replayed: Vec<u64>,
 }
 
@@ -253,7 +363,7 @@ impl Replay<'_> {
             };
             last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
             if self.mem.approximate_size() >= self.env.options.write_buffer_size {
-                self.flush_memtable()?;
+                self.memtable_full()?;
             }
         }
         Ok(last)
@@ -276,14 +386,20 @@ impl Replay<'_> {
         Ok(last)
     }
 
-    fn flush_memtable(&mut self) -> Result<()> {
+    fn memtable_full(&mut self) -> Result<()> {
         if self.mem.is_empty() {
             return Ok(());
         }
         let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0)));
-        // Recovery runs before any snapshot exists: only the newest version
-        // of each key matters, but keep them all, as a flush does.
-        self.env.flush(mem, 0, &mut self.edit)
+        match self.full {
+            // Recovery runs before any snapshot exists: only the newest
+            // version of each key matters, but keep them all, as a flush does.
+            FullMemtable::Flush => self.env.flush(mem, 0, &mut self.edit),
+            FullMemtable::Keep => {
+                self.kept.push(mem);
+                Ok(())
+            }
+        }
     }
 }
 

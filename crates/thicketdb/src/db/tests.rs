@@ -52,7 +52,7 @@ fn gets_of_keys_around_the_stack_lookup_key_size() {
     let db = Db::open(dir.path(), small_options()).unwrap();
     let keys: Vec<Vec<u8>> = (118..=122).map(|n| vec![b'k'; n]).collect();
     for (i, k) in keys.iter().enumerate() {
-        db.put(k, &[i as u8]).unwrap();
+        db.put(k, [i as u8]).unwrap();
     }
     db.delete(&keys[2]).unwrap();
     for flushed in [false, true] {
@@ -74,10 +74,10 @@ fn many_writes_flush_compact_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
     for i in 0..20_000u32 {
-        db.put(&key(i % 7000), format!("v{i}").as_bytes()).unwrap();
+        db.put(key(i % 7000), format!("v{i}").as_bytes()).unwrap();
     }
     for i in (0..7000u32).step_by(3) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
     }
     db.flush().unwrap();
     let stats = db.stats();
@@ -92,7 +92,7 @@ fn many_writes_flush_compact_and_survive_reopen() {
                 let last = (0..20_000u32).rev().find(|j| j % 7000 == i).unwrap();
                 Some(format!("v{last}").into_bytes())
             };
-            assert_eq!(db.get(&key(i)).unwrap(), expect, "key {i}");
+            assert_eq!(db.get(key(i)).unwrap(), expect, "key {i}");
         }
         assert_eq!(scan(db, ReadOptions::default()).len(), 7000 - 2334);
     };
@@ -111,7 +111,7 @@ fn compactions_read_without_filling_the_block_cache() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
     for i in 0..20_000u32 {
-        db.put(&key(i % 7000), format!("v{i}").as_bytes()).unwrap();
+        db.put(key(i % 7000), format!("v{i}").as_bytes()).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -125,13 +125,13 @@ fn compactions_read_without_filling_the_block_cache() {
         ..ReadOptions::default()
     };
     assert_eq!(
-        db.get_opt(&key(5), &no_fill).unwrap(),
+        db.get_opt(key(5), &no_fill).unwrap(),
         Some(b"v14005".to_vec())
     );
     assert_eq!(scan(&db, no_fill).len(), 7000);
     assert_eq!(db.stats().block_cache_bytes, 0);
     // ... other reads do: a get and an iterator each leave blocks behind.
-    db.get(&key(5)).unwrap().unwrap();
+    db.get(key(5)).unwrap().unwrap();
     let after_get = db.stats().block_cache_bytes;
     assert!(after_get > 0);
     assert_eq!(scan(&db, ReadOptions::default()).len(), 7000);
@@ -147,7 +147,7 @@ fn snapshots_see_a_fixed_state() {
     db.put(b"k", b"new").unwrap();
     db.delete(b"k").unwrap();
     for i in 0..5000u32 {
-        db.put(&key(i), &[b'x'; 50]).unwrap();
+        db.put(key(i), [b'x'; 50]).unwrap();
     }
     db.compact_range(None, None).unwrap();
     let opts = ReadOptions {
@@ -164,11 +164,11 @@ fn iterator_bounds_and_reverse() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
     for i in 0..100u32 {
-        db.put(&key(i), &key(i)).unwrap();
+        db.put(key(i), key(i)).unwrap();
     }
     db.flush().unwrap();
     for i in (0..100u32).step_by(2) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
     }
     let opts = ReadOptions {
         lower_bound: Some(key(10)),
@@ -352,7 +352,7 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
     // Overlapping runs: compaction must merge them, not move them.
     for value in [b"old!!", b"value"] {
         for i in 0..2000 {
-            db.put(&key(i), value).unwrap();
+            db.put(key(i), value).unwrap();
         }
         db.flush().unwrap();
     }
@@ -377,7 +377,7 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
         live,
         "exactly the live version's segments are left"
     );
-    assert_eq!(db.get(&key(1999)).unwrap(), Some(b"value".to_vec()));
+    assert_eq!(db.get(key(1999)).unwrap(), Some(b"value".to_vec()));
 }
 
 #[test]
@@ -385,7 +385,7 @@ fn tables_written_by_this_process_carry_their_key_sketch() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
     for i in 0..3000 {
-        db.put(&key(i), b"v").unwrap();
+        db.put(key(i), b"v").unwrap();
     }
     db.flush().unwrap();
     let sv = db.inner().super_version();

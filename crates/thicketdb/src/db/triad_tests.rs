@@ -21,7 +21,7 @@ fn disk_options() -> Options {
 /// Writes keys `range` and flushes them as one L0 run.
 fn flush_keys(db: &Db, range: std::ops::Range<u32>) {
     for i in range {
-        db.put(&key(i), b"value").unwrap();
+        db.put(key(i), b"value").unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
@@ -62,7 +62,7 @@ fn triad_disk_defers_disjoint_flushes_and_compacts_repeated_keys_after_reopen() 
     let s = db.stats();
     assert_eq!(s.runs_per_level[0], 0, "half the keys repeat: compacted");
     assert!(s.l0_overlap_ratio >= 0.4, "{}", s.l0_overlap_ratio);
-    assert_eq!(db.get(&key(1500)).unwrap(), Some(b"value".to_vec()));
+    assert_eq!(db.get(key(1500)).unwrap(), Some(b"value".to_vec()));
 }
 
 #[test]

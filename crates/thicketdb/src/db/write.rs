@@ -48,6 +48,9 @@ pub(crate) struct WriteState {
 /// The current log; only the write leader and memtable switches touch it.
 pub(crate) struct LogState {
     pub writer: LogWriter,
+    /// The file number of the log `writer` appends to (a checkpoint copies
+    /// exactly its written prefix).
+    pub number: u64,
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
@@ -336,6 +339,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     }
     Counters::add(&inner.counters.fsyncs_log, 1);
     log.writer = LogWriter::new(file);
+    log.number = number;
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.

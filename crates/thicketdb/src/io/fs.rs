@@ -39,8 +39,9 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// Releases the disk space of `len` bytes at `offset` without changing
     /// the file length. Returns `Ok(false)` when the file system does not
-    /// support hole punching (the space is then reclaimed only when the whole
-    /// file is deleted).
+    /// support hole punching, or when the file has another hard link (a
+    /// checkpoint shares it and may still need those bytes): the space is
+    /// then reclaimed only when the whole file is deleted.
     fn punch_hole(&self, offset: u64, len: u64) -> Result<bool>;
 }
 
@@ -82,6 +83,14 @@ pub trait FileSystem: Send + Sync + 'static {
     /// reports the file's size.
     fn allocated_size(&self, path: &Path) -> Result<u64> {
         self.file_size(path)
+    }
+    /// Makes `to` a second name of the existing file `from` (a hard link).
+    /// The default refuses: callers fall back to copying.
+    fn hard_link(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(crate::error::Error::io(
+            std::io::Error::from(std::io::ErrorKind::Unsupported),
+            format!("hard link of {}", from.display()),
+        ))
     }
     /// Creates a directory and its parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;

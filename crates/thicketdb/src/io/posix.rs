@@ -103,6 +103,18 @@ impl RandomAccessFile for PosixRandom {
     }
 
     fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
+        // A second link is a checkpoint sharing this inode: punching here
+        // would punch its tables too. The checkpoint links only segments of
+        // a version it pins, so a link made after this check never covers
+        // the (already dead) extent being punched.
+        let links = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(e, ctx(&self.path)))?
+            .nlink();
+        if links > 1 {
+            return Ok(false);
+        }
         // Readers hold the file read-only; hole punching needs write access,
         // and is rare enough that a second descriptor per call is fine.
         let writable = OpenOptions::new()
@@ -215,6 +227,10 @@ impl FileSystem for PosixFs {
             * 512)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io(e, ctx(from)))
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| Error::io(e, ctx(dir)))
     }
@@ -294,6 +310,27 @@ mod tests {
         assert_eq!(fs.file_size(&path).unwrap(), 256 * 1024);
         if punched {
             assert!(after <= before - 128 * 1024, "{before} -> {after}");
+        }
+    }
+
+    #[test]
+    fn punch_hole_spares_a_file_with_another_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg");
+        PosixFs.write_durably(&path, &[7u8; 64 << 10]).unwrap();
+        let file = PosixFs.open_random(&path).unwrap();
+        PosixFs
+            .hard_link(&path, &dir.path().join("linked"))
+            .unwrap();
+        assert!(!file.punch_hole(0, 32 << 10).unwrap());
+        let mut buf = vec![0u8; 64 << 10];
+        file.read_exact_at(0, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 7), "the shared bytes survive");
+        PosixFs.remove(&dir.path().join("linked")).unwrap();
+        // Alone again, the file is punched (where the file system can).
+        if file.punch_hole(0, 32 << 10).unwrap() {
+            file.read_exact_at(0, &mut buf).unwrap();
+            assert!(buf[..32 << 10].iter().all(|&b| b == 0));
         }
     }
 

@@ -32,6 +32,18 @@ impl MergingIterator {
         }
     }
 
+    /// Like `seek`, but `seek_all` positions the children (on other
+    /// threads if it likes) and hands them back.
+    pub fn seek_with(
+        &mut self,
+        target: &[u8],
+        seek_all: impl FnOnce(Vec<Box<dyn InternalIterator>>, &[u8]) -> Vec<Box<dyn InternalIterator>>,
+    ) {
+        self.children = seek_all(std::mem::take(&mut self.children), target);
+        self.direction = Direction::Forward;
+        self.find_smallest();
+    }
+
     fn pick(&mut self, want: Ordering) {
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {

@@ -185,6 +185,13 @@ options! {
         /// waits for it too). L0 and pending-bytes write stalls are off,
         /// for nothing would end them.
         disable_auto_compactions: bool = false,
+        /// Threads probing a point lookup's candidate tables in parallel
+        /// (SifrDB's parallel search), the caller's included; 0: one per
+        /// core; 1: the serial search.
+        search_threads: usize = 0,
+        /// Lookups with fewer candidate tables (runs whose key range and
+        /// filter admit the key) are searched serially.
+        parallel_search_min_candidates: usize = 2,
     }
 }
 

@@ -24,7 +24,7 @@ mod reader;
 mod separator;
 mod table_iter;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub use block::Block;
 pub use block_builder::BlockBuilder;

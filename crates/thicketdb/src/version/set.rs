@@ -123,10 +123,27 @@ impl VersionSet {
         next_file_number: Arc<AtomicU64>,
         backings: Arc<Backings>,
     ) -> Result<VersionSet> {
+        let mut set =
+            VersionSet::without_manifest(fs, dir, counters, rec, next_file_number, backings);
+        set.write_new_manifest()?;
+        Ok(set)
+    }
+
+    /// A version set over recovered state that writes nothing: no MANIFEST
+    /// is created (for `Db::open_read_only`, whose file system refuses every
+    /// write should an edit ever be attempted).
+    pub fn without_manifest(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        counters: Arc<Counters>,
+        rec: Recovered,
+        next_file_number: Arc<AtomicU64>,
+        backings: Arc<Backings>,
+    ) -> VersionSet {
         let mut current = rec.version;
         current.pin(backings.clone());
         next_file_number.fetch_max(rec.next_file_number, Ordering::SeqCst);
-        let mut set = VersionSet {
+        VersionSet {
             dir: dir.to_path_buf(),
             fs,
             counters,
@@ -138,9 +155,7 @@ impl VersionSet {
             last_sequence: rec.last_sequence,
             backings,
             unsure: Vec::new(),
-        };
-        set.write_new_manifest()?;
-        Ok(set)
+        }
     }
 
     /// State of a store that has no MANIFEST yet.

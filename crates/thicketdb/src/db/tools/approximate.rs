@@ -60,7 +60,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for i in 0..20_000u32 {
-            db.put(format!("k{i:06}").as_bytes(), &[b'x'; 100]).unwrap();
+            db.put(format!("k{i:06}").as_bytes(), [b'x'; 100]).unwrap();
         }
         db.compact_range(None, None).unwrap();
         let half = db.approximate_size(b"k000000", b"k010000").unwrap();

@@ -1,9 +1,11 @@
 //! Store-level tools that LevelDB exposes and the C API needs: named
 //! properties, approximate sizes of key ranges, destroying a store and
-//! repairing one whose MANIFEST is lost or damaged.
+//! repairing one whose MANIFEST is lost or damaged, and decoding its files
+//! for inspection (`dump`).
 
 mod approximate;
 mod destroy;
+pub mod dump;
 mod properties;
 mod repair;
 

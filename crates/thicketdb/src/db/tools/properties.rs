@@ -103,7 +103,7 @@ mod tests {
         };
         let db = Db::open(dir, options).unwrap();
         for i in 0..2000u32 {
-            db.put(format!("key{i:06}").as_bytes(), &[b'v'; 100])
+            db.put(format!("key{i:06}").as_bytes(), [b'v'; 100])
                 .unwrap();
         }
         db.flush().unwrap();
@@ -141,7 +141,7 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        db.put(b"fresh", &[b'v'; 1000]).unwrap();
+        db.put(b"fresh", [b'v'; 1000]).unwrap();
         assert!(db.get(b"key000001").unwrap().is_some());
         let text = db.property("leveldb.stats").unwrap();
         assert!(text.contains("Level  Files"), "{text}");

@@ -1,0 +1,370 @@
+//! `dump`: decodes the MANIFEST (the default), one live table
+//! (`--table SEGMENT:OFFSET`) or one log (`--log N`), as text or one JSON
+//! object (`--json`, keys in README.md). Reads only (`thicketdb::dump`).
+//!
+//! Byte strings (keys, values) are printed escaped: printable UTF-8 as is,
+//! control characters as `\u{..}`, other bytes as `\xNN`.
+
+use std::io::Write;
+
+use serde_json::{json, Map, Value};
+use thicketdb::dump::{Entry, IndexEntry, LogDump, ManifestDump, ManifestRecord, TableDump};
+use thicketdb::error::Printable;
+use thicketdb::format::internal_key::ParsedKey;
+use thicketdb::format::ValueKind;
+use thicketdb::version::edit::VersionEdit;
+use thicketdb::version::meta::TableMeta;
+
+use super::{db_dir, Status};
+use crate::cli::{DumpArgs, GlobalArgs};
+use crate::error::{CliError, CliResult};
+
+pub fn run(g: &GlobalArgs, args: &DumpArgs) -> CliResult<Status> {
+    let dir = db_dir(g)?;
+    let (json, text) = if let Some(spec) = &args.table {
+        let (segment, offset) = parse_table(spec)?;
+        let dump = thicketdb::dump::table(dir, segment, offset)?;
+        (table_json(&dump), table_text(&dump))
+    } else if let Some(number) = args.log {
+        let dump = thicketdb::dump::log(dir, number)?;
+        (log_json(&dump), log_text(&dump))
+    } else {
+        let dump = thicketdb::dump::manifest(dir)?;
+        (manifest_json(&dump), manifest_text(&dump))
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{json}")?;
+    } else {
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(Status::Success)
+}
+
+fn parse_table(spec: &str) -> CliResult<(u64, u64)> {
+    spec.split_once(':')
+        .and_then(|(s, o)| Some((s.parse().ok()?, o.parse().ok()?)))
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "bad --table {spec:?}: expected SEGMENT:OFFSET (numbers)"
+            ))
+        })
+}
+
+fn bytes(b: &[u8]) -> String {
+    Printable(b).to_string()
+}
+
+fn kind(kind: ValueKind) -> String {
+    format!("{kind:?}").to_lowercase()
+}
+
+/// An encoded internal key as `{key, sequence, kind}`; an undecodable one
+/// as its escaped bytes.
+fn internal_key_json(encoded: &[u8]) -> Value {
+    match ParsedKey::parse(encoded) {
+        Some(p) => json!({
+            "key": bytes(p.user_key),
+            "sequence": p.sequence,
+            "kind": kind(p.kind),
+        }),
+        None => json!({ "raw": bytes(encoded) }),
+    }
+}
+
+fn internal_key_text(encoded: &[u8]) -> String {
+    match ParsedKey::parse(encoded) {
+        Some(p) => format!("{}@{}:{}", bytes(p.user_key), p.sequence, kind(p.kind)),
+        None => format!("(raw) {}", bytes(encoded)),
+    }
+}
+
+fn entry_json(e: &Entry) -> Value {
+    json!({
+        "key": bytes(&e.key),
+        "sequence": e.sequence,
+        "kind": kind(e.kind),
+        "value": bytes(&e.value),
+    })
+}
+
+fn entry_text(e: &Entry) -> String {
+    format!(
+        "{}@{}:{} => {}",
+        bytes(&e.key),
+        e.sequence,
+        kind(e.kind),
+        bytes(&e.value)
+    )
+}
+
+fn table_meta_json(m: &TableMeta) -> Map<String, Value> {
+    let value = json!({
+        "table": m.id,
+        "segment": m.segment,
+        "offset": m.offset,
+        "length": m.length,
+        "smallest": internal_key_json(&m.smallest),
+        "largest": internal_key_json(&m.largest),
+        "entries": m.entries,
+        "min_seq": m.min_seq,
+        "max_seq": m.max_seq,
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn edit_json(e: &VersionEdit) -> Value {
+    let new_tables: Vec<Value> = e
+        .new_tables
+        .iter()
+        .map(|t| {
+            let mut object = table_meta_json(&t.meta);
+            object.insert("level".into(), json!(t.level));
+            object.insert("run".into(), json!(t.run));
+            Value::Object(object)
+        })
+        .collect();
+    let deleted_tables: Vec<Value> = e
+        .deleted_tables
+        .iter()
+        .map(|d| json!({ "level": d.level, "run": d.run, "table": d.table }))
+        .collect();
+    let merge_journal = e.merge_journal.as_ref().map(|j| {
+        json!({
+            "level": j.level,
+            "input_runs": j.input_runs,
+            "interim_run": j.interim_run,
+            "output_level": j.output_level,
+            "resume_after": bytes(&j.resume_after),
+        })
+    });
+    let stats: Map<String, Value> = e
+        .stats
+        .iter()
+        .map(|(name, value)| (name.clone(), json!(value)))
+        .collect();
+    json!({
+        "format_version": e.format_version,
+        "log_number": e.log_number,
+        "next_file_number": e.next_file_number,
+        "last_sequence": e.last_sequence,
+        "new_tables": new_tables,
+        "deleted_tables": deleted_tables,
+        "merge_journal": merge_journal,
+        "merge_done": e.merge_done,
+        "stats": stats,
+    })
+}
+
+fn version_json(record: &ManifestRecord) -> Value {
+    let levels: Vec<Value> = record
+        .levels
+        .iter()
+        .map(|runs| {
+            Value::Array(
+                runs.iter()
+                    .map(|r| json!({ "run": r.id, "tables": r.tables }))
+                    .collect(),
+            )
+        })
+        .collect();
+    json!({ "levels": levels })
+}
+
+fn manifest_json(dump: &ManifestDump) -> Value {
+    let records: Vec<Value> = dump
+        .records
+        .iter()
+        .map(|r| {
+            json!({
+                "offset": r.offset,
+                "edit": edit_json(&r.edit),
+                "version": version_json(r),
+            })
+        })
+        .collect();
+    json!({ "manifest": dump.path.display().to_string(), "records": records })
+}
+
+fn manifest_text(dump: &ManifestDump) -> String {
+    let mut out = format!("manifest {}\n", dump.path.display());
+    for r in &dump.records {
+        let e = &r.edit;
+        out += &format!("record at {}:\n", r.offset);
+        for (name, value) in [
+            ("format_version", e.format_version),
+            ("log_number", e.log_number),
+            ("next_file_number", e.next_file_number),
+            ("last_sequence", e.last_sequence),
+        ] {
+            if let Some(v) = value {
+                out += &format!("  {name} {v}\n");
+            }
+        }
+        for t in &e.new_tables {
+            let m = &t.meta;
+            out += &format!(
+                "  + L{} run {} table {} at {}:{} ({} bytes, {} entries, seq {}..{}) {} .. {}\n",
+                t.level,
+                t.run,
+                m.id,
+                m.segment,
+                m.offset,
+                m.length,
+                m.entries,
+                m.min_seq,
+                m.max_seq,
+                internal_key_text(&m.smallest),
+                internal_key_text(&m.largest)
+            );
+        }
+        for d in &e.deleted_tables {
+            out += &format!("  - L{} run {} table {}\n", d.level, d.run, d.table);
+        }
+        if let Some(j) = &e.merge_journal {
+            out += &format!(
+                "  merge journal: L{} runs {:?} into run {} at L{}, done through {}\n",
+                j.level,
+                j.input_runs,
+                j.interim_run,
+                j.output_level,
+                bytes(&j.resume_after)
+            );
+        }
+        if e.merge_done {
+            out += "  merge done\n";
+        }
+        if !e.stats.is_empty() {
+            out += &format!("  {} counters\n", e.stats.len());
+        }
+        out += "  version:";
+        let mut empty = true;
+        for (level, runs) in r.levels.iter().enumerate() {
+            if runs.is_empty() {
+                continue;
+            }
+            empty = false;
+            out += &format!(" L{level}[");
+            let runs: Vec<String> = runs
+                .iter()
+                .map(|run| format!("run {}: {:?}", run.id, run.tables))
+                .collect();
+            out += &runs.join(", ");
+            out += "]";
+        }
+        if empty {
+            out += " empty";
+        }
+        out += "\n";
+    }
+    out
+}
+
+fn index_json(i: &IndexEntry) -> Value {
+    json!({
+        "key": bytes(&i.key.key),
+        "sequence": i.key.sequence,
+        "block_offset": i.block_offset,
+        "block_size": i.block_size,
+    })
+}
+
+fn table_json(dump: &TableDump) -> Value {
+    let mut table = table_meta_json(&dump.meta);
+    table.insert("path".into(), json!(dump.path.display().to_string()));
+    table.insert("level".into(), json!(dump.level));
+    table.insert("run".into(), json!(dump.run));
+    let p = &dump.properties;
+    json!({
+        "table": table,
+        "properties": {
+            "entries": p.entries,
+            "deletions": p.deletions,
+            "data_bytes": p.data_bytes,
+            "raw_key_bytes": p.raw_key_bytes,
+            "raw_value_bytes": p.raw_value_bytes,
+            "smallest": internal_key_json(&p.smallest_key),
+            "largest": internal_key_json(&p.largest_key),
+            "min_seq": p.min_seq,
+            "max_seq": p.max_seq,
+            "format_version": p.format_version,
+        },
+        "index": dump.index.iter().map(index_json).collect::<Vec<_>>(),
+        "entries": dump.entries.iter().map(entry_json).collect::<Vec<_>>(),
+    })
+}
+
+fn table_text(dump: &TableDump) -> String {
+    let m = &dump.meta;
+    let p = &dump.properties;
+    let mut out = format!(
+        "table {} in {} at {} ({} bytes), L{} run {}\n",
+        m.id,
+        dump.path.display(),
+        m.offset,
+        m.length,
+        dump.level,
+        dump.run
+    );
+    out += &format!(
+        "properties: {} entries ({} deletions), {} data bytes, key bytes {}, value bytes {}, seq {}..{}, format {}\n",
+        p.entries,
+        p.deletions,
+        p.data_bytes,
+        p.raw_key_bytes,
+        p.raw_value_bytes,
+        p.min_seq,
+        p.max_seq,
+        p.format_version
+    );
+    out += &format!("index: {} blocks\n", dump.index.len());
+    for i in &dump.index {
+        out += &format!(
+            "  {}@{} -> block at {} ({} bytes)\n",
+            bytes(&i.key.key),
+            i.key.sequence,
+            i.block_offset,
+            i.block_size
+        );
+    }
+    out += &format!("entries: {}\n", dump.entries.len());
+    for e in &dump.entries {
+        out += &format!("  {}\n", entry_text(e));
+    }
+    out
+}
+
+fn log_json(dump: &LogDump) -> Value {
+    let records: Vec<Value> = dump
+        .records
+        .iter()
+        .map(|r| {
+            json!({
+                "offset": r.offset,
+                "sequence": r.first_sequence,
+                "ops": r.ops.iter().map(entry_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "log": dump.path.display().to_string(), "records": records })
+}
+
+fn log_text(dump: &LogDump) -> String {
+    let mut out = format!("log {}\n", dump.path.display());
+    for r in &dump.records {
+        out += &format!(
+            "record at {}: {} ops from sequence {}\n",
+            r.offset,
+            r.ops.len(),
+            r.first_sequence
+        );
+        for e in &r.ops {
+            out += &format!("  {}\n", entry_text(e));
+        }
+    }
+    out
+}

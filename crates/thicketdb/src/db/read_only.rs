@@ -1,0 +1,256 @@
+//! `Db::open_read_only`: a complete view of a store that never writes a
+//! byte to its directory.
+//!
+//! The MANIFEST is read but no new one is written, the logs it still needs
+//! are replayed into memtables kept immutable in memory (never flushed), no
+//! log is created, the `LOCK` file is not taken and no background thread
+//! runs. Every file goes through [`ReadOnlyFs`], which refuses anything that
+//! would change the directory, so a write attempted by mistake fails with
+//! `Error::ReadOnly` instead of reaching the disk. A store on a full (or
+//! read-only) file system opens this way.
+//!
+//! Beside a read-write opener (another process, or this one): allowed, as
+//! RocksDB allows it. The read-only handle sees the store as it was when it
+//! opened and never changes the writer's files. The writer does not know
+//! about it, though: once it compacts away or deletes files the view
+//! references, reads of those tables fail with an I/O or corruption error
+//! (never a wrong value: every block is checksummed); reopen for a fresh
+//! view. An open that races with the writer starts over, up to
+//! `OPEN_ATTEMPTS` times: when a file vanishes (a MANIFEST roll, a flushed
+//! log deleted), when the MANIFEST's log number moved while the logs were
+//! read (a log flushed and deleted meanwhile would be missing from the
+//! view), and when a log reads as damaged (a record the writer was copying
+//! into its memory-mapped log as we read it: zeros with records after
+//! them). Real damage fails every attempt and is returned.
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use super::open::{
+    assemble, check_stored_profile, new_table_cache, replay_logs, FullMemtable, Parts,
+};
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::version::files::current_path;
+use crate::version::VersionSet;
+
+/// Opens that raced with a writer (see the module comment) start over
+/// this many times.
+const OPEN_ATTEMPTS: usize = 10;
+
+/// One attempt at opening.
+enum Attempt {
+    Opened(Box<DbInner>),
+    /// A writer flushed while the logs were read: the view may lack a log.
+    Raced,
+}
+
+pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
+    options.validate()?;
+    let fs = ReadOnlyFs::wrap(fs);
+    let mut last = None;
+    for _ in 0..OPEN_ATTEMPTS {
+        match open_once(dir, options.clone(), &fs) {
+            Ok(Attempt::Opened(inner)) => return Ok(*inner),
+            Ok(Attempt::Raced) => last = None,
+            Err(e) if may_be_a_race(&e) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        Error::io(
+            std::io::Error::other(format!(
+                "a writer flushed during each of {OPEN_ATTEMPTS} read-only open attempts"
+            )),
+            dir.display().to_string(),
+        )
+    }))
+}
+
+/// Errors a concurrent writer can cause (see the module comment).
+fn may_be_a_race(e: &Error) -> bool {
+    match e {
+        Error::Io { kind, .. } => *kind == std::io::ErrorKind::NotFound,
+        Error::Corruption { file, .. } => file.ends_with(".log"),
+        _ => false,
+    }
+}
+
+fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<Attempt> {
+    if !fs.exists(&current_path(dir)) {
+        return Err(Error::InvalidArgument(format!(
+            "no store in {}",
+            dir.display()
+        )));
+    }
+    check_stored_profile(fs.as_ref(), dir, &options)?;
+    let counters = Arc::new(Counters::default());
+    let backings = Arc::new(crate::io::Backings::default());
+    let recovered = VersionSet::recover(fs.as_ref(), dir)?;
+    let log_number = recovered.log_number;
+    counters.restore(&recovered.stats);
+    let next_file_number = Arc::new(AtomicU64::new(recovered.next_file_number));
+    let versions = VersionSet::without_manifest(
+        fs.clone(),
+        dir,
+        counters.clone(),
+        recovered,
+        next_file_number,
+        backings.clone(),
+    );
+    let replayed = replay_logs(
+        fs.as_ref(),
+        dir,
+        &options,
+        &versions,
+        &counters,
+        FullMemtable::Keep,
+    )?;
+    // Logs are deleted only after a flush moved the log number past them:
+    // if it has not moved, every log this view needs was read.
+    if VersionSet::recover(fs.as_ref(), dir)?.log_number != log_number {
+        return Ok(Attempt::Raced);
+    }
+    let version = versions.current();
+    Ok(Attempt::Opened(Box::new(assemble(Parts {
+        dir,
+        table_cache: new_table_cache(dir, fs, &options),
+        options,
+        fs: fs.clone(),
+        counters,
+        backings,
+        versions,
+        version,
+        mem: Memtable::new(0),
+        imms: replayed.memtables,
+        last_sequence: replayed.last_sequence,
+        log: LogWriter::new(Box::new(NoLog)),
+        log_number: 0,
+        lock: None,
+        read_only: true,
+    })?)))
+}
+
+fn refused(what: &str, path: &Path) -> Error {
+    Error::ReadOnly(format!("{what} {}", path.display()))
+}
+
+/// A file system that reads through `inner` and refuses every change.
+pub(crate) struct ReadOnlyFs {
+    inner: Arc<dyn FileSystem>,
+}
+
+impl ReadOnlyFs {
+    pub(crate) fn wrap(inner: Arc<dyn FileSystem>) -> Arc<dyn FileSystem> {
+        Arc::new(ReadOnlyFs { inner })
+    }
+}
+
+impl FileSystem for ReadOnlyFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(refused("creating", path))
+    }
+
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(refused("creating", path))
+    }
+
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(ReadOnlyFile {
+            inner: self.inner.open_random(path)?,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+
+    fn rename(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(refused("renaming", from))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        Err(refused("removing", path))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+
+    fn allocated_size(&self, path: &Path) -> Result<u64> {
+        self.inner.allocated_size(path)
+    }
+
+    fn hard_link(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(refused("linking", from))
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        Err(refused("creating", dir))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        Err(refused("syncing", dir))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        Err(refused("locking", path))
+    }
+}
+
+/// A readable file whose space is never released.
+struct ReadOnlyFile {
+    inner: Arc<dyn RandomAccessFile>,
+    path: std::path::PathBuf,
+}
+
+impl RandomAccessFile for ReadOnlyFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.inner.len()
+    }
+
+    fn punch_hole(&self, _offset: u64, _len: u64) -> Result<bool> {
+        Err(refused("punching a hole in", &self.path))
+    }
+}
+
+/// The log writer of a read-only store: it has no file, and `Db` refuses
+/// writes before they get here.
+struct NoLog;
+
+impl WritableFile for NoLog {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(Error::ReadOnly("appending to the log".to_string()))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        0
+    }
+}

@@ -1,0 +1,274 @@
+//! Inspection (RocksDB's `ldb manifest_dump`, `sst_dump`, `dump_wal`):
+//! decodes the MANIFEST, one live table or one log of a store. Reads only,
+//! through the read-only file system of `Db::open_read_only`, without the
+//! store's lock: it works beside a running writer and on a full disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::db::read_only::ReadOnlyFs;
+use crate::db::DecodedBatch;
+use crate::error::{Error, Result};
+use crate::format::internal_key::ParsedKey;
+use crate::format::ValueKind;
+use crate::io::{FileSystem, PosixFs};
+use crate::iterator::InternalIterator;
+use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
+use crate::table::{Table, TableProperties};
+use crate::version::edit::VersionEdit;
+use crate::version::files::{current_path, log_path, segment_path};
+use crate::version::meta::TableMeta;
+use crate::version::{Version, VersionSet};
+
+/// The MANIFEST `CURRENT` names, record by record.
+#[derive(Debug, Clone)]
+pub struct ManifestDump {
+    pub path: PathBuf,
+    pub records: Vec<ManifestRecord>,
+}
+
+/// One MANIFEST record: the edit and the version it leaves.
+#[derive(Debug, Clone)]
+pub struct ManifestRecord {
+    /// Offset of the record in the MANIFEST.
+    pub offset: u64,
+    pub edit: VersionEdit,
+    /// The version after the edit: per level (L0 first), its runs, newest
+    /// first as the version orders them.
+    pub levels: Vec<Vec<RunSummary>>,
+}
+
+/// A run of a version: its id and its tables' ids in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    pub id: u64,
+    pub tables: Vec<u64>,
+}
+
+/// One live table, decoded.
+#[derive(Debug, Clone)]
+pub struct TableDump {
+    pub path: PathBuf,
+    pub level: usize,
+    pub run: u64,
+    /// What the MANIFEST records about it.
+    pub meta: TableMeta,
+    pub properties: TableProperties,
+    /// One entry per data block.
+    pub index: Vec<IndexEntry>,
+    pub entries: Vec<Entry>,
+}
+
+/// An index entry: the separator key (at or above every key of its block,
+/// below every key of the next) and where the block is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key: Entry,
+    /// Offset of the block from the table's start.
+    pub block_offset: u64,
+    pub block_size: u64,
+}
+
+/// An internal key (user key, sequence number, kind) and its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: Vec<u8>,
+    pub sequence: u64,
+    pub kind: ValueKind,
+    pub value: Vec<u8>,
+}
+
+/// One log, record by record (each record is one write group's batch).
+#[derive(Debug, Clone)]
+pub struct LogDump {
+    pub path: PathBuf,
+    pub records: Vec<LogRecord>,
+}
+
+/// A log record: its offset and the batch it holds, the operations
+/// numbered from `first_sequence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    pub offset: u64,
+    pub first_sequence: u64,
+    /// Operations in order; `sequence` counts up from `first_sequence`.
+    pub ops: Vec<Entry>,
+}
+
+fn read_only_fs() -> Arc<dyn FileSystem> {
+    ReadOnlyFs::wrap(Arc::new(PosixFs))
+}
+
+/// Decodes the MANIFEST of the store in `dir`, every record and the
+/// version it produced.
+pub fn manifest(dir: &Path) -> Result<ManifestDump> {
+    let fs = read_only_fs();
+    let number = VersionSet::recover(fs.as_ref(), dir)?.manifest_number;
+    let path = dir.join(crate::version::files::manifest_name(number));
+    let mut reader = LogReader::new(
+        fs.open_sequential(&path)?,
+        path.clone(),
+        RecoveryMode::TolerateTailCorruption,
+    );
+    let mut version = Version::default();
+    let mut records = Vec::new();
+    while let Some((offset, record)) = reader.read_record()? {
+        let edit =
+            VersionEdit::decode(&record).map_err(|why| Error::corruption(&path, offset, why))?;
+        version = version
+            .apply(&edit)
+            .map_err(|why| Error::corruption(&path, offset, why))?;
+        records.push(ManifestRecord {
+            offset,
+            edit,
+            levels: summarize(&version),
+        });
+    }
+    Ok(ManifestDump { path, records })
+}
+
+fn summarize(version: &Version) -> Vec<Vec<RunSummary>> {
+    version
+        .levels
+        .iter()
+        .map(|level| {
+            level
+                .runs
+                .iter()
+                .map(|run| RunSummary {
+                    id: run.id,
+                    tables: run.tables.iter().map(|t| t.id).collect(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Decodes the live table at `offset` of segment `segment`: its
+/// properties, index and every entry.
+pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
+    let fs = read_only_fs();
+    let version = VersionSet::recover(fs.as_ref(), dir)?.version;
+    let found = version.levels.iter().enumerate().find_map(|(level, l)| {
+        l.runs.iter().find_map(|run| {
+            run.tables
+                .iter()
+                .find(|t| t.segment == segment && t.offset == offset)
+                .map(|t| (level, run.id, t.clone()))
+        })
+    });
+    let Some((level, run, meta)) = found else {
+        return Err(Error::InvalidArgument(format!(
+            "no live table at offset {offset} of segment {segment} (see dump --manifest)"
+        )));
+    };
+    let path = segment_path(dir, segment);
+    let table = Arc::new(Table::open(
+        fs.open_random(&path)?,
+        path.clone(),
+        segment,
+        offset,
+        meta.length,
+        None,
+    )?);
+    let index = table.index();
+    let index = (0..index.len())
+        .map(|i| {
+            let handle = index.handle(i);
+            Ok(IndexEntry {
+                key: entry(&path, offset, index.key(i), &[])?,
+                block_offset: handle.offset,
+                block_size: handle.size,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut iter = table.iter_with(false);
+    iter.seek_to_first();
+    let mut entries = Vec::new();
+    while iter.valid() {
+        entries.push(entry(&path, offset, iter.key(), iter.value())?);
+        iter.next();
+    }
+    iter.status()?;
+    Ok(TableDump {
+        path,
+        level,
+        run,
+        meta: (*meta).clone(),
+        properties: table.properties().clone(),
+        index,
+        entries,
+    })
+}
+
+fn entry(path: &Path, offset: u64, internal_key: &[u8], value: &[u8]) -> Result<Entry> {
+    let parsed = ParsedKey::parse(internal_key)
+        .ok_or_else(|| Error::corruption(path, offset, "malformed internal key"))?;
+    Ok(Entry {
+        key: parsed.user_key.to_vec(),
+        sequence: parsed.sequence,
+        kind: parsed.kind,
+        value: value.to_vec(),
+    })
+}
+
+/// Decodes log `number` of the store in `dir`, up to a torn tail.
+pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
+    let fs = read_only_fs();
+    if !fs.exists(&current_path(dir)) {
+        return Err(Error::InvalidArgument(format!(
+            "no store in {}",
+            dir.display()
+        )));
+    }
+    let path = log_path(dir, number);
+    let mut reader = LogReader::new(
+        fs.open_sequential(&path)?,
+        path.clone(),
+        RecoveryMode::TolerateTailCorruption,
+    );
+    let mut records = Vec::new();
+    let mut bytes = Vec::new();
+    while let Some(offset) = reader.read_record_into(&mut bytes)? {
+        if is_relogged(&bytes) {
+            // TRIAD's re-logged record: entries with their own sequences.
+            let (_source, entries) =
+                decode_relogged(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
+            records.push(LogRecord {
+                offset,
+                first_sequence: entries.first().map_or(0, |e| e.seq),
+                ops: entries
+                    .into_iter()
+                    .map(|e| Entry {
+                        key: e.key,
+                        sequence: e.seq,
+                        kind: e.kind,
+                        value: e.value,
+                    })
+                    .collect(),
+            });
+            continue;
+        }
+        let batch =
+            DecodedBatch::parse(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
+        let mut ops = Vec::new();
+        let mut sequence = batch.first_sequence;
+        batch
+            .for_each(|op| {
+                ops.push(Entry {
+                    key: op.key.to_vec(),
+                    sequence,
+                    kind: op.kind,
+                    value: op.value.to_vec(),
+                });
+                sequence += 1;
+            })
+            .map_err(|why| Error::corruption(&path, offset, why))?;
+        records.push(LogRecord {
+            offset,
+            first_sequence: batch.first_sequence,
+            ops,
+        });
+    }
+    Ok(LogDump { path, records })
+}
