@@ -314,10 +314,15 @@ fn load_survives_sigkill_lsbm() {
 }
 
 #[test]
+fn load_survives_sigkill_triad() {
+    crash_cycles(Profile::Triad, seed());
+}
+
+#[test]
 fn every_profile_has_a_crash_test() {
     assert_eq!(
         Profile::ALL.len(),
-        5,
+        6,
         "add a crash test for the new profile"
     );
 }

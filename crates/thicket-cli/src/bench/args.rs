@@ -107,6 +107,11 @@ pub struct BenchArgs {
     /// pending or running before measuring (not timed).
     #[arg(long)]
     pub settle: bool,
+    /// A ThicketDB option set after the profile's and the shared settings
+    /// (repeatable), for one technique's ablation (e.g. `triad_mem=true`
+    /// on `--profile default`); other engines ignore it.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub thicket_option: Vec<String>,
     /// Writes `{"runs": [...]}` to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -179,6 +184,9 @@ pub struct Settings {
     /// Target table size in bytes (default: each profile's own).
     #[serde(default)]
     pub table_bytes: Option<u64>,
+    /// `--thicket-option` values, in order (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thicket_options: Vec<String>,
 }
 
 impl Settings {
@@ -272,6 +280,7 @@ impl BenchArgs {
             settle: self.settle,
             level_base_bytes: self.level_base_mb.map(|mb| mb << 20),
             table_bytes: self.table_size_kb.map(|kb| kb << 10),
+            thicket_options: self.thicket_option.clone(),
         }
     }
 }

@@ -165,6 +165,7 @@ impl CrosscheckArgs {
             settle: self.settle,
             level_base_bytes: None,
             table_bytes: None,
+            thicket_options: Vec::new(),
         }
     }
 }

@@ -89,6 +89,12 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     if let Some(bytes) = s.table_bytes {
         o.target_table_size = bytes;
     }
+    for option in &s.thicket_options {
+        let (name, value) = option
+            .split_once('=')
+            .ok_or_else(|| format!("--thicket-option {option:?} is not NAME=VALUE"))?;
+        o.set(name, value).map_err(|e| e.to_string())?;
+    }
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }

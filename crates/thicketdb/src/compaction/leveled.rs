@@ -20,6 +20,8 @@
 //!   with a running one (`busy`) is passed over, and a level with nothing
 //!   admissible leaves its turn to the next due level. L0 is compacted
 //!   whole, so one L0 task runs at a time.
+//! - With `triad_disk`, a due L0 compaction may be deferred while its key
+//!   overlap is low (`leveled/triad_disk.rs`).
 
 use std::sync::Arc;
 
@@ -32,6 +34,7 @@ use super::task::{CompactionTask, TaskInput};
 use crate::format::internal_key::compare;
 use crate::options::Options;
 use crate::version::{Run, TableMeta, Version, NUM_LEVELS};
+use triad_disk::TriadDisk;
 
 /// Picks leveled compactions; remembers each level's compact pointer.
 #[derive(Debug)]
@@ -42,6 +45,8 @@ pub struct LeveledPolicy {
     /// LSbM's compaction buffer, when `lsbm_buffer` is on (boxed: the
     /// policy is one variant of `Policy`).
     pub buffer: Option<Box<CompactionBuffer>>,
+    /// TRIAD-DISK's deferral rule, when on (boxed: most stores run without).
+    triad_disk: Option<Box<TriadDisk>>,
 }
 
 impl LeveledPolicy {
@@ -50,7 +55,23 @@ impl LeveledPolicy {
             options: options.clone(),
             compact_pointers: Mutex::new(vec![Vec::new(); NUM_LEVELS]),
             buffer: CompactionBuffer::new(options).map(Box::new),
+            triad_disk: TriadDisk::new(options).map(Box::new),
         }
+    }
+
+    /// TRIAD-DISK's rule and counters, when on.
+    pub fn triad_disk(&self) -> Option<&TriadDisk> {
+        self.triad_disk.as_deref()
+    }
+
+    /// Whether L0 holds enough runs to compact and TRIAD-DISK (if on) does
+    /// not defer it.
+    fn l0_due(&self, version: &Version) -> bool {
+        version.levels[0].runs.len() >= self.options.l0_compaction_trigger
+            && !self
+                .triad_disk
+                .as_ref()
+                .is_some_and(|t| t.decide(version).defer)
     }
 
     /// Byte target of level `n` (n ≥ 1).
@@ -71,8 +92,12 @@ impl LeveledPolicy {
                 if level + 1 == NUM_LEVELS {
                     0.0
                 } else if level == 0 {
-                    version.levels[0].runs.len() as f64
-                        / self.options.l0_compaction_trigger.max(1) as f64
+                    if self.l0_due(version) {
+                        version.levels[0].runs.len() as f64
+                            / self.options.l0_compaction_trigger.max(1) as f64
+                    } else {
+                        0.0
+                    }
                 } else {
                     version.levels[level].bytes() as f64 / self.target_bytes(level) as f64
                 }
@@ -80,15 +105,12 @@ impl LeveledPolicy {
             .collect()
     }
 
-    /// L0's bytes once it is due, plus every deeper level's excess over its
+    /// L0's bytes once it is due (a deferred L0 owes nothing yet, so it
+    /// never stalls writes), plus every deeper level's excess over its
     /// target.
     pub fn pending_bytes(&self, version: &Version) -> u64 {
         let l0 = &version.levels[0];
-        let mut pending = if l0.runs.len() >= self.options.l0_compaction_trigger {
-            l0.bytes()
-        } else {
-            0
-        };
+        let mut pending = if self.l0_due(version) { l0.bytes() } else { 0 };
         for level in 1..NUM_LEVELS - 1 {
             pending += version.levels[level]
                 .bytes()
@@ -101,6 +123,11 @@ impl LeveledPolicy {
     /// due levels are tried by descending score, so a level blocked by
     /// running tasks leaves its turn to the next.
     pub fn pick(&self, version: &Version, busy: &Busy) -> Option<CompactionTask> {
+        if let Some(triad) = &self.triad_disk {
+            if version.levels[0].runs.len() >= self.options.l0_compaction_trigger {
+                triad.record(version, triad.decide(version));
+            }
+        }
         let mut due: Vec<(usize, f64)> = self
             .scores(version)
             .into_iter()
@@ -436,3 +463,4 @@ fn build_task(
 
 #[cfg(test)]
 mod tests;
+pub mod triad_disk;

@@ -236,6 +236,6 @@ fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {
         entries: s.properties.entries,
         min_seq: s.properties.min_seq,
         max_seq: s.properties.max_seq,
-        sketch: Sketch(Some(Arc::new(s.properties.hll))),
+        sketch: Sketch::of(&s.properties.hll),
     }
 }

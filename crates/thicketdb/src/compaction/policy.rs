@@ -2,6 +2,7 @@
 
 use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
+use super::leveled::triad_disk::TriadDisk;
 use super::leveled::LeveledPolicy;
 use super::task::CompactionTask;
 use super::tiered::TieredPolicy;
@@ -123,6 +124,14 @@ impl Policy {
         match self {
             Policy::Leveled(p) => p.pending_bytes(version),
             Policy::Tiered(p) => p.pending_bytes(version),
+        }
+    }
+
+    /// TRIAD-DISK's deferral rule and counters, when the policy runs it.
+    pub fn triad_disk(&self) -> Option<&TriadDisk> {
+        match self {
+            Policy::Leveled(p) => p.triad_disk(),
+            Policy::Tiered(_) => None,
         }
     }
 }

@@ -87,17 +87,23 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                 }
             }
         };
-        let (result, claim) = match job {
-            Job::Flush => (flush_oldest(inner), None),
-            Job::Trim => (super::buffer::trim(inner), None),
+        let start = std::time::Instant::now();
+        let (result, claim, spent) = match job {
+            Job::Flush => (flush_oldest(inner), None, &inner.counters.flush_micros),
+            Job::Trim => (
+                super::buffer::trim(inner),
+                None,
+                &inner.counters.compaction_micros,
+            ),
             Job::Compact(task, journaling, claim) => {
                 let mut result = compact(inner, task, journaling);
                 if result.is_ok() && trim_due(inner, worker) {
                     result = super::buffer::trim(inner);
                 }
-                (result, Some(claim))
+                (result, Some(claim), &inner.counters.compaction_micros)
             }
         };
+        Counters::add(spent, start.elapsed().as_micros() as u64);
         collect_obsolete_files(inner);
         {
             let mut bg = inner.background.lock();

@@ -11,7 +11,7 @@ use super::DecodedBatch;
 use crate::error::{Error, Result};
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs};
-use crate::log::{LogReader, RecoveryMode};
+use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
 use crate::options::Options;
 use crate::table::Table;
 use crate::version::files::{
@@ -87,9 +87,12 @@ pub fn check_store_with_fs(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<CheckR
         );
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
-            DecodedBatch::parse(&record)
-                .and_then(|b| b.ops().map(|_| ()))
-                .map_err(|why| Error::corruption(&path, offset, why))?;
+            let decoded = if is_relogged(&record) {
+                decode_relogged(&record).map(|_| ()).map_err(str::to_string)
+            } else {
+                DecodedBatch::parse(&record).and_then(|b| b.ops().map(|_| ()))
+            };
+            decoded.map_err(|why| Error::corruption(&path, offset, why))?;
             report.log_records += 1;
         }
         report.logs += 1;

@@ -1,19 +1,23 @@
 //! Flushing memtables into L0: the one path shared by the flush thread and
 //! by recovery, which replays logs into memtables and flushes them too.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::install;
 use super::lock_order::RankedGuard;
+use super::write::relog;
 use super::{BackgroundState, DbInner};
 use crate::compaction::drop_rule::DropRule;
 use crate::compaction::output::{OutputSink, OutputSpec};
 use crate::compaction::Claim;
 use crate::error::Result;
+use crate::format::internal_key::user_key;
 use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
+use crate::memtable::hot::{hottest, keys_of};
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::options::Options;
 use crate::stats::Counters;
@@ -38,9 +42,22 @@ impl FlushEnv<'_> {
         smallest_snapshot: u64,
         edit: &mut VersionEdit,
     ) -> Result<()> {
+        self.flush_cold(mem, smallest_snapshot, &HashSet::new(), edit)
+    }
+
+    /// [`FlushEnv::flush`] without the user keys in `hot` (TRIAD-MEM keeps
+    /// them in memory).
+    pub fn flush_cold(
+        &self,
+        mem: Arc<Memtable>,
+        smallest_snapshot: u64,
+        hot: &HashSet<Vec<u8>>,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
         let mut source = MemtableIterator::new(mem);
         source.seek_to_first();
         let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
+        let mut keep = |k: &[u8]| (hot.is_empty() || !hot.contains(user_key(k))) && rule.keep(k);
         let mut sink = OutputSink::new(OutputSpec {
             fs: self.fs,
             dir: self.dir,
@@ -53,7 +70,7 @@ impl FlushEnv<'_> {
             compaction_file: self.options.compaction_file,
             new_file_number: self.new_file_number,
         });
-        sink.add_stream(&mut source, &mut |k| rule.keep(k))?;
+        sink.add_stream(&mut source, &mut keep)?;
         let output = sink.finish()?;
         let c = self.counters;
         Counters::add(&c.flushes, 1);
@@ -71,6 +88,15 @@ impl FlushEnv<'_> {
 /// The flush thread's job: writes the oldest immutable memtable to L0,
 /// commits it with the log number recovery must start from, and drops it
 /// (and with it the reference to its log).
+///
+/// With `triad_mem` the hottest keys stay in memory: their newest versions
+/// are re-logged into the active log (synced) and inserted into the active
+/// memtable first, then only the cold keys are written, then the edit lets
+/// the flushed memtable's log go. A crash before the edit replays the old
+/// log (and skips the re-logged record, which it supersedes); a crash after
+/// it replays the re-logged record. Either way every acknowledged write is
+/// recovered, and the carried versions are durable before any later write
+/// the flushed table holds could be, so what survives is a prefix.
 /// REQUIRES: called by the flush thread only (it flushes the oldest
 /// immutable memtable; nothing else removes one). Takes `versions`.
 pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
@@ -88,11 +114,21 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         new_file_number: &numbers,
     };
     let mut edit = VersionEdit::default();
-    env.flush(
-        imm.clone(),
-        inner.snapshots.oldest(&inner.last_sequence),
-        &mut edit,
-    )?;
+    let smallest_snapshot = inner.snapshots.oldest(&inner.last_sequence);
+    let hot = if inner.options.triad_mem {
+        let k = (inner.options.triad_hot_fraction * imm.len() as f64) as usize;
+        hottest(&imm, k, smallest_snapshot)
+    } else {
+        Vec::new()
+    };
+    // Carried first: which keys stay is settled under `log` (see `relog`).
+    let hot = if hot.is_empty() {
+        hot
+    } else {
+        relog(inner, &imm, hot)?
+    };
+    Counters::add(&inner.counters.hot_entries_kept, hot.len() as u64);
+    env.flush_cold(imm.clone(), smallest_snapshot, &keys_of(&hot), &mut edit)?;
     edit.last_sequence = Some(latest);
     let mut versions = inner.versions.lock();
     // The oldest memtable still unflushed decides which logs are needed.

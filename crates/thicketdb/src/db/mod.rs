@@ -14,6 +14,7 @@ mod compact;
 mod flush;
 mod iter;
 mod lock_order;
+mod log_rewrite;
 mod open;
 mod range;
 mod read;
@@ -443,3 +444,5 @@ impl Db {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod triad_tests;

@@ -15,7 +15,7 @@ use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::io::{Backing, Backings, FileLock, FileSystem};
-use crate::log::{LogReader, LogWriter};
+use crate::log::{decode_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -56,6 +56,9 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
 
     let table_cache = new_table_cache(dir, &fs, &options);
     release_dead_space(&table_cache, &version);
+    if options.triad_disk {
+        load_l0_sketches(&table_cache, &version);
+    }
     let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
     assemble(Parts {
         dir,
@@ -74,6 +77,19 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         lock: Some(lock),
         read_only: false,
     })
+}
+
+/// Loads the key sketches TRIAD-DISK reads (L0 and L1 tables) with the
+/// tables' metadata; later L0/L1 tables are written by this process and
+/// carry theirs. A table whose sketch cannot be read only loses deferral:
+/// an unknown overlap never defers a compaction, and reads report the
+/// table's damage themselves.
+fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
+    for level in &version.levels[..2] {
+        for t in level.runs.iter().flat_map(|r| &r.tables) {
+            let _unknown_overlap = table_cache.load_sketch(t);
+        }
+    }
 }
 
 pub(super) fn new_table_cache(
@@ -280,6 +296,7 @@ pub(super) fn replay_logs(
         mem: Arc::new(Memtable::new(0)),
         edit: VersionEdit::default(),
         kept: Vec::new(),
+        replayed: logs.clone(),
     };
     let mut last_sequence = versions.last_sequence();
     for &log in &logs {
@@ -323,6 +340,8 @@ struct Replay<'a> {
     edit: VersionEdit,
     /// Memtables kept in memory, oldest first.
     kept: Vec<Arc<Memtable>>,
+    /// Every log this replay reads.
+    replayed: Vec<u64>,
 }
 
 impl Replay<'_> {
@@ -337,11 +356,32 @@ impl Replay<'_> {
         let mut last = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
-            last = insert_into_memtable(&self.mem, &record)
-                .map_err(|why| Error::corruption(&path, offset, why))?;
+            let applied = if is_relogged(&record) {
+                self.relogged(&record)
+            } else {
+                insert_into_memtable(&self.mem, &record)
+            };
+            last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
             if self.mem.approximate_size() >= self.env.options.write_buffer_size {
                 self.memtable_full()?;
             }
+        }
+        Ok(last)
+    }
+
+    /// Applies a re-logged record (TRIAD-MEM's carried entries) unless its
+    /// source log is replayed too: that log holds every version of them, and
+    /// the same entry twice in a memtable would be a duplicate key. Returns
+    /// the largest sequence number applied (0 for none).
+    fn relogged(&self, record: &[u8]) -> std::result::Result<u64, String> {
+        let (source, entries) = decode_relogged(record).map_err(str::to_string)?;
+        if self.replayed.contains(&source) {
+            return Ok(0);
+        }
+        let mut last = 0;
+        for e in &entries {
+            self.mem.add(e.seq, e.kind, &e.key, &e.value);
+            last = last.max(e.seq);
         }
         Ok(last)
     }

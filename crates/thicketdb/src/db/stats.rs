@@ -56,6 +56,12 @@ with_counters!(stat_struct! {
         pub block_cache_bytes: u64,
         /// Segment files held open by the descriptor cache.
         pub open_segment_files: usize,
+        /// TRIAD-DISK: L0 compactions deferred since open (each L0 shape
+        /// counts once).
+        pub l0_compactions_deferred: u64,
+        /// TRIAD-DISK: the last L0 overlap ratio computed since open (-1
+        /// before the first, or with `triad_disk` off).
+        pub l0_overlap_ratio: f64,
         /// The background error that stopped writes, if any.
         pub background_error: Option<String>,
     }
@@ -97,6 +103,12 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         block_cache_misses: block_cache.misses(),
         block_cache_bytes: block_cache.usage(),
         open_segment_files: inner.table_cache.open_files(),
+        l0_compactions_deferred: inner.policy.triad_disk().map_or(0, |t| t.deferred()),
+        l0_overlap_ratio: inner
+            .policy
+            .triad_disk()
+            .and_then(|t| t.last_ratio())
+            .unwrap_or(-1.0),
         background_error: inner
             .background
             .lock()

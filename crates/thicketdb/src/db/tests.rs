@@ -391,9 +391,9 @@ fn tables_written_by_this_process_carry_their_key_sketch() {
     let sv = db.inner().super_version();
     let mut estimated = 0.0;
     for t in sv.version.tables() {
-        let sketch = t.sketch.0.as_ref().expect("a flushed table has its sketch");
+        let sketch = t.sketch.get().expect("a flushed table has its sketch");
         estimated += sketch.estimate();
     }
-    // Distinct keys per table sum to 3000; HLL's error at p = 12 is ~1.6%.
-    assert!((estimated - 3000.0).abs() < 150.0, "estimate {estimated}");
+    // Distinct keys per table sum to 3000; in memory a sketch has p = 10 (~3.3% error).
+    assert!((estimated - 3000.0).abs() < 300.0, "estimate {estimated}");
 }

@@ -20,8 +20,9 @@ use super::batch::{DecodedBatch, WriteBatch};
 use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::io::{Backing, FileSystem, WritableFile};
-use crate::log::LogWriter;
+use crate::log::{encode_relogged, LogWriter, RelogEntry};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -281,6 +282,16 @@ fn make_room(
             );
             continue;
         }
+        if !force && super::log_rewrite::rewrite_small_log(inner, &sv)? {
+            // No flush follows to delete the old log, unpinned with the old
+            // memtable once readers let go of it: delete it now, with the
+            // queue still ours but its mutex released for the file I/O.
+            drop(sv);
+            MutexGuard::unlocked(state.raw(), || {
+                super::background::collect_obsolete_files(inner)
+            });
+            return Ok(());
+        }
         switch_memtable(inner)?;
         wake_background(inner);
         return Ok(());
@@ -316,19 +327,19 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         }
     };
     Counters::add(&inner.counters.fsyncs_log, 1);
-    {
-        let mut log = inner.log.lock();
-        // A later sync write syncs only the new log; syncing the old one now
-        // keeps every synced write's predecessors durable too (the state
-        // after power loss stays a prefix of the write order).
-        if let Err(e) = log.writer.sync() {
-            set_background_error(inner, e.clone());
-            return Err(e);
-        }
-        Counters::add(&inner.counters.fsyncs_log, 1);
-        log.writer = LogWriter::new(file);
-        log.number = number;
+    // The log writer and the memtable change together under `log`: whoever
+    // holds it sees the memtable whose log it appends to (`relog`).
+    let mut log = inner.log.lock();
+    // A later sync write syncs only the new log; syncing the old one now
+    // keeps every synced write's predecessors durable too (the state after
+    // power loss stays a prefix of the write order).
+    if let Err(e) = log.writer.sync() {
+        set_background_error(inner, e.clone());
+        return Err(e);
     }
+    Counters::add(&inner.counters.fsyncs_log, 1);
+    log.writer = LogWriter::new(file);
+    log.number = number;
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.
@@ -345,7 +356,64 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         pending_compaction_bytes: current.pending_compaction_bytes,
     };
     *current = Arc::new(next);
+    drop(current);
+    drop(log);
     Ok(())
+}
+
+/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`)
+/// into the active memtable: appends them to the active log as one
+/// re-logged record, syncs it, and inserts them with their own sequence
+/// numbers. Returns the entries carried.
+///
+/// Readers search the active memtable before the immutable ones, so a
+/// carried version must be newer than anything an immutable memtable newer
+/// than `from` holds for its key: keys such a memtable holds are not
+/// carried (they stay cold). Under `log` the set of memtables is fixed,
+/// the active memtable is the one whose log takes the record, and no write
+/// group inserts meanwhile; a newer write of the key in the active memtable
+/// shadows the carried version (higher sequence).
+/// Takes `log`, then `super_version` (read).
+pub(crate) fn relog(
+    inner: &DbInner,
+    from: &Arc<Memtable>,
+    entries: Vec<RelogEntry>,
+) -> Result<Vec<RelogEntry>> {
+    let mut log = inner.log.lock();
+    inner.check_background_error()?;
+    let sv = inner.super_version();
+    let newer: Vec<&Arc<Memtable>> = sv
+        .imms
+        .iter()
+        .take_while(|m| !Arc::ptr_eq(m, from))
+        .collect();
+    let entries: Vec<RelogEntry> = entries
+        .into_iter()
+        .filter(|e| {
+            let lookup = InternalKey::new(&e.key, MAX_SEQUENCE, ValueKind::SEEK);
+            newer.iter().all(|m| m.get(lookup.encoded()).is_none())
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(entries);
+    }
+    let record = encode_relogged(from.log_number(), &entries);
+    let written = log
+        .writer
+        .add_record(&record)
+        .and_then(|_offset| log.writer.flush())
+        .and_then(|()| log.writer.sync());
+    if let Err(e) = written {
+        set_background_error(inner, e.clone());
+        return Err(e);
+    }
+    let c = &inner.counters;
+    Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
+    Counters::add(&c.fsyncs_log, 1);
+    for e in &entries {
+        sv.mem.add(e.seq, e.kind, &e.key, &e.value);
+    }
+    Ok(entries)
 }
 
 /// Takes `background`; callers may hold `write`.

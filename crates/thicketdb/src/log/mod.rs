@@ -11,6 +11,7 @@ mod format;
 mod mode;
 mod random_access;
 mod reader;
+mod relogged;
 mod writer;
 
 #[cfg(test)]
@@ -23,4 +24,5 @@ pub use format::{BLOCK_SIZE, HEADER_SIZE};
 pub use mode::RecoveryMode;
 pub use random_access::RandomAccessLogReader;
 pub use reader::{LogReader, Skipped, DEFAULT_MAX_RECORD_SIZE};
+pub use relogged::{decode_relogged, encode_relogged, is_relogged, RelogEntry};
 pub use writer::LogWriter;

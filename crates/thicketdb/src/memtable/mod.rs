@@ -4,7 +4,9 @@
 //! readers and iterators proceed concurrently without locks. Short keys live
 //! inside their skiplist node; see `skiplist.rs`.
 
+pub mod hot;
 mod iter;
+pub mod newest;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};

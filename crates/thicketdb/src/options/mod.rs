@@ -168,6 +168,27 @@ options! {
         /// LSbM: bytes the compaction buffer may hold; past it the oldest
         /// buffer runs' tables are removed.
         lsbm_max_buffer_bytes: u64 = 1 << 30,
+        /// TRIAD-DISK: defer an L0 compaction while the key overlap of the
+        /// L0 tables and the L1 tables under them is low (leveled only).
+        triad_disk: bool = false,
+        /// TRIAD-DISK: the overlap ratio, 1 - unique keys / sum of keys (by
+        /// HyperLogLog), from which an L0 compaction runs.
+        triad_overlap_threshold: f64 = 0.4,
+        /// TRIAD-DISK: L0 runs beyond which an L0 compaction runs whatever
+        /// the overlap (the paper's MAX_FILES_L0; one flush is one run).
+        triad_max_l0_files: usize = 6,
+        /// TRIAD-MEM: a flush keeps the hottest keys of the memtable in
+        /// memory (carried into the active memtable and re-logged) and
+        /// writes only the cold ones.
+        triad_mem: bool = false,
+        /// TRIAD-MEM: hot keys kept per flush, as a fraction of the
+        /// memtable's entries (the paper's PERC_HOT).
+        triad_hot_fraction: f64 = 0.01,
+        /// TRIAD FLUSH_TH: when the memtable (and with it the log) is full
+        /// but the newest versions of its keys take less than this fraction
+        /// of `write_buffer_size`, write them to a fresh log, drop the old
+        /// log and keep going instead of flushing; 0 disables it.
+        triad_flush_threshold: f64 = 0.0,
     }
     per_open {
         /// Create the store when the directory holds none.
@@ -244,6 +265,22 @@ impl Options {
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        if !(0.0..=0.9).contains(&self.triad_flush_threshold) {
+            return bad("triad_flush_threshold must be between 0 and 0.9");
+        }
+        if !(0.0..=0.5).contains(&self.triad_hot_fraction) {
+            return bad("triad_hot_fraction must be between 0 and 0.5");
+        }
+        if !(0.0..=1.0).contains(&self.triad_overlap_threshold) {
+            return bad("triad_overlap_threshold must be between 0 and 1");
+        }
+        // A deferral keeps up to `triad_max_l0_files` runs in L0: writes
+        // must not slow down for a deferral alone.
+        if self.triad_disk && self.l0_slowdown_writes_trigger <= self.triad_max_l0_files {
+            return bad(
+                "with triad_disk, l0_slowdown_writes_trigger must exceed triad_max_l0_files",
+            );
         }
         Ok(())
     }

@@ -26,6 +26,12 @@ pub enum Profile {
     /// that buffer runs fill in key order, and a table cache for 5000
     /// tables (the buffer's are opened by lookups too).
     Lsbm,
+    /// TRIAD: the `default` leveled tree with every TRIAD technique built so
+    /// far: TRIAD-MEM (hot keys stay in memory at flush, and FLUSH_TH: a
+    /// full memtable of few distinct keys rewrites its log instead of
+    /// flushing) and TRIAD-DISK (deferred L0 compaction). TRIAD-LOG is not
+    /// built yet.
+    Triad,
 }
 
 impl Profile {
@@ -35,6 +41,7 @@ impl Profile {
         Profile::Bolt,
         Profile::Sifr,
         Profile::Lsbm,
+        Profile::Triad,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +51,7 @@ impl Profile {
             Profile::Bolt => "bolt",
             Profile::Sifr => "sifr",
             Profile::Lsbm => "lsbm",
+            Profile::Triad => "triad",
         }
     }
 
@@ -101,6 +109,13 @@ impl Profile {
                 // filter reread) on its next use, which cost `lsbm` 45% of
                 // its RangeHot reads with 1000 (docs/benchmarks.md).
                 max_open_files: 5000,
+                ..Options::default()
+            },
+            Profile::Triad => Options {
+                profile: self,
+                triad_disk: true,
+                triad_mem: true,
+                triad_flush_threshold: 0.5,
                 ..Options::default()
             },
         }

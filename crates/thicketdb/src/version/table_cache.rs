@@ -69,6 +69,15 @@ impl TableCache {
         })
     }
 
+    /// Loads `meta`'s key sketch from the table's properties unless it is
+    /// already in memory.
+    pub fn load_sketch(&self, meta: &TableMeta) -> Result<()> {
+        if meta.sketch.get().is_none() {
+            meta.sketch.load(&self.table(meta)?.properties().hll);
+        }
+        Ok(())
+    }
+
     /// Forgets a dead table.
     pub fn evict_table(&self, table: u64) {
         self.tables.remove(&table);

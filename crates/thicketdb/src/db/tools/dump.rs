@@ -13,7 +13,7 @@ use crate::format::internal_key::ParsedKey;
 use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
-use crate::log::{LogReader, RecoveryMode};
+use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
 use crate::table::{Table, TableProperties};
 use crate::version::edit::VersionEdit;
 use crate::version::files::{current_path, log_path, segment_path};
@@ -230,6 +230,25 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
     let mut records = Vec::new();
     let mut bytes = Vec::new();
     while let Some(offset) = reader.read_record_into(&mut bytes)? {
+        if is_relogged(&bytes) {
+            // TRIAD's re-logged record: entries with their own sequences.
+            let (_source, entries) =
+                decode_relogged(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
+            records.push(LogRecord {
+                offset,
+                first_sequence: entries.first().map_or(0, |e| e.seq),
+                ops: entries
+                    .into_iter()
+                    .map(|e| Entry {
+                        key: e.key,
+                        sequence: e.seq,
+                        kind: e.kind,
+                        value: e.value,
+                    })
+                    .collect(),
+            });
+            continue;
+        }
         let batch =
             DecodedBatch::parse(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
         let mut ops = Vec::new();

@@ -1,0 +1,239 @@
+//! TRIAD-MEM's hot/cold flush under crashes: a fault at every fallible
+//! file-system operation of the flush (table write, re-logged record and
+//! its sync, MANIFEST edit, log deletion), then a power loss or a process
+//! crash. Every acknowledged write survives.
+
+mod common;
+
+use common::*;
+use thicketdb::io::fault::{FaultFs, FaultKind};
+use thicketdb::{Db, Options, Profile, WriteOptions};
+
+fn triad_options() -> Options {
+    Options {
+        write_buffer_size: 1 << 20,
+        target_table_size: 16 << 10,
+        block_size: 1024,
+        triad_hot_fraction: 0.05,
+        ..Profile::Triad.options()
+    }
+}
+
+/// A skewed workload: five hot keys updated 40 times each among 300 cold
+/// keys written once or twice, with a few deletes of hot keys.
+fn skewed_writes() -> Vec<Vec<Op>> {
+    let mut writes = Vec::new();
+    for i in 0..600u32 {
+        let hot = format!("hot{}", i % 5).into_bytes();
+        let value = if i % 97 == 0 {
+            None
+        } else {
+            Some(format!("h{i}").into_bytes())
+        };
+        writes.push(vec![(hot, value)]);
+        if i % 2 == 0 {
+            let cold = format!("cold{:04}", (i * 7) % 300).into_bytes();
+            writes.push(vec![(cold, Some(vec![b'c'; 100 + (i % 50) as usize]))]);
+        }
+    }
+    writes
+}
+
+/// Opens a store, writes the workload (synced when `sync`), arms a fault
+/// after `ops` more file-system operations and flushes. Returns the store,
+/// the model and whether the flush failed.
+fn flush_with_fault(fs: &FaultFs, sync: bool, ops: Option<u64>) -> (Db, Model, bool) {
+    let db = open_fault(fs, triad_options()).unwrap();
+    let mut model = Model::new();
+    for w in skewed_writes() {
+        db.write_opt(batch_of(&w), WriteOptions { sync }).unwrap();
+        apply(&mut model, &w);
+    }
+    if let Some(ops) = ops {
+        fs.fail_after_ops(ops, FaultKind::Io);
+    }
+    let failed = db.flush().is_err();
+    (db, model, failed)
+}
+
+/// Fallible file-system operations so far (what `fail_after_ops` counts).
+fn fault_ops(fs: &FaultFs) -> u64 {
+    let s = fs.stats();
+    s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
+}
+
+/// File-system operations a fault-free hot/cold flush performs.
+fn flush_ops() -> u64 {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, triad_options()).unwrap();
+    for w in skewed_writes() {
+        db.write(batch_of(&w)).unwrap();
+    }
+    let before = fault_ops(&fs);
+    db.flush().unwrap();
+    let stats = db.stats();
+    assert!(
+        stats.hot_entries_kept >= 5,
+        "the hot keys stayed: {stats:?}"
+    );
+    fault_ops(&fs) - before
+}
+
+#[test]
+fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
+    let total = flush_ops();
+    assert!(total > 5, "{total}");
+    for at in 0..=total {
+        for power_loss in [true, false] {
+            let fs = FaultFs::new();
+            // Power loss keeps synced writes: sync them all, so that all
+            // must survive; a process crash keeps every acknowledged write.
+            let (db, model, failed) = flush_with_fault(&fs, power_loss, Some(at));
+            if power_loss {
+                fs.drop_unsynced();
+            } else {
+                fs.crash_process();
+            }
+            drop(db);
+            fs.clear_faults();
+            let what = format!(
+                "fault after {at} of {total} ops (failed: {failed}), power loss: {power_loss}"
+            );
+            let db = open_fault(&fs, triad_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = scan_model(&db).unwrap();
+            assert!(got == model, "{what}: {}", diff(&got, &model));
+            for (key, value) in &model {
+                assert_eq!(db.get(key).unwrap().as_ref(), Some(value), "{what}");
+            }
+            // A second life: more flushes over the recovered store, again.
+            db.flush().unwrap();
+            db.close().unwrap();
+            let db = open_fault(&fs, triad_options()).unwrap();
+            assert!(
+                scan_model(&db).unwrap() == model,
+                "{what}: after a second reopen"
+            );
+            db.close().unwrap();
+            thicketdb::check::check_store_with_fs(&fault_dir(), std::sync::Arc::new(fs.clone()))
+                .unwrap_or_else(|e| panic!("{what}: check: {e}"));
+        }
+    }
+}
+
+#[test]
+fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
+    let fs = FaultFs::new();
+    let (db, model, failed) = flush_with_fault(&fs, false, None);
+    assert!(!failed);
+    let stats = db.stats();
+    assert!(stats.hot_entries_kept >= 5, "{stats:?}");
+    assert!(
+        stats.flush_bytes_written > 0 && stats.runs_per_level[0] + stats.runs_per_level[1] >= 1,
+        "the cold keys were flushed"
+    );
+    assert!(scan_model(&db).unwrap() == model);
+    db.close().unwrap();
+    let db = open_fault(&fs, triad_options()).unwrap();
+    assert!(
+        scan_model(&db).unwrap() == model,
+        "recovered from the re-logged record"
+    );
+}
+
+fn flush_th_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        triad_flush_threshold: 0.5,
+        ..triad_options()
+    }
+}
+
+/// Updates of 20 keys: the memtable fills with versions of few keys.
+fn few_keys_write(i: u32) -> Vec<Op> {
+    let value =
+        (!i.is_multiple_of(41)).then(|| vec![b'a' + (i % 26) as u8; 200 + (i % 100) as usize]);
+    vec![(format!("few{:02}", i % 20).into_bytes(), value)]
+}
+
+/// File-system operations before the first FLUSH_TH rewrite and during it,
+/// with the write that triggers it.
+fn first_rewrite() -> (u64, u64, u32) {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    for i in 0.. {
+        let before = fault_ops(&fs);
+        db.write(batch_of(&few_keys_write(i))).unwrap();
+        if db.stats().log_rewrites > 0 {
+            let stats = db.stats();
+            assert_eq!(stats.flushes, 0, "rewritten instead of flushed");
+            return (before, fault_ops(&fs) - before, i);
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn a_flush_th_log_rewrite_keeps_every_write_across_a_crash_at_any_point() {
+    let (start, during, trigger) = first_rewrite();
+    for at in 0..=during {
+        for power_loss in [true, false] {
+            let fs = FaultFs::new();
+            let db = open_fault(&fs, flush_th_options()).unwrap();
+            let mut model = Model::new();
+            let mut i = 0;
+            let mut armed = false;
+            loop {
+                if !armed && fault_ops(&fs) >= start {
+                    fs.fail_after_ops(at, FaultKind::Io);
+                    armed = true;
+                }
+                let w = few_keys_write(i);
+                if db
+                    .write_opt(batch_of(&w), WriteOptions { sync: power_loss })
+                    .is_err()
+                {
+                    break;
+                }
+                apply(&mut model, &w);
+                i += 1;
+                if i > trigger + 50 {
+                    break;
+                }
+            }
+            if power_loss {
+                fs.drop_unsynced();
+            } else {
+                fs.crash_process();
+            }
+            drop(db);
+            fs.clear_faults();
+            let what = format!("fault after {at} of {during} ops, power loss: {power_loss}");
+            let db = open_fault(&fs, flush_th_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = scan_model(&db).unwrap();
+            assert!(got == model, "{what}: {}", diff(&got, &model));
+            db.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn flush_th_rewrites_instead_of_flushing_and_recovers() {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    let mut model = Model::new();
+    for i in 0..3000 {
+        let w = few_keys_write(i);
+        db.write(batch_of(&w)).unwrap();
+        apply(&mut model, &w);
+    }
+    let stats = db.stats();
+    assert!(stats.log_rewrites >= 3, "{stats:?}");
+    assert_eq!(stats.flushes, 0, "nothing flushed: {stats:?}");
+    assert!(scan_model(&db).unwrap() == model);
+    let logs = fault_files(&fs, ".log").len();
+    assert!(logs <= 2, "old logs are dropped: {logs}");
+    fs.crash_process();
+    drop(db);
+    let db = open_fault(&fs, flush_th_options()).unwrap();
+    assert!(scan_model(&db).unwrap() == model);
+}
