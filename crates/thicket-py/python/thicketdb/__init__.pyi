@@ -70,7 +70,7 @@ class DB:
     def __init__(
         self,
         path: _Path,
-        profile: Literal["default", "leveldb", "bolt", "sifr"] = "default",
+        profile: Literal["default", "leveldb", "bolt", "sifr", "lsbm", "triad"] = "default",
         create_if_missing: bool = True,
         **options: Union[int, str, bool],
     ) -> None: ...
