@@ -70,8 +70,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_threads: usize,
     /// ThicketDB's search threads (SifrDB's parallel search), the caller's
-    /// included: 0 is one per core, 1 the serial search. Peers have none.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// included: 0 is one per core, 1 the serial search (the engine's
+    /// default). Peers have none.
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub search_threads: usize,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
     #[arg(long, value_name = "R", default_value_t = 0.5)]

@@ -155,7 +155,7 @@ impl CrosscheckArgs {
             bloom_bits: 10,
             background_threads: self.background_threads,
             // As the direct loop: the engine's default.
-            search_threads: 0,
+            search_threads: 1,
             read_ratio: 0.5,
             scan_length: None,
             hot_fraction: 0.15,

@@ -202,8 +202,9 @@ options! {
         disable_auto_compactions: bool = false,
         /// Threads probing a point lookup's candidate tables in parallel
         /// (SifrDB's parallel search), the caller's included; 0: one per
-        /// core; 1: the serial search.
-        search_threads: usize = 0,
+        /// core; 1: the serial search. Serial by default: with blocks in
+        /// memory the hand-off costs more than it saves (docs/profiles.md).
+        search_threads: usize = 1,
         /// Lookups with fewer candidate tables (runs whose key range and
         /// filter admit the key) are searched serially.
         parallel_search_min_candidates: usize = 2,
