@@ -18,6 +18,10 @@ use crate::stats::Counters;
 use crate::table::Table;
 use crate::version::buffer::{self, BufferProbe, BufferRun};
 use crate::version::{TableMeta, Version};
+use smallvec::SmallVec;
+
+/// Candidate tables a parallel lookup collects without allocating.
+const CANDIDATES_ON_STACK: usize = 8;
 
 /// Longest lookup key (user key plus trailer) built on the stack.
 const STACK_LOOKUP_KEY: usize = 128;
@@ -97,9 +101,11 @@ pub(crate) fn get_with<R>(
     // SifrDB's parallel search: the filters pick the candidates here (a
     // level's buffer tables before its own table), the probes run on the
     // search threads.
-    let mut tables: Vec<Arc<Table>> = Vec::new();
+    // On the stack: most lookups have few candidates, and those with
+    // fewer than the minimum never leave this thread.
+    let mut tables: SmallVec<[Arc<Table>; CANDIDATES_ON_STACK]> = SmallVec::new();
     // Which of `tables` are buffer tables, to count buffer hits.
-    let mut in_buffer: Vec<bool> = Vec::new();
+    let mut in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> = SmallVec::new();
     for candidate in candidate_tables(&sv.version, key, seq) {
         let table = inner.table_cache.table(candidate.meta)?;
         if !table.may_contain(key) {
@@ -136,8 +142,12 @@ pub(crate) fn get_with<R>(
     }
     Counters::add(&inner.counters.search_lookups, 1);
     let pin: Arc<dyn Send + Sync> = sv.clone();
-    let (value, decided_by) =
-        pool.search(Query::new(lookup.to_vec(), opts.fill_cache, tables, pin));
+    let (value, decided_by) = pool.search(Query::new(
+        lookup.to_vec(),
+        opts.fill_cache,
+        tables.into_vec(),
+        pin,
+    ));
     // The value comes back from another thread, so it is copied once.
     let value = value?;
     if value.is_some() {
