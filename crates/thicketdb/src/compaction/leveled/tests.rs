@@ -5,19 +5,33 @@
 use super::*;
 use crate::compaction::busy::Busy;
 use crate::format::internal_key::{InternalKey, ValueKind};
-use crate::version::VersionEdit;
+use crate::table::HyperLogLog;
+use crate::version::{Sketch, VersionEdit};
 
-/// Builds a version from lines `L<level> <run>: <lo>-<hi>/<bytes> ...`;
-/// table ids are assigned in order from 100.
-fn version(shape: &str) -> Version {
+/// Builds a version from lines `L<level> <run>: <table> ...`, a table
+/// written `<lo>-<hi>[/<bytes>][@<first>..<end>]`: its user-key range, its
+/// length (default 100), and the keys `k<first>`..`k<end>` of its sketch
+/// (TRIAD-DISK's tests; absent or `@-`: no sketch). Table ids count from 100.
+pub(super) fn version(shape: &str) -> Version {
     let mut edit = VersionEdit::default();
     let mut id = 100;
     for line in shape.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let (head, tables) = line.split_once(':').unwrap();
         let (level, run) = head.trim_start_matches('L').split_once(' ').unwrap();
         for t in tables.split_whitespace() {
-            let (range, bytes) = t.split_once('/').unwrap();
+            let (t, keys) = t.split_once('@').unwrap_or((t, "-"));
+            let (range, bytes) = t.split_once('/').unwrap_or((t, "100"));
             let (lo, hi) = range.split_once('-').unwrap();
+            let sketch = match keys.split_once("..") {
+                Some((first, end)) => {
+                    let mut hll = HyperLogLog::new();
+                    for i in first.parse::<u32>().unwrap()..end.parse().unwrap() {
+                        hll.add(format!("k{i}").as_bytes());
+                    }
+                    Sketch::of(&hll)
+                }
+                None => Sketch::default(),
+            };
             edit.add_table(
                 level.parse().unwrap(),
                 run.parse().unwrap(),
@@ -31,7 +45,7 @@ fn version(shape: &str) -> Version {
                     entries: 2,
                     min_seq: 1,
                     max_seq: 9,
-                    sketch: Default::default(),
+                    sketch,
                 }),
             );
             id += 1;

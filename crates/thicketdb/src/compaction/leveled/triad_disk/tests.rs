@@ -2,55 +2,10 @@
 //! datadriven style: a version shape with each table's key set is written
 //! as text; the decision and the picked task are rendered as text.
 
+use super::super::tests::version;
 use super::super::LeveledPolicy;
 use super::*;
 use crate::compaction::busy::Busy;
-use crate::format::internal_key::{InternalKey, ValueKind};
-use crate::version::{Sketch, VersionEdit};
-
-/// Builds a version from lines `L<level> <run>: <lo>-<hi>@<first>..<end>`
-/// (user-key range, then the table's keys `k<first>`..`k<end>` in its
-/// sketch; `@-` leaves the sketch out). Table ids count from 100.
-fn version(shape: &str) -> Version {
-    let mut edit = VersionEdit::default();
-    let mut id = 100;
-    for line in shape.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (head, tables) = line.split_once(':').unwrap();
-        let (level, run) = head.trim_start_matches('L').split_once(' ').unwrap();
-        for t in tables.split_whitespace() {
-            let (range, keys) = t.split_once('@').unwrap();
-            let (lo, hi) = range.split_once('-').unwrap();
-            let sketch = match keys.split_once("..") {
-                Some((first, end)) => {
-                    let mut hll = HyperLogLog::new();
-                    for i in first.parse::<u32>().unwrap()..end.parse().unwrap() {
-                        hll.add(format!("k{i}").as_bytes());
-                    }
-                    Sketch::of(&hll)
-                }
-                None => Sketch::default(),
-            };
-            edit.add_table(
-                level.parse().unwrap(),
-                run.parse().unwrap(),
-                Arc::new(TableMeta {
-                    id,
-                    segment: id,
-                    offset: 16,
-                    length: 100,
-                    smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
-                    largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Value).into_vec(),
-                    entries: 2,
-                    min_seq: 1,
-                    max_seq: 9,
-                    sketch,
-                }),
-            );
-            id += 1;
-        }
-    }
-    Version::default().apply(&edit).unwrap()
-}
 
 fn options(settings: &str) -> Options {
     let mut o = Options {
