@@ -16,7 +16,7 @@ use clap::Args;
 
 use super::args::Settings;
 use super::child;
-use super::direct::{self, DirectArgs};
+use super::direct::{self, DirectArgs, StoreShape};
 use super::latency::LatencyMode;
 
 /// The default tolerance: above the largest deviation between the driver's
@@ -37,15 +37,8 @@ pub struct CrosscheckArgs {
     pub workload: Vec<String>,
     #[arg(long, value_name = "N", default_value_t = 200_000)]
     pub num: u64,
-    /// Gets of readrandom (default: N).
-    #[arg(long, value_name = "M")]
-    pub ops: Option<u64>,
-    #[arg(long, value_name = "C", default_value_t = 64)]
-    pub cache_mb: u64,
-    #[arg(long, value_name = "W", default_value_t = 64)]
-    pub write_buffer_mb: u64,
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub background_threads: usize,
+    #[command(flatten)]
+    pub shape: StoreShape,
     /// Rounds; each runs every variant once.
     #[arg(long, value_name = "R", default_value_t = 3)]
     pub rounds: usize,
@@ -116,10 +109,7 @@ impl CrosscheckArgs {
             engine: engine.to_string(),
             workload: workload.to_string(),
             num: self.num,
-            ops: self.ops,
-            cache_mb: self.cache_mb,
-            write_buffer_mb: self.write_buffer_mb,
-            background_threads: self.background_threads,
+            shape: self.shape.clone(),
             settle: self.settle,
             seed: self.seed,
         }
@@ -142,18 +132,18 @@ impl CrosscheckArgs {
             ops: if workload == "fillrandom" {
                 self.num
             } else {
-                self.ops.unwrap_or(self.num)
+                self.shape.ops.unwrap_or(self.num)
             },
             key_size: 16,
             value_size: 100,
             threads: 1,
             duration_secs: None,
-            cache_bytes: self.cache_mb << 20,
-            write_buffer_bytes: self.write_buffer_mb << 20,
+            cache_bytes: self.shape.cache_mb << 20,
+            write_buffer_bytes: self.shape.write_buffer_mb << 20,
             compression: "none".to_string(),
             sync: false,
             bloom_bits: 10,
-            background_threads: self.background_threads,
+            background_threads: self.shape.background_threads,
             // As the direct loop: the engine's default.
             search_threads: 1,
             read_ratio: 0.5,

@@ -35,6 +35,20 @@ pub struct DirectArgs {
     pub workload: String,
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub num: u64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub shape: StoreShape,
+    /// readrandom: waits for background work after the puts (not timed).
+    #[arg(long)]
+    pub settle: bool,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// The gets and the store's memory and threads, alike in the direct loop
+/// and in the cross-check that runs it.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+pub struct StoreShape {
     /// Gets of readrandom (default: N).
     #[arg(long, value_name = "M")]
     pub ops: Option<u64>,
@@ -44,11 +58,6 @@ pub struct DirectArgs {
     pub write_buffer_mb: u64,
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_threads: usize,
-    /// readrandom: waits for background work after the puts (not timed).
-    #[arg(long)]
-    pub settle: bool,
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
 }
 
 /// What one direct run measured (the timed loop only).
@@ -157,7 +166,7 @@ fn run_loop(
     if a.settle {
         settle()?;
     }
-    let ops = a.ops.unwrap_or(a.num);
+    let ops = a.shape.ops.unwrap_or(a.num);
     Ok((ops, read(a.num, ops, a.seed, get)?))
 }
 
@@ -165,12 +174,12 @@ fn thicket(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     use thicketdb::{Db, Profile};
     let e = |e: thicketdb::Error| e.to_string();
     let mut o = Profile::Default.options();
-    o.write_buffer_size = a.write_buffer_mb << 20;
-    o.block_cache_size = a.cache_mb << 20;
+    o.write_buffer_size = a.shape.write_buffer_mb << 20;
+    o.block_cache_size = a.shape.cache_mb << 20;
     o.bloom_bits_per_key = BLOOM_BITS;
     o.compression = thicketdb::table::CompressionType::None;
     // ThicketDB's flush thread is one of the background threads.
-    o.compaction_threads = a.background_threads.saturating_sub(1).max(1);
+    o.compaction_threads = a.shape.background_threads.saturating_sub(1).max(1);
     let db = Db::open(dir, o).map_err(e)?;
     let measured = run_loop(
         a,
@@ -187,11 +196,13 @@ fn rocksdb(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     let e = |e: rocksdb::Error| e.to_string();
     let mut o = rocksdb::Options::default();
     o.create_if_missing(true);
-    o.set_write_buffer_size((a.write_buffer_mb << 20) as usize);
-    o.set_max_background_jobs(a.background_threads as i32);
+    o.set_write_buffer_size((a.shape.write_buffer_mb << 20) as usize);
+    o.set_max_background_jobs(a.shape.background_threads as i32);
     o.set_compression_type(rocksdb::DBCompressionType::None);
     let mut table = rocksdb::BlockBasedOptions::default();
-    table.set_block_cache(&rocksdb::Cache::new_lru_cache((a.cache_mb << 20) as usize));
+    table.set_block_cache(&rocksdb::Cache::new_lru_cache(
+        (a.shape.cache_mb << 20) as usize,
+    ));
     table.set_bloom_filter(f64::from(BLOOM_BITS), false);
     o.set_block_based_table_factory(&table);
     let db = rocksdb::DB::open(&o, dir).map_err(e)?;
@@ -213,11 +224,11 @@ fn fjall(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     };
     let e = |e: fjall::Error| e.to_string();
     let db = fjall::Database::builder(dir)
-        .cache_size(a.cache_mb << 20)
-        .worker_threads(a.background_threads.max(1))
+        .cache_size(a.shape.cache_mb << 20)
+        .worker_threads(a.shape.background_threads.max(1))
         .open()
         .map_err(e)?;
-    let memtable = a.write_buffer_mb << 20;
+    let memtable = a.shape.write_buffer_mb << 20;
     let ks = db
         .keyspace("bench", move || {
             fjall::KeyspaceCreateOptions::default()
@@ -286,11 +297,14 @@ pub fn run_child(exe: &Path, a: &DirectArgs, dir: &PathBuf) -> Result<DirectResu
         .arg(dir)
         .args(["--engine", &a.engine, "--workload", &a.workload])
         .args(["--num", &a.num.to_string()])
-        .args(["--cache-mb", &a.cache_mb.to_string()])
-        .args(["--write-buffer-mb", &a.write_buffer_mb.to_string()])
-        .args(["--background-threads", &a.background_threads.to_string()])
+        .args(["--cache-mb", &a.shape.cache_mb.to_string()])
+        .args(["--write-buffer-mb", &a.shape.write_buffer_mb.to_string()])
+        .args([
+            "--background-threads",
+            &a.shape.background_threads.to_string(),
+        ])
         .args(["--seed", &a.seed.to_string()]);
-    if let Some(ops) = a.ops {
+    if let Some(ops) = a.shape.ops {
         cmd.args(["--ops", &ops.to_string()]);
     }
     if a.settle {
@@ -341,10 +355,12 @@ mod tests {
                 engine: "thicket".into(),
                 workload: workload.into(),
                 num: 5000,
-                ops: Some(2000),
-                cache_mb: 8,
-                write_buffer_mb: 1,
-                background_threads: 2,
+                shape: StoreShape {
+                    ops: Some(2000),
+                    cache_mb: 8,
+                    write_buffer_mb: 1,
+                    background_threads: 2,
+                },
                 settle: true,
                 seed: 3,
             };
