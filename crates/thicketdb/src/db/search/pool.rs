@@ -181,7 +181,11 @@ mod tests {
 
     #[test]
     fn a_pool_stops_its_threads_when_dropped() {
-        let pool = SearchPool::start(2, Arc::new(Counters::default())).unwrap();
+        let counters = Arc::new(Counters::default());
+        let pool = SearchPool::start(2, counters.clone()).unwrap();
+        assert_eq!(Arc::strong_count(&counters), 2, "the pool's shared state");
         drop(pool);
+        // The threads held the shared state: joined, they released it.
+        assert_eq!(Arc::strong_count(&counters), 1);
     }
 }
