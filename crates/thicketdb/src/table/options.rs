@@ -1,6 +1,7 @@
 //! Knobs for building tables.
 
 use super::compression::CompressionType;
+use crate::format::KeyOrder;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableOptions {
@@ -13,6 +14,8 @@ pub struct TableOptions {
     /// Bloom filter bits per user key; 0 writes no filter.
     pub bloom_bits_per_key: u32,
     pub compression: CompressionType,
+    /// The order entries are added in, checked by the builder.
+    pub order: KeyOrder,
 }
 
 impl TableOptions {
@@ -23,6 +26,7 @@ impl TableOptions {
         restart_interval: 16,
         bloom_bits_per_key: 10,
         compression: CompressionType::None,
+        order: KeyOrder::Bytewise,
     };
 }
 

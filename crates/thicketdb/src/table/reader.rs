@@ -18,7 +18,8 @@ use super::index::BlockIndex;
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{self, user_key};
+use crate::format::internal_key::user_key;
+use crate::format::KeyOrder;
 use crate::io::RandomAccessFile;
 use crate::iterator::InternalIterator;
 
@@ -38,6 +39,7 @@ pub struct Table {
     index: BlockIndex,
     filter: Option<BloomFilter>,
     properties: TableProperties,
+    order: KeyOrder,
 }
 
 impl std::fmt::Debug for Table {
@@ -63,6 +65,7 @@ impl Table {
         offset: u64,
         length: u64,
         cache: Option<Arc<BlockCache>>,
+        order: KeyOrder,
     ) -> Result<Table> {
         let path = Arc::new(path);
         let footer_pos = length
@@ -82,11 +85,10 @@ impl Table {
             blocks_end: length - FOOTER_LEN as u64,
         };
         let index_pos = tf.absolute(footer.index);
-        let index = BlockIndex::decode(&Block::new(
-            tf.read_block(footer.index)?,
-            path.clone(),
-            index_pos,
-        )?)?;
+        let index = BlockIndex::decode(
+            &Block::new(tf.read_block(footer.index)?, path.clone(), index_pos)?,
+            order.clone(),
+        )?;
         let filter = match footer.filter.size {
             0 => None,
             _ => Some(
@@ -107,6 +109,7 @@ impl Table {
             index,
             filter,
             properties,
+            order,
         })
     }
 
@@ -188,10 +191,15 @@ impl Table {
             return Ok(None);
         }
         let search = |block: &Block| {
-            let mut data = BlockIter::with_key_buffer(block, mem::take(key_buf));
+            let mut data =
+                BlockIter::with_key_buffer(block, mem::take(key_buf), self.order.clone());
             data.seek(lookup_key);
-            let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
-                .then(|| f(data.key(), data.value()));
+            let found = (data.valid()
+                && self
+                    .order
+                    .user(user_key(data.key()), user_key(lookup_key))
+                    .is_eq())
+            .then(|| f(data.key(), data.value()));
             let status = data.status();
             *key_buf = data.into_key_buffer();
             status.map(|()| found)
@@ -225,10 +233,10 @@ impl Table {
             let handle = self.index.handle(i);
             let pos = tf.absolute(handle);
             let block = self.read_block(handle)?;
-            let mut it = BlockIter::new(&block);
+            let mut it = BlockIter::new(&block, self.order.clone());
             it.seek_to_first();
             while it.valid() {
-                if entries > 0 && internal_key::compare(&prev, it.key()) != Ordering::Less {
+                if entries > 0 && self.order.internal(&prev, it.key()) != Ordering::Less {
                     return Err(Error::corruption(
                         self.path.as_path(),
                         pos,
@@ -253,6 +261,11 @@ impl Table {
             ));
         }
         Ok(())
+    }
+
+    /// The order of the table's keys.
+    pub(crate) fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     pub(crate) fn index(&self) -> &BlockIndex {
@@ -416,9 +429,17 @@ mod tests {
         );
         let file: Arc<dyn RandomAccessFile> = Arc::new(file);
         for (s, entries) in summaries.iter().zip([&first[..150], &first[150..]]) {
-            let t = Table::open(file.clone(), "s.seg".into(), 1, s.offset, s.length, None)
-                .map(Arc::new)
-                .unwrap();
+            let t = Table::open(
+                file.clone(),
+                "s.seg".into(),
+                1,
+                s.offset,
+                s.length,
+                None,
+                KeyOrder::Bytewise,
+            )
+            .map(Arc::new)
+            .unwrap();
             assert_eq!(collect_forward(&mut t.iter()), entries);
             t.verify_checksums().unwrap();
         }
@@ -492,7 +513,7 @@ mod tests {
                 .filter(|((u, s, _), _)| seen.insert((u.clone(), *s)))
                 .map(|((u, s, kind), v)| (InternalKey::new(&u, s, kind).into_vec(), v))
                 .collect();
-            out.sort_by(|a, b| internal_key::compare(&a.0, &b.0));
+            out.sort_by(|a, b| KeyOrder::Bytewise.internal(&a.0, &b.0));
             out
         })
     }
@@ -514,6 +535,7 @@ mod tests {
                     restart_interval,
                     bloom_bits_per_key: bits,
                     compression,
+                    order: KeyOrder::Bytewise,
                 },
             )
     }
@@ -543,7 +565,7 @@ mod tests {
         #[test]
         fn opening_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400), offset in 0u64..64, len in 0u64..400) {
             let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(bytes));
-            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, None) {
+            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, None, KeyOrder::Bytewise) {
                 let t = Arc::new(t);
                 let _ = t.get(&lookup_key(b"k"));
                 let _ = t.verify_checksums();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use crate::error::Result;
+use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile};
 use crate::table::{BlockCache, Table};
 use crate::version::files::segment_path;
@@ -21,6 +22,8 @@ pub struct TableCache {
     files: Cache<u64, Arc<dyn RandomAccessFile>>,
     tables: Cache<u64, Arc<Table>>,
     block_cache: Arc<BlockCache>,
+    /// The store's key order, which every table is opened with.
+    order: KeyOrder,
 }
 
 impl TableCache {
@@ -30,6 +33,7 @@ impl TableCache {
         max_open_files: usize,
         share_descriptors: bool,
         block_cache: Arc<BlockCache>,
+        order: KeyOrder,
     ) -> TableCache {
         TableCache {
             dir: dir.to_path_buf(),
@@ -38,7 +42,13 @@ impl TableCache {
             files: Cache::new(max_open_files.max(1)),
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
+            order,
         }
+    }
+
+    /// The store's key order.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// The open file of a segment, from the descriptor cache.
@@ -64,6 +74,7 @@ impl TableCache {
                 meta.offset,
                 meta.length,
                 Some(self.block_cache.clone()),
+                self.order.clone(),
             )
             .map(Arc::new)
         })
