@@ -350,3 +350,36 @@ fn a_store_keeps_its_comparator_and_refuses_another() {
     let db = Db::open(dir.path(), custom).unwrap();
     assert_eq!(db.get("b").unwrap(), Some(b"b".to_vec()));
 }
+
+/// `use_direct_reads` reads table blocks with `O_DIRECT`: values come back
+/// the same (from blocks the block cache is too small to keep); a file
+/// system without `O_DIRECT` is a clear error, never wrong data.
+#[test]
+fn direct_reads_return_what_buffered_reads_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = thicketdb::Options {
+        use_direct_reads: true,
+        block_cache_size: 16 << 10,
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let value = |i: u32| format!("value-{i}-").repeat(1 + (i % 40) as usize);
+    for i in 0..3000u32 {
+        db.put(format!("key{i:06}"), value(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (0..3000u32).step_by(7) {
+        match db.get(format!("key{i:06}")) {
+            Ok(got) => assert_eq!(got, Some(value(i).into_bytes()), "key{i:06}"),
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains("O_DIRECT"), "{msg}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(
+        db.stats().block_cache_misses > 0,
+        "blocks were read from files"
+    );
+}

@@ -171,6 +171,11 @@ fn edit_json(e: &VersionEdit) -> Value {
         "buffer_removed": deleted_tables_json(&e.buffer_removed),
         "buffer_dropped": deleted_tables_json(&e.buffer_dropped),
         "buffer_frozen": buffer_frozen,
+        "compact_pointers": e
+            .compact_pointers
+            .iter()
+            .map(|(level, key)| json!({ "level": level, "key": bytes(key) }))
+            .collect::<Vec<Value>>(),
         "stats": stats,
     })
 }
@@ -273,6 +278,9 @@ fn manifest_text(dump: &ManifestDump) -> String {
         }
         for (level, frozen) in &e.buffer_frozen {
             out += &format!("  buffer of L{level} frozen {frozen}\n");
+        }
+        for (level, key) in &e.compact_pointers {
+            out += &format!("  compaction pointer of L{level} at {}\n", bytes(key));
         }
         if !e.stats.is_empty() {
             out += &format!("  {} counters\n", e.stats.len());

@@ -192,6 +192,7 @@ fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
         output_level: journal.output_level,
         output_run: None,
         reason: format!("resumed merge of L{}", journal.level),
+        compact_pointer: None,
     }
 }
 

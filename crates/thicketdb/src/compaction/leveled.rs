@@ -50,6 +50,15 @@ pub struct LeveledPolicy {
 }
 
 impl LeveledPolicy {
+    /// Resumes the round robin where the recovered `version` says the
+    /// last compactions of each level stopped.
+    pub fn restore_pointers(&self, version: &Version) {
+        let mut pointers = self.compact_pointers.lock();
+        for (pointer, level) in pointers.iter_mut().zip(&version.levels) {
+            pointer.clone_from(&level.compact_pointer);
+        }
+    }
+
     pub fn new(options: &Options) -> LeveledPolicy {
         LeveledPolicy {
             options: options.clone(),
@@ -188,20 +197,18 @@ impl LeveledPolicy {
             }
         }
         let last_taken = victims.last()?;
+        let mut advanced = None;
         if !self.options.settled_compaction {
             pointers[level] = last_taken.largest.clone();
+            advanced = Some((level, pointers[level].clone()));
         }
         victims.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
         let settled = self.options.settled_compaction;
-        Some(build_task(
-            &version.order,
-            level,
-            run,
-            next,
-            victims,
-            settled,
-            reason,
-        ))
+        let task = build_task(&version.order, level, run, next, victims, settled, reason);
+        Some(CompactionTask {
+            compact_pointer: advanced,
+            ..task
+        })
     }
 
     /// Bytes of the level below a task's output an output table may
@@ -423,6 +430,7 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
         output_level: 1,
         output_run: l1.map(|r| r.id),
         reason,
+        compact_pointer: None,
     }
 }
 
@@ -502,6 +510,7 @@ fn build_task(
         output_level: level + 1,
         output_run: next_id,
         reason,
+        compact_pointer: None,
     }
 }
 

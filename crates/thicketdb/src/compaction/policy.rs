@@ -21,9 +21,15 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub fn new(options: &Options) -> Policy {
+    /// The policy of a store whose tree is `version` (a leveled policy
+    /// resumes its round robin at the recorded compaction pointers).
+    pub fn new(options: &Options, version: &Version) -> Policy {
         match options.compaction_policy {
-            PolicyKind::Leveled => Policy::Leveled(Box::new(LeveledPolicy::new(options))),
+            PolicyKind::Leveled => {
+                let policy = LeveledPolicy::new(options);
+                policy.restore_pointers(version);
+                Policy::Leveled(Box::new(policy))
+            }
             PolicyKind::Tiered => Policy::Tiered(TieredPolicy::new(options)),
         }
     }

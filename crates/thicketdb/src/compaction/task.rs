@@ -28,6 +28,10 @@ pub struct CompactionTask {
     pub output_run: Option<u64>,
     /// Why this task was picked (for logs and tests).
     pub reason: String,
+    /// LevelDB's round-robin compaction pointer this task advanced
+    /// (level, largest internal key taken), recorded by its edit so that
+    /// the round robin resumes where it was after a reopen.
+    pub compact_pointer: Option<(usize, Vec<u8>)>,
 }
 
 impl CompactionTask {
@@ -84,6 +88,7 @@ impl CompactionTask {
         for t in outputs.iter().filter(|t| !parked_ids.contains(&t.id)) {
             edit.add_table(self.output_level, output_run, t.clone());
         }
+        edit.compact_pointers.extend(self.compact_pointer.clone());
         edit
     }
 }
@@ -130,6 +135,7 @@ mod tests {
             output_level: 2,
             output_run: Some(20),
             reason: String::new(),
+            compact_pointer: None,
         };
         let left =
             task(&l1_ac, &l2_ab).final_edit(20, &[table(5, "a", "c")], &HashSet::new(), None);

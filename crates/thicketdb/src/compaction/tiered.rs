@@ -119,6 +119,7 @@ fn merge_level(version: &Version, level: usize, reason: String) -> Option<Compac
         output_level: (level + 1).min(NUM_LEVELS - 1),
         output_run: None,
         reason,
+        compact_pointer: None,
     })
 }
 

@@ -59,8 +59,9 @@ enum Job {
     Flush,
     /// LSbM's periodic trim of the compaction buffer.
     Trim,
-    /// A task, how it journals, and its claim.
-    Compact(CompactionTask, Journaling, ClaimId),
+    /// A task, how it journals, and its claim (boxed: the other jobs are
+    /// empty).
+    Compact(Box<CompactionTask>, Journaling, ClaimId),
 }
 
 fn run(inner: &Arc<DbInner>, worker: Worker) {
@@ -96,7 +97,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                 &inner.counters.compaction_micros,
             ),
             Job::Compact(task, journaling, claim) => {
-                let mut result = compact(inner, task, journaling);
+                let mut result = compact(inner, *task, journaling);
                 if result.is_ok() && trim_due(inner, worker) {
                     result = super::buffer::trim(inner);
                 }
@@ -156,7 +157,7 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
         Counters::add(&inner.counters.compactions_concurrent, 1);
     }
     let id = bg.busy.insert(claim);
-    Some(Job::Compact(task, journaling, id))
+    Some(Job::Compact(Box::new(task), journaling, id))
 }
 
 /// How long the first compaction thread may sleep before the compaction

@@ -102,14 +102,17 @@ pub(super) fn new_table_cache(
     fs: &Arc<dyn FileSystem>,
     options: &Options,
 ) -> Arc<TableCache> {
-    Arc::new(TableCache::new(
-        dir,
-        fs.clone(),
-        options.max_open_files,
-        options.segment_descriptor_cache,
-        Arc::new(BlockCache::new(options.block_cache_size)),
-        options.comparator.clone(),
-    ))
+    Arc::new(
+        TableCache::new(
+            dir,
+            fs.clone(),
+            options.max_open_files,
+            options.segment_descriptor_cache,
+            Arc::new(BlockCache::new(options.block_cache_size)),
+            options.comparator.clone(),
+        )
+        .with_direct_reads(options.use_direct_reads),
+    )
 }
 
 /// What an open recovered, to be assembled into a `DbInner`.
@@ -134,7 +137,7 @@ pub(super) struct Parts<'a> {
 }
 
 pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
-    let policy = crate::compaction::Policy::new(&p.options);
+    let policy = crate::compaction::Policy::new(&p.options, &p.version);
     let pending_compaction_bytes = policy.pending_bytes(&p.version);
     let search = start_search_pool(&p.options, &p.counters)?;
     Ok(DbInner {

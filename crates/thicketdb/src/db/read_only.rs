@@ -169,6 +169,13 @@ impl FileSystem for ReadOnlyFs {
         }))
     }
 
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(ReadOnlyFile {
+            inner: self.inner.open_random_direct(path)?,
+            path: path.to_path_buf(),
+        }))
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)
     }

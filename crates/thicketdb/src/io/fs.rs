@@ -66,6 +66,12 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Opens an existing file for positional reads.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Like `open_random`, bypassing the page cache (`use_direct_reads`).
+    /// A file system with no page cache (the in-memory fault file system)
+    /// reads as `open_random` does.
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
     /// Opens an existing file for sequential reads.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Atomically replaces `to` with `from`.

@@ -3,6 +3,7 @@
 //! for tests, and segment files.
 
 pub mod backing;
+pub mod direct;
 pub mod fault;
 pub mod fs;
 pub mod mapped;

@@ -77,10 +77,15 @@ impl WritableFile for PosixWritable {
 struct PosixRandom {
     file: File,
     path: PathBuf,
+    /// Opened with `O_DIRECT` (`use_direct_reads`): reads are aligned.
+    direct: bool,
 }
 
 impl RandomAccessFile for PosixRandom {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if self.direct {
+            return super::direct::read_exact_direct(&self.file, &self.path, offset, buf);
+        }
         self.file.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::corruption(
@@ -178,6 +183,15 @@ impl FileSystem for PosixFs {
         Ok(Arc::new(PosixRandom {
             file,
             path: path.to_path_buf(),
+            direct: false,
+        }))
+    }
+
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(PosixRandom {
+            file: super::direct::open_direct(path)?,
+            path: path.to_path_buf(),
+            direct: true,
         }))
     }
 

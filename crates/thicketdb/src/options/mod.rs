@@ -215,6 +215,11 @@ options! {
         /// store records its name when created and refuses to open with
         /// another.
         comparator: KeyOrder = KeyOrder::Bytewise,
+        /// Read table blocks with `O_DIRECT`, bypassing the page cache, so
+        /// a block the block cache misses costs a device read (RocksDB's
+        /// option of that name). Refused with a clear error by a file
+        /// system without `O_DIRECT` (tmpfs).
+        use_direct_reads: bool = false,
     }
 }
 

@@ -8,8 +8,9 @@ use super::meta::TableMeta;
 use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 
 /// Format version written in every MANIFEST's first edit. Version 2 adds
-/// the compaction buffer's tags (10–13); version 1 MANIFESTs still open.
-pub const MANIFEST_FORMAT_VERSION: u64 = 2;
+/// the compaction buffer's tags (10–13), version 3 the compaction pointer
+/// (14); older MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 3;
 /// The oldest format version this build reads.
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
@@ -26,6 +27,7 @@ const TAG_BUFFER_TABLE: u64 = 10;
 const TAG_BUFFER_REMOVED: u64 = 11;
 const TAG_BUFFER_DROPPED: u64 = 12;
 const TAG_BUFFER_FROZEN: u64 = 13;
+const TAG_COMPACT_POINTER: u64 = 14;
 
 /// SifrDB's compaction journal: a long merge of whole runs in progress.
 /// Outputs persisted so far sit in `interim_run` at `level` (newer than the
@@ -85,6 +87,8 @@ pub struct VersionEdit {
     pub buffer_dropped: Vec<DeletedTable>,
     /// Levels whose buffer is frozen (`true`) or unfrozen.
     pub buffer_frozen: Vec<(usize, bool)>,
+    /// Round-robin compaction pointers advanced (level, internal key).
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
 }
 
 impl VersionEdit {
@@ -144,6 +148,11 @@ impl VersionEdit {
             put_varint64(&mut out, TAG_BUFFER_FROZEN);
             put_varint64(&mut out, level as u64);
             put_varint64(&mut out, u64::from(frozen));
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint64(&mut out, TAG_COMPACT_POINTER);
+            put_varint64(&mut out, *level as u64);
+            put_length_prefixed(&mut out, key);
         }
         if let Some(j) = &self.merge_journal {
             put_varint64(&mut out, TAG_MERGE_JOURNAL);
@@ -231,6 +240,11 @@ impl VersionEdit {
                     });
                 }
                 TAG_MERGE_DONE => edit.merge_done = true,
+                TAG_COMPACT_POINTER => {
+                    let level = level(num(src, "compact pointer level")?)?;
+                    let key = get_length_prefixed(src).ok_or("truncated compact pointer")?;
+                    edit.compact_pointers.push((level, key.to_vec()));
+                }
                 other => return Err(format!("unknown edit tag {other}")),
             }
         }
@@ -349,6 +363,8 @@ mod tests {
         e.remove_buffer_table(2, 11, 12);
         e.drop_buffer_entry(3, 4, 5);
         e.buffer_frozen = vec![(2, true), (3, false)];
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        e.compact_pointers = vec![(1, b"k\x01\0\0\0\0\0\0\0".to_vec()), (3, Vec::new())];
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     }
 

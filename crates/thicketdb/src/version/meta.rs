@@ -174,6 +174,9 @@ pub struct Level {
     /// LSbM freeze: the level receives repeated data, so its buffer takes
     /// no more tables (arrivals become removed entries) until it drains.
     pub frozen: bool,
+    /// Largest internal key of the last round-robin victim (LevelDB's
+    /// compaction pointer); empty: start from the first table.
+    pub compact_pointer: Vec<u8>,
 }
 
 impl Level {

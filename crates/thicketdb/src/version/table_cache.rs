@@ -24,6 +24,8 @@ pub struct TableCache {
     block_cache: Arc<BlockCache>,
     /// The store's key order, which every table is opened with.
     order: KeyOrder,
+    /// Segments are read with `O_DIRECT` (`use_direct_reads`).
+    direct_reads: bool,
 }
 
 impl TableCache {
@@ -43,6 +45,23 @@ impl TableCache {
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
             order,
+            direct_reads: false,
+        }
+    }
+
+    /// Reads segments bypassing the page cache (`use_direct_reads`).
+    pub fn with_direct_reads(self, direct_reads: bool) -> TableCache {
+        TableCache {
+            direct_reads,
+            ..self
+        }
+    }
+
+    fn open_segment(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        let path = segment_path(&self.dir, segment);
+        match self.direct_reads {
+            true => self.fs.open_random_direct(&path),
+            false => self.fs.open_random(&path),
         }
     }
 
@@ -53,9 +72,8 @@ impl TableCache {
 
     /// The open file of a segment, from the descriptor cache.
     pub fn segment_file(&self, segment: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        self.files.get_or_insert_with(&segment, || {
-            self.fs.open_random(&segment_path(&self.dir, segment))
-        })
+        self.files
+            .get_or_insert_with(&segment, || self.open_segment(segment))
     }
 
     /// The opened table for `meta`.
@@ -64,8 +82,7 @@ impl TableCache {
             let file = if self.share_descriptors {
                 self.segment_file(meta.segment)?
             } else {
-                self.fs
-                    .open_random(&segment_path(&self.dir, meta.segment))?
+                self.open_segment(meta.segment)?
             };
             Table::open(
                 file,

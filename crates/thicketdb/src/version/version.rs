@@ -124,6 +124,9 @@ impl Version {
             level.runs.sort_by_key(|r| std::cmp::Reverse(r.id));
         }
         next.apply_buffer(edit)?;
+        for (level, key) in &edit.compact_pointers {
+            next.levels[*level].compact_pointer.clone_from(key);
+        }
         if edit.merge_done {
             next.merge_journal = None;
         }
@@ -274,6 +277,10 @@ impl Version {
             }
             if level.frozen {
                 edit.buffer_frozen.push((i, true));
+            }
+            if !level.compact_pointer.is_empty() {
+                edit.compact_pointers
+                    .push((i, level.compact_pointer.clone()));
             }
         }
         edit

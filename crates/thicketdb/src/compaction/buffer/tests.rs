@@ -127,6 +127,7 @@ fn merge(
         output_level: level + 1,
         output_run: Some(lower_run),
         reason: String::new(),
+        compact_pointer: None,
     };
     let mut edit = task.final_edit(lower_run, outputs, &HashSet::new(), None);
     let mut next = 900..;
@@ -335,6 +336,7 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         output_level: 3,
         output_run: None,
         reason: String::new(),
+        compact_pointer: None,
     };
     let mut edit = task.final_edit(50, &[meta(202, "a", "zz", 1010)], &HashSet::new(), None);
     let mut next = 950..;

@@ -7,6 +7,7 @@ use crate::compaction::busy::Busy;
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::table::HyperLogLog;
 use crate::version::{Sketch, VersionEdit};
+use std::collections::HashSet;
 
 /// Builds a version from lines `L<level> <run>: <table> ...`, a table
 /// written `<lo>-<hi>[/<bytes>][@<first>..<end>]`: its user-key range, its
@@ -140,6 +141,39 @@ fn sequential_l0_runs_move_without_rewriting() {
         L0 10: c-d/100
         L1 1: a-b/100";
     assert_eq!(pick("", shape), "move {L0#10:101} move {L0#11:100} -> L1#1");
+}
+
+/// LevelDB persists its compaction pointers: the task's edit records the
+/// pointer, a MANIFEST rewrite keeps it, and a policy made for the
+/// recovered version (a reopen) resumes the round robin after it.
+#[test]
+fn the_compaction_pointer_survives_a_reopen() {
+    let shape = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: a-a/100 c-c/100 e-e/100";
+    let v = version(shape);
+    let task = LeveledPolicy::new(&options(""))
+        .pick(&v, &Busy::default())
+        .unwrap();
+    assert_eq!(render(&task), "merge {L1#1:100 L2#2:103} -> L2#2");
+    let edit = task.final_edit(2, &[], &HashSet::new(), None);
+    let decoded = VersionEdit::decode(&edit.encode()).unwrap();
+    let after = v.apply(&decoded).unwrap();
+    let rewritten = Version::default().apply(&after.snapshot_edit()).unwrap();
+    assert_eq!(
+        rewritten.levels[1].compact_pointer,
+        task.compact_pointer.unwrap().1
+    );
+    let reopened = LeveledPolicy::new(&options(""));
+    reopened.restore_pointers(&rewritten);
+    let next = reopened.pick(&rewritten, &Busy::default()).unwrap();
+    assert_eq!(render(&next), "merge {L1#1:101 L2#2:104} -> L2#2");
+    // BoLT's settled compaction keeps no pointer.
+    let settled = LeveledPolicy::new(&options("settled_compaction=true"));
+    assert_eq!(
+        settled.pick(&v, &Busy::default()).unwrap().compact_pointer,
+        None
+    );
 }
 
 #[test]
