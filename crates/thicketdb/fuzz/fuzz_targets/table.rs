@@ -24,6 +24,7 @@ fuzz_target!(|data: &[u8]| {
             offset,
             data.len() as u64 - offset,
             cache,
+            None,
         ) else {
             return;
         };

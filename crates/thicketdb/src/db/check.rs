@@ -64,7 +64,15 @@ pub fn check_store_with_fs(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<CheckR
     for meta in recovered.version.tables() {
         let path = segment_path(dir, meta.segment);
         let file = fs.open_random(&path)?;
-        let table = Table::open(file, path, meta.segment, meta.offset, meta.length, None)?;
+        let table = Table::open(
+            file,
+            path,
+            meta.segment,
+            meta.offset,
+            meta.length,
+            None,
+            None,
+        )?;
         table.verify_checksums()?;
         report.tables += 1;
     }

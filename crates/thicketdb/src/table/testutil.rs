@@ -102,6 +102,7 @@ pub fn open_table(
         summary.offset,
         summary.length,
         cache,
+        None,
     )
     .map(Arc::new)
 }

@@ -9,7 +9,7 @@ use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::io::{FileSystem, RandomAccessFile};
-use crate::table::{BlockCache, Table};
+use crate::table::{BlockCache, FilterPolicy, Table};
 use crate::version::files::segment_path;
 use crate::version::TableMeta;
 
@@ -21,6 +21,8 @@ pub struct TableCache {
     files: Cache<u64, Arc<dyn RandomAccessFile>>,
     tables: Cache<u64, Arc<Table>>,
     block_cache: Arc<BlockCache>,
+    /// The open's filter policy (`None`: the built-in Bloom filter).
+    filter_policy: Option<Arc<dyn FilterPolicy>>,
 }
 
 impl TableCache {
@@ -30,6 +32,7 @@ impl TableCache {
         max_open_files: usize,
         share_descriptors: bool,
         block_cache: Arc<BlockCache>,
+        filter_policy: Option<Arc<dyn FilterPolicy>>,
     ) -> TableCache {
         TableCache {
             dir: dir.to_path_buf(),
@@ -38,6 +41,7 @@ impl TableCache {
             files: Cache::new(max_open_files.max(1)),
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
+            filter_policy,
         }
     }
 
@@ -64,6 +68,7 @@ impl TableCache {
                 meta.offset,
                 meta.length,
                 Some(self.block_cache.clone()),
+                self.filter_policy.as_ref(),
             )
             .map(Arc::new)
         })

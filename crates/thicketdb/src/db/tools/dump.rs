@@ -170,6 +170,7 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         offset,
         meta.length,
         None,
+        None,
     )?);
     let index = table.index();
     let index = (0..index.len())

@@ -249,7 +249,15 @@ fn recover_table(
     offset: u64,
     length: u64,
 ) -> Result<Recovery> {
-    let table = Table::open(file, path.to_path_buf(), segment, offset, length, None)?;
+    let table = Table::open(
+        file,
+        path.to_path_buf(),
+        segment,
+        offset,
+        length,
+        None,
+        None,
+    )?;
     if let Err(why) = table.verify_checksums() {
         let (entries, lost_blocks) = salvage(&table);
         return Ok(Recovery::Damaged {
