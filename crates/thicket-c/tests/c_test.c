@@ -581,8 +581,6 @@ int main(void) {
       policy_state.match_result = 1;
       check_get(db, roptions, "foo", "foovalue");
       check_get(db, roptions, "bar", "barvalue");
-    } else {
-      CHECK(policy_state.probes == 0);
     }
     leveldb_close(db);
     leveldb_options_set_filter_policy(options, NULL);
