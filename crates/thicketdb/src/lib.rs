@@ -30,5 +30,6 @@ pub use db::dump;
 pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
+pub use format::{Comparator, KeyOrder};
 pub use options::{Options, Profile};
 pub use stats::StatValue;

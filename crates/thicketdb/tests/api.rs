@@ -305,3 +305,48 @@ fn get_with_borrows_values_from_memtables_and_tables_alike() {
     );
     assert_eq!(db.get_with("deleted", |v| v.len()).unwrap(), None);
 }
+
+/// Byte order reversed, as a user's comparator.
+struct Descending;
+
+impl thicketdb::Comparator for Descending {
+    fn name(&self) -> &str {
+        "test.Descending"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        b.cmp(a)
+    }
+}
+
+#[test]
+fn a_store_keeps_its_comparator_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = thicketdb::Options {
+        comparator: thicketdb::KeyOrder::custom(std::sync::Arc::new(Descending)),
+        ..thicketdb::Options::default()
+    };
+    let db = Db::open(dir.path(), custom.clone()).unwrap();
+    for k in ["a", "c", "b"] {
+        db.put(k, k).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut keys = Vec::new();
+    while it.valid() {
+        keys.push(it.key().to_vec());
+        it.next();
+    }
+    assert_eq!(keys, [b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+    assert!(db.prefix("a").is_err(), "prefixes need byte order");
+    db.close().unwrap();
+
+    let err = Db::open(dir.path(), thicketdb::Options::default())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("test.Descending"), "{err}");
+    let err = thicketdb::check::check_store(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("test.Descending"), "{err}");
+    let db = Db::open(dir.path(), custom).unwrap();
+    assert_eq!(db.get("b").unwrap(), Some(b"b".to_vec()));
+}

@@ -68,7 +68,7 @@ fn an_edit_that_does_not_apply_is_an_invariant_violation() {
         fs,
         dir.path(),
         Arc::new(Counters::default()),
-        VersionSet::empty(),
+        VersionSet::empty(thicketdb::KeyOrder::Bytewise),
         Arc::new(AtomicU64::new(1)),
         Arc::new(Backings::default()),
     )

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use thicketdb::table::{Block, BlockIter};
+use thicketdb::KeyOrder;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the seek target's length, taken from the end.
@@ -17,8 +18,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(block) = Block::new(rest.to_vec(), Arc::new(PathBuf::from("fuzz.seg")), 0) else {
         return;
     };
-    let mut iter = BlockIter::new(block.clone());
+    let mut iter = BlockIter::new(block.clone(), KeyOrder::Bytewise);
     thicketdb_fuzz::exercise(&mut iter, target);
-    let mut borrowed = BlockIter::new(&block);
+    let mut borrowed = BlockIter::new(&block, KeyOrder::Bytewise);
     thicketdb_fuzz::exercise(&mut borrowed, target);
 });

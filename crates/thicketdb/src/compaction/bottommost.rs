@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::task::CompactionTask;
+use crate::format::KeyOrder;
 use crate::version::{Run, Version};
 
 /// The runs that may hold data older than a task's inputs, copied out of
@@ -15,6 +16,7 @@ pub struct Bottommost {
     older: Vec<Run>,
     /// The task's own tables, which the merge reads anyway.
     inputs: HashSet<u64>,
+    order: KeyOrder,
 }
 
 impl Bottommost {
@@ -29,13 +31,14 @@ impl Bottommost {
         Bottommost {
             older: deeper.chain(siblings).cloned().collect(),
             inputs: task.all_tables().map(|t| t.id).collect(),
+            order: version.order.clone(),
         }
     }
 
     /// Whether no table outside the task's inputs can hold `user_key`.
     pub fn holds_nothing_older(&self, user_key: &[u8]) -> bool {
         !self.older.iter().any(|run| {
-            run.find(user_key)
+            run.find(user_key, &self.order)
                 .is_some_and(|i| !self.inputs.contains(&run.tables[i].id))
         })
     }

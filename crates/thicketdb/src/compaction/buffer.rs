@@ -126,7 +126,7 @@ impl CompactionBuffer {
                 .filter(|i| i.level == input && input >= 1)
                 .flat_map(|i| i.tables.iter().cloned())
                 .collect();
-            tables.sort_by(|a, b| crate::format::internal_key::compare(&a.smallest, &b.smallest));
+            tables.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
             tables
         };
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
@@ -142,7 +142,7 @@ impl CompactionBuffer {
             for t in &arrivals {
                 let follows = last_key
                     .as_deref()
-                    .is_none_or(|last| last < t.smallest_user_key());
+                    .is_none_or(|last| version.order.lt(last, t.smallest_user_key()));
                 let id = match run {
                     Some(id) if follows => id,
                     _ => {
@@ -167,7 +167,7 @@ impl CompactionBuffer {
             for run in version.levels[input].buffer.iter().skip(1) {
                 for e in run.entries.iter().filter(|e| !e.removed) {
                     let end = e.meta.largest_user_key();
-                    if lo <= end && end <= hi {
+                    if version.order.le(lo, end) && version.order.le(end, hi) {
                         edit.remove_buffer_table(input, run.id, e.meta.id);
                         change.removed += 1;
                     }
@@ -306,7 +306,7 @@ fn clean_up(version: &Version, edit: &mut VersionEdit) {
                 let guards = l.buffer[i + 1..]
                     .iter()
                     .flat_map(|older| older.present())
-                    .any(|t| t.overlaps(lo, hi));
+                    .any(|t| t.overlaps(lo, hi, &version.order));
                 if guards {
                     continue;
                 }

@@ -23,6 +23,7 @@
 use std::collections::HashSet;
 
 use super::task::CompactionTask;
+use crate::format::KeyOrder;
 
 /// An inclusive range of user keys; `None` is the whole key space.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,9 +38,11 @@ impl KeyRange {
         KeyRange(None)
     }
 
-    pub fn overlaps(&self, other: &KeyRange) -> bool {
+    pub fn overlaps(&self, other: &KeyRange, order: &KeyOrder) -> bool {
         match (&self.0, &other.0) {
-            (Some((a_lo, a_hi)), Some((b_lo, b_hi))) => a_lo <= b_hi && b_lo <= a_hi,
+            (Some((a_lo, a_hi)), Some((b_lo, b_hi))) => {
+                order.le(a_lo, b_hi) && order.le(b_lo, a_hi)
+            }
             _ => true,
         }
     }
@@ -55,8 +58,8 @@ pub struct Span {
 }
 
 impl Span {
-    fn overlaps(&self, other: &Span) -> bool {
-        self.level == other.level && self.keys.overlaps(&other.keys)
+    fn overlaps(&self, other: &Span, order: &KeyOrder) -> bool {
+        self.level == other.level && self.keys.overlaps(&other.keys, order)
     }
 }
 
@@ -74,7 +77,7 @@ impl Claim {
     /// The claim of `task`: a read span per input table, a write span per
     /// merge group and per moved table, or the whole output level when the
     /// outputs start a new run there and `new_run_takes_level`.
-    pub fn of(task: &CompactionTask, new_run_takes_level: bool) -> Claim {
+    pub fn of(task: &CompactionTask, new_run_takes_level: bool, order: &KeyOrder) -> Claim {
         let mut claim = Claim::default();
         for input in task.merge_inputs().chain(task.moves.iter()) {
             for t in &input.tables {
@@ -97,8 +100,12 @@ impl Claim {
         }
         for group in &task.merges {
             let tables = || group.iter().flat_map(|i| i.tables.iter());
-            let smallest = tables().map(|t| t.smallest_user_key()).min();
-            let largest = tables().map(|t| t.largest_user_key()).max();
+            let smallest = tables()
+                .map(|t| t.smallest_user_key())
+                .reduce(|a, b| order.min(a, b));
+            let largest = tables()
+                .map(|t| t.largest_user_key())
+                .reduce(|a, b| order.max(a, b));
             if let (Some(lo), Some(hi)) = (smallest, largest) {
                 claim.writes.push(write(KeyRange::new(lo, hi)));
             }
@@ -144,16 +151,16 @@ impl Claim {
         self
     }
 
-    fn conflicts(&self, other: &Claim) -> bool {
+    fn conflicts(&self, other: &Claim, order: &KeyOrder) -> bool {
         let reads_written = |reader: &Claim, writer: &Claim| {
             reader.reads.iter().any(|r| {
                 writer.writes.iter().any(|w| {
-                    w.run.is_some() && (r.run.is_none() || r.run == w.run) && r.overlaps(w)
+                    w.run.is_some() && (r.run.is_none() || r.run == w.run) && r.overlaps(w, order)
                 })
             })
         };
         let any_overlap =
-            |a: &[Span], b: &[Span]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
+            |a: &[Span], b: &[Span]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y, order)));
         !self.tables.is_disjoint(&other.tables)
             || (self.journaled && other.journaled)
             || any_overlap(&self.writes, &other.writes)
@@ -172,12 +179,29 @@ pub struct ClaimId(u64);
 pub struct Busy {
     claims: Vec<(ClaimId, Claim)>,
     next_id: u64,
+    /// The store's key order, which claims' key ranges are compared by.
+    order: KeyOrder,
 }
 
 impl Busy {
+    /// No task running in a store whose keys sort by `order`.
+    pub fn new(order: KeyOrder) -> Busy {
+        Busy {
+            order,
+            ..Busy::default()
+        }
+    }
+
+    /// The order claims are compared by.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
     /// Whether a task with `claim` may start now.
     pub fn admits(&self, claim: &Claim) -> bool {
-        self.claims.iter().all(|(_, c)| !c.conflicts(claim))
+        self.claims
+            .iter()
+            .all(|(_, c)| !c.conflicts(claim, &self.order))
     }
 
     /// Whether a journaled merge is running.

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::task::TaskInput;
-use crate::format::internal_key::compare;
+use crate::format::KeyOrder;
 use crate::version::TableMeta;
 
 /// Splits `(level, run, table)` items into merge groups (inputs ordered
@@ -17,16 +17,17 @@ use crate::version::TableMeta;
 /// becomes a move when `movable(level, table)`.
 pub fn split_components(
     mut items: Vec<(usize, u64, Arc<TableMeta>)>,
+    order: &KeyOrder,
     movable: impl Fn(usize, &TableMeta) -> bool,
 ) -> (Vec<Vec<TaskInput>>, Vec<TaskInput>) {
-    items.sort_by(|a, b| a.2.smallest_user_key().cmp(b.2.smallest_user_key()));
+    items.sort_by(|a, b| order.user(a.2.smallest_user_key(), b.2.smallest_user_key()));
     let mut components: Vec<Vec<(usize, u64, Arc<TableMeta>)>> = Vec::new();
     let mut reach: Vec<u8> = Vec::new();
     for item in items {
         let (small, large) = (item.2.smallest_user_key(), item.2.largest_user_key());
         match components.last_mut() {
-            Some(c) if small <= reach.as_slice() => {
-                if large > reach.as_slice() {
+            Some(c) if order.le(small, &reach) => {
+                if order.lt(&reach, large) {
                     reach = large.to_vec();
                 }
                 c.push(item);
@@ -71,7 +72,7 @@ pub fn split_components(
         for input in &mut inputs {
             input
                 .tables
-                .sort_by(|a, b| compare(&a.smallest, &b.smallest));
+                .sort_by(|a, b| order.internal(&a.smallest, &b.smallest));
         }
         merges.push(inputs);
     }

@@ -80,6 +80,7 @@ pub fn execute(
     .with_cut(GrandparentCut::new(
         ctx.grandparents.clone(),
         ctx.grandparent_limit,
+        ctx.table_options.order.clone(),
     ));
     let mut committed = 0;
     for group in &task.merges {
@@ -95,11 +96,11 @@ pub fn execute(
                 )) as Box<dyn InternalIterator>
             })
             .collect();
-        let mut merged = MergingIterator::new(children);
+        let mut merged = MergingIterator::new(children, ctx.table_options.order.clone());
         match journal.as_ref().and_then(|j| j.resume_after.as_deref()) {
             Some(after) => {
                 merged.seek(InternalKey::new(after, 0, ValueKind::Deletion).encoded());
-                while merged.valid() && user_key(merged.key()) <= after {
+                while merged.valid() && ctx.table_options.order.le(user_key(merged.key()), after) {
                     merged.next();
                 }
                 merged.status()?;

@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::format::internal_key::compare;
+use crate::format::KeyOrder;
 use crate::version::TableMeta;
 
 pub struct GrandparentCut {
@@ -18,22 +18,25 @@ pub struct GrandparentCut {
     overlapped: u64,
     /// Cut once `overlapped` exceeds this; 0 never cuts.
     limit: u64,
+    order: KeyOrder,
 }
 
 impl GrandparentCut {
-    pub fn new(tables: Vec<Arc<TableMeta>>, limit: u64) -> GrandparentCut {
+    /// Cuts over `tables` (sorted by `order`).
+    pub fn new(tables: Vec<Arc<TableMeta>>, limit: u64, order: KeyOrder) -> GrandparentCut {
         GrandparentCut {
             tables,
             index: 0,
             seen_key: false,
             overlapped: 0,
             limit,
+            order,
         }
     }
 
     /// A cut that never cuts.
     pub fn none() -> GrandparentCut {
-        GrandparentCut::new(Vec::new(), 0)
+        GrandparentCut::new(Vec::new(), 0, KeyOrder::Bytewise)
     }
 
     /// Whether the current output table should end before the entry with
@@ -43,7 +46,7 @@ impl GrandparentCut {
             return false;
         }
         while let Some(t) = self.tables.get(self.index) {
-            if compare(internal_key, &t.largest) != Ordering::Greater {
+            if self.order.internal(internal_key, &t.largest) != Ordering::Greater {
                 break;
             }
             if self.seen_key {
@@ -79,7 +82,7 @@ mod tests {
             table(3, "e", "f"),
             table(4, "g", "h"),
         ];
-        let mut cut = GrandparentCut::new(gp, 150);
+        let mut cut = GrandparentCut::new(gp, 150, KeyOrder::Bytewise);
         assert!(!cut.should_stop_before(&key("a")));
         assert!(!cut.should_stop_before(&key("c")), "passed [a,b]: 100");
         assert!(cut.should_stop_before(&key("e")), "passed [c,d] too: 200");

@@ -11,6 +11,7 @@ use super::busy::{Busy, Claim};
 use super::components::split_components;
 use super::task::CompactionTask;
 use super::Policy;
+use crate::format::KeyOrder;
 use crate::version::{TableMeta, Version, VersionEdit};
 
 pub use crate::version::MergeJournal;
@@ -57,7 +58,7 @@ pub fn pending(version: &Version, busy: &Busy) -> Pending {
         return Pending::None;
     }
     let task = resume_task(version, journal);
-    let claim = Claim::of(&task, false).journaled(journal.level);
+    let claim = Claim::of(&task, false, busy.order()).journaled(journal.level);
     if !busy.admits(&claim) {
         return Pending::Blocked;
     }
@@ -112,6 +113,7 @@ pub fn checkpoint_edit(
     released: &mut HashSet<u64>,
     fresh: &[Arc<TableMeta>],
     last: &[u8],
+    order: &KeyOrder,
 ) -> VersionEdit {
     let mut edit = VersionEdit::default();
     for t in fresh {
@@ -119,7 +121,7 @@ pub fn checkpoint_edit(
     }
     for input in task.merge_inputs() {
         for t in &input.tables {
-            if t.largest_user_key() <= last && released.insert(t.id) {
+            if order.le(t.largest_user_key(), last) && released.insert(t.id) {
                 edit.delete_table(input.level, input.run, t.id);
             }
         }
@@ -179,8 +181,11 @@ fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
                 .map(move |t| (journal.level, r.id, t.clone()))
         })
         .collect();
-    let straddles = |t: &TableMeta| t.smallest_user_key() <= after && t.largest_user_key() > after;
-    let (merges, moves) = split_components(items, |_, t| !straddles(t));
+    let order = &version.order;
+    let straddles = |t: &TableMeta| {
+        order.le(t.smallest_user_key(), after) && order.lt(after, t.largest_user_key())
+    };
+    let (merges, moves) = split_components(items, order, |_, t| !straddles(t));
     CompactionTask {
         merges,
         moves,

@@ -31,7 +31,7 @@ use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::components::split_components;
 use super::task::{CompactionTask, TaskInput};
-use crate::format::internal_key::compare;
+use crate::format::KeyOrder;
 use crate::options::Options;
 use crate::version::{Run, TableMeta, Version, NUM_LEVELS};
 use triad_disk::TriadDisk;
@@ -140,7 +140,8 @@ impl LeveledPolicy {
         due.into_iter().find_map(|(level, score)| {
             let reason = format!("L{level} score {score:.2}");
             if level == 0 {
-                Some(l0_task(version, reason)).filter(|t| busy.admits(&Self::claim(t)))
+                Some(l0_task(version, reason))
+                    .filter(|t| busy.admits(&Self::claim(t, busy.order())))
             } else {
                 self.level_task(version, level, reason, busy)
             }
@@ -150,8 +151,8 @@ impl LeveledPolicy {
     /// What a leveled task holds while it runs. A task that starts the
     /// output level's run holds the whole level: a second new run there
     /// would break "one run per level".
-    pub fn claim(task: &CompactionTask) -> Claim {
-        Claim::of(task, true)
+    pub fn claim(task: &CompactionTask, order: &KeyOrder) -> Claim {
+        Claim::of(task, true, order)
     }
 
     fn level_task(
@@ -166,9 +167,9 @@ impl LeveledPolicy {
         let budget = self.options.group_compaction_bytes.max(1);
         let mut pointers = self.compact_pointers.lock();
         let candidates = if self.options.settled_compaction {
-            settled_order(run, next)
+            settled_order(&version.order, run, next)
         } else {
-            round_robin_order(run, &pointers[level])
+            round_robin_order(&version.order, run, &pointers[level])
         };
         // A task's claim is the union of its victims' own claims (a merge
         // group's write range is the union of its victims' ranges, which
@@ -181,7 +182,7 @@ impl LeveledPolicy {
             if bytes >= budget || (i == candidates.wrap && !victims.is_empty()) {
                 break;
             }
-            if busy.is_empty() || busy.admits(&victim_claim(level, run, next, t)) {
+            if busy.is_empty() || busy.admits(&victim_claim(&version.order, level, run, next, t)) {
                 victims.push(t.clone());
                 bytes += t.length;
             }
@@ -190,9 +191,17 @@ impl LeveledPolicy {
         if !self.options.settled_compaction {
             pointers[level] = last_taken.largest.clone();
         }
-        victims.sort_by(|a, b| compare(&a.smallest, &b.smallest));
+        victims.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
         let settled = self.options.settled_compaction;
-        Some(build_task(level, run, next, victims, settled, reason))
+        Some(build_task(
+            &version.order,
+            level,
+            run,
+            next,
+            victims,
+            settled,
+            reason,
+        ))
     }
 
     /// Bytes of the level below a task's output an output table may
@@ -232,10 +241,10 @@ impl LeveledPolicy {
         largest: &[u8],
     ) -> Option<(usize, u64)> {
         let overlaps = |level: usize| {
-            version.levels[level]
-                .runs
-                .iter()
-                .any(|r| !r.overlapping(Some(smallest), Some(largest)).is_empty())
+            version.levels[level].runs.iter().any(|r| {
+                !r.overlapping(Some(smallest), Some(largest), &version.order)
+                    .is_empty()
+            })
         };
         let max = self.options.max_mem_compact_level.min(NUM_LEVELS - 1);
         if max == 0 || overlaps(0) {
@@ -246,7 +255,7 @@ impl LeveledPolicy {
         while level < max && !overlaps(level + 1) {
             if let Some(grandparent) = version.levels.get(level + 2).and_then(|l| l.runs.first()) {
                 let bytes: u64 = grandparent
-                    .overlapping(Some(smallest), Some(largest))
+                    .overlapping(Some(smallest), Some(largest), &version.order)
                     .iter()
                     .map(|t| t.length)
                     .sum();
@@ -285,29 +294,55 @@ impl LeveledPolicy {
             return (!task.merges.is_empty() || !task.moves.is_empty()).then_some(task);
         }
         let run = version.levels[level].runs.first()?;
-        let victims = run.overlapping(start, end);
+        let victims = run.overlapping(start, end, &version.order);
         if victims.is_empty() {
             return None;
         }
         let next = version.levels[level + 1].runs.first();
         let settled = self.options.settled_compaction;
-        Some(build_task(level, run, next, victims, settled, reason))
+        Some(build_task(
+            &version.order,
+            level,
+            run,
+            next,
+            victims,
+            settled,
+            reason,
+        ))
     }
 }
 
 /// What a task compacting `victim` alone would claim.
-fn victim_claim(level: usize, run: &Run, next: Option<&Run>, victim: &Arc<TableMeta>) -> Claim {
-    let task = build_task(level, run, next, vec![victim.clone()], true, String::new());
-    LeveledPolicy::claim(&task)
+fn victim_claim(
+    order: &KeyOrder,
+    level: usize,
+    run: &Run,
+    next: Option<&Run>,
+    victim: &Arc<TableMeta>,
+) -> Claim {
+    let task = build_task(
+        order,
+        level,
+        run,
+        next,
+        vec![victim.clone()],
+        true,
+        String::new(),
+    );
+    LeveledPolicy::claim(&task, order)
 }
 
 /// Bytes of the tables of `next` overlapping `t`.
-fn overlap_bytes(t: &TableMeta, next: Option<&Run>) -> u64 {
+fn overlap_bytes(order: &KeyOrder, t: &TableMeta, next: Option<&Run>) -> u64 {
     next.map_or(0, |r| {
-        r.overlapping(Some(t.smallest_user_key()), Some(t.largest_user_key()))
-            .iter()
-            .map(|o| o.length)
-            .sum()
+        r.overlapping(
+            Some(t.smallest_user_key()),
+            Some(t.largest_user_key()),
+            order,
+        )
+        .iter()
+        .map(|o| o.length)
+        .sum()
     })
 }
 
@@ -321,12 +356,12 @@ struct Candidates {
 
 /// The tables after the compact pointer in key order, then the others
 /// (LevelDB's round robin).
-fn round_robin_order(run: &Run, pointer: &[u8]) -> Candidates {
+fn round_robin_order(order: &KeyOrder, run: &Run, pointer: &[u8]) -> Candidates {
     let start = if pointer.is_empty() {
         0
     } else {
         run.tables
-            .partition_point(|t| compare(&t.largest, pointer) != std::cmp::Ordering::Greater)
+            .partition_point(|t| order.internal(&t.largest, pointer) != std::cmp::Ordering::Greater)
     };
     let start = if start >= run.tables.len() { 0 } else { start };
     let mut tables = run.tables[start..].to_vec();
@@ -337,15 +372,15 @@ fn round_robin_order(run: &Run, pointer: &[u8]) -> Candidates {
 
 /// Every table by ascending overlap ratio (overlap bytes per table byte),
 /// ties in key order (BoLT settled compaction).
-fn settled_order(run: &Run, next: Option<&Run>) -> Candidates {
+fn settled_order(order: &KeyOrder, run: &Run, next: Option<&Run>) -> Candidates {
     let mut ranked: Vec<(u64, &Arc<TableMeta>)> = run
         .tables
         .iter()
-        .map(|t| (overlap_bytes(t, next) * 1024 / t.length.max(1), t))
+        .map(|t| (overlap_bytes(order, t, next) * 1024 / t.length.max(1), t))
         .collect();
     ranked.sort_by(|a, b| {
         a.0.cmp(&b.0)
-            .then_with(|| compare(&a.1.smallest, &b.1.smallest))
+            .then_with(|| order.internal(&a.1.smallest, &b.1.smallest))
     });
     let tables: Vec<Arc<TableMeta>> = ranked.into_iter().map(|(_, t)| t.clone()).collect();
     Candidates {
@@ -368,16 +403,20 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
     if let Some(run) = l1 {
         for t in &run.tables {
             let under_l0 = version.levels[0].runs.iter().any(|r| {
-                r.tables
-                    .iter()
-                    .any(|l0| t.overlaps(Some(l0.smallest_user_key()), Some(l0.largest_user_key())))
+                r.tables.iter().any(|l0| {
+                    t.overlaps(
+                        Some(l0.smallest_user_key()),
+                        Some(l0.largest_user_key()),
+                        &version.order,
+                    )
+                })
             });
             if under_l0 {
                 items.push((1, run.id, t.clone()));
             }
         }
     }
-    let (merges, moves) = split_components(items, |level, _| level == 0);
+    let (merges, moves) = split_components(items, &version.order, |level, _| level == 0);
     CompactionTask {
         merges,
         moves,
@@ -394,6 +433,7 @@ type Tables = Vec<Arc<TableMeta>>;
 /// is moved when `settled` (BoLT's promotion by metadata) or when it is the
 /// lone victim (LevelDB's trivial move); otherwise it is rewritten alone.
 fn build_task(
+    order: &KeyOrder,
     level: usize,
     run: &Run,
     next: Option<&Run>,
@@ -407,7 +447,11 @@ fn build_task(
     let mut groups: Vec<(Tables, Tables)> = Vec::new();
     for v in victims {
         let under = next.map_or_else(Vec::new, |r| {
-            r.overlapping(Some(v.smallest_user_key()), Some(v.largest_user_key()))
+            r.overlapping(
+                Some(v.smallest_user_key()),
+                Some(v.largest_user_key()),
+                order,
+            )
         });
         if under.is_empty() && promote {
             moves.push(v);

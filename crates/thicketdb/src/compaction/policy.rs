@@ -41,7 +41,7 @@ impl Policy {
     /// admitted); a claim marked journaled runs as a journaled merge.
     pub fn claim(&self, task: &CompactionTask, busy: &Busy) -> Claim {
         match self {
-            Policy::Leveled(_) => LeveledPolicy::claim(task),
+            Policy::Leveled(_) => LeveledPolicy::claim(task, busy.order()),
             Policy::Tiered(p) => p.claim(task, busy),
         }
     }

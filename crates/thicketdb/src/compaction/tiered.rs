@@ -80,7 +80,7 @@ impl TieredPolicy {
     /// from stalling writes go on meanwhile, releasing their inputs only
     /// when they finish.
     pub fn claim(&self, task: &CompactionTask, busy: &Busy) -> Claim {
-        let claim = Claim::of(task, false);
+        let claim = Claim::of(task, false, busy.order());
         match task.merge_inputs().next() {
             Some(first) if self.journals(task) && !busy.journaling() => {
                 claim.journaled(first.level)
@@ -112,7 +112,7 @@ fn merge_level(version: &Version, level: usize, reason: String) -> Option<Compac
         .iter()
         .flat_map(|r| r.tables.iter().map(move |t| (level, r.id, t.clone())))
         .collect();
-    let (merges, moves) = split_components(items, |_, _| true);
+    let (merges, moves) = split_components(items, &version.order, |_, _| true);
     Some(CompactionTask {
         merges,
         moves,

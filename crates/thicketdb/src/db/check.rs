@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use super::DecodedBatch;
 use crate::error::{Error, Result};
+use crate::format::KeyOrder;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs};
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
 use crate::options::Options;
-use crate::table::Table;
+use crate::table::{Table, TableContext};
 use crate::version::files::{
     lock_path, log_path, options_path, parse_file_name, segment_path, FileKind,
 };
@@ -39,14 +40,32 @@ pub fn check_store(dir: &Path) -> Result<CheckReport> {
 /// would look damaged). Everything else goes through the read-only file
 /// system of `Db::open_read_only`: a check writes nothing.
 pub fn check_store_with_fs(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<CheckReport> {
+    let order = super::open::recorded_order(fs.as_ref(), dir)?;
+    check_ordered_store(dir, fs, order)
+}
+
+/// Checks the store in `dir`, whose keys sort by `order` (a store created
+/// with a custom comparator can only be checked with it).
+pub fn check_ordered_store(
+    dir: &Path,
+    fs: Arc<dyn FileSystem>,
+    order: KeyOrder,
+) -> Result<CheckReport> {
     let _lock = fs.lock(&lock_path(dir))?;
     let fs = super::read_only::ReadOnlyFs::wrap(fs);
     let options_file = options_path(dir);
-    Options::decode(
+    let (_, comparator) = Options::decode_recorded(
         &options_file.display().to_string(),
         &fs.read_to_vec(&options_file)?,
     )?;
-    let recovered = VersionSet::recover(fs.as_ref(), dir)?;
+    if comparator != order.name() {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} was created with comparator {comparator:?}, not {:?}",
+            dir.display(),
+            order.name()
+        )));
+    }
+    let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
     let mut report = CheckReport {
         manifest_records: recovered.records,
         ..CheckReport::default()
@@ -70,8 +89,10 @@ pub fn check_store_with_fs(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<CheckR
             meta.segment,
             meta.offset,
             meta.length,
-            None,
-            None,
+            TableContext {
+                order: order.clone(),
+                ..TableContext::default()
+            },
         )?;
         table.verify_checksums()?;
         report.tables += 1;

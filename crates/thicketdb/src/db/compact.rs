@@ -164,7 +164,8 @@ fn checkpoint(
     fresh: &[Arc<TableMeta>],
     last: &[u8],
 ) -> Result<()> {
-    let edit = journal::checkpoint_edit(task, journal, released, fresh, last);
+    let order = &inner.options.comparator;
+    let edit = journal::checkpoint_edit(task, journal, released, fresh, last, order);
     {
         let mut versions = inner.versions.lock();
         let version = versions.log_and_apply(edit)?;

@@ -14,6 +14,7 @@ use super::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::format::KeyOrder;
 use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
@@ -42,6 +43,8 @@ pub struct DbIterator {
     _super_version: Arc<SuperVersion>,
     /// Seeks its sources in parallel when it reads enough runs (SifrDB).
     parallel_seek: Option<Arc<SearchPool>>,
+    /// The store's key order.
+    order: KeyOrder,
 }
 
 pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
@@ -51,24 +54,33 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
     };
     let sv = inner.super_version();
+    let order = &inner.options.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         children.push(Box::new(MemtableIterator::new(mem.clone())));
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
-            let mut tables =
-                run.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
+            let mut tables = run.overlapping(
+                opts.lower_bound.as_deref(),
+                opts.upper_bound.as_deref(),
+                order,
+            );
             let iter =
                 |tables| RunIterator::new(tables, inner.table_cache.clone(), opts.fill_cache);
             if let Some(through) = sv.version.superseded_through(depth, run.id) {
                 // The merge inputs still in place (from the one straddling
                 // the checkpoint key on) show only their keys above it; the
                 // task's moves below it are untouched.
-                let straddling = tables.partition_point(|t| t.largest_user_key() <= through);
+                let straddling =
+                    tables.partition_point(|t| order.le(t.largest_user_key(), through));
                 let inputs = tables.split_off(straddling);
                 if !inputs.is_empty() {
-                    children.push(Box::new(AboveKey::new(iter(inputs), through.to_vec())));
+                    children.push(Box::new(AboveKey::new(
+                        iter(inputs),
+                        through.to_vec(),
+                        order.clone(),
+                    )));
                 }
             }
             if !tables.is_empty() {
@@ -82,7 +94,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         .clone()
         .filter(|_| runs >= inner.options.parallel_search_min_candidates.max(2));
     Ok(DbIterator {
-        iter: MergingIterator::new(children),
+        iter: MergingIterator::new(children, order.clone()),
         snapshot,
         direction: Direction::Forward,
         valid: false,
@@ -93,6 +105,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         error: None,
         _super_version: sv,
         parallel_seek,
+        order: order.clone(),
     })
 }
 
@@ -162,7 +175,7 @@ impl DbIterator {
     /// Positions on the first key `>= target` (and within bounds).
     pub fn seek(&mut self, target: &[u8]) {
         let target = match &self.lower {
-            Some(lower) if lower.as_slice() > target => lower.clone(),
+            Some(lower) if self.order.lt(target, lower) => lower.clone(),
             _ => target.to_vec(),
         };
         self.direction = Direction::Forward;
@@ -210,7 +223,7 @@ impl DbIterator {
                     self.saved_value.clear();
                     return;
                 }
-                if user_key(self.iter.key()) < self.saved_key.as_slice() {
+                if self.order.lt(user_key(self.iter.key()), &self.saved_key) {
                     break;
                 }
             }
@@ -239,7 +252,11 @@ impl DbIterator {
             if let Some((seq, kind)) = self.parse() {
                 if seq <= self.snapshot.sequence() {
                     let ukey = user_key(self.iter.key());
-                    if self.upper.as_deref().is_some_and(|u| ukey >= u) {
+                    if self
+                        .upper
+                        .as_deref()
+                        .is_some_and(|u| self.order.le(u, ukey))
+                    {
                         break;
                     }
                     match kind {
@@ -249,7 +266,7 @@ impl DbIterator {
                             skipping = true;
                         }
                         ValueKind::Value => {
-                            if !(skipping && ukey <= self.saved_key.as_slice()) {
+                            if !(skipping && self.order.le(ukey, &self.saved_key)) {
                                 self.valid = true;
                                 self.saved_key.clear();
                                 return;
@@ -269,10 +286,14 @@ impl DbIterator {
             if let Some((seq, this_kind)) = self.parse() {
                 if seq <= self.snapshot.sequence() {
                     let ukey = user_key(self.iter.key());
-                    if kind != ValueKind::Deletion && ukey < self.saved_key.as_slice() {
+                    if kind != ValueKind::Deletion && self.order.lt(ukey, &self.saved_key) {
                         break;
                     }
-                    if self.lower.as_deref().is_some_and(|l| ukey < l) {
+                    if self
+                        .lower
+                        .as_deref()
+                        .is_some_and(|l| self.order.lt(ukey, l))
+                    {
                         break;
                     }
                     kind = this_kind;

@@ -66,7 +66,10 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     Counters::add(&c.fsyncs_log, 2);
     Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.log_rewrites, 1);
-    let mem = Memtable::with_log(inner.backings.pin_file(Backing::log(number)));
+    let mem = Memtable::with_log(
+        inner.backings.pin_file(Backing::log(number)),
+        inner.options.comparator.clone(),
+    );
     for e in &entries {
         mem.add(e.seq, e.kind, &e.key, &e.value);
     }

@@ -69,7 +69,6 @@ pub(crate) struct SuperVersion {
 
 /// Coordination between writers, the background threads, manual
 /// compaction and `close`.
-#[derive(Default)]
 pub(crate) struct BackgroundState {
     /// A failed flush or compaction; writes are refused until reopen.
     pub error: Option<Error>,

@@ -14,6 +14,8 @@ use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
+use crate::format::key_order::BYTEWISE_NAME;
+use crate::format::KeyOrder;
 use crate::io::{Backing, Backings, FileLock, FileSystem};
 use crate::log::{decode_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
@@ -33,7 +35,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let exists = prepare_options_file(fs.as_ref(), dir, &options)?;
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(Backings::default());
-    let mut versions = recover_versions(&fs, dir, exists, &counters, &backings)?;
+    let mut versions = recover_versions(&fs, dir, exists, &options, &counters, &backings)?;
     let replayed = replay_logs(
         fs.as_ref(),
         dir,
@@ -59,7 +61,10 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     if options.triad_disk {
         load_l0_sketches(&table_cache, &version);
     }
-    let mem = Memtable::with_log(backings.pin_file(Backing::log(log_number)));
+    let mem = Memtable::with_log(
+        backings.pin_file(Backing::log(log_number)),
+        options.comparator.clone(),
+    );
     assemble(Parts {
         dir,
         options,
@@ -111,6 +116,7 @@ pub(super) fn new_table_cache(
         options.segment_descriptor_cache,
         Arc::new(block_cache),
         options.filter_policy.clone(),
+        options.comparator.clone(),
     )))
 }
 
@@ -162,7 +168,15 @@ pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
             },
         ),
         versions: Ranked::new(Rank::Versions, p.versions),
-        background: Ranked::new(Rank::Background, BackgroundState::default()),
+        background: Ranked::new(
+            Rank::Background,
+            BackgroundState {
+                error: None,
+                shutting_down: false,
+                busy: crate::compaction::Busy::new(p.options.comparator.clone()),
+                manual_compaction: false,
+            },
+        ),
         background_cv: Condvar::new(),
         backings: p.backings,
         closed: AtomicBool::new(false),
@@ -202,7 +216,7 @@ fn prepare_options_file(fs: &dyn FileSystem, dir: &Path, options: &Options) -> R
                 dir.display()
             )));
         }
-        check_stored_profile(fs, dir, options)?;
+        check_stored_identity(fs, dir, options)?;
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -224,13 +238,15 @@ fn recover_versions(
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     exists: bool,
+    options: &Options,
     counters: &Arc<Counters>,
     backings: &Arc<Backings>,
 ) -> Result<VersionSet> {
+    let order = options.comparator.clone();
     let recovered = if exists {
-        VersionSet::recover(fs.as_ref(), dir)?
+        VersionSet::recover(fs.as_ref(), dir, order)?
     } else {
-        VersionSet::empty()
+        VersionSet::empty(order)
     };
     counters.restore(&recovered.stats);
     let highest = fs
@@ -301,7 +317,7 @@ pub(super) fn replay_logs(
             new_file_number: &numbers,
         },
         full,
-        mem: Arc::new(Memtable::new(0)),
+        mem: Arc::new(Memtable::new(0, options.comparator.clone())),
         edit: VersionEdit::default(),
         kept: Vec::new(),
         replayed: logs.clone(),
@@ -319,7 +335,25 @@ pub(super) fn replay_logs(
     })
 }
 
-pub(super) fn check_stored_profile(
+/// The key order of the store in `dir` for the tools that open it without
+/// the caller's options (`check`, `dump`): only the built-in order can be
+/// known from the store alone; a custom comparator is code.
+pub(crate) fn recorded_order(fs: &dyn FileSystem, dir: &Path) -> Result<KeyOrder> {
+    let path = options_path(dir);
+    let (_, comparator) =
+        Options::decode_recorded(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    if comparator != BYTEWISE_NAME {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} orders its keys by comparator {comparator:?}, \
+             which this tool cannot load; open it with Db::open and that comparator",
+            dir.display()
+        )));
+    }
+    Ok(KeyOrder::Bytewise)
+}
+
+/// Refuses to open a store created with another profile or comparator.
+pub(super) fn check_stored_identity(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
@@ -328,7 +362,15 @@ pub(super) fn check_stored_profile(
     if !fs.exists(&path) {
         return Err(Error::corruption(&path, 0, "OPTIONS file is missing"));
     }
-    let stored = Options::decode(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    let (stored, comparator) =
+        Options::decode_recorded(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    if comparator != options.comparator.name() {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} was created with comparator {comparator:?}; it cannot be opened with {:?}",
+            dir.display(),
+            options.comparator.name()
+        )));
+    }
     if stored.profile != options.profile {
         return Err(Error::InvalidArgument(format!(
             "store in {} was created with profile {:?}; it cannot be opened as {:?}",
@@ -398,7 +440,8 @@ impl Replay<'_> {
         if self.mem.is_empty() {
             return Ok(());
         }
-        let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0)));
+        let order = self.env.options.comparator.clone();
+        let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0, order)));
         match self.full {
             // Recovery runs before any snapshot exists: only the newest
             // version of each key matters, but keep them all, as a flush does.

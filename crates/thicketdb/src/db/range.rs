@@ -9,7 +9,8 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::{Db, DbIterator, ReadOptions};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::format::KeyOrder;
 
 /// The pairs of a key range, in key order from the front and in reverse
 /// from the back; an error ends the iteration after it is returned.
@@ -23,6 +24,7 @@ pub struct Range {
     last_front: Option<Vec<u8>>,
     last_back: Option<Vec<u8>>,
     done: bool,
+    order: KeyOrder,
 }
 
 /// The key range's `[lower, upper)` bounds as `ReadOptions` takes them.
@@ -84,11 +86,19 @@ impl Db {
 
     /// `range` with per-read options (a snapshot, `fill_cache`); the range
     /// replaces the options' bounds.
+    ///
+    /// Under a custom comparator an excluded start or an included end is
+    /// refused: those bounds are computed in byte order.
     pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         range: R,
         opts: ReadOptions,
     ) -> Result<Range> {
+        let bytewise_only = matches!(range.start_bound(), Bound::Excluded(_))
+            || matches!(range.end_bound(), Bound::Included(_));
+        if bytewise_only {
+            self.require_bytewise("a range with an excluded start or an included end")?;
+        }
         let (lower_bound, upper_bound) = bounds(&range);
         self.ranged(ReadOptions {
             lower_bound,
@@ -103,13 +113,27 @@ impl Db {
     }
 
     /// `prefix` with per-read options; the prefix replaces their bounds.
+    /// Refused under a custom comparator, whose keys sharing a prefix need
+    /// not be adjacent.
     pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: ReadOptions) -> Result<Range> {
+        self.require_bytewise("a prefix iteration")?;
         let prefix = prefix.as_ref();
         self.ranged(ReadOptions {
             lower_bound: Some(prefix.to_vec()),
             upper_bound: prefix_end(prefix),
             ..opts
         })
+    }
+
+    fn require_bytewise(&self, what: &str) -> Result<()> {
+        let order = &self.inner().options.comparator;
+        if order.is_bytewise() {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{what} needs the built-in byte order; this store orders keys by {:?}",
+            order.name()
+        )))
     }
 
     fn ranged(&self, mut opts: ReadOptions) -> Result<Range> {
@@ -119,6 +143,7 @@ impl Db {
         let mut front = self.iter(opts.clone())?;
         front.seek_to_first();
         Ok(Range {
+            order: self.inner().options.comparator.clone(),
             db: self.clone(),
             opts,
             front: Some(front),
@@ -175,7 +200,8 @@ impl Iterator for Range {
         if self.last_front.is_some() {
             self.front.as_mut()?.next();
         }
-        self.yield_at(true, |key, back| key >= back)
+        let order = self.order.clone();
+        self.yield_at(true, |key, back| order.le(back, key))
     }
 }
 
@@ -197,7 +223,8 @@ impl DoubleEndedIterator for Range {
                 }
             },
         }
-        self.yield_at(false, |key, front| key <= front)
+        let order = self.order.clone();
+        self.yield_at(false, |key, front| order.le(key, front))
     }
 }
 

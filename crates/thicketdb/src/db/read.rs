@@ -13,6 +13,7 @@ use super::DbInner;
 use super::ReadOptions;
 use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
+use crate::format::KeyOrder;
 use crate::memtable::Lookup;
 use crate::stats::Counters;
 use crate::table::Table;
@@ -77,7 +78,7 @@ pub(crate) fn get_with<R>(
             // LSbM (Algorithm 3): the buffer is asked only when the level's
             // own index and filter say the key may be in the level.
             if !candidate.buffer.is_empty() && table.may_contain(key) {
-                for meta in buffer_tables(candidate.buffer, key, seq) {
+                for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
                     let table = inner.table_cache.table(meta)?;
                     match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))?
                     {
@@ -111,7 +112,7 @@ pub(crate) fn get_with<R>(
         if !table.may_contain(key) {
             continue;
         }
-        for meta in buffer_tables(candidate.buffer, key, seq) {
+        for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
             let table = inner.table_cache.table(meta)?;
             if table.may_contain(key) {
                 tables.push(table);
@@ -178,7 +179,7 @@ fn candidate_tables<'a>(
         .enumerate()
         .flat_map(move |(depth, level)| {
             level.runs.iter().enumerate().filter_map(move |(r, run)| {
-                let meta = &run.tables[run.find(key)?];
+                let meta = &run.tables[run.find(key, &version.order)?];
                 let superseded = version.superseded_in(depth, run.id, meta, key);
                 let buffer: &[BufferRun] = if r == 0 { &level.buffer } else { &[] };
                 (!superseded && meta.min_seq <= seq).then_some(Candidate { meta, buffer })
@@ -192,8 +193,9 @@ fn buffer_tables<'a>(
     buffer: &'a [BufferRun],
     key: &'a [u8],
     seq: u64,
+    order: &'a KeyOrder,
 ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
-    buffer::probe(buffer, key)
+    buffer::probe(buffer, key, order)
         .map_while(|probe| match probe {
             BufferProbe::Table(meta) => Some(meta),
             BufferProbe::Stop => None,

@@ -28,7 +28,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::open::{
-    assemble, check_stored_profile, new_table_cache, replay_logs, FullMemtable, Parts,
+    assemble, check_stored_identity, new_table_cache, replay_logs, FullMemtable, Parts,
 };
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -89,10 +89,10 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
             dir.display()
         )));
     }
-    check_stored_profile(fs.as_ref(), dir, &options)?;
+    check_stored_identity(fs.as_ref(), dir, &options)?;
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(crate::io::Backings::default());
-    let recovered = VersionSet::recover(fs.as_ref(), dir)?;
+    let recovered = VersionSet::recover(fs.as_ref(), dir, options.comparator.clone())?;
     let log_number = recovered.log_number;
     counters.restore(&recovered.stats);
     let next_file_number = Arc::new(AtomicU64::new(recovered.next_file_number));
@@ -114,10 +114,11 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
     )?;
     // Logs are deleted only after a flush moved the log number past them:
     // if it has not moved, every log this view needs was read.
-    if VersionSet::recover(fs.as_ref(), dir)?.log_number != log_number {
+    if VersionSet::recover(fs.as_ref(), dir, options.comparator.clone())?.log_number != log_number {
         return Ok(Attempt::Raced);
     }
     let version = versions.current();
+    let mem = Memtable::new(0, options.comparator.clone());
     Ok(Attempt::Opened(Box::new(assemble(Parts {
         dir,
         table_cache: new_table_cache(dir, fs, &options)?,
@@ -127,7 +128,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
         backings,
         versions,
         version,
-        mem: Memtable::new(0),
+        mem,
         imms: replayed.memtables,
         last_sequence: replayed.last_sequence,
         log: LogWriter::new(Box::new(NoLog)),

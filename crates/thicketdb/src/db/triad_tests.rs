@@ -94,10 +94,10 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     // No background threads: nothing flushes the memtables built here.
     let inner =
         Arc::new(super::open::open(dir.path(), options, Arc::new(crate::io::PosixFs)).unwrap());
-    let older = Arc::new(Memtable::new(901));
+    let older = Arc::new(Memtable::new(901, crate::format::KeyOrder::Bytewise));
     older.add(1, ValueKind::Value, b"shadowed", b"old");
     older.add(2, ValueKind::Value, b"alone", b"carried");
-    let newer = Arc::new(Memtable::new(902));
+    let newer = Arc::new(Memtable::new(902, crate::format::KeyOrder::Bytewise));
     newer.add(3, ValueKind::Value, b"shadowed", b"new");
     {
         let mut current = inner.super_version.write();

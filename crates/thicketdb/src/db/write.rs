@@ -350,6 +350,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     let next = SuperVersion {
         mem: Arc::new(Memtable::with_log(
             inner.backings.pin_file(Backing::log(number)),
+            inner.options.comparator.clone(),
         )),
         imms,
         version: current.version.clone(),

@@ -6,10 +6,6 @@
 //! `(key, snapshot_seq, ValueKind::SEEK)` lands on the newest version visible
 //! to that snapshot.
 
-use std::cmp::Ordering;
-
-use super::bytes_order::compare_bytes;
-
 /// Largest sequence number (56 bits).
 pub const MAX_SEQUENCE: u64 = (1 << 56) - 1;
 
@@ -100,18 +96,6 @@ impl std::fmt::Debug for InternalKey {
     }
 }
 
-impl Ord for InternalKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// A decoded view of an encoded internal key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParsedKey<'a> {
@@ -152,29 +136,31 @@ pub fn trailer(encoded: &[u8]) -> u64 {
     u64::from_le_bytes(t)
 }
 
-/// Orders encoded internal keys: user key ascending, trailer descending.
-#[inline]
-pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    compare_bytes(user_key(a), user_key(b)).then_with(|| trailer(b).cmp(&trailer(a)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::format::KeyOrder;
+
+    fn lt(a: &InternalKey, b: &InternalKey) -> bool {
+        KeyOrder::Bytewise
+            .internal(a.encoded(), b.encoded())
+            .is_lt()
+    }
 
     #[test]
     fn newer_sorts_first() {
         let old = InternalKey::new(b"k", 5, ValueKind::Value);
         let new = InternalKey::new(b"k", 9, ValueKind::Deletion);
-        assert!(new < old);
-        assert!(InternalKey::new(b"j", 1, ValueKind::Value) < new);
+        assert!(lt(&new, &old));
+        assert!(lt(&InternalKey::new(b"j", 1, ValueKind::Value), &new));
     }
 
     #[test]
     fn seek_key_precedes_same_sequence() {
         let entry = InternalKey::new(b"k", 7, ValueKind::Deletion);
         let seek = InternalKey::new(b"k", 7, ValueKind::SEEK);
-        assert!(seek <= entry);
+        assert!(!lt(&entry, &seek));
     }
 
     #[test]

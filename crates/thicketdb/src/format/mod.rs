@@ -5,8 +5,10 @@ pub mod bytes_order;
 pub mod checksum;
 pub mod coding;
 pub mod internal_key;
+pub mod key_order;
 
 pub use internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
+pub use key_order::{Comparator, KeyOrder};
 
 /// Levels of the tree. A MANIFEST names levels below this bound, and
 /// per-level counters are arrays of this length, so it is part of the

@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 
 use super::{EntryLocation, InternalIterator};
 use crate::error::Result;
-use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::{user_key, InternalKey, ValueKind};
+use crate::format::KeyOrder;
 
 pub struct AboveKey<I> {
     inner: I,
@@ -15,21 +15,24 @@ pub struct AboveKey<I> {
     floor: Vec<u8>,
     /// The first internal key after the floor's entries.
     floor_end: InternalKey,
+    order: KeyOrder,
 }
 
 impl<I: InternalIterator> AboveKey<I> {
-    pub fn new(inner: I, floor: Vec<u8>) -> AboveKey<I> {
+    /// Hides the entries of `inner` (sorted by `order`) up to `floor`.
+    pub fn new(inner: I, floor: Vec<u8>, order: KeyOrder) -> AboveKey<I> {
         // Sequence 0 of the lowest kind sorts after every entry of `floor`.
         let floor_end = InternalKey::new(&floor, 0, ValueKind::Deletion);
         AboveKey {
             inner,
             floor,
             floor_end,
+            order,
         }
     }
 
     fn above_floor(&self, internal_key: &[u8]) -> bool {
-        compare_bytes(user_key(internal_key), &self.floor) == Ordering::Greater
+        self.order.user(user_key(internal_key), &self.floor) == Ordering::Greater
     }
 
     /// Steps past the floor's own entries after a seek to `floor_end`.
@@ -102,6 +105,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            KeyOrder::Bytewise,
         )
     }
 
@@ -117,7 +121,7 @@ mod tests {
     #[test]
     fn hides_every_version_at_or_below_the_floor() {
         let base = entries(&[("a", 1), ("c", 5), ("c", 3), ("d", 2), ("f", 1)]);
-        let mut it = AboveKey::new(base, b"c".to_vec());
+        let mut it = AboveKey::new(base, b"c".to_vec(), KeyOrder::Bytewise);
         it.seek_to_first();
         assert_eq!(forward(&mut it), ["d", "f"]);
         it.seek(InternalKey::new(b"a", 9, ValueKind::Value).encoded());
@@ -129,7 +133,7 @@ mod tests {
     #[test]
     fn backward_stops_at_the_floor() {
         let base = entries(&[("a", 1), ("c", 3), ("d", 2), ("f", 1)]);
-        let mut it = AboveKey::new(base, b"c".to_vec());
+        let mut it = AboveKey::new(base, b"c".to_vec(), KeyOrder::Bytewise);
         it.seek_to_last();
         let mut out = Vec::new();
         while it.valid() {
@@ -137,7 +141,11 @@ mod tests {
             it.prev();
         }
         assert_eq!(out, [b"f".to_vec(), b"d".to_vec()]);
-        let mut all_hidden = AboveKey::new(entries(&[("a", 1), ("b", 1)]), b"c".to_vec());
+        let mut all_hidden = AboveKey::new(
+            entries(&[("a", 1), ("b", 1)]),
+            b"c".to_vec(),
+            KeyOrder::Bytewise,
+        );
         all_hidden.seek_to_last();
         assert!(!all_hidden.valid());
         all_hidden.seek_to_first();

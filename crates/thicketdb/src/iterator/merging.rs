@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 
 use super::{EntryLocation, InternalIterator};
 use crate::error::Result;
-use crate::format::internal_key::compare;
+use crate::format::KeyOrder;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -21,14 +21,17 @@ pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
     direction: Direction,
+    order: KeyOrder,
 }
 
 impl MergingIterator {
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
+    /// Merges `children`, each sorted by `order`.
+    pub fn new(children: Vec<Box<dyn InternalIterator>>, order: KeyOrder) -> MergingIterator {
         MergingIterator {
             children,
             current: None,
             direction: Direction::Forward,
+            order,
         }
     }
 
@@ -58,7 +61,9 @@ impl MergingIterator {
                 continue;
             }
             best = match best {
-                Some(b) if compare(child.key(), self.children[b].key()) != want => Some(b),
+                Some(b) if self.order.internal(child.key(), self.children[b].key()) != want => {
+                    Some(b)
+                }
                 _ => Some(i),
             };
         }
@@ -116,7 +121,7 @@ impl InternalIterator for MergingIterator {
                     continue;
                 }
                 c.seek(&key);
-                if c.valid() && compare(c.key(), &key) == Ordering::Equal {
+                if c.valid() && self.order.internal(c.key(), &key) == Ordering::Equal {
                     c.next();
                 }
             }
@@ -181,9 +186,9 @@ mod tests {
                 )
             })
             .collect();
-        entries.sort_by(|a, b| compare(&a.0, &b.0));
+        entries.sort_by(|a, b| KeyOrder::Bytewise.internal(&a.0, &b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
-        Box::new(VecIterator::new(entries))
+        Box::new(VecIterator::new(entries, KeyOrder::Bytewise))
     }
 
     struct Failing;
@@ -210,7 +215,10 @@ mod tests {
 
     #[test]
     fn a_failed_child_stops_the_merge() {
-        let mut it = MergingIterator::new(vec![source(&[(1, 1), (2, 2)]), Box::new(Failing)]);
+        let mut it = MergingIterator::new(
+            vec![source(&[(1, 1), (2, 2)]), Box::new(Failing)],
+            KeyOrder::Bytewise,
+        );
         it.seek_to_first();
         assert!(!it.valid());
         assert!(it.status().unwrap_err().is_corruption());
@@ -229,8 +237,11 @@ mod tests {
             let parts: Vec<Vec<(u8, u64)>> = parts.into_iter().map(|p| p.into_iter().map(|(k, _)| { seq += 1; (k, seq) }).collect()).collect();
             let mut expected: Vec<Vec<u8>> = parts.iter().flatten()
                 .map(|&(k, s)| InternalKey::new(&[k], s, ValueKind::Value).into_vec()).collect();
-            expected.sort_by(|a, b| compare(a, b));
-            let mut it = MergingIterator::new(parts.iter().map(|p| source(p)).collect());
+            expected.sort_by(|a, b| KeyOrder::Bytewise.internal(a, b));
+            let mut it = MergingIterator::new(
+                parts.iter().map(|p| source(p)).collect(),
+                KeyOrder::Bytewise,
+            );
             it.seek_to_first();
             let mut got = Vec::new();
             while it.valid() { got.push(it.key().to_vec()); it.next(); }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::format::KeyOrder;
 
 pub trait InternalIterator: Send {
     /// Whether the cursor is on an entry.
@@ -62,13 +63,18 @@ impl EntryLocation {
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: usize,
+    order: KeyOrder,
 }
 
 impl VecIterator {
-    /// `entries` must be sorted by internal key.
-    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
+    /// `entries` must be sorted by internal key in `order`.
+    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>, order: KeyOrder) -> VecIterator {
         let pos = entries.len();
-        VecIterator { entries, pos }
+        VecIterator {
+            entries,
+            pos,
+            order,
+        }
     }
 }
 
@@ -87,9 +93,9 @@ impl InternalIterator for VecIterator {
             .unwrap_or(self.entries.len());
     }
     fn seek(&mut self, target: &[u8]) {
-        self.pos = self.entries.partition_point(|(k, _)| {
-            crate::format::internal_key::compare(k, target) == std::cmp::Ordering::Less
-        });
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| self.order.internal(k, target) == std::cmp::Ordering::Less);
     }
     fn next(&mut self) {
         self.pos += 1;

@@ -76,7 +76,7 @@ mod tests {
     use super::*;
 
     fn mem_with(writes: &[(&str, u32)]) -> Arc<Memtable> {
-        let mem = Arc::new(Memtable::new(1));
+        let mem = Arc::new(Memtable::new(1, crate::format::KeyOrder::Bytewise));
         let mut seq = 0;
         for &(key, times) in writes {
             for i in 0..times {

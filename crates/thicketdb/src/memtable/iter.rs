@@ -67,7 +67,7 @@ mod tests {
     use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
 
     fn filled(n: u64) -> Arc<Memtable> {
-        let m = Memtable::new(1);
+        let m = Memtable::new(1, crate::format::KeyOrder::Bytewise);
         for i in 0..n {
             m.add(i + 1, ValueKind::Value, format!("k{i:05}").as_bytes(), b"v");
         }

@@ -12,6 +12,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::format::internal_key::{pack_trailer, user_key, ParsedKey, ValueKind};
+use crate::format::KeyOrder;
 use crate::io::FilePin;
 
 pub use iter::MemtableIterator;
@@ -35,10 +36,11 @@ pub struct Memtable {
 }
 
 impl Memtable {
-    /// A memtable whose writes are recorded in log `log_number`.
-    pub fn new(log_number: u64) -> Memtable {
+    /// A memtable whose writes are recorded in log `log_number`, its keys
+    /// sorted by `order`.
+    pub fn new(log_number: u64, order: KeyOrder) -> Memtable {
         Memtable {
-            list: SkipList::default(),
+            list: SkipList::new(order),
             size: AtomicU64::new(0),
             log_number,
             _log: None,
@@ -47,11 +49,11 @@ impl Memtable {
 
     /// A memtable whose writes go to the log `pin` references; the log is
     /// released when the memtable drops.
-    pub fn with_log(pin: FilePin) -> Memtable {
+    pub fn with_log(pin: FilePin, order: KeyOrder) -> Memtable {
         Memtable {
             log_number: pin.backing().number,
             _log: Some(pin),
-            ..Memtable::new(0)
+            ..Memtable::new(0, order)
         }
     }
 
@@ -76,7 +78,7 @@ impl Memtable {
         }
         let node = self.list.node(found);
         let parsed = ParsedKey::parse(node.key())?;
-        if parsed.user_key != user_key(lookup) {
+        if self.list.order().user(parsed.user_key, user_key(lookup)) != std::cmp::Ordering::Equal {
             return None;
         }
         Some(match parsed.kind {
@@ -114,7 +116,7 @@ mod tests {
 
     #[test]
     fn get_respects_snapshot_and_deletes() {
-        let m = Memtable::new(1);
+        let m = Memtable::new(1, KeyOrder::Bytewise);
         m.add(1, ValueKind::Value, b"a", b"v1");
         m.add(2, ValueKind::Value, b"a", b"v2");
         m.add(3, ValueKind::Deletion, b"a", b"");
@@ -131,7 +133,7 @@ mod tests {
 
     #[test]
     fn keys_on_both_sides_of_the_inline_limit() {
-        let m = std::sync::Arc::new(Memtable::new(1));
+        let m = std::sync::Arc::new(Memtable::new(1, KeyOrder::Bytewise));
         let user_len = skiplist::INLINE_KEY - 8;
         let short = vec![b's'; user_len];
         let long = vec![b's'; user_len + 1];
@@ -163,7 +165,7 @@ mod tests {
 
     #[test]
     fn prefix_keys_do_not_collide() {
-        let m = Memtable::new(1);
+        let m = Memtable::new(1, KeyOrder::Bytewise);
         m.add(1, ValueKind::Value, b"ab", b"1");
         assert_eq!(get(&m, b"a", 9), None);
         assert_eq!(get(&m, b"abc", 9), None);

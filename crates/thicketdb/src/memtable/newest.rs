@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn newest_versions_below_the_limit_only() {
-        let mem = Arc::new(Memtable::new(1));
+        let mem = Arc::new(Memtable::new(1, crate::format::KeyOrder::Bytewise));
         for seq in 1..=10 {
             mem.add(seq, ValueKind::Value, b"hot", format!("v{seq}").as_bytes());
         }

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
-use crate::format::internal_key::{compare, TRAILER_LEN};
+use crate::format::internal_key::TRAILER_LEN;
+use crate::format::KeyOrder;
 
 pub const MAX_HEIGHT: usize = 12;
 /// Longest internal key kept inside its node.
@@ -97,10 +98,12 @@ pub struct SkipList {
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
+    order: KeyOrder,
 }
 
-impl Default for SkipList {
-    fn default() -> SkipList {
+impl SkipList {
+    /// An empty list ordered by `order`.
+    pub fn new(order: KeyOrder) -> SkipList {
         SkipList {
             nodes: boxcar::Vec::new(),
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
@@ -110,11 +113,15 @@ impl Default for SkipList {
                 last: NIL,
                 prev: [NIL; MAX_HEIGHT],
             }),
+            order,
         }
     }
-}
 
-impl SkipList {
+    /// The order of the keys.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
     pub fn len(&self) -> usize {
         self.nodes.count()
     }
@@ -138,7 +145,7 @@ impl SkipList {
 
     /// Whether `key` sorts after the node `next` (false at the end).
     fn goes_after(&self, key: &[u8], next: u32) -> bool {
-        next != NIL && compare(self.node(next).key(), key) == Ordering::Less
+        next != NIL && self.order.internal(self.node(next).key(), key) == Ordering::Less
     }
 
     /// Inserts the internal key `user_key ++ trailer` with `value`; the key
@@ -150,7 +157,8 @@ impl SkipList {
         let height = random_height(&mut w.rng);
         let key = node.key();
         let mut prev = [NIL; MAX_HEIGHT];
-        let hinted = w.last != NIL && compare(self.node(w.last).key(), key) == Ordering::Less;
+        let hinted =
+            w.last != NIL && self.order.internal(self.node(w.last).key(), key) == Ordering::Less;
         let mut x = NIL;
         let top = self.height.load(AtomicOrdering::Relaxed).max(height);
         for level in (0..top).rev() {
@@ -159,7 +167,10 @@ impl SkipList {
                 // Every remembered predecessor sorts before `key`; start from
                 // the later of it and the node found one level up.
                 if x == NIL
-                    || compare(self.node(hint).key(), self.node(x).key()) == Ordering::Greater
+                    || self
+                        .order
+                        .internal(self.node(hint).key(), self.node(x).key())
+                        == Ordering::Greater
                 {
                     x = hint;
                 }
@@ -292,7 +303,7 @@ mod tests {
     proptest! {
         #[test]
         fn stays_sorted_in_any_insert_order(order in proptest::collection::vec((0u32..500, 0u64..1_000_000), 0..300)) {
-            let list = SkipList::default();
+            let list = SkipList::new(KeyOrder::Bytewise);
             let mut expected = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for (k, s) in order {
@@ -301,7 +312,7 @@ mod tests {
                 expected.push(key);
                 list.insert(&user, trailer, b"v");
             }
-            expected.sort_by(|a, b| compare(a, b));
+            expected.sort_by(|a, b| KeyOrder::Bytewise.internal(a, b));
             prop_assert_eq!(keys(&list), expected.clone());
             for (i, k) in expected.iter().enumerate() {
                 prop_assert_eq!(list.node(list.seek(k)).key(), &k[..]);
@@ -321,7 +332,7 @@ mod tests {
 
     #[test]
     fn sequential_then_random_inserts() {
-        let list = SkipList::default();
+        let list = SkipList::new(KeyOrder::Bytewise);
         for k in 0..2000 {
             let (_, (user, trailer)) = entry(k * 2, 1);
             list.insert(&user, trailer, b"v");
@@ -334,14 +345,14 @@ mod tests {
         assert_eq!(got.len(), 4000);
         assert!(got
             .windows(2)
-            .all(|w| compare(&w[0], &w[1]) == Ordering::Less));
+            .all(|w| KeyOrder::Bytewise.internal(&w[0], &w[1]) == Ordering::Less));
     }
 
     #[test]
     fn seek_never_returns_a_key_below_its_target_during_inserts() {
         use std::sync::atomic::AtomicU32;
         const N: u32 = 200_000;
-        let list = std::sync::Arc::new(SkipList::default());
+        let list = std::sync::Arc::new(SkipList::new(KeyOrder::Bytewise));
         for k in (0..N).step_by(2) {
             let (_, (user, trailer)) = entry(k, 1);
             list.insert(&user, trailer, b"v");
@@ -367,7 +378,9 @@ mod tests {
                 let (target, _) = entry(k + 3, 1);
                 let found = list.seek(&target);
                 assert!(
-                    found == NIL || compare(list.node(found).key(), &target) != Ordering::Less,
+                    found == NIL
+                        || KeyOrder::Bytewise.internal(list.node(found).key(), &target)
+                            != Ordering::Less,
                     "seek answered below its target"
                 );
             }
@@ -376,7 +389,7 @@ mod tests {
 
     #[test]
     fn readers_see_a_consistent_list_during_inserts() {
-        let list = std::sync::Arc::new(SkipList::default());
+        let list = std::sync::Arc::new(SkipList::new(KeyOrder::Bytewise));
         std::thread::scope(|s| {
             let writer = list.clone();
             s.spawn(move || {
@@ -389,7 +402,7 @@ mod tests {
                 let got = keys(&list);
                 assert!(got
                     .windows(2)
-                    .all(|w| compare(&w[0], &w[1]) == Ordering::Less));
+                    .all(|w| KeyOrder::Bytewise.internal(&w[0], &w[1]) == Ordering::Less));
             }
         });
         assert_eq!(keys(&list).len(), 20_000);

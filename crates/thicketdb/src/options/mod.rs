@@ -15,6 +15,8 @@ pub use profile::Profile;
 
 use crate::error::{Error, Result};
 use crate::format::checksum;
+use crate::format::key_order::BYTEWISE_NAME;
+use crate::format::KeyOrder;
 use crate::log::RecoveryMode;
 use std::sync::Arc;
 
@@ -219,6 +221,11 @@ options! {
         /// `block_cache_size` for this open alone. Set through the API,
         /// not by name.
         block_cache: Option<BlockCache> = None,
+        /// The order of the keys: bytewise, or a user's comparator
+        /// ([`KeyOrder::custom`]), which can only be given in code. The
+        /// store records its name when created and refuses to open with
+        /// another.
+        comparator: KeyOrder = KeyOrder::Bytewise,
     }
 }
 
@@ -305,13 +312,18 @@ impl Options {
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
             filter_policy: self.filter_policy.clone(),
+            order: self.comparator.clone(),
         }
     }
 
     /// The persisted form: a versioned text file with a checksum line (see
     /// `docs/format.md`).
     pub fn encode(&self) -> String {
-        let mut body = format!("{OPTIONS_HEADER}\nprofile={}\n", self.profile);
+        let mut body = format!(
+            "{OPTIONS_HEADER}\nprofile={}\ncomparator={}\n",
+            self.profile,
+            self.comparator.name()
+        );
         for name in Options::NAMES {
             if let Some(v) = self.get(name) {
                 body.push_str(&format!("{name}={v}\n"));
@@ -322,8 +334,16 @@ impl Options {
         body
     }
 
-    /// Parses a persisted `OPTIONS` file; `file` names it in errors.
+    /// Parses a persisted `OPTIONS` file; `file` names it in errors. The
+    /// options' comparator is the built-in one: see [`Options::decode_recorded`].
     pub fn decode(file: &str, text: &[u8]) -> Result<Options> {
+        Options::decode_recorded(file, text).map(|(options, _)| options)
+    }
+
+    /// Like [`Options::decode`], also returning the name of the comparator
+    /// the store was created with (the built-in one's for stores that
+    /// predate the record).
+    pub fn decode_recorded(file: &str, text: &[u8]) -> Result<(Options, String)> {
         let corrupt = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
         let text = std::str::from_utf8(text).map_err(|e| corrupt(e.valid_up_to(), "not UTF-8"))?;
         let crc_at = text
@@ -353,12 +373,18 @@ impl Options {
                 .options(),
             None => Options::default(),
         };
+        let mut comparator = BYTEWISE_NAME.to_string();
         for (name, value) in pairs.into_iter().filter(|(name, _)| *name != "profile") {
+            if name == "comparator" {
+                // A custom comparator is code: only its name is recorded.
+                comparator = value.to_string();
+                continue;
+            }
             options
                 .set(name, value)
                 .map_err(|e| corrupt(0, &format!("bad option line {name}={value}: {e}")))?;
         }
-        Ok(options)
+        Ok((options, comparator))
     }
 }
 

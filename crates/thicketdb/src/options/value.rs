@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::PolicyKind;
 use crate::error::{Error, Result};
+use crate::format::key_order::{KeyOrder, BYTEWISE_NAME};
 use crate::log::RecoveryMode;
 use crate::table::{BlockCache, CompressionType, FilterPolicy};
 
@@ -74,3 +75,18 @@ macro_rules! api_only_values {
 }
 
 api_only_values!(Option<Arc<dyn FilterPolicy>>, Option<BlockCache>);
+/// Only the built-in order has a textual form: a custom comparator is code.
+impl OptionValue for KeyOrder {
+    fn parse_option(name: &str, value: &str) -> Result<KeyOrder> {
+        match value {
+            BYTEWISE_NAME | "bytewise" => Ok(KeyOrder::Bytewise),
+            _ => Err(Error::InvalidArgument(format!(
+                "option {name}: only {BYTEWISE_NAME:?} can be named; \
+                 a custom comparator is given in code (KeyOrder::custom)"
+            ))),
+        }
+    }
+    fn show(&self) -> String {
+        self.name().to_string()
+    }
+}

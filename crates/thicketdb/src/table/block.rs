@@ -342,7 +342,8 @@ mod tests {
         for (n, interval, key_len, in_head) in cases {
             let block = built(n, interval, key_len);
             assert_eq!(block.keys_in_head, in_head, "{n} keys of {key_len}");
-            let mut expected = crate::table::BlockIter::new(&block);
+            let mut expected =
+                crate::table::BlockIter::new(&block, crate::format::KeyOrder::Bytewise);
             for i in 0..block.num_restarts() {
                 let from_head = block.restart_key(i).unwrap().to_vec();
                 let h = block.entry_header(block.restart_point(i)).unwrap();

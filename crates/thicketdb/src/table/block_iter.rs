@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 
 use super::block::Block;
 use crate::error::{Error, Result};
-use crate::format::internal_key;
+use crate::format::KeyOrder;
 use crate::iterator::{EntryLocation, InternalIterator};
 
 pub struct BlockIter<B: Borrow<Block>> {
@@ -26,15 +26,18 @@ pub struct BlockIter<B: Borrow<Block>> {
     value_end: usize,
     /// First corruption met; once set the iterator stays invalid.
     status: Option<Error>,
+    /// The order the block's keys are sorted by, for seeks.
+    order: KeyOrder,
 }
 
 impl<B: Borrow<Block>> BlockIter<B> {
-    pub fn new(block: B) -> BlockIter<B> {
-        BlockIter::with_key_buffer(block, Vec::new())
+    /// A cursor over `block`, whose keys are sorted by `order`.
+    pub fn new(block: B, order: KeyOrder) -> BlockIter<B> {
+        BlockIter::with_key_buffer(block, Vec::new(), order)
     }
 
     /// Like `new`, reusing `key_buf`'s allocation for the current key.
-    pub fn with_key_buffer(block: B, mut key_buf: Vec<u8>) -> BlockIter<B> {
+    pub fn with_key_buffer(block: B, mut key_buf: Vec<u8>, order: KeyOrder) -> BlockIter<B> {
         key_buf.clear();
         let end = block.borrow().restarts();
         let num_restarts = block.borrow().num_restarts();
@@ -47,6 +50,7 @@ impl<B: Borrow<Block>> BlockIter<B> {
             value_start: 0,
             value_end: 0,
             status: None,
+            order,
         }
     }
 
@@ -136,7 +140,7 @@ impl<B: Borrow<Block> + Send> InternalIterator for BlockIter<B> {
                 self.corrupt(pos);
                 return;
             };
-            if internal_key::compare(key, target) == Ordering::Less {
+            if self.order.internal(key, target) == Ordering::Less {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -156,7 +160,7 @@ impl<B: Borrow<Block> + Send> InternalIterator for BlockIter<B> {
         self.seek_to_restart(left);
         while self.parse_next() {
             if self.current >= known_not_less
-                || (!known_less && internal_key::compare(&self.key, target) != Ordering::Less)
+                || (!known_less && self.order.internal(&self.key, target) != Ordering::Less)
             {
                 return;
             }
@@ -247,7 +251,7 @@ mod tests {
     fn round_trip_both_directions() {
         for interval in [1, 2, 16, 1000] {
             let block = build(500, interval);
-            let mut it = BlockIter::new(block);
+            let mut it = BlockIter::new(block, KeyOrder::Bytewise);
             let keys = collect_forward(&mut it);
             let expected: Vec<_> = (0..500).map(|i| ikey(i * 2)).collect();
             assert_eq!(keys, expected);
@@ -265,7 +269,7 @@ mod tests {
 
     #[test]
     fn seek_lands_on_first_key_at_or_after_target() {
-        let mut it = BlockIter::new(build(200, 16));
+        let mut it = BlockIter::new(build(200, 16), KeyOrder::Bytewise);
         for t in 0..401 {
             it.seek(&ikey(t));
             if t >= 399 {
@@ -289,7 +293,7 @@ mod tests {
 
     #[test]
     fn empty_block_is_never_valid() {
-        let mut it = BlockIter::new(build(0, 16));
+        let mut it = BlockIter::new(build(0, 16), KeyOrder::Bytewise);
         it.seek_to_first();
         assert!(!it.valid());
         it.seek_to_last();
@@ -302,7 +306,8 @@ mod tests {
     #[test]
     fn key_buffer_is_reused() {
         let block = build(10, 4);
-        let mut it = BlockIter::with_key_buffer(&*block, Vec::with_capacity(64));
+        let mut it =
+            BlockIter::with_key_buffer(&*block, Vec::with_capacity(64), KeyOrder::Bytewise);
         it.seek_to_last();
         let buf = it.into_key_buffer();
         assert!(buf.capacity() >= 64);
@@ -318,7 +323,7 @@ mod tests {
         let second = 3 + ikey(1).len() + 1;
         data[second] = 100;
         let block = Block::new(data, Arc::new(PathBuf::from("b.seg")), 4096).unwrap();
-        let mut it = BlockIter::new(&block);
+        let mut it = BlockIter::new(&block, KeyOrder::Bytewise);
         it.seek_to_first();
         assert!(it.valid());
         it.next();
@@ -334,7 +339,7 @@ mod tests {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), target in proptest::collection::vec(any::<u8>(), 0..20)) {
             if let Ok(block) = Block::new(bytes, Arc::new(PathBuf::from("r")), 0) {
-                let mut it = BlockIter::new(&block);
+                let mut it = BlockIter::new(&block, KeyOrder::Bytewise);
                 it.seek_to_first();
                 let mut steps = 0;
                 while it.valid() && steps < 100 { it.next(); steps += 1; }

@@ -88,13 +88,21 @@ impl<'a> TableBuilder<'a> {
             )));
         }
         let first = self.props.entries == 0;
-        if !first && internal_key::compare(internal_key, &self.last_key) != Ordering::Greater {
+        if !first && self.options.order.internal(internal_key, &self.last_key) != Ordering::Greater
+        {
             return Err(Error::invariant(
                 "table keys must be added in strictly increasing order",
             ));
         }
         if let Some(handle) = self.pending.take() {
-            shortest_separator(&mut self.separator, &self.last_key, internal_key);
+            if self.options.order.is_bytewise() {
+                shortest_separator(&mut self.separator, &self.last_key, internal_key);
+            } else {
+                // Shortening bumps a byte, which only orders correctly
+                // bytewise (LevelDB's C comparators do not shorten either).
+                self.separator.clear();
+                self.separator.extend_from_slice(&self.last_key);
+            }
             self.add_index_entry(handle);
         }
         if first || parsed.user_key != internal_key::user_key(&self.last_key) {

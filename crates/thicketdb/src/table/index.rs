@@ -10,7 +10,8 @@
 //! Each separator also gets an 8-byte big-endian *prefix*: the 8 user-key
 //! bytes after the prefix all the table's separators share (zero-padded).
 //! A search compares those integers, one contiguous array, and looks at a
-//! full key only when prefixes tie.
+//! full key only when prefixes tie. Prefixes order keys bytewise: under a
+//! custom comparator every step compares full keys through it.
 
 use std::cmp::Ordering;
 
@@ -18,7 +19,8 @@ use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{self, user_key};
+use crate::format::internal_key::user_key;
+use crate::format::KeyOrder;
 use crate::iterator::InternalIterator;
 
 #[derive(Debug)]
@@ -30,14 +32,16 @@ pub struct BlockIndex {
     handles: Vec<BlockHandle>,
     /// Length of the user-key prefix every separator shares.
     common: usize,
-    /// Per separator: its 8 user-key bytes after `common`, big endian.
+    /// Per separator: its 8 user-key bytes after `common`, big endian;
+    /// empty under a custom comparator.
     prefixes: Vec<u64>,
+    order: KeyOrder,
 }
 
 impl BlockIndex {
     /// Decodes every entry of an index block, so a damaged index is
     /// reported when the table opens rather than by a later lookup.
-    pub fn decode(block: &Block) -> Result<BlockIndex> {
+    pub fn decode(block: &Block, order: KeyOrder) -> Result<BlockIndex> {
         let bad_handle =
             || Error::corruption(block.file(), block.offset(), "bad block handle in index");
         let mut index = BlockIndex {
@@ -46,8 +50,9 @@ impl BlockIndex {
             handles: Vec::new(),
             common: 0,
             prefixes: Vec::new(),
+            order,
         };
-        let mut it = BlockIter::new(block);
+        let mut it = BlockIter::new(block, KeyOrder::Bytewise);
         it.seek_to_first();
         while it.valid() {
             index.keys.extend_from_slice(it.key());
@@ -61,6 +66,9 @@ impl BlockIndex {
             it.next();
         }
         it.status()?;
+        if !index.order.is_bytewise() {
+            return Ok(index);
+        }
         if let Some(last) = index.len().checked_sub(1) {
             let (a, b) = (user_key(index.key(0)), user_key(index.key(last)));
             index.common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -97,15 +105,15 @@ impl BlockIndex {
         let target_user = user_key(target);
         // The prefixes order separators only among keys that share the
         // common prefix; any other target is placed by full keys.
-        let target_prefix = target_user
-            .starts_with(self.common_prefix())
-            .then(|| prefix_after(target_user, self.common));
+        let target_prefix = (self.order.is_bytewise()
+            && target_user.starts_with(self.common_prefix()))
+        .then(|| prefix_after(target_user, self.common));
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let order = match target_prefix {
                 Some(t) if self.prefixes[mid] != t => self.prefixes[mid].cmp(&t),
-                _ => internal_key::compare(self.key(mid), target),
+                _ => self.order.internal(self.key(mid), target),
             };
             if order == Ordering::Less {
                 lo = mid + 1;
@@ -160,7 +168,7 @@ mod tests {
     #[test]
     fn seek_finds_first_separator_not_less() {
         for n in [0, 1, 2, 7, 64] {
-            let index = BlockIndex::decode(&index_block(n)).unwrap();
+            let index = BlockIndex::decode(&index_block(n), KeyOrder::Bytewise).unwrap();
             assert_eq!(index.len(), n as usize);
             for t in 0..n * 10 + 2 {
                 let want = t.div_ceil(10).min(n) as usize;
@@ -175,7 +183,7 @@ mod tests {
 
     #[test]
     fn prefixes_skip_the_shared_user_key_prefix() {
-        let index = BlockIndex::decode(&index_block(64)).unwrap();
+        let index = BlockIndex::decode(&index_block(64), KeyOrder::Bytewise).unwrap();
         // Separators k00000..k00630 share "k00".
         assert_eq!(index.common, 3);
         assert_eq!(index.prefixes[1], u64::from_be_bytes(*b"010\0\0\0\0\0"));
@@ -205,12 +213,12 @@ mod tests {
                 .into_iter()
                 .map(|k| [shared.clone(), k].concat())
                 .collect();
-            let index = BlockIndex::decode(&block_of(&keys)).unwrap();
+            let index = BlockIndex::decode(&block_of(&keys), KeyOrder::Bytewise).unwrap();
             for (with_shared, t, seq) in targets {
                 let t = if with_shared { [shared.clone(), t].concat() } else { t };
                 let target = InternalKey::new(&t, seq, ValueKind::Value).into_vec();
                 let plain = (0..index.len())
-                    .position(|i| internal_key::compare(index.key(i), &target) != Ordering::Less)
+                    .position(|i| KeyOrder::Bytewise.internal(index.key(i), &target) != Ordering::Less)
                     .unwrap_or(index.len());
                 proptest::prop_assert_eq!(index.seek(&target), plain);
             }
@@ -222,7 +230,7 @@ mod tests {
         let mut b = BlockBuilder::new(1);
         b.add(&ikey(1), &[0x80]);
         let block = Block::new(b.finish().to_vec(), Arc::new(PathBuf::from("i.seg")), 500).unwrap();
-        let err = BlockIndex::decode(&block).unwrap_err();
+        let err = BlockIndex::decode(&block, KeyOrder::Bytewise).unwrap_err();
         assert!(err.is_corruption());
         assert!(err.to_string().contains("i.seg at offset 500"), "{err}");
     }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::compression::CompressionType;
 use super::filter_policy::FilterPolicy;
+use crate::format::KeyOrder;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableOptions {
@@ -19,6 +20,8 @@ pub struct TableOptions {
     pub compression: CompressionType,
     /// Builds each table's filter instead of the built-in Bloom filter.
     pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// The order entries are added in, checked by the builder.
+    pub order: KeyOrder,
 }
 
 impl TableOptions {
@@ -30,6 +33,7 @@ impl TableOptions {
         bloom_bits_per_key: 10,
         compression: CompressionType::None,
         filter_policy: None,
+        order: KeyOrder::Bytewise,
     };
 }
 

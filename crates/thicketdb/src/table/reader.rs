@@ -12,14 +12,15 @@ use super::block_handle::BlockHandle;
 use super::block_io::TableFile;
 use super::block_iter::BlockIter;
 use super::cache::BlockCache;
+use super::context::TableContext;
 use super::filter::{self, TableFilter};
-use super::filter_policy::FilterPolicy;
 use super::footer::{Footer, FOOTER_LEN};
 use super::index::BlockIndex;
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{self, user_key};
+use crate::format::internal_key::user_key;
+use crate::format::KeyOrder;
 use crate::io::RandomAccessFile;
 use crate::iterator::InternalIterator;
 
@@ -39,6 +40,7 @@ pub struct Table {
     index: BlockIndex,
     filter: Option<TableFilter>,
     properties: TableProperties,
+    order: KeyOrder,
 }
 
 impl std::fmt::Debug for Table {
@@ -55,19 +57,21 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens the table occupying `length` bytes at `offset` of `file`
-    /// (segment `segment_id`, named `path` in errors), verifying its footer
-    /// and loading its metadata blocks. The table's filter is used only if
-    /// `filter_policy` built it (`None`: the built-in Bloom filter);
-    /// otherwise the table reads as if it had none.
+    /// (segment `segment_id`, named `path` in errors) in the store's
+    /// `context`, verifying its footer and loading its metadata blocks.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         segment_id: u64,
         offset: u64,
         length: u64,
-        cache: Option<Arc<BlockCache>>,
-        filter_policy: Option<&Arc<dyn FilterPolicy>>,
+        context: TableContext,
     ) -> Result<Table> {
+        let TableContext {
+            cache,
+            order,
+            filter_policy,
+        } = context;
         let path = Arc::new(path);
         let footer_pos = length
             .checked_sub(FOOTER_LEN as u64)
@@ -86,14 +90,14 @@ impl Table {
             blocks_end: length - FOOTER_LEN as u64,
         };
         let index_pos = tf.absolute(footer.index);
-        let index = BlockIndex::decode(&Block::new(
-            tf.read_block(footer.index)?,
-            path.clone(),
-            index_pos,
-        )?)?;
+        let index = BlockIndex::decode(
+            &Block::new(tf.read_block(footer.index)?, path.clone(), index_pos)?,
+            order.clone(),
+        )?;
         let properties = TableProperties::decode(&tf.read_block(footer.properties)?)
             .map_err(|r| tf.corruption(footer.properties, r))?;
         let recorded = properties.filter_policy.as_deref();
+        let filter_policy = filter_policy.as_ref();
         let filter = match footer.filter.size {
             0 => None,
             _ if !filter::usable(recorded, filter_policy) => None,
@@ -113,6 +117,7 @@ impl Table {
             index,
             filter,
             properties,
+            order,
         })
     }
 
@@ -194,10 +199,15 @@ impl Table {
             return Ok(None);
         }
         let search = |block: &Block| {
-            let mut data = BlockIter::with_key_buffer(block, mem::take(key_buf));
+            let mut data =
+                BlockIter::with_key_buffer(block, mem::take(key_buf), self.order.clone());
             data.seek(lookup_key);
-            let found = (data.valid() && user_key(data.key()) == user_key(lookup_key))
-                .then(|| f(data.key(), data.value()));
+            let found = (data.valid()
+                && self
+                    .order
+                    .user(user_key(data.key()), user_key(lookup_key))
+                    .is_eq())
+            .then(|| f(data.key(), data.value()));
             let status = data.status();
             *key_buf = data.into_key_buffer();
             status.map(|()| found)
@@ -231,10 +241,10 @@ impl Table {
             let handle = self.index.handle(i);
             let pos = tf.absolute(handle);
             let block = self.read_block(handle)?;
-            let mut it = BlockIter::new(&block);
+            let mut it = BlockIter::new(&block, self.order.clone());
             it.seek_to_first();
             while it.valid() {
-                if entries > 0 && internal_key::compare(&prev, it.key()) != Ordering::Less {
+                if entries > 0 && self.order.internal(&prev, it.key()) != Ordering::Less {
                     return Err(Error::corruption(
                         self.path.as_path(),
                         pos,
@@ -259,6 +269,11 @@ impl Table {
             ));
         }
         Ok(())
+    }
+
+    /// The order of the table's keys.
+    pub(crate) fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     pub(crate) fn index(&self) -> &BlockIndex {
@@ -317,6 +332,7 @@ mod tests {
     use crate::table::block_io::BLOCK_TRAILER_LEN;
     use crate::table::builder::{TableBuilder, TableSummary};
     use crate::table::compression::CompressionType;
+    use crate::table::filter_policy::FilterPolicy;
     use crate::table::footer::{FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION};
     use crate::table::options::TableOptions;
     use crate::table::testutil::*;
@@ -414,7 +430,11 @@ mod tests {
         policy: Option<&Arc<dyn FilterPolicy>>,
     ) -> Arc<Table> {
         let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(file.bytes()));
-        Arc::new(Table::open(file, "p.seg".into(), 1, s.offset, s.length, None, policy).unwrap())
+        let context = TableContext {
+            filter_policy: policy.cloned(),
+            ..TableContext::default()
+        };
+        Arc::new(Table::open(file, "p.seg".into(), 1, s.offset, s.length, context).unwrap())
     }
 
     #[test]
@@ -517,8 +537,7 @@ mod tests {
                 1,
                 s.offset,
                 s.length,
-                None,
-                None,
+                TableContext::default(),
             )
             .map(Arc::new)
             .unwrap();
@@ -595,7 +614,7 @@ mod tests {
                 .filter(|((u, s, _), _)| seen.insert((u.clone(), *s)))
                 .map(|((u, s, kind), v)| (InternalKey::new(&u, s, kind).into_vec(), v))
                 .collect();
-            out.sort_by(|a, b| internal_key::compare(&a.0, &b.0));
+            out.sort_by(|a, b| KeyOrder::Bytewise.internal(&a.0, &b.0));
             out
         })
     }
@@ -618,6 +637,7 @@ mod tests {
                     bloom_bits_per_key: bits,
                     compression,
                     filter_policy: None,
+                    order: KeyOrder::Bytewise,
                 },
             )
     }
@@ -647,7 +667,7 @@ mod tests {
         #[test]
         fn opening_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400), offset in 0u64..64, len in 0u64..400) {
             let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(bytes));
-            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, None, None) {
+            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, TableContext::default()) {
                 let t = Arc::new(t);
                 let _ = t.get(&lookup_key(b"k"));
                 let _ = t.verify_checksums();

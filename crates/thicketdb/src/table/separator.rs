@@ -32,7 +32,7 @@ pub fn shortest_separator(dst: &mut Vec<u8>, last: &[u8], next: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::InternalKey;
+    use crate::format::{InternalKey, KeyOrder};
     use proptest::prelude::*;
     use std::cmp::Ordering;
 
@@ -58,15 +58,15 @@ mod tests {
         fn separator_lies_between(a in proptest::collection::vec(any::<u8>(), 0..8), sa in 0..1000u64,
                                   b in proptest::collection::vec(any::<u8>(), 0..8), sb in 0..1000u64) {
             let (x, y) = (ik(&a, sa), ik(&b, sb));
-            let (last, next) = match internal_key::compare(&x, &y) {
+            let (last, next) = match KeyOrder::Bytewise.internal(&x, &y) {
                 Ordering::Less => (x, y),
                 Ordering::Greater => (y, x),
                 Ordering::Equal => return Ok(()),
             };
             let mut dst = Vec::new();
             shortest_separator(&mut dst, &last, &next);
-            prop_assert_ne!(internal_key::compare(&last, &dst), Ordering::Greater);
-            prop_assert_eq!(internal_key::compare(&dst, &next), Ordering::Less);
+            prop_assert_ne!(KeyOrder::Bytewise.internal(&last, &dst), Ordering::Greater);
+            prop_assert_eq!(KeyOrder::Bytewise.internal(&dst, &next), Ordering::Less);
             prop_assert!(dst.len() <= last.len());
         }
     }

@@ -67,7 +67,11 @@ impl TableIterator {
                     .take()
                     .map(BlockIter::into_key_buffer)
                     .unwrap_or_default();
-                self.data = Some(BlockIter::with_key_buffer(block, key_buf));
+                self.data = Some(BlockIter::with_key_buffer(
+                    block,
+                    key_buf,
+                    self.table.order().clone(),
+                ));
                 self.data_handle = handle;
             }
             Err(e) => self.fail(e),
@@ -259,7 +263,7 @@ mod tests {
             let (file, s) = build_table(&entries, &small_blocks());
             let t = open_table(file, &s, None).unwrap();
             let mut it = t.iter();
-            let mut reference = VecIterator::new(entries.clone());
+            let mut reference = VecIterator::new(entries.clone(), crate::format::KeyOrder::Bytewise);
             for (user, seq) in targets {
                 let target = internal_key::InternalKey::new(&ukey(user), seq, internal_key::ValueKind::SEEK);
                 it.seek(target.encoded());

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use super::meta::TableMeta;
-use crate::format::bytes_order::compare_bytes;
+use crate::format::KeyOrder;
 
 /// One table of a buffer run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,21 +47,21 @@ pub enum BufferProbe<'a> {
 
 impl BufferRun {
     /// The entry whose key range holds `user_key`, if any.
-    pub fn find(&self, user_key: &[u8]) -> Option<&BufferEntry> {
-        let i = self.entries.partition_point(|e| {
-            compare_bytes(e.meta.largest_user_key(), user_key) == std::cmp::Ordering::Less
-        });
+    pub fn find(&self, user_key: &[u8], order: &KeyOrder) -> Option<&BufferEntry> {
+        let i = self
+            .entries
+            .partition_point(|e| order.lt(e.meta.largest_user_key(), user_key));
         self.entries
             .get(i)
-            .filter(|e| e.meta.smallest_user_key() <= user_key)
+            .filter(|e| order.le(e.meta.smallest_user_key(), user_key))
     }
 
     /// Whether `meta` can be appended after the last entry (runs fill in
     /// key order, one merge round at a time).
-    pub fn fits_after(&self, meta: &TableMeta) -> bool {
+    pub fn fits_after(&self, meta: &TableMeta, order: &KeyOrder) -> bool {
         self.entries
             .last()
-            .is_none_or(|last| last.meta.largest_user_key() < meta.smallest_user_key())
+            .is_none_or(|last| order.lt(last.meta.largest_user_key(), meta.smallest_user_key()))
     }
 
     pub fn present(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
@@ -74,9 +74,10 @@ impl BufferRun {
 pub fn probe<'a>(
     runs: &'a [BufferRun],
     user_key: &'a [u8],
+    order: &'a KeyOrder,
 ) -> impl Iterator<Item = BufferProbe<'a>> {
     runs.iter().filter_map(move |run| {
-        run.find(user_key).map(|e| {
+        run.find(user_key, order).map(|e| {
             if e.removed {
                 BufferProbe::Stop
             } else {
@@ -106,7 +107,7 @@ mod tests {
 
     fn search(runs: &[BufferRun], key: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for p in probe(runs, key.as_bytes()) {
+        for p in probe(runs, key.as_bytes(), &KeyOrder::Bytewise) {
             match p {
                 BufferProbe::Table(t) => out.push(t.id.to_string()),
                 BufferProbe::Stop => {
@@ -133,9 +134,9 @@ mod tests {
     #[test]
     fn fits_after_requires_key_order() {
         let r = run(1, &[(1, "c", "f", false)]);
-        assert!(r.fits_after(&table(2, "g", "h")));
-        assert!(!r.fits_after(&table(3, "f", "h")));
-        assert!(!r.fits_after(&table(4, "a", "b")));
+        assert!(r.fits_after(&table(2, "g", "h"), &KeyOrder::Bytewise));
+        assert!(!r.fits_after(&table(3, "f", "h"), &KeyOrder::Bytewise));
+        assert!(!r.fits_after(&table(4, "a", "b"), &KeyOrder::Bytewise));
         assert_eq!(r.present().count(), 1);
     }
 }

@@ -5,8 +5,8 @@ use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use super::buffer::BufferRun;
-use crate::format::bytes_order::compare_bytes;
 use crate::format::internal_key::user_key;
+use crate::format::KeyOrder;
 use crate::io::{Backing, Extent};
 use crate::table::HyperLogLog;
 
@@ -102,9 +102,9 @@ impl TableMeta {
 
     /// Whether the table's user-key range intersects `[lo, hi]` (inclusive;
     /// `None` is unbounded).
-    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
-        let before = hi.is_some_and(|hi| self.smallest_user_key() > hi);
-        let after = lo.is_some_and(|lo| self.largest_user_key() < lo);
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, order: &KeyOrder) -> bool {
+        let before = hi.is_some_and(|hi| order.lt(hi, self.smallest_user_key()));
+        let after = lo.is_some_and(|lo| order.lt(self.largest_user_key(), lo));
         !before && !after
     }
 }
@@ -120,34 +120,39 @@ pub struct Run {
 
 impl Run {
     /// Index of the only table that may contain `user_key`.
-    pub fn find(&self, user_key: &[u8]) -> Option<usize> {
+    pub fn find(&self, user_key: &[u8], order: &KeyOrder) -> Option<usize> {
         // Runs of one level often cover disjoint ranges (L0 runs of a
         // sequential load, tiered runs): two comparisons rule most out
         // before a binary search.
         let (first, last) = (self.tables.first()?, self.tables.last()?);
-        if compare_bytes(user_key, first.smallest_user_key()) == Ordering::Less
-            || compare_bytes(user_key, last.largest_user_key()) == Ordering::Greater
+        if order.user(user_key, first.smallest_user_key()) == Ordering::Less
+            || order.user(user_key, last.largest_user_key()) == Ordering::Greater
         {
             return None;
         }
         let i = self
             .tables
-            .partition_point(|t| compare_bytes(t.largest_user_key(), user_key) == Ordering::Less);
+            .partition_point(|t| order.user(t.largest_user_key(), user_key) == Ordering::Less);
         (i < self.tables.len()
-            && compare_bytes(self.tables[i].smallest_user_key(), user_key) != Ordering::Greater)
+            && order.user(self.tables[i].smallest_user_key(), user_key) != Ordering::Greater)
             .then_some(i)
     }
 
     /// Tables overlapping `[lo, hi]`: a contiguous slice of the sorted,
     /// disjoint tables, found by binary search (pickers ask once per table
     /// of the level above).
-    pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableMeta>> {
+    pub fn overlapping(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        order: &KeyOrder,
+    ) -> Vec<Arc<TableMeta>> {
         let tables = &self.tables;
         let first = lo.map_or(0, |lo| {
-            tables.partition_point(|t| t.largest_user_key() < lo)
+            tables.partition_point(|t| order.lt(t.largest_user_key(), lo))
         });
         let end = hi.map_or(tables.len(), |hi| {
-            tables.partition_point(|t| t.smallest_user_key() <= hi)
+            tables.partition_point(|t| order.le(t.smallest_user_key(), hi))
         });
         tables[first..end.max(first)].to_vec()
     }
@@ -227,27 +232,27 @@ pub(crate) mod tests {
             id: 1,
             tables: vec![table(1, "a", "c"), table(2, "e", "g"), table(3, "h", "k")],
         };
-        assert_eq!(run.find(b"b"), Some(0));
-        assert_eq!(run.find(b"d"), None);
-        assert_eq!(run.find(b"g"), Some(1));
-        assert_eq!(run.find(b"z"), None);
-        assert_eq!(run.find(b"0"), None);
-        assert_eq!(run.find(b"a"), Some(0));
-        assert_eq!(run.find(b"k"), Some(2));
+        assert_eq!(run.find(b"b", &KeyOrder::Bytewise), Some(0));
+        assert_eq!(run.find(b"d", &KeyOrder::Bytewise), None);
+        assert_eq!(run.find(b"g", &KeyOrder::Bytewise), Some(1));
+        assert_eq!(run.find(b"z", &KeyOrder::Bytewise), None);
+        assert_eq!(run.find(b"0", &KeyOrder::Bytewise), None);
+        assert_eq!(run.find(b"a", &KeyOrder::Bytewise), Some(0));
+        assert_eq!(run.find(b"k", &KeyOrder::Bytewise), Some(2));
         assert_eq!(
             Run {
                 id: 2,
                 tables: vec![]
             }
-            .find(b"a"),
+            .find(b"a", &KeyOrder::Bytewise),
             None
         );
         let ids: Vec<u64> = run
-            .overlapping(Some(b"c"), Some(b"f"))
+            .overlapping(Some(b"c"), Some(b"f"), &KeyOrder::Bytewise)
             .iter()
             .map(|t| t.id)
             .collect();
         assert_eq!(ids, vec![1, 2]);
-        assert_eq!(run.overlapping(None, None).len(), 3);
+        assert_eq!(run.overlapping(None, None, &KeyOrder::Bytewise).len(), 3);
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::format::internal_key::compare;
 use crate::iterator::{EntryLocation, InternalIterator};
 use crate::table::TableIterator;
 use crate::version::table_cache::TableCache;
@@ -139,9 +138,10 @@ impl InternalIterator for RunIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        let order = self.cache.order();
         let i = self
             .tables
-            .partition_point(|t| compare(&t.largest, target) == std::cmp::Ordering::Less);
+            .partition_point(|t| order.internal(&t.largest, target) == std::cmp::Ordering::Less);
         if self.open(i) {
             if let Some(inner) = &mut self.inner {
                 inner.seek(target);

@@ -13,6 +13,7 @@ use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION};
 use super::files::{current_path, manifest_name, temp_path};
 use super::version::Version;
 use crate::error::{Error, Result};
+use crate::format::KeyOrder;
 use crate::io::{Backings, FileSystem};
 use crate::log::{LogReader, LogWriter, RecoveryMode};
 use crate::stats::Counters;
@@ -53,7 +54,7 @@ pub struct Recovered {
 
 impl VersionSet {
     /// Reads `CURRENT` and replays the MANIFEST it names.
-    pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
+    pub fn recover(fs: &dyn FileSystem, dir: &Path, order: KeyOrder) -> Result<Recovered> {
         let current = current_path(dir);
         let name_bytes = fs.read_to_vec(&current)?;
         let name = std::str::from_utf8(&name_bytes)
@@ -70,9 +71,9 @@ impl VersionSet {
             path.clone(),
             RecoveryMode::TolerateTailCorruption,
         );
-        let mut version = Version::default();
+        let mut version = Version::empty(order.clone());
         let mut rec = Recovered {
-            version: Version::default(),
+            version: Version::empty(order),
             log_number: 0,
             next_file_number: 0,
             last_sequence: 0,
@@ -159,9 +160,9 @@ impl VersionSet {
     }
 
     /// State of a store that has no MANIFEST yet.
-    pub fn empty() -> Recovered {
+    pub fn empty(order: KeyOrder) -> Recovered {
         Recovered {
-            version: Version::default(),
+            version: Version::empty(order),
             log_number: 0,
             next_file_number: 1,
             last_sequence: 0,
@@ -327,7 +328,7 @@ mod tests {
             Arc::new(PosixFs),
             dir.path(),
             Arc::new(Counters::default()),
-            VersionSet::empty(),
+            VersionSet::empty(KeyOrder::Bytewise),
             Arc::new(AtomicU64::new(100)),
             backings.clone(),
         )
@@ -361,7 +362,7 @@ mod tests {
             fs.clone(),
             dir.path(),
             counters.clone(),
-            VersionSet::empty(),
+            VersionSet::empty(KeyOrder::Bytewise),
             numbers.clone(),
             Arc::new(Backings::default()),
         )
@@ -374,7 +375,7 @@ mod tests {
         set.log_and_apply(e).unwrap();
         drop(set);
 
-        let rec = VersionSet::recover(fs.as_ref(), dir.path()).unwrap();
+        let rec = VersionSet::recover(fs.as_ref(), dir.path(), KeyOrder::Bytewise).unwrap();
         assert_eq!(rec.last_sequence, 42);
         assert_eq!(rec.log_number, 9);
         assert_eq!(rec.version.table_count(), 1);
@@ -397,7 +398,7 @@ mod tests {
             .filter(|n| n.starts_with("MANIFEST-"))
             .collect();
         assert_eq!(manifests, vec![manifest_name(set.manifest_number())]);
-        let again = VersionSet::recover(fs.as_ref(), dir.path()).unwrap();
+        let again = VersionSet::recover(fs.as_ref(), dir.path(), KeyOrder::Bytewise).unwrap();
         assert_eq!(again.version.table_count(), 1);
     }
 
@@ -405,7 +406,9 @@ mod tests {
     fn corrupt_current_is_reported() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("CURRENT"), "garbage").unwrap();
-        let err = VersionSet::recover(&PosixFs, dir.path()).err().unwrap();
+        let err = VersionSet::recover(&PosixFs, dir.path(), KeyOrder::Bytewise)
+            .err()
+            .unwrap();
         assert!(err.is_corruption(), "{err}");
     }
 }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use crate::error::Result;
+use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile};
-use crate::table::{BlockCache, FilterPolicy, Table};
+use crate::table::{BlockCache, FilterPolicy, Table, TableContext};
 use crate::version::files::segment_path;
 use crate::version::TableMeta;
 
@@ -23,6 +24,8 @@ pub struct TableCache {
     block_cache: Arc<BlockCache>,
     /// The open's filter policy (`None`: the built-in Bloom filter).
     filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// The store's key order, which every table is opened with.
+    order: KeyOrder,
 }
 
 impl TableCache {
@@ -33,6 +36,7 @@ impl TableCache {
         share_descriptors: bool,
         block_cache: Arc<BlockCache>,
         filter_policy: Option<Arc<dyn FilterPolicy>>,
+        order: KeyOrder,
     ) -> TableCache {
         TableCache {
             dir: dir.to_path_buf(),
@@ -42,7 +46,13 @@ impl TableCache {
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
             filter_policy,
+            order,
         }
+    }
+
+    /// The store's key order.
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// The open file of a segment, from the descriptor cache.
@@ -67,8 +77,11 @@ impl TableCache {
                 meta.segment,
                 meta.offset,
                 meta.length,
-                Some(self.block_cache.clone()),
-                self.filter_policy.as_ref(),
+                TableContext {
+                    cache: Some(self.block_cache.clone()),
+                    order: self.order.clone(),
+                    filter_policy: self.filter_policy.clone(),
+                },
             )
             .map(Arc::new)
         })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::buffer::{BufferEntry, BufferRun};
 use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
+use crate::format::KeyOrder;
 use crate::io::{Backings, Extent};
 
 /// Levels in every version: L0 holds one run per flush, deeper levels hold
@@ -20,15 +21,14 @@ pub struct Version {
     /// Set once the version is installed: its tables and their files stay
     /// referenced until it drops (see `io::backing`).
     pins: Option<Arc<Backings>>,
+    /// The store's key order, which orders the tables of a run.
+    pub order: KeyOrder,
 }
 
+/// An empty version of a store in the built-in byte order.
 impl Default for Version {
     fn default() -> Version {
-        Version {
-            levels: vec![Level::default(); NUM_LEVELS],
-            merge_journal: None,
-            pins: None,
-        }
+        Version::empty(KeyOrder::Bytewise)
     }
 }
 
@@ -39,6 +39,7 @@ impl Clone for Version {
             levels: self.levels.clone(),
             merge_journal: self.merge_journal.clone(),
             pins: None,
+            order: self.order.clone(),
         }
     }
 }
@@ -72,6 +73,16 @@ impl Drop for Version {
 }
 
 impl Version {
+    /// A version without tables, of a store whose keys sort by `order`.
+    pub fn empty(order: KeyOrder) -> Version {
+        Version {
+            levels: vec![Level::default(); NUM_LEVELS],
+            merge_journal: None,
+            pins: None,
+            order,
+        }
+    }
+
     /// Applies an edit: deletions first, then additions. Errors describe an
     /// edit that does not fit this version (a corrupt MANIFEST).
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
@@ -127,10 +138,11 @@ impl Version {
                 .iter_mut()
                 .find(|r| r.id == run_id)
                 .expect("touched run exists");
+            let order = &next.order;
             run.tables
-                .sort_by(|a, b| crate::format::internal_key::compare(&a.smallest, &b.smallest));
+                .sort_by(|a, b| order.internal(&a.smallest, &b.smallest));
             for pair in run.tables.windows(2) {
-                if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
+                if !order.lt(pair[0].largest_user_key(), pair[1].smallest_user_key()) {
                     return Err(format!(
                         "tables {} and {} overlap in run {} of L{}",
                         pair[0].id, pair[1].id, run_id, level
@@ -188,11 +200,14 @@ impl Version {
                 .iter_mut()
                 .find(|r| r.id == run_id)
                 .expect("touched run exists");
-            run.entries.sort_by(|a, b| {
-                crate::format::internal_key::compare(&a.meta.smallest, &b.meta.smallest)
-            });
+            let order = &self.order;
+            run.entries
+                .sort_by(|a, b| order.internal(&a.meta.smallest, &b.meta.smallest));
             for pair in run.entries.windows(2) {
-                if pair[0].meta.largest_user_key() >= pair[1].meta.smallest_user_key() {
+                if !order.lt(
+                    pair[0].meta.largest_user_key(),
+                    pair[1].meta.smallest_user_key(),
+                ) {
                     return Err(format!(
                         "tables {} and {} overlap in buffer run {} of L{}",
                         pair[0].meta.id, pair[1].meta.id, run_id, level
@@ -287,8 +302,9 @@ impl Version {
     /// superseded (see `superseded_through`): only a table straddling the
     /// checkpoint key is a merge input still in place.
     pub fn superseded_in(&self, level: usize, run: u64, meta: &TableMeta, user_key: &[u8]) -> bool {
-        self.superseded_through(level, run)
-            .is_some_and(|through| user_key <= through && meta.largest_user_key() > through)
+        self.superseded_through(level, run).is_some_and(|through| {
+            self.order.le(user_key, through) && self.order.lt(through, meta.largest_user_key())
+        })
     }
 
     /// Index of the deepest level holding any table, if any.

@@ -105,7 +105,7 @@ fn picks_while_running(settings: &str, shape: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| match policy.pick(&v, &busy) {
             Some(task) => {
-                busy.insert(LeveledPolicy::claim(&task));
+                busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
                 render(&task)
             }
             None => "none".to_string(),
@@ -347,7 +347,7 @@ fn the_compact_pointer_advances_past_concurrently_started_tasks() {
     let mut running = Vec::new();
     for _ in 0..2 {
         let task = policy.pick(&v, &busy).unwrap();
-        running.push(busy.insert(LeveledPolicy::claim(&task)));
+        running.push(busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise)));
     }
     // a-b and c-d are running; the pointer is past c-d.
     let third = policy.pick(&v, &busy).unwrap();
@@ -356,7 +356,7 @@ fn the_compact_pointer_advances_past_concurrently_started_tasks() {
         busy.remove(id);
     }
     // Round robin wraps to the first table once the third task is running.
-    busy.insert(LeveledPolicy::claim(&third));
+    busy.insert(LeveledPolicy::claim(&third, &KeyOrder::Bytewise));
     assert_eq!(
         render(&policy.pick(&v, &busy).unwrap()),
         "merge {L1#1:100 L2#2:103} -> L2#2"
@@ -372,7 +372,10 @@ fn a_blocked_pointer_victim_is_skipped_not_waited_for() {
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
     let mut busy = Busy::default();
-    let held = LeveledPolicy::claim(&policy.manual(&v, 1, Some(b"a"), Some(b"b")).unwrap());
+    let held = LeveledPolicy::claim(
+        &policy.manual(&v, 1, Some(b"a"), Some(b"b")).unwrap(),
+        &KeyOrder::Bytewise,
+    );
     busy.insert(held);
     assert_eq!(
         render(&policy.pick(&v, &busy).unwrap()),
@@ -393,6 +396,7 @@ fn group_compaction_passes_over_a_held_victim_and_takes_the_ones_after_it() {
     let mut busy = Busy::default();
     busy.insert(LeveledPolicy::claim(
         &policy.manual(&v, 1, Some(b"c"), Some(b"d")).unwrap(),
+        &KeyOrder::Bytewise,
     ));
     assert_eq!(
         render(&policy.pick(&v, &busy).unwrap()),
@@ -420,9 +424,9 @@ impl QuadraticPicker {
         let budget = self.options.group_compaction_bytes.max(1);
         let settled = self.options.settled_compaction;
         let candidates = if self.options.settled_compaction {
-            settled_order(run, next)
+            settled_order(&version.order, run, next)
         } else {
-            round_robin_order(run, &self.pointer)
+            round_robin_order(&version.order, run, &self.pointer)
         };
         let mut victims: Vec<Arc<TableMeta>> = Vec::new();
         let mut last_taken = None;
@@ -432,10 +436,19 @@ impl QuadraticPicker {
                 break;
             }
             let mut with = victims.clone();
-            let at = with.partition_point(|v| compare(&v.smallest, &t.smallest).is_lt());
+            let at =
+                with.partition_point(|v| version.order.internal(&v.smallest, &t.smallest).is_lt());
             with.insert(at, t.clone());
-            let task = build_task(level, run, next, with.clone(), settled, String::new());
-            if busy.admits(&LeveledPolicy::claim(&task)) {
+            let task = build_task(
+                &version.order,
+                level,
+                run,
+                next,
+                with.clone(),
+                settled,
+                String::new(),
+            );
+            if busy.admits(&LeveledPolicy::claim(&task, &KeyOrder::Bytewise)) {
                 victims = with;
                 bytes += t.length;
                 last_taken = Some(t);
@@ -446,6 +459,7 @@ impl QuadraticPicker {
             self.pointer = last_taken.largest.clone();
         }
         Some(build_task(
+            &version.order,
             level,
             run,
             next,
@@ -503,7 +517,7 @@ fn victims_checked_one_by_one_match_victims_checked_together() {
             let (lo, hi) = (lo.min(hi).to_string(), lo.max(hi).to_string());
             let level = rng.random_range(1..=2);
             if let Some(task) = policy.manual(&v, level, Some(lo.as_bytes()), Some(hi.as_bytes())) {
-                busy.insert(LeveledPolicy::claim(&task));
+                busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
             }
         }
         // Several picks from one policy, so the compact pointer moves, some
@@ -519,7 +533,7 @@ fn victims_checked_one_by_one_match_victims_checked_together() {
             if let Some(task) = picked {
                 compared_tasks += 1;
                 if rng.random_bool(0.5) {
-                    busy.insert(LeveledPolicy::claim(&task));
+                    busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
                 }
             }
         }
@@ -551,11 +565,11 @@ fn run_overlapping_finds_what_a_scan_finds() {
         let scanned = run
             .tables
             .iter()
-            .filter(|t| t.overlaps(lo, hi))
+            .filter(|t| t.overlaps(lo, hi, &KeyOrder::Bytewise))
             .cloned()
             .collect();
         assert_eq!(
-            ids(run.overlapping(lo, hi)),
+            ids(run.overlapping(lo, hi, &KeyOrder::Bytewise)),
             ids(scanned),
             "{shape} {lo:?} {hi:?}"
         );

@@ -50,7 +50,11 @@ pub fn l0_inputs(version: &Version) -> Vec<Arc<TableMeta>> {
                 .iter()
                 .filter(|t| {
                     l0.iter().any(|l0| {
-                        t.overlaps(Some(l0.smallest_user_key()), Some(l0.largest_user_key()))
+                        t.overlaps(
+                            Some(l0.smallest_user_key()),
+                            Some(l0.largest_user_key()),
+                            &version.order,
+                        )
                     })
                 })
                 .cloned(),

@@ -160,6 +160,7 @@ mod tests {
                         )
                     })
                     .collect(),
+                crate::format::KeyOrder::Bytewise,
             ))
         };
         let children = vec![

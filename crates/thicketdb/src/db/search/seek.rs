@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::{Condvar, Mutex};
 
 use super::pool::Job;
+use crate::format::KeyOrder;
 use crate::iterator::{InternalIterator, VecIterator};
 use crate::stats::Counters;
 
@@ -42,7 +43,10 @@ impl ParallelSeek {
         // the children out, leaving empty placeholders.
         self.children
             .iter()
-            .map(|c| std::mem::replace(&mut *c.lock(), Box::new(VecIterator::new(Vec::new()))))
+            .map(|c| {
+                let placeholder = VecIterator::new(Vec::new(), KeyOrder::Bytewise);
+                std::mem::replace(&mut *c.lock(), Box::new(placeholder))
+            })
             .collect()
     }
 }

@@ -12,14 +12,15 @@ use crate::version::TableMeta;
 impl Db {
     /// Approximate bytes of tables holding keys in `[start, limit)`.
     pub fn approximate_size(&self, start: &[u8], limit: &[u8]) -> Result<u64> {
-        if start >= limit {
+        let inner = self.inner();
+        let order = &inner.options.comparator;
+        if !order.lt(start, limit) {
             return Ok(0);
         }
-        let inner = self.inner();
         let sv = inner.super_version();
         let mut total = 0;
         for t in sv.version.tables() {
-            if !t.overlaps(Some(start), Some(limit)) {
+            if !t.overlaps(Some(start), Some(limit), order) {
                 continue;
             }
             let from = offset_of(&inner.table_cache, t, start)?;
@@ -33,10 +34,11 @@ impl Db {
 /// Where inside table `t` the keys at or above `key` start, in bytes from
 /// the table's first byte.
 fn offset_of(cache: &TableCache, t: &TableMeta, key: &[u8]) -> Result<u64> {
-    if key <= t.smallest_user_key() {
+    let order = cache.order();
+    if order.le(key, t.smallest_user_key()) {
         return Ok(0);
     }
-    if key > t.largest_user_key() {
+    if order.lt(t.largest_user_key(), key) {
         return Ok(t.length);
     }
     let table = cache.table(t)?;

@@ -14,7 +14,7 @@ use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
-use crate::table::{Table, TableProperties};
+use crate::table::{Table, TableContext, TableProperties};
 use crate::version::edit::VersionEdit;
 use crate::version::files::{current_path, log_path, segment_path};
 use crate::version::meta::TableMeta;
@@ -103,14 +103,15 @@ fn read_only_fs() -> Arc<dyn FileSystem> {
 /// version it produced.
 pub fn manifest(dir: &Path) -> Result<ManifestDump> {
     let fs = read_only_fs();
-    let number = VersionSet::recover(fs.as_ref(), dir)?.manifest_number;
+    let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
+    let number = VersionSet::recover(fs.as_ref(), dir, order.clone())?.manifest_number;
     let path = dir.join(crate::version::files::manifest_name(number));
     let mut reader = LogReader::new(
         fs.open_sequential(&path)?,
         path.clone(),
         RecoveryMode::TolerateTailCorruption,
     );
-    let mut version = Version::default();
+    let mut version = Version::empty(order);
     let mut records = Vec::new();
     while let Some((offset, record)) = reader.read_record()? {
         let edit =
@@ -148,7 +149,8 @@ fn summarize(version: &Version) -> Vec<Vec<RunSummary>> {
 /// properties, index and every entry.
 pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
     let fs = read_only_fs();
-    let version = VersionSet::recover(fs.as_ref(), dir)?.version;
+    let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
+    let version = VersionSet::recover(fs.as_ref(), dir, order.clone())?.version;
     let found = version.levels.iter().enumerate().find_map(|(level, l)| {
         l.runs.iter().find_map(|run| {
             run.tables
@@ -169,8 +171,10 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         segment,
         offset,
         meta.length,
-        None,
-        None,
+        TableContext {
+            order,
+            ..TableContext::default()
+        },
     )?);
     let index = table.index();
     let index = (0..index.len())

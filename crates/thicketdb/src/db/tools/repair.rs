@@ -21,14 +21,16 @@ use std::sync::Arc;
 
 use crate::compaction::output::{OutputSink, OutputSpec};
 use crate::error::{Error, Result};
-use crate::format::internal_key::{self, ParsedKey};
+use crate::format::internal_key::ParsedKey;
 use crate::io::backing::Backings;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::table::{BlockIter, Footer, Table, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
+use crate::table::{
+    BlockIter, Footer, Table, TableContext, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC,
+};
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
@@ -116,7 +118,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
             report.dropped.push(format!("segment header: {e}"));
         }
         for (offset, length) in table_candidates(&data) {
-            match recover_table(file.clone(), &path, segment, offset, length) {
+            match recover_table(file.clone(), &path, (segment, offset, length), options) {
                 Ok(Recovery::Intact(Some(t))) => tables.push(t),
                 Ok(Recovery::Intact(None)) => {}
                 Ok(Recovery::Damaged {
@@ -154,7 +156,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
         last_sequence = t.max_seq.max(last_sequence);
         edit.add_table(0, new_number(), Arc::new(t));
     }
-    let version = Version::default()
+    let version = Version::empty(options.comparator.clone())
         .apply(&edit)
         .map_err(|why| Error::InvalidArgument(format!("recovered tables do not fit: {why}")))?;
 
@@ -245,19 +247,14 @@ enum Recovery {
 fn recover_table(
     file: Arc<dyn RandomAccessFile>,
     path: &Path,
-    segment: u64,
-    offset: u64,
-    length: u64,
+    (segment, offset, length): (u64, u64, u64),
+    options: &Options,
 ) -> Result<Recovery> {
-    let table = Table::open(
-        file,
-        path.to_path_buf(),
-        segment,
-        offset,
-        length,
-        None,
-        None,
-    )?;
+    let context = TableContext {
+        order: options.comparator.clone(),
+        ..TableContext::default()
+    };
+    let table = Table::open(file, path.to_path_buf(), segment, offset, length, context)?;
     if let Err(why) = table.verify_checksums() {
         let (entries, lost_blocks) = salvage(&table);
         return Ok(Recovery::Damaged {
@@ -298,12 +295,12 @@ fn salvage(table: &Table) -> (Entries, usize) {
             lost += 1;
             continue;
         };
-        let mut it = BlockIter::new(&block);
+        let mut it = BlockIter::new(&block, table.order().clone());
         it.seek_to_first();
         while it.valid() {
             let in_order = entries
                 .last()
-                .is_none_or(|(last, _)| internal_key::compare(last, it.key()).is_lt());
+                .is_none_or(|(last, _)| table.order().internal(last, it.key()).is_lt());
             if ParsedKey::parse(it.key()).is_some() && in_order {
                 entries.push((it.key().to_vec(), it.value().to_vec()));
             }
@@ -324,7 +321,7 @@ fn write_salvaged(
     entries: Entries,
     new_number: &dyn Fn() -> u64,
 ) -> Result<Vec<TableMeta>> {
-    let mut source = VecIterator::new(entries);
+    let mut source = VecIterator::new(entries, options.comparator.clone());
     source.seek_to_first();
     let mut sink = OutputSink::new(OutputSpec {
         fs,
