@@ -20,12 +20,16 @@
    - leveldb_options_set_comparator with a comparator makes leveldb_open
      fail with "Not implemented: ..." (keys are ordered bytewise only in
      this release); pass no comparator for LevelDB's default order.
-   - A custom filter policy is accepted, but the engine builds its own
-     Bloom filters (10 bits per key) instead of calling it; filters only
-     save reads. leveldb_filterpolicy_create_bloom(n) sets n bits per key.
-     Without a policy the engine's default Bloom filter (10 bits) is used.
-   - leveldb_cache_create_lru(capacity): every store given the cache gets
-     its own block cache of that capacity (not yet shared between stores).
+   - A custom filter policy's callbacks build each new table's filter and
+     answer lookups, as in LevelDB; a table built under another policy name
+     is read unfiltered. leveldb_filterpolicy_create_bloom(n) selects the
+     engine's own Bloom filter with n bits per key. Without a policy the
+     engine's default Bloom filter (10 bits) is used (LevelDB uses none).
+     A policy's destructor runs once no options object or open store holds
+     it any more (LevelDB: at leveldb_filterpolicy_destroy).
+   - leveldb_cache_create_lru(capacity): one block cache shared by every
+     store opened with it (a CLOCK cache, not an LRU); open stores keep it
+     alive after leveldb_cache_destroy.
    - leveldb_snappy_compression selects LZ4.
    - paranoid_checks and verify_checksums are no-ops: checksums are always
      verified.

@@ -19,6 +19,7 @@
 mod batch;
 mod db;
 mod ffi;
+mod filter_policy;
 mod iter;
 mod options;
 

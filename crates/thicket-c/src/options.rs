@@ -5,15 +5,19 @@
 //! write buffer, 8 MiB block cache, 2 MiB tables, Snappy-class compression,
 //! which is LZ4 here); everything else is ThicketDB's default profile.
 
+use std::sync::Arc;
+
 use libc::{c_char, c_int, c_uchar, c_void, size_t};
-use thicketdb::table::CompressionType;
+use thicketdb::table::{BlockCache, CompressionType, FilterPolicy};
 use thicketdb::Options;
 
 use crate::db::leveldb_snapshot_t;
 use crate::ffi::{c_str, guard_quiet, malloc_string};
+use crate::filter_policy::CFilterPolicy;
+pub use crate::filter_policy::{CreateFilterFn, Destructor, KeyMayMatchFn};
 
-/// Bloom bits per key the engine uses for a custom filter policy.
-const CUSTOM_POLICY_BLOOM_BITS: u32 = 10;
+/// The block cache capacity of a store opened without a cache (LevelDB's).
+const DEFAULT_CACHE_BYTES: u64 = 8 << 20;
 
 pub struct leveldb_options_t {
     pub(crate) options: Options,
@@ -26,7 +30,7 @@ pub struct leveldb_options_t {
 pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
     let options = Options {
         write_buffer_size: 4 << 20,
-        block_cache_size: 8 << 20,
+        block_cache_size: DEFAULT_CACHE_BYTES,
         target_table_size: 2 << 20,
         compression: CompressionType::Lz4,
         ..Options::default()
@@ -72,11 +76,18 @@ pub unsafe extern "C" fn leveldb_options_set_filter_policy(
     policy: *mut leveldb_filterpolicy_t,
 ) {
     // SAFETY: `policy` is NULL or a live filter policy.
-    let bits = match unsafe { policy.as_ref() } {
-        None => 0,
-        Some(p) => p.bloom_bits.unwrap_or(CUSTOM_POLICY_BLOOM_BITS),
-    };
-    with_options(o, |o| o.options.bloom_bits_per_key = bits);
+    let policy = unsafe { policy.as_ref() }.map(|p| p.kind.clone());
+    with_options(o, |o| match policy {
+        None => {
+            o.options.filter_policy = None;
+            o.options.bloom_bits_per_key = 0;
+        }
+        Some(PolicyKind::Bloom(bits)) => {
+            o.options.filter_policy = None;
+            o.options.bloom_bits_per_key = bits;
+        }
+        Some(PolicyKind::Custom(policy)) => o.options.filter_policy = Some(policy),
+    });
 }
 
 #[no_mangle]
@@ -143,17 +154,21 @@ pub unsafe extern "C" fn leveldb_options_set_max_open_files(o: *mut leveldb_opti
     });
 }
 
-/// The store gets a block cache of the cache's capacity; caches are not
-/// shared between stores yet.
+/// Every store opened with these options reads through `cache`, shared
+/// with the other stores given it; NULL: each store gets a cache of its
+/// own of 8 MiB.
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_options_set_cache(
     o: *mut leveldb_options_t,
     cache: *mut leveldb_cache_t,
 ) {
     // SAFETY: `cache` is NULL or a live cache.
-    let capacity = unsafe { cache.as_ref() }.map(|c| c.capacity);
+    let cache = unsafe { cache.as_ref() }.map(|c| c.cache.clone());
     with_options(o, |o| {
-        o.options.block_cache_size = capacity.unwrap_or(8 << 20) as u64
+        o.options.block_cache_size = cache
+            .as_ref()
+            .map_or(DEFAULT_CACHE_BYTES, BlockCache::capacity);
+        o.options.block_cache = cache;
     });
 }
 
@@ -195,7 +210,6 @@ pub unsafe extern "C" fn leveldb_options_set_compression(o: *mut leveldb_options
     });
 }
 
-type Destructor = Option<unsafe extern "C" fn(*mut c_void)>;
 type NameFn = Option<unsafe extern "C" fn(*mut c_void) -> *const c_char>;
 
 /// Calls a user's name callback; a NULL callback or result is "".
@@ -256,30 +270,19 @@ pub unsafe extern "C" fn leveldb_comparator_destroy(cmp: *mut leveldb_comparator
     }
 }
 
-pub type CreateFilterFn = Option<
-    unsafe extern "C" fn(
-        *mut c_void,
-        *const *const c_char,
-        *const size_t,
-        c_int,
-        *mut size_t,
-    ) -> *mut c_char,
->;
-pub type KeyMayMatchFn = Option<
-    unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t) -> c_uchar,
->;
-
-/// A filter policy. The engine builds its own Bloom filters: a custom
-/// policy's callbacks are kept but not called (filters only save reads), and
-/// the store uses 10 bits per key; `leveldb_filterpolicy_create_bloom` sets
-/// the bits per key.
+/// A filter policy: the user's callbacks, which build every new table's
+/// filter and answer lookups (tables record the name; a table built under
+/// another name is read unfiltered), or the engine's Bloom filter
+/// (`leveldb_filterpolicy_create_bloom`).
 pub struct leveldb_filterpolicy_t {
-    state: *mut c_void,
-    destructor: Destructor,
-    _create_filter: CreateFilterFn,
-    _key_may_match: KeyMayMatchFn,
-    _name: NameFn,
-    bloom_bits: Option<u32>,
+    kind: PolicyKind,
+}
+
+#[derive(Clone)]
+enum PolicyKind {
+    /// The engine's Bloom filter with these bits per key.
+    Bloom(u32),
+    Custom(Arc<dyn FilterPolicy>),
 }
 
 #[no_mangle]
@@ -290,14 +293,18 @@ pub extern "C" fn leveldb_filterpolicy_create(
     key_may_match: KeyMayMatchFn,
     name: NameFn,
 ) -> *mut leveldb_filterpolicy_t {
-    Box::into_raw(Box::new(leveldb_filterpolicy_t {
-        state,
-        destructor,
-        _create_filter: create_filter,
-        _key_may_match: key_may_match,
-        _name: name,
-        bloom_bits: None,
-    }))
+    guard_quiet(std::ptr::null_mut(), || {
+        let policy = CFilterPolicy {
+            state,
+            destructor,
+            create_filter,
+            key_may_match,
+            name: callback_name(name, state),
+        };
+        Box::into_raw(Box::new(leveldb_filterpolicy_t {
+            kind: PolicyKind::Custom(Arc::new(policy)),
+        }))
+    })
 }
 
 /// The engine's Bloom filter with `bits_per_key` bits (clamped to 0..=64).
@@ -306,25 +313,18 @@ pub extern "C" fn leveldb_filterpolicy_create_bloom(
     bits_per_key: c_int,
 ) -> *mut leveldb_filterpolicy_t {
     Box::into_raw(Box::new(leveldb_filterpolicy_t {
-        state: std::ptr::null_mut(),
-        destructor: None,
-        _create_filter: None,
-        _key_may_match: None,
-        _name: None,
-        bloom_bits: Some(bits_per_key.clamp(0, 64) as u32),
+        kind: PolicyKind::Bloom(bits_per_key.clamp(0, 64) as u32),
     }))
 }
 
+/// Releases the user's handle. A custom policy's destructor runs now if no
+/// options object or open store holds the policy, else when the last of
+/// them lets go: it runs exactly once either way.
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_filterpolicy_destroy(policy: *mut leveldb_filterpolicy_t) {
-    if policy.is_null() {
-        return;
-    }
-    // SAFETY: `policy` came from a `leveldb_filterpolicy_create*`, once.
-    let policy = unsafe { Box::from_raw(policy) };
-    if let Some(destructor) = policy.destructor {
-        // SAFETY: the user's destructor for the user's state.
-        unsafe { destructor(policy.state) };
+    if !policy.is_null() {
+        // SAFETY: `policy` came from a `leveldb_filterpolicy_create*`, once.
+        drop(unsafe { Box::from_raw(policy) });
     }
 }
 
@@ -418,17 +418,24 @@ pub unsafe extern "C" fn leveldb_writeoptions_set_sync(o: *mut leveldb_writeopti
     }
 }
 
-/// A block cache size. Each store given it gets its own cache of this
-/// capacity: sharing one cache between stores is not implemented yet.
+/// A block cache shared by every store opened with it (the engine's CLOCK
+/// cache, not an LRU: the name is LevelDB's). Each store's blocks are kept
+/// apart by a store id of its own.
 pub struct leveldb_cache_t {
-    capacity: size_t,
+    cache: BlockCache,
 }
 
 #[no_mangle]
 pub extern "C" fn leveldb_cache_create_lru(capacity: size_t) -> *mut leveldb_cache_t {
-    Box::into_raw(Box::new(leveldb_cache_t { capacity }))
+    guard_quiet(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(leveldb_cache_t {
+            cache: BlockCache::new(capacity as u64),
+        }))
+    })
 }
 
+/// Releases the user's handle; stores still open with the cache keep it
+/// until they close.
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_cache_destroy(cache: *mut leveldb_cache_t) {
     if !cache.is_null() {

@@ -102,6 +102,7 @@ fn table() -> Vec<u8> {
         restart_interval: 4,
         bloom_bits_per_key: 10,
         compression: thicketdb::table::CompressionType::None,
+        ..TableOptions::DEFAULT
     };
     let mut builder = TableBuilder::new(&options, &mut *file);
     for i in 0..60 {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use thicketdb::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
-use thicketdb::table::{BlockCache, Table};
+use thicketdb::table::{BlockCache, Table, TableContext};
 
 fuzz_target!(|data: &[u8]| {
     // First byte: offset of the table in the file (a segment holds several).
@@ -23,8 +23,10 @@ fuzz_target!(|data: &[u8]| {
             1,
             offset,
             data.len() as u64 - offset,
-            cache,
-            thicketdb::KeyOrder::Bytewise,
+            TableContext {
+                cache,
+                ..TableContext::default()
+            },
         ) else {
             return;
         };

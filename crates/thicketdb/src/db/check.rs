@@ -14,7 +14,7 @@ use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs};
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
 use crate::options::Options;
-use crate::table::Table;
+use crate::table::{Table, TableContext};
 use crate::version::files::{
     lock_path, log_path, options_path, parse_file_name, segment_path, FileKind,
 };
@@ -89,8 +89,10 @@ pub fn check_ordered_store(
             meta.segment,
             meta.offset,
             meta.length,
-            None,
-            order.clone(),
+            TableContext {
+                order: order.clone(),
+                ..TableContext::default()
+            },
         )?;
         table.verify_checksums()?;
         report.tables += 1;

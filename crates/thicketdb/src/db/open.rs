@@ -56,7 +56,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let version = versions.log_and_apply(edit)?;
     sweep(fs.as_ref(), dir, &version, log_number);
 
-    let table_cache = new_table_cache(dir, &fs, &options);
+    let table_cache = new_table_cache(dir, &fs, &options)?;
     release_dead_space(&table_cache, &version);
     if options.triad_disk {
         load_l0_sketches(&table_cache, &version);
@@ -97,22 +97,30 @@ fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
     }
 }
 
+/// The open's table cache, reading blocks through the `block_cache`
+/// option's shared cache or a cache of its own of `block_cache_size`,
+/// either way under a store id of this open's own.
 pub(super) fn new_table_cache(
     dir: &Path,
     fs: &Arc<dyn FileSystem>,
     options: &Options,
-) -> Arc<TableCache> {
-    Arc::new(
+) -> Result<Arc<TableCache>> {
+    let block_cache = match &options.block_cache {
+        Some(shared) => shared.for_new_store()?,
+        None => BlockCache::new(options.block_cache_size).for_new_store()?,
+    };
+    Ok(Arc::new(
         TableCache::new(
             dir,
             fs.clone(),
             options.max_open_files,
             options.segment_descriptor_cache,
-            Arc::new(BlockCache::new(options.block_cache_size)),
+            Arc::new(block_cache),
+            options.filter_policy.clone(),
             options.comparator.clone(),
         )
         .with_direct_reads(options.use_direct_reads),
-    )
+    ))
 }
 
 /// What an open recovered, to be assembled into a `DbInner`.

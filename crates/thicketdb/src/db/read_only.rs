@@ -121,7 +121,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
     let mem = Memtable::new(0, options.comparator.clone());
     Ok(Attempt::Opened(Box::new(assemble(Parts {
         dir,
-        table_cache: new_table_cache(dir, fs, &options),
+        table_cache: new_table_cache(dir, fs, &options)?,
         options,
         fs: fs.clone(),
         counters,

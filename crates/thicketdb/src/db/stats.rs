@@ -48,11 +48,13 @@ with_counters!(stat_struct! {
         pub level_bytes_read: Vec<u64>,
         /// Bytes flushes (L0) and compactions wrote into each level.
         pub level_bytes_written: Vec<u64>,
-        /// Block cache lookups that found the block.
+        /// Block cache lookups that found the block (of every store
+        /// sharing the cache, with the `block_cache` option).
         pub block_cache_hits: u64,
-        /// Block cache lookups that read the block from its file.
+        /// Block cache lookups that read the block from its file (of every
+        /// store sharing the cache).
         pub block_cache_misses: u64,
-        /// Bytes charged to the block cache.
+        /// Bytes charged to the block cache (by every store sharing it).
         pub block_cache_bytes: u64,
         /// Segment files held open by the descriptor cache.
         pub open_segment_files: usize,

@@ -18,7 +18,9 @@ use crate::format::checksum;
 use crate::format::key_order::BYTEWISE_NAME;
 use crate::format::KeyOrder;
 use crate::log::RecoveryMode;
-use crate::table::{CompressionType, TableOptions};
+use std::sync::Arc;
+
+use crate::table::{BlockCache, CompressionType, FilterPolicy, TableOptions};
 use value::OptionValue;
 
 /// Declares `Options`: persisted tunables (in `NAMES` order, written to
@@ -210,6 +212,15 @@ options! {
         /// Lookups with fewer candidate tables (runs whose key range and
         /// filter admit the key) are searched serially.
         parallel_search_min_candidates: usize = 2,
+        /// Builds new tables' filters instead of the built-in Bloom filter
+        /// (then `bloom_bits_per_key` is unused); a table's filter is used
+        /// only under a policy of the name it was built by. Set through
+        /// the API, not by name.
+        filter_policy: Option<Arc<dyn FilterPolicy>> = None,
+        /// A block cache shared with other stores, instead of one of
+        /// `block_cache_size` for this open alone. Set through the API,
+        /// not by name.
+        block_cache: Option<BlockCache> = None,
         /// The order of the keys: bytewise, or a user's comparator
         /// ([`KeyOrder::custom`]), which can only be given in code. The
         /// store records its name when created and refuses to open with
@@ -305,6 +316,7 @@ impl Options {
             restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
+            filter_policy: self.filter_policy.clone(),
             order: self.comparator.clone(),
         }
     }

@@ -1,11 +1,13 @@
 //! How an option's value is read from and written as text (`--option
 //! NAME=VALUE`, the `OPTIONS` file).
 
+use std::sync::Arc;
+
 use super::PolicyKind;
 use crate::error::{Error, Result};
 use crate::format::key_order::{KeyOrder, BYTEWISE_NAME};
 use crate::log::RecoveryMode;
-use crate::table::CompressionType;
+use crate::table::{BlockCache, CompressionType, FilterPolicy};
 
 /// A type an option can have.
 pub(crate) trait OptionValue: Sized {
@@ -55,6 +57,24 @@ impl OptionValue for bool {
     }
 }
 
+/// Options holding objects (a filter policy, a shared cache) are set
+/// through the API only: they have no textual form.
+macro_rules! api_only_values {
+    ($($ty:ty),*) => {$(
+        impl OptionValue for $ty {
+            fn parse_option(name: &str, _value: &str) -> Result<Self> {
+                Err(Error::InvalidArgument(format!(
+                    "option {name} is set through the API, not by name"
+                )))
+            }
+            fn show(&self) -> String {
+                format!("{self:?}")
+            }
+        }
+    )*};
+}
+
+api_only_values!(Option<Arc<dyn FilterPolicy>>, Option<BlockCache>);
 /// Only the built-in order has a textual form: a custom comparator is code.
 impl OptionValue for KeyOrder {
     fn parse_option(name: &str, value: &str) -> Result<KeyOrder> {

@@ -1,6 +1,6 @@
 //! Writes one table at the end of a (segment) file.
 //!
-//! Layout: data blocks, the Bloom filter block (if enabled), the properties
+//! Layout: data blocks, the filter block (if enabled), the properties
 //! block, the index block, then the footer. Each index entry maps a
 //! separator key (`>=` every key of its data block, `<` every key of the
 //! next) to the block's handle.
@@ -10,9 +10,9 @@ use std::cmp::Ordering;
 use super::block_builder::BlockBuilder;
 use super::block_handle::BlockHandle;
 use super::block_io::write_block;
-use super::bloom::BloomBuilder;
 use super::compression::CompressionType;
-use super::footer::{Footer, FORMAT_VERSION};
+use super::filter::FilterBuilder;
+use super::footer::{Footer, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION};
 use super::options::TableOptions;
 use super::properties::TableProperties;
 use super::separator::shortest_separator;
@@ -45,7 +45,7 @@ pub struct TableBuilder<'a> {
     /// once the next key is known, so the separator can be shortened.
     pending: Option<BlockHandle>,
     last_key: Vec<u8>,
-    filter: Option<BloomBuilder>,
+    filter: Option<FilterBuilder>,
     props: TableProperties,
     separator: Vec<u8>,
     handle_buf: Vec<u8>,
@@ -66,12 +66,8 @@ impl<'a> TableBuilder<'a> {
             index_block: BlockBuilder::new(1),
             pending: None,
             last_key: Vec::new(),
-            filter: (options.bloom_bits_per_key > 0)
-                .then(|| BloomBuilder::new(options.bloom_bits_per_key)),
-            props: TableProperties {
-                format_version: FORMAT_VERSION,
-                ..TableProperties::default()
-            },
+            filter: FilterBuilder::for_options(options),
+            props: TableProperties::default(),
             separator: Vec::new(),
             handle_buf: Vec::new(),
             compressed: Vec::new(),
@@ -145,10 +141,26 @@ impl<'a> TableBuilder<'a> {
             self.separator.extend_from_slice(&self.last_key);
             self.add_index_entry(handle);
         }
-        let filter = match self.filter.as_ref().map(BloomBuilder::finish) {
+        let bits = self
+            .filter
+            .as_ref()
+            .map_or_else(Vec::new, FilterBuilder::finish);
+        let filter = if bits.is_empty() {
+            BlockHandle::default()
+        } else {
             // The filter is random bits: compressing it would only cost time.
-            Some(bits) => self.write_raw(&bits, CompressionType::None)?,
-            None => BlockHandle::default(),
+            self.write_raw(&bits, CompressionType::None)?
+        };
+        // A named policy's table says so, and in a format older readers
+        // refuse rather than take its filter for a Bloom filter.
+        self.props.filter_policy = self
+            .filter
+            .as_ref()
+            .and_then(FilterBuilder::policy_name)
+            .map(str::to_string);
+        self.props.format_version = match self.props.filter_policy {
+            Some(_) => NAMED_FILTER_FORMAT_VERSION,
+            None => FORMAT_VERSION,
         };
         self.props.largest_key.clone_from(&self.last_key);
         let properties = self.write_raw(&self.props.encode(), self.options.compression)?;
@@ -164,6 +176,7 @@ impl<'a> TableBuilder<'a> {
             filter,
             properties,
             index,
+            version: self.props.format_version,
         };
         self.file.append(&footer.encode())?;
         Ok(TableSummary {

@@ -8,8 +8,12 @@ use crate::format::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fix
 pub const FOOTER_LEN: usize = 64;
 /// Identifies a table footer ("THKTTBL\x01" read as a little-endian u64).
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"THKTTBL\x01");
-/// The table format this code writes and reads.
+/// The table format of a table with the built-in Bloom filter or none.
 pub const FORMAT_VERSION: u32 = 1;
+/// The table format of a table whose filter a named filter policy built
+/// (the name is in its properties). Readers that predate it refuse such a
+/// table instead of taking its filter for a Bloom filter.
+pub const NAMED_FILTER_FORMAT_VERSION: u32 = 2;
 
 const VERSION_POS: usize = 48;
 const MAGIC_POS: usize = 52;
@@ -22,6 +26,8 @@ pub struct Footer {
     pub filter: BlockHandle,
     pub properties: BlockHandle,
     pub index: BlockHandle,
+    /// [`FORMAT_VERSION`] or [`NAMED_FILTER_FORMAT_VERSION`].
+    pub version: u32,
 }
 
 impl Footer {
@@ -31,7 +37,7 @@ impl Footer {
             put_fixed64(&mut buf, h.offset);
             put_fixed64(&mut buf, h.size);
         }
-        put_fixed32(&mut buf, FORMAT_VERSION);
+        put_fixed32(&mut buf, self.version);
         put_fixed64(&mut buf, TABLE_MAGIC);
         let crc = checksum::mask(checksum::crc32c(&buf));
         put_fixed32(&mut buf, crc);
@@ -54,9 +60,10 @@ impl Footer {
         if checksum::unmask(stored) != checksum::crc32c(&src[..CRC_POS]) {
             return Err("table footer checksum mismatch");
         }
-        if decode_fixed32(src, VERSION_POS) != Some(FORMAT_VERSION) {
-            return Err("unsupported table format version");
-        }
+        let version = match decode_fixed32(src, VERSION_POS) {
+            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION)) => v,
+            _ => return Err("unsupported table format version"),
+        };
         let handle = |i: usize| -> Result<BlockHandle, &'static str> {
             let offset = decode_fixed64(src, i * 16).ok_or("table footer truncated")?;
             let size = decode_fixed64(src, i * 16 + 8).ok_or("table footer truncated")?;
@@ -66,6 +73,7 @@ impl Footer {
             filter: handle(0)?,
             properties: handle(1)?,
             index: handle(2)?,
+            version,
         })
     }
 }
@@ -80,12 +88,30 @@ mod tests {
             filter: BlockHandle::new(1000, 120),
             properties: BlockHandle::new(1125, 4200),
             index: BlockHandle::new(5330, 77),
+            version: FORMAT_VERSION,
         }
     }
 
     #[test]
     fn round_trip() {
         assert_eq!(Footer::decode(&sample().encode()), Ok(sample()));
+    }
+
+    #[test]
+    fn named_filter_version_round_trips_and_later_versions_are_refused() {
+        let named = Footer {
+            version: NAMED_FILTER_FORMAT_VERSION,
+            ..sample()
+        };
+        assert_eq!(Footer::decode(&named.encode()), Ok(named));
+        let later = Footer {
+            version: NAMED_FILTER_FORMAT_VERSION + 1,
+            ..sample()
+        };
+        assert_eq!(
+            Footer::decode(&later.encode()),
+            Err("unsupported table format version")
+        );
     }
 
     #[test]

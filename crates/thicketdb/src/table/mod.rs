@@ -1,7 +1,7 @@
 //! Sorted string tables: immutable, sorted runs of internal keys stored
 //! inside segment files.
 //!
-//! A table is a sequence of blocks (data blocks, an optional Bloom filter,
+//! A table is a sequence of blocks (data blocks, an optional filter,
 //! a properties block and an index block) followed by a fixed-size footer.
 //! Block handles are relative to the table start, so a table can be placed
 //! at any offset of a segment. See `docs/format.md` for the layout.
@@ -15,6 +15,9 @@ mod bloom;
 mod builder;
 mod cache;
 mod compression;
+mod context;
+mod filter;
+mod filter_policy;
 mod footer;
 mod hll;
 mod index;
@@ -35,7 +38,9 @@ pub use bloom::{BloomBuilder, BloomFilter};
 pub use builder::{TableBuilder, TableSummary};
 pub use cache::BlockCache;
 pub use compression::{CompressionType, MAX_BLOCK_SIZE};
-pub use footer::{Footer, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+pub use context::TableContext;
+pub use filter_policy::FilterPolicy;
+pub use footer::{Footer, FOOTER_LEN, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION, TABLE_MAGIC};
 pub use hll::HyperLogLog;
 pub use options::TableOptions;
 pub use properties::TableProperties;

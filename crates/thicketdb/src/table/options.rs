@@ -1,6 +1,9 @@
 //! Knobs for building tables.
 
+use std::sync::Arc;
+
 use super::compression::CompressionType;
+use super::filter_policy::FilterPolicy;
 use crate::format::KeyOrder;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,9 +14,12 @@ pub struct TableOptions {
     /// Entries between restart points in data blocks: larger values shrink
     /// blocks, smaller ones shorten the scan after a binary search.
     pub restart_interval: usize,
-    /// Bloom filter bits per user key; 0 writes no filter.
+    /// Bloom filter bits per user key; 0 writes no filter. Unused when
+    /// `filter_policy` is set.
     pub bloom_bits_per_key: u32,
     pub compression: CompressionType,
+    /// Builds each table's filter instead of the built-in Bloom filter.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// The order entries are added in, checked by the builder.
     pub order: KeyOrder,
 }
@@ -26,6 +32,7 @@ impl TableOptions {
         restart_interval: 16,
         bloom_bits_per_key: 10,
         compression: CompressionType::None,
+        filter_policy: None,
         order: KeyOrder::Bytewise,
     };
 }

@@ -19,6 +19,7 @@ const TAG_MIN_SEQ: u64 = 8;
 const TAG_MAX_SEQ: u64 = 9;
 const TAG_HLL: u64 = 10;
 const TAG_FORMAT_VERSION: u64 = 11;
+const TAG_FILTER_POLICY: u64 = 12;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableProperties {
@@ -41,6 +42,9 @@ pub struct TableProperties {
     /// Distinct user keys.
     pub hll: HyperLogLog,
     pub format_version: u32,
+    /// Name of the filter policy that built the filter block; `None` for
+    /// the built-in Bloom filter (or no filter).
+    pub filter_policy: Option<String>,
 }
 
 impl TableProperties {
@@ -69,6 +73,9 @@ impl TableProperties {
         payload.clear();
         self.hll.encode_to(&mut payload);
         put_field(&mut out, TAG_HLL, &payload);
+        if let Some(name) = &self.filter_policy {
+            put_field(&mut out, TAG_FILTER_POLICY, name.as_bytes());
+        }
         out
     }
 
@@ -92,6 +99,11 @@ impl TableProperties {
                 TAG_FORMAT_VERSION => {
                     p.format_version =
                         u32::try_from(int(payload)?).map_err(|_| "bad format version property")?
+                }
+                TAG_FILTER_POLICY => {
+                    let name = std::str::from_utf8(payload)
+                        .map_err(|_| "filter policy name is not UTF-8")?;
+                    p.filter_policy = Some(name.to_string());
                 }
                 _ => {}
             }
@@ -134,6 +146,7 @@ mod tests {
             max_seq: u64::MAX >> 8,
             hll,
             format_version: 1,
+            filter_policy: None,
         }
     }
 
@@ -144,11 +157,26 @@ mod tests {
     }
 
     #[test]
+    fn filter_policy_name_round_trips_and_must_be_utf8() {
+        let p = TableProperties {
+            filter_policy: Some("app.PrefixFilter2".to_string()),
+            ..sample()
+        };
+        assert_eq!(TableProperties::decode(&p.encode()), Ok(p));
+        let mut buf = sample().encode();
+        put_field(&mut buf, TAG_FILTER_POLICY, &[0xff; 3]);
+        assert_eq!(
+            TableProperties::decode(&buf),
+            Err("filter policy name is not UTF-8")
+        );
+    }
+
+    #[test]
     fn unknown_tags_are_skipped() {
         let mut buf = Vec::new();
         put_field(&mut buf, 999, b"from the future");
         buf.extend_from_slice(&sample().encode());
-        put_field(&mut buf, 12, &[0xff; 3]);
+        put_field(&mut buf, 99, &[0xff; 3]);
         assert_eq!(TableProperties::decode(&buf), Ok(sample()));
     }
 

@@ -11,8 +11,9 @@ use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_io::TableFile;
 use super::block_iter::BlockIter;
-use super::bloom::BloomFilter;
 use super::cache::BlockCache;
+use super::context::TableContext;
+use super::filter::{self, TableFilter};
 use super::footer::{Footer, FOOTER_LEN};
 use super::index::BlockIndex;
 use super::properties::TableProperties;
@@ -37,7 +38,7 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     footer: Footer,
     index: BlockIndex,
-    filter: Option<BloomFilter>,
+    filter: Option<TableFilter>,
     properties: TableProperties,
     order: KeyOrder,
 }
@@ -56,17 +57,21 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens the table occupying `length` bytes at `offset` of `file`
-    /// (segment `segment_id`, named `path` in errors), verifying its footer
-    /// and loading its metadata blocks.
+    /// (segment `segment_id`, named `path` in errors) in the store's
+    /// `context`, verifying its footer and loading its metadata blocks.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         segment_id: u64,
         offset: u64,
         length: u64,
-        cache: Option<Arc<BlockCache>>,
-        order: KeyOrder,
+        context: TableContext,
     ) -> Result<Table> {
+        let TableContext {
+            cache,
+            order,
+            filter_policy,
+        } = context;
         let path = Arc::new(path);
         let footer_pos = length
             .checked_sub(FOOTER_LEN as u64)
@@ -89,15 +94,18 @@ impl Table {
             &Block::new(tf.read_block(footer.index)?, path.clone(), index_pos)?,
             order.clone(),
         )?;
+        let properties = TableProperties::decode(&tf.read_block(footer.properties)?)
+            .map_err(|r| tf.corruption(footer.properties, r))?;
+        let recorded = properties.filter_policy.as_deref();
+        let filter_policy = filter_policy.as_ref();
         let filter = match footer.filter.size {
             0 => None,
+            _ if !filter::usable(recorded, filter_policy) => None,
             _ => Some(
-                BloomFilter::decode(tf.read_block(footer.filter)?)
+                TableFilter::decode(tf.read_block(footer.filter)?, filter_policy)
                     .map_err(|r| tf.corruption(footer.filter, r))?,
             ),
         };
-        let properties = TableProperties::decode(&tf.read_block(footer.properties)?)
-            .map_err(|r| tf.corruption(footer.properties, r))?;
         Ok(Table {
             file,
             path,
@@ -324,6 +332,8 @@ mod tests {
     use crate::table::block_io::BLOCK_TRAILER_LEN;
     use crate::table::builder::{TableBuilder, TableSummary};
     use crate::table::compression::CompressionType;
+    use crate::table::filter_policy::FilterPolicy;
+    use crate::table::footer::{FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION};
     use crate::table::options::TableOptions;
     use crate::table::testutil::*;
     use proptest::prelude::*;
@@ -388,6 +398,98 @@ mod tests {
         assert_eq!(t.get(&lookup_key(b"absent")).unwrap(), None);
     }
 
+    /// A policy whose filter is a count of keys; it matches when
+    /// `matches` and the filter holds exactly 8 bytes (any other bytes, a
+    /// corrupt or foreign filter, must not upset the reader).
+    struct CountPolicy {
+        name: &'static str,
+        matches: bool,
+    }
+
+    impl FilterPolicy for CountPolicy {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn create_filter(&self, user_keys: &[&[u8]], dst: &mut Vec<u8>) {
+            if !user_keys.is_empty() {
+                dst.extend_from_slice(&(user_keys.len() as u64).to_le_bytes());
+            }
+        }
+        fn key_may_match(&self, _user_key: &[u8], filter: &[u8]) -> bool {
+            self.matches && filter.len() == 8
+        }
+    }
+
+    fn policy(name: &'static str, matches: bool) -> Arc<dyn FilterPolicy> {
+        Arc::new(CountPolicy { name, matches })
+    }
+
+    fn open_under(
+        file: &MemFile,
+        s: &TableSummary,
+        policy: Option<&Arc<dyn FilterPolicy>>,
+    ) -> Arc<Table> {
+        let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(file.bytes()));
+        let context = TableContext {
+            filter_policy: policy.cloned(),
+            ..TableContext::default()
+        };
+        Arc::new(Table::open(file, "p.seg".into(), 1, s.offset, s.length, context).unwrap())
+    }
+
+    #[test]
+    fn a_named_policy_builds_the_filter_and_is_recorded() {
+        let entries = sample_entries(300);
+        let never = policy("test.Never", false);
+        let opts = TableOptions {
+            filter_policy: Some(never.clone()),
+            ..small_blocks()
+        };
+        let (file, s) = build_table(&entries, &opts);
+        assert_eq!(s.properties.filter_policy.as_deref(), Some("test.Never"));
+        assert_eq!(s.properties.format_version, NAMED_FILTER_FORMAT_VERSION);
+        let t = open_under(&file, &s, Some(&never));
+        assert_eq!(t.properties().filter_policy.as_deref(), Some("test.Never"));
+        assert!(!t.may_contain(&ukey(0)));
+        assert_eq!(t.get(&entries[0].0).unwrap(), None, "the policy hides it");
+        // The same name matching: the filter (8 bytes) is the policy's.
+        let t = open_under(&file, &s, Some(&policy("test.Never", true)));
+        assert_eq!(t.get(&entries[0].0).unwrap(), Some(entries[0].clone()));
+        // Another name, or the built-in Bloom filter: no filter.
+        for other in [Some(policy("test.Other", false)), None] {
+            let t = open_under(&file, &s, other.as_ref());
+            assert!(t.may_contain(b"anything"));
+            for (k, v) in &entries {
+                assert_eq!(t.get(k).unwrap(), Some((k.clone(), v.clone())));
+            }
+            t.verify_checksums().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_bloom_table_is_unfiltered_under_a_named_policy() {
+        let entries = sample_entries(100);
+        let (file, s) = build_table(&entries, &TableOptions::default());
+        assert_eq!(s.properties.filter_policy, None);
+        assert_eq!(s.properties.format_version, FORMAT_VERSION);
+        let t = open_under(&file, &s, Some(&policy("test.Never", false)));
+        assert!(t.may_contain(b"absent"));
+        assert_eq!(t.get(&entries[7].0).unwrap(), Some(entries[7].clone()));
+    }
+
+    #[test]
+    fn an_empty_policy_filter_leaves_the_table_unfiltered() {
+        let never = policy("test.Never", false);
+        let opts = TableOptions {
+            filter_policy: Some(never.clone()),
+            ..TableOptions::default()
+        };
+        let (file, s) = build_table(&[], &opts);
+        let t = open_under(&file, &s, Some(&never));
+        assert!(t.may_contain(b"k"));
+        assert_eq!(t.get(&lookup_key(b"k")).unwrap(), None);
+    }
+
     #[test]
     fn cached_reads_hit_the_cache() {
         let entries = sample_entries(500);
@@ -435,8 +537,7 @@ mod tests {
                 1,
                 s.offset,
                 s.length,
-                None,
-                KeyOrder::Bytewise,
+                TableContext::default(),
             )
             .map(Arc::new)
             .unwrap();
@@ -535,6 +636,7 @@ mod tests {
                     restart_interval,
                     bloom_bits_per_key: bits,
                     compression,
+                    filter_policy: None,
                     order: KeyOrder::Bytewise,
                 },
             )
@@ -565,7 +667,7 @@ mod tests {
         #[test]
         fn opening_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400), offset in 0u64..64, len in 0u64..400) {
             let file: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(bytes));
-            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, None, KeyOrder::Bytewise) {
+            if let Ok(t) = Table::open(file, "g".into(), 0, offset, len, TableContext::default()) {
                 let t = Arc::new(t);
                 let _ = t.get(&lookup_key(b"k"));
                 let _ = t.verify_checksums();

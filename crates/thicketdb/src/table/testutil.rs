@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{BlockCache, Table, TableBuilder, TableOptions, TableSummary};
+use super::{BlockCache, Table, TableBuilder, TableContext, TableOptions, TableSummary};
 use crate::error::{Error, Result};
 use crate::format::{InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::io::segment::encode_header;
@@ -101,8 +101,10 @@ pub fn open_table(
         9,
         summary.offset,
         summary.length,
-        cache,
-        crate::format::KeyOrder::Bytewise,
+        TableContext {
+            cache,
+            ..TableContext::default()
+        },
     )
     .map(Arc::new)
 }

@@ -10,7 +10,7 @@ use quick_cache::sync::Cache;
 use crate::error::Result;
 use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile};
-use crate::table::{BlockCache, Table};
+use crate::table::{BlockCache, FilterPolicy, Table, TableContext};
 use crate::version::files::segment_path;
 use crate::version::TableMeta;
 
@@ -22,6 +22,8 @@ pub struct TableCache {
     files: Cache<u64, Arc<dyn RandomAccessFile>>,
     tables: Cache<u64, Arc<Table>>,
     block_cache: Arc<BlockCache>,
+    /// The open's filter policy (`None`: the built-in Bloom filter).
+    filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// The store's key order, which every table is opened with.
     order: KeyOrder,
     /// Segments are read with `O_DIRECT` (`use_direct_reads`).
@@ -35,6 +37,7 @@ impl TableCache {
         max_open_files: usize,
         share_descriptors: bool,
         block_cache: Arc<BlockCache>,
+        filter_policy: Option<Arc<dyn FilterPolicy>>,
         order: KeyOrder,
     ) -> TableCache {
         TableCache {
@@ -44,6 +47,7 @@ impl TableCache {
             files: Cache::new(max_open_files.max(1)),
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
+            filter_policy,
             order,
             direct_reads: false,
         }
@@ -90,8 +94,11 @@ impl TableCache {
                 meta.segment,
                 meta.offset,
                 meta.length,
-                Some(self.block_cache.clone()),
-                self.order.clone(),
+                TableContext {
+                    cache: Some(self.block_cache.clone()),
+                    order: self.order.clone(),
+                    filter_policy: self.filter_policy.clone(),
+                },
             )
             .map(Arc::new)
         })

@@ -14,7 +14,7 @@ use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
-use crate::table::{Table, TableProperties};
+use crate::table::{Table, TableContext, TableProperties};
 use crate::version::edit::VersionEdit;
 use crate::version::files::{current_path, log_path, segment_path};
 use crate::version::meta::TableMeta;
@@ -171,8 +171,10 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         segment,
         offset,
         meta.length,
-        None,
-        order,
+        TableContext {
+            order,
+            ..TableContext::default()
+        },
     )?);
     let index = table.index();
     let index = (0..index.len())

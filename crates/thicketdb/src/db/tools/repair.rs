@@ -28,7 +28,9 @@ use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::table::{BlockIter, Footer, Table, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC};
+use crate::table::{
+    BlockIter, Footer, Table, TableContext, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC,
+};
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
@@ -248,16 +250,11 @@ fn recover_table(
     (segment, offset, length): (u64, u64, u64),
     options: &Options,
 ) -> Result<Recovery> {
-    let order = options.comparator.clone();
-    let table = Table::open(
-        file,
-        path.to_path_buf(),
-        segment,
-        offset,
-        length,
-        None,
-        order,
-    )?;
+    let context = TableContext {
+        order: options.comparator.clone(),
+        ..TableContext::default()
+    };
+    let table = Table::open(file, path.to_path_buf(), segment, offset, length, context)?;
     if let Err(why) = table.verify_checksums() {
         let (entries, lost_blocks) = salvage(&table);
         return Ok(Recovery::Damaged {

@@ -14,29 +14,31 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::block::Block;
-use super::hash;
+use super::{hash, StoreId};
 
 /// Slots are kept at most this full (numerator over 8) so probes stay short.
 const MAX_LOAD_EIGHTHS: usize = 5;
 const MIN_SLOTS: usize = 16;
 
 /// One cached block, on one cache line: the probe that finds it also
-/// loads the handle the reader needs. The block's own offset is the
-/// second half of the key.
+/// loads the handle the reader needs. The key is the store, the segment
+/// and the block's own offset.
 #[repr(align(64))]
 pub(super) struct Entry {
     segment: u64,
+    /// A u32, not a u64, keeps the entry on one line.
+    store: StoreId,
     referenced: AtomicBool,
     block: Block,
 }
 
 impl Entry {
-    fn is(&self, segment: u64, offset: u64) -> bool {
-        self.segment == segment && self.block.offset() == offset
+    fn is(&self, store: StoreId, segment: u64, offset: u64) -> bool {
+        self.segment == segment && self.store == store && self.block.offset() == offset
     }
 
     fn hash(&self) -> u64 {
-        hash(self.segment, self.block.offset())
+        hash(self.store, self.segment, self.block.offset())
     }
 }
 
@@ -47,10 +49,10 @@ pub(super) struct ClockTable {
     charge: u64,
     capacity: u64,
     hand: usize,
-    /// Blocks held per table: segment, then the table's start offset in
-    /// it. A block belongs to the table with the greatest start at or
-    /// below its offset (tables of a segment are disjoint extents).
-    residency: HashMap<u64, BTreeMap<u64, u32>>,
+    /// Blocks held per table: store and segment, then the table's start
+    /// offset in it. A block belongs to the table with the greatest start
+    /// at or below its offset (tables of a segment are disjoint extents).
+    residency: HashMap<(StoreId, u64), BTreeMap<u64, u32>>,
 }
 
 impl ClockTable {
@@ -68,10 +70,11 @@ impl ClockTable {
         }
     }
 
-    /// Blocks of the table starting at `table_offset` of `segment` held here.
-    pub fn resident_blocks(&self, segment: u64, table_offset: u64) -> u64 {
+    /// Blocks of the table starting at `table_offset` of `store`'s
+    /// `segment` held here.
+    pub fn resident_blocks(&self, store: StoreId, segment: u64, table_offset: u64) -> u64 {
         self.residency
-            .get(&segment)
+            .get(&(store, segment))
             .and_then(|tables| tables.get(&table_offset))
             .map_or(0, |&n| u64::from(n))
     }
@@ -84,9 +87,10 @@ impl ClockTable {
         self.len
     }
 
-    /// The cached block at `(segment, offset)`, marked as recently used.
-    pub fn get(&self, segment: u64, offset: u64, hash: u64) -> Option<&Block> {
-        let i = self.find(segment, offset, hash)?;
+    /// The cached block at `(store, segment, offset)`, marked as recently
+    /// used.
+    pub fn get(&self, store: StoreId, segment: u64, offset: u64, hash: u64) -> Option<&Block> {
+        let i = self.find(store, segment, offset, hash)?;
         let entry = self.slots[i].as_ref()?;
         // Only write the bit when it changes: a hot block's line then stays
         // shared between the cores reading it.
@@ -99,9 +103,16 @@ impl ClockTable {
     /// Caches `block`, a block of the table starting at `table_offset`,
     /// unless it is already cached or larger than the whole shard, evicting
     /// unreferenced blocks to make room.
-    pub fn insert(&mut self, segment: u64, table_offset: u64, hash: u64, block: Block) {
+    pub fn insert(
+        &mut self,
+        store: StoreId,
+        segment: u64,
+        table_offset: u64,
+        hash: u64,
+        block: Block,
+    ) {
         let charge = block.charge() as u64;
-        if charge > self.capacity || self.find(segment, block.offset(), hash).is_some() {
+        if charge > self.capacity || self.find(store, segment, block.offset(), hash).is_some() {
             return;
         }
         debug_assert!(table_offset <= block.offset());
@@ -117,6 +128,7 @@ impl ClockTable {
         }
         self.slots[i] = Some(Entry {
             segment,
+            store,
             // A new block must earn its place: one pass of the hand over
             // it without a hit evicts it.
             referenced: AtomicBool::new(false),
@@ -126,17 +138,17 @@ impl ClockTable {
         self.charge += charge;
         *self
             .residency
-            .entry(segment)
+            .entry((store, segment))
             .or_default()
             .entry(table_offset)
             .or_insert(0) += 1;
     }
 
-    fn find(&self, segment: u64, offset: u64, hash: u64) -> Option<usize> {
+    fn find(&self, store: StoreId, segment: u64, offset: u64, hash: u64) -> Option<usize> {
         let mut i = self.home(hash);
         loop {
             let entry = self.slots[i].as_ref()?;
-            if entry.is(segment, offset) {
+            if entry.is(store, segment, offset) {
                 return Some(i);
             }
             i = self.next(i);
@@ -170,7 +182,7 @@ impl ClockTable {
         if let Some(entry) = self.slots[hole].take() {
             self.len -= 1;
             self.charge -= entry.block.charge() as u64;
-            self.unresident(entry.segment, entry.block.offset());
+            self.unresident((entry.store, entry.segment), entry.block.offset());
         }
         let mut j = self.next(hole);
         while let Some(entry) = &self.slots[j] {
@@ -190,8 +202,8 @@ impl ClockTable {
         }
     }
 
-    /// Counts one block at `offset` of `segment` out of its table.
-    fn unresident(&mut self, segment: u64, offset: u64) {
+    /// Counts one block at `offset` of a store's segment out of its table.
+    fn unresident(&mut self, segment: (StoreId, u64), offset: u64) {
         let Some(tables) = self.residency.get_mut(&segment) else {
             return;
         };

@@ -1,17 +1,33 @@
 //! The shared cache of decoded blocks: shards of [`ClockTable`] chosen by
-//! a hash of the block's `(segment, offset)`, each behind a read-write
-//! lock. Point lookups read a cached block in place under the read lock
-//! ([`BlockCache::with_block`]); iterators take a handle to it.
+//! a hash of the block's `(store, segment, offset)`, each behind a
+//! read-write lock. Point lookups read a cached block in place under the
+//! read lock ([`BlockCache::with_block`]); iterators take a handle to it.
+//!
+//! One cache may serve several stores (LevelDB's shared `Cache`): each
+//! open store reads through its own handle ([`BlockCache::for_new_store`]),
+//! whose process-unique store id is part of every key. Segment numbers
+//! and offsets of different stores, or of a store destroyed and created
+//! again at the same path, then never meet.
 
 mod clock;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use super::block::Block;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use clock::ClockTable;
+
+/// Identifies one open store within the process.
+type StoreId = u32;
+
+/// The id of handles made by [`BlockCache::new`], never given to an open.
+const UNBOUND_STORE: StoreId = 0;
+
+/// The last store id handed out.
+static LAST_STORE_ID: AtomicU32 = AtomicU32::new(UNBOUND_STORE);
 
 /// Shards are at least this large, so a shard holds many blocks ...
 const MIN_SHARD_BYTES: u64 = 256 << 10;
@@ -28,15 +44,42 @@ struct Shard {
     misses: AtomicU64,
 }
 
-/// A byte-bounded cache of uncompressed blocks shared by all tables. Blocks
-/// are identified by segment and absolute offset in the segment, which stay
-/// valid for as long as the segment exists.
+/// A byte-bounded cache of uncompressed blocks shared by all tables of a
+/// store, and by every store opened with it. Blocks are identified by
+/// store, segment and absolute offset in the segment, which stay valid for
+/// as long as the segment exists. Clones are handles to the same cache and
+/// of the same store.
+#[derive(Clone)]
 pub struct BlockCache {
+    shared: Arc<Shared>,
+    store: StoreId,
+}
+
+struct Shared {
     shards: Box<[Shard]>,
     capacity: u64,
 }
 
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity", &self.shared.capacity)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// Handles are equal when they share one cache (whatever their store).
+impl PartialEq for BlockCache {
+    fn eq(&self, other: &BlockCache) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
 impl BlockCache {
+    /// A new cache of `capacity_bytes`. Stores opened with it (the
+    /// `block_cache` option) share it, each through its own handle; this
+    /// handle itself is for reading tables directly.
     pub fn new(capacity_bytes: u64) -> BlockCache {
         let shards = usize::try_from(capacity_bytes / MIN_SHARD_BYTES)
             .unwrap_or(MAX_SHARDS)
@@ -44,7 +87,7 @@ impl BlockCache {
             .next_power_of_two()
             .min(MAX_SHARDS);
         let shard_capacity = capacity_bytes / shards as u64;
-        BlockCache {
+        let shared = Shared {
             shards: (0..shards)
                 .map(|_| Shard {
                     table: RwLock::new(ClockTable::new(shard_capacity)),
@@ -53,10 +96,32 @@ impl BlockCache {
                 })
                 .collect(),
             capacity: shard_capacity * shards as u64,
+        };
+        BlockCache {
+            shared: Arc::new(shared),
+            store: UNBOUND_STORE,
         }
     }
 
-    /// Calls `read` on the block at `(segment_id, offset)`, in place when
+    /// A handle to this cache for a store being opened, with a store id no
+    /// other handle of this process has had. Fails only once the process
+    /// has opened 2^32 - 1 stores.
+    pub fn for_new_store(&self) -> Result<BlockCache> {
+        let store = LAST_STORE_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| id.checked_add(1))
+            .map_err(|_| {
+                Error::InvalidArgument(
+                    "this process has used up the block cache's store ids".into(),
+                )
+            })?
+            + 1;
+        Ok(BlockCache {
+            shared: Arc::clone(&self.shared),
+            store,
+        })
+    }
+
+    /// Calls `read` on this store's block at `(segment_id, offset)`, in place when
     /// it is cached; otherwise calls `load` (a block read from `offset`,
     /// which is how the cache recognises it) and, if `fill_cache`, caches
     /// what it returns as a block of the table starting at `table_offset`
@@ -74,11 +139,11 @@ impl BlockCache {
         load: impl FnOnce() -> Result<Block>,
         read: impl FnOnce(&Block) -> R,
     ) -> Result<R> {
-        let hash = hash(segment_id, offset);
+        let hash = hash(self.store, segment_id, offset);
         let shard = self.shard(hash);
         {
             let table = shard.table.read();
-            if let Some(block) = table.get(segment_id, offset, hash) {
+            if let Some(block) = table.get(self.store, segment_id, offset, hash) {
                 shard.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(read(block));
             }
@@ -90,43 +155,54 @@ impl BlockCache {
             shard
                 .table
                 .write()
-                .insert(segment_id, table_offset, hash, block);
+                .insert(self.store, segment_id, table_offset, hash, block);
         }
         Ok(result)
     }
 
-    /// Blocks of the table starting at `table_offset` of `segment` in the
-    /// cache now (LSbM's residency count). Reads every shard: for periodic
-    /// decisions such as the compaction buffer's trim, not for lookups.
+    /// Blocks of the table starting at `table_offset` of this store's
+    /// `segment` in the cache now (LSbM's residency count). Reads every
+    /// shard: for periodic decisions such as the compaction buffer's trim,
+    /// not for lookups.
     pub fn resident_blocks(&self, segment: u64, table_offset: u64) -> u64 {
-        self.shards
+        self.shards()
             .iter()
-            .map(|s| s.table.read().resident_blocks(segment, table_offset))
+            .map(|s| {
+                s.table
+                    .read()
+                    .resident_blocks(self.store, segment, table_offset)
+            })
             .sum()
     }
 
+    fn shards(&self) -> &[Shard] {
+        &self.shared.shards
+    }
+
+    /// Hits of every store sharing the cache.
     pub fn hits(&self) -> u64 {
-        self.shards
+        self.shards()
             .iter()
             .map(|s| s.hits.load(Ordering::Relaxed))
             .sum()
     }
 
+    /// Misses of every store sharing the cache.
     pub fn misses(&self) -> u64 {
-        self.shards
+        self.shards()
             .iter()
             .map(|s| s.misses.load(Ordering::Relaxed))
             .sum()
     }
 
-    /// Bytes currently charged.
+    /// Bytes currently charged, for every store sharing the cache.
     pub fn usage(&self) -> u64 {
-        self.shards.iter().map(|s| s.table.read().charge()).sum()
+        self.shards().iter().map(|s| s.table.read().charge()).sum()
     }
 
-    /// Blocks currently cached.
+    /// Blocks currently cached, for every store sharing the cache.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.table.read().len()).sum()
+        self.shards().iter().map(|s| s.table.read().len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -134,20 +210,22 @@ impl BlockCache {
     }
 
     pub fn capacity(&self) -> u64 {
-        self.capacity
+        self.shared.capacity
     }
 
     fn shard(&self, hash: u64) -> &Shard {
         // High bits pick the shard; the shard's table probes with the low.
-        let i = (hash >> 32) as usize & (self.shards.len() - 1);
-        &self.shards[i]
+        let shards = self.shards();
+        let i = (hash >> 32) as usize & (shards.len() - 1);
+        &shards[i]
     }
 }
 
-pub(super) fn hash(segment_id: u64, offset: u64) -> u64 {
-    let mut key = [0u8; 16];
-    key[..8].copy_from_slice(&segment_id.to_le_bytes());
-    key[8..].copy_from_slice(&offset.to_le_bytes());
+pub(super) fn hash(store: StoreId, segment_id: u64, offset: u64) -> u64 {
+    let mut key = [0u8; 20];
+    key[..4].copy_from_slice(&store.to_le_bytes());
+    key[4..12].copy_from_slice(&segment_id.to_le_bytes());
+    key[12..].copy_from_slice(&offset.to_le_bytes());
     xxhash_rust::xxh3::xxh3_64(&key)
 }
 
@@ -195,6 +273,30 @@ mod tests {
         get_or_load(&cache, 2, 16, || Ok(block(16, 100))).unwrap();
         assert_eq!((cache.hits(), cache.misses()), (1, 2));
         assert!(cache.usage() >= 200);
+    }
+
+    #[test]
+    fn stores_sharing_a_cache_keep_their_blocks_apart() {
+        let cache = BlockCache::new(1 << 20);
+        let (a, b) = (
+            cache.for_new_store().unwrap(),
+            cache.for_new_store().unwrap(),
+        );
+        assert_ne!(a.store, b.store);
+        assert_eq!(a, b, "one cache");
+        a.with_block(1, 0, 16, true, || Ok(block_at(16, 1, 100)), tag)
+            .unwrap();
+        let got = b.with_block(1, 0, 16, true, || Ok(block_at(16, 2, 100)), tag);
+        assert_eq!(got.unwrap(), 2, "b missed and loaded its own block");
+        let again = a.with_block(1, 0, 16, true, || panic!("must be cached"), tag);
+        assert_eq!(again.unwrap(), 1);
+        assert_eq!((cache.len(), cache.misses(), cache.hits()), (2, 2, 1));
+        assert_eq!((a.resident_blocks(1, 0), b.resident_blocks(1, 0)), (1, 1));
+        assert_eq!(
+            cache.resident_blocks(1, 0),
+            0,
+            "the unbound handle has none"
+        );
     }
 
     #[test]
