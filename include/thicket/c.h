@@ -17,9 +17,11 @@
    (5) Pointer arguments must be non-NULL unless said otherwise.
 
    Differences from LevelDB, all documented in README.md ("C API"):
-   - leveldb_options_set_comparator with a comparator makes leveldb_open
-     fail with "Not implemented: ..." (keys are ordered bytewise only in
-     this release); pass no comparator for LevelDB's default order.
+   - A custom comparator orders every key, as in LevelDB; the store records
+     its name and refuses another. Its destructor runs once no options
+     object or open store holds it any more (LevelDB: at
+     leveldb_comparator_destroy). Keys it calls equal must have equal
+     bytes.
    - A custom filter policy's callbacks build each new table's filter and
      answer lookups, as in LevelDB; a table built under another policy name
      is read unfiltered. leveldb_filterpolicy_create_bloom(n) selects the

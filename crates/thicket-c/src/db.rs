@@ -32,17 +32,6 @@ unsafe fn path(name: *const c_char) -> Result<PathBuf, String> {
     }
 }
 
-/// The engine options, or the error of an unsupported request.
-fn engine_options(o: &leveldb_options_t) -> Result<thicketdb::Options, String> {
-    if let Some(name) = &o.comparator {
-        return Err(format!(
-            "Not implemented: custom comparator {name:?}: this release orders keys \
-             bytewise only, and opening with another order would corrupt it"
-        ));
-    }
-    Ok(o.options.clone())
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_open(
     options: *const leveldb_options_t,
@@ -53,7 +42,7 @@ pub unsafe extern "C" fn leveldb_open(
     unsafe {
         guard(errptr, std::ptr::null_mut(), || {
             let o = options.as_ref().ok_or("Invalid argument: NULL options")?;
-            let options = engine_options(o)?;
+            let options = o.options.clone();
             let db = Db::open(path(name)?, options).map_err(|e| status(&e))?;
             Ok(Box::into_raw(Box::new(leveldb_t { db })))
         })
@@ -323,7 +312,7 @@ pub unsafe extern "C" fn leveldb_repair_db(
     unsafe {
         guard(errptr, (), || {
             let options = match options.as_ref() {
-                Some(o) => engine_options(o)?,
+                Some(o) => o.options.clone(),
                 None => thicketdb::Options::default(),
             };
             let dir = path(name)?;

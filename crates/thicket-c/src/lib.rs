@@ -17,6 +17,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod batch;
+mod comparator;
 mod db;
 mod ffi;
 mod filter_policy;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use libc::{c_char, c_int, c_uchar, c_void, size_t};
 use thicketdb::table::{BlockCache, CompressionType, FilterPolicy};
-use thicketdb::Options;
+use thicketdb::{KeyOrder, Options};
 
+use crate::comparator::{CComparator, CompareFn};
 use crate::db::leveldb_snapshot_t;
 use crate::ffi::{c_str, guard_quiet, malloc_string};
 use crate::filter_policy::CFilterPolicy;
@@ -21,9 +22,6 @@ const DEFAULT_CACHE_BYTES: u64 = 8 << 20;
 
 pub struct leveldb_options_t {
     pub(crate) options: Options,
-    /// Name of a custom comparator, which this release cannot order keys by
-    /// (open then fails rather than silently using byte order).
-    pub(crate) comparator: Option<String>,
 }
 
 #[no_mangle]
@@ -35,10 +33,7 @@ pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
         compression: CompressionType::Lz4,
         ..Options::default()
     };
-    Box::into_raw(Box::new(leveldb_options_t {
-        options,
-        comparator: None,
-    }))
+    Box::into_raw(Box::new(leveldb_options_t { options }))
 }
 
 /// Runs `f` on the options behind `o` (ignored for NULL).
@@ -66,8 +61,8 @@ pub unsafe extern "C" fn leveldb_options_set_comparator(
     cmp: *mut leveldb_comparator_t,
 ) {
     // SAFETY: `cmp` is NULL or a live comparator.
-    let name = unsafe { cmp.as_ref() }.map(leveldb_comparator_t::name);
-    with_options(o, |o| o.comparator = name);
+    let order = unsafe { cmp.as_ref() }.map_or(KeyOrder::Bytewise, |c| c.order.clone());
+    with_options(o, |o| o.options.comparator = order);
 }
 
 #[no_mangle]
@@ -225,21 +220,10 @@ fn callback_name(name: NameFn, state: *mut c_void) -> String {
         .unwrap_or_default()
 }
 
-pub type CompareFn = Option<
-    unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t) -> c_int,
->;
-
+/// A comparator: the user's callbacks, which order every key of a store
+/// opened with it (the store records the name and refuses another).
 pub struct leveldb_comparator_t {
-    state: *mut c_void,
-    destructor: Destructor,
-    _compare: CompareFn,
-    name: NameFn,
-}
-
-impl leveldb_comparator_t {
-    fn name(&self) -> String {
-        callback_name(self.name, self.state)
-    }
+    order: KeyOrder,
 }
 
 #[no_mangle]
@@ -249,12 +233,17 @@ pub extern "C" fn leveldb_comparator_create(
     compare: CompareFn,
     name: NameFn,
 ) -> *mut leveldb_comparator_t {
-    Box::into_raw(Box::new(leveldb_comparator_t {
-        state,
-        destructor,
-        _compare: compare,
-        name,
-    }))
+    guard_quiet(std::ptr::null_mut(), || {
+        let comparator = CComparator {
+            state,
+            destructor,
+            compare,
+            name: callback_name(name, state),
+        };
+        Box::into_raw(Box::new(leveldb_comparator_t {
+            order: KeyOrder::custom(Arc::new(comparator)),
+        }))
+    })
 }
 
 #[no_mangle]
@@ -263,11 +252,9 @@ pub unsafe extern "C" fn leveldb_comparator_destroy(cmp: *mut leveldb_comparator
         return;
     }
     // SAFETY: `cmp` came from `leveldb_comparator_create`, destroyed once.
-    let cmp = unsafe { Box::from_raw(cmp) };
-    if let Some(destructor) = cmp.destructor {
-        // SAFETY: the user's destructor for the user's state.
-        unsafe { destructor(cmp.state) };
-    }
+    // The destructor runs when the last holder (this handle, options or an
+    // open store) lets go.
+    drop(unsafe { Box::from_raw(cmp) });
 }
 
 /// A filter policy: the user's callbacks, which build every new table's

@@ -537,12 +537,56 @@ int main(void) {
   cmp = leveldb_comparator_create(&destroyed_comparators, comparator_destroy,
                                   comparator_compare, comparator_name);
   leveldb_options_set_comparator(options, cmp);
+  /* The store was created in byte order: another order is refused. */
   db = leveldb_open(options, dbname, &err);
   CHECK(db == NULL);
   CHECK_ERROR(err, "test.reverse");
+  /* A new store orders its keys by the comparator (reverse bytes), in
+     memory, in tables and across a reopen. */
+  leveldb_destroy_db(options, dbname, &err);
+  CHECK_NO_ERROR(err);
+  leveldb_options_set_create_if_missing(options, 1);
+  db = leveldb_open(options, dbname, &err);
+  CHECK_NO_ERROR(err);
+  leveldb_put(db, woptions, "a", 1, "1", 1, &err);
+  CHECK_NO_ERROR(err);
+  leveldb_put(db, woptions, "c", 1, "3", 1, &err);
+  CHECK_NO_ERROR(err);
+  leveldb_put(db, woptions, "b", 1, "2", 1, &err);
+  CHECK_NO_ERROR(err);
+  for (i = 0; i < 2; i++) {
+    leveldb_iterator_t* it = leveldb_create_iterator(db, roptions);
+    leveldb_iter_seek_to_first(it);
+    check_iter(it, "c", "3");
+    leveldb_iter_next(it);
+    check_iter(it, "b", "2");
+    leveldb_iter_next(it);
+    check_iter(it, "a", "1");
+    leveldb_iter_next(it);
+    CHECK(!leveldb_iter_valid(it));
+    leveldb_iter_seek(it, "bb", 2); /* between c and b in reverse order */
+    check_iter(it, "b", "2");
+    leveldb_iter_destroy(it);
+    check_get(db, roptions, "b", "2");
+    check_get(db, roptions, "bb", NULL);
+    /* Second round: the keys come from a table. */
+    leveldb_compact_range(db, NULL, 0, NULL, 0);
+  }
+  leveldb_close(db);
+  db = leveldb_open(options, dbname, &err);
+  CHECK_NO_ERROR(err);
+  check_get(db, roptions, "c", "3");
+  leveldb_close(db);
   leveldb_options_set_comparator(options, NULL);
+  db = leveldb_open(options, dbname, &err);
+  CHECK(db == NULL);
+  CHECK_ERROR(err, "test.reverse");
+  /* The destructor runs once, when the last holder lets go. */
+  CHECK(destroyed_comparators == 0);
   leveldb_comparator_destroy(cmp);
   CHECK(destroyed_comparators == 1);
+  leveldb_destroy_db(options, dbname, &err);
+  CHECK_NO_ERROR(err);
 
   start_phase("filter");
   /* As LevelDB's c_test: a custom policy (run 0), then the Bloom filter. */
