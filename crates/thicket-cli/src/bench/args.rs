@@ -74,6 +74,12 @@ pub struct BenchArgs {
     /// default). Peers have none.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub search_threads: usize,
+    /// Reads table blocks with O_DIRECT, bypassing the page cache, so that
+    /// block-cache misses cost device reads: ThicketDB's
+    /// `use_direct_reads`, RocksDB's option of that name (fjall has none,
+    /// so it is refused with fjall).
+    #[arg(long)]
+    pub direct_reads: bool,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
     #[arg(long, value_name = "R", default_value_t = 0.5)]
     pub read_ratio: f64,
@@ -167,6 +173,9 @@ pub struct Settings {
     /// Absent from results written before parallel search existed.
     #[serde(default)]
     pub search_threads: usize,
+    /// Absent from results written before direct reads existed.
+    #[serde(default)]
+    pub direct_reads: bool,
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
     pub hot_fraction: f64,
@@ -236,6 +245,9 @@ impl BenchArgs {
                 "--level-base-mb and --table-size-kb are applied by ThicketDB only so far".into(),
             );
         }
+        if self.direct_reads && self.engine.iter().any(|e| e == "fjall") {
+            return Err("--direct-reads: fjall has no direct reads".into());
+        }
         for w in &self.workload {
             w.parse::<Workload>()?;
         }
@@ -272,6 +284,7 @@ impl BenchArgs {
             bloom_bits: self.bloom_bits,
             background_threads: self.background_threads,
             search_threads: self.search_threads,
+            direct_reads: self.direct_reads,
             read_ratio: self.read_ratio,
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,

@@ -146,6 +146,7 @@ impl CrosscheckArgs {
             background_threads: self.shape.background_threads,
             // As the direct loop: the engine's default.
             search_threads: 1,
+            direct_reads: false,
             read_ratio: 0.5,
             scan_length: None,
             hot_fraction: 0.15,

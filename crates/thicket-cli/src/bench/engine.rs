@@ -82,6 +82,7 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     // One of the background threads is ThicketDB's flush thread.
     o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
     o.search_threads = s.search_threads;
+    o.use_direct_reads = s.direct_reads;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;

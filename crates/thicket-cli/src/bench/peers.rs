@@ -42,6 +42,7 @@ impl Rocks {
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(s.cache_bytes as usize));
         table.set_bloom_filter(f64::from(s.bloom_bits), false);
         o.set_block_based_table_factory(&table);
+        o.set_use_direct_reads(s.direct_reads);
         let db = rocksdb::DB::open(&o, &s.db).map_err(err)?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(s.sync);
