@@ -47,6 +47,9 @@ const TUNABLES: &[(&str, &[&str])] = &[
     ("block_cache_size", &["65536", "1048576", "67108864"]),
     ("max_open_files", &["16", "1000"]),
     ("l0_compaction_trigger", &["2", "4"]),
+    // SifrDB's parallel search (any profile): lookups and seeks on search
+    // threads while compactions and early cleaning release tables.
+    ("search_threads", &["1", "3"]),
 ];
 
 /// Applies randomly chosen tunables the user did not set; returns them as
