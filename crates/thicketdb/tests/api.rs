@@ -306,23 +306,11 @@ fn get_with_borrows_values_from_memtables_and_tables_alike() {
     assert_eq!(db.get_with("deleted", |v| v.len()).unwrap(), None);
 }
 
-/// Byte order reversed, as a user's comparator.
-struct Descending;
-
-impl thicketdb::Comparator for Descending {
-    fn name(&self) -> &str {
-        "test.Descending"
-    }
-    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-        b.cmp(a)
-    }
-}
-
 #[test]
 fn a_store_keeps_its_comparator_and_refuses_another() {
     let dir = tempfile::tempdir().unwrap();
     let custom = thicketdb::Options {
-        comparator: thicketdb::KeyOrder::custom(std::sync::Arc::new(Descending)),
+        comparator: thicketdb::KeyOrder::custom(std::sync::Arc::new(ReverseBytes)),
         ..thicketdb::Options::default()
     };
     let db = Db::open(dir.path(), custom.clone()).unwrap();
@@ -344,9 +332,15 @@ fn a_store_keeps_its_comparator_and_refuses_another() {
     let err = Db::open(dir.path(), thicketdb::Options::default())
         .err()
         .unwrap();
-    assert!(err.to_string().contains("test.Descending"), "{err}");
+    assert!(
+        err.to_string().contains("thicketdb.test.ReverseBytes"),
+        "{err}"
+    );
     let err = thicketdb::check::check_store(dir.path()).unwrap_err();
-    assert!(err.to_string().contains("test.Descending"), "{err}");
+    assert!(
+        err.to_string().contains("thicketdb.test.ReverseBytes"),
+        "{err}"
+    );
     let db = Db::open(dir.path(), custom).unwrap();
     assert_eq!(db.get("b").unwrap(), Some(b"b".to_vec()));
 }

@@ -599,17 +599,6 @@ fn model_every_profile() {
 /// table indexes and blocks, merges, run ranges, compaction overlaps,
 /// iterator bounds) must go through the store's comparator, or gets miss
 /// keys, scans come out of order, or compactions build unsorted tables.
-struct ReverseBytes;
-
-impl thicketdb::Comparator for ReverseBytes {
-    fn name(&self) -> &str {
-        "thicketdb.test.ReverseBytes"
-    }
-    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-        b.cmp(a)
-    }
-}
-
 #[test]
 fn model_custom_comparator() {
     for profile in [

@@ -185,3 +185,16 @@ pub fn assert_corruption_in(err: &Error, file_part: &str) {
         other => panic!("expected corruption in {file_part}, got {other:?}"),
     }
 }
+
+/// Keys in reverse byte order, as a user's comparator: every comparison
+/// the engine makes must go through it for a store opened with it.
+pub struct ReverseBytes;
+
+impl thicketdb::Comparator for ReverseBytes {
+    fn name(&self) -> &str {
+        "thicketdb.test.ReverseBytes"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        b.cmp(a)
+    }
+}
