@@ -157,12 +157,9 @@ impl Db {
 
 impl Range {
     /// The pair under `cursor` unless it is past the other end's last key
-    /// (`crossed` says so); ends the iteration otherwise.
-    fn yield_at(
-        &mut self,
-        at_front: bool,
-        crossed: impl Fn(&[u8], &[u8]) -> bool,
-    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    /// (at or past it in the cursor's direction); ends the iteration
+    /// otherwise.
+    fn yield_at(&mut self, at_front: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         let (cursor, other_end) = if at_front {
             (self.front.as_ref()?, &self.last_back)
         } else {
@@ -172,10 +169,12 @@ impl Range {
             self.done = true;
             return cursor.status().err().map(Err);
         }
-        if other_end
-            .as_deref()
-            .is_some_and(|other| crossed(cursor.key(), other))
-        {
+        let key = cursor.key();
+        let crossed = |other: &[u8]| match at_front {
+            true => self.order.le(other, key),
+            false => self.order.le(key, other),
+        };
+        if other_end.as_deref().is_some_and(crossed) {
             self.done = true;
             return None;
         }
@@ -200,8 +199,7 @@ impl Iterator for Range {
         if self.last_front.is_some() {
             self.front.as_mut()?.next();
         }
-        let order = self.order.clone();
-        self.yield_at(true, |key, back| order.le(back, key))
+        self.yield_at(true)
     }
 }
 
@@ -223,8 +221,7 @@ impl DoubleEndedIterator for Range {
                 }
             },
         }
-        let order = self.order.clone();
-        self.yield_at(false, |key, front| order.le(key, front))
+        self.yield_at(false)
     }
 }
 

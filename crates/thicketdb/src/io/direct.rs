@@ -7,6 +7,7 @@
 //! the device's logical block; reads here cover the aligned span around
 //! the bytes asked for, into an aligned scratch buffer, and copy them out.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
@@ -37,10 +38,40 @@ pub fn open_direct(path: &Path) -> Result<File> {
         })
 }
 
+/// Reads larger than this do not keep their scratch.
+const MAX_KEPT_SCRATCH: usize = 1 << 20;
+
+thread_local! {
+    /// Scratch for the aligned span of a read, kept per thread so that a
+    /// block read does not allocate (and zero) a buffer each time.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Reads exactly `buf.len()` bytes at `offset` of a file opened by
 /// `open_direct`; a file ending before them is corruption, as a buffered
 /// read reports it.
 pub fn read_exact_direct(file: &File, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
+    // A block of a huge value gets a scratch of its own rather than
+    // leaving the thread holding its size.
+    if buf.len() > MAX_KEPT_SCRATCH {
+        return read_through(file, path, offset, buf, &mut Vec::new());
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => read_through(file, path, offset, buf, &mut scratch),
+        // Only a re-entrant read on this thread lands here: a scratch of
+        // its own.
+        Err(_) => read_through(file, path, offset, buf, &mut Vec::new()),
+    })
+}
+
+/// `read_exact_direct` through `scratch`, grown to the aligned span.
+fn read_through(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    buf: &mut [u8],
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
     let align = DIRECT_ALIGN as u64;
     let start = offset - offset % align;
     let end = offset
@@ -49,7 +80,9 @@ pub fn read_exact_direct(file: &File, path: &Path, offset: u64, buf: &mut [u8]) 
         .ok_or_else(|| Error::corruption(path, offset, "read past the largest offset"))?;
     let span = usize::try_from(end - start)
         .map_err(|_| Error::corruption(path, offset, "read larger than memory"))?;
-    let mut scratch = vec![0u8; span + DIRECT_ALIGN];
+    if scratch.len() < span + DIRECT_ALIGN {
+        scratch.resize(span + DIRECT_ALIGN, 0);
+    }
     let skip = scratch.as_ptr().align_offset(DIRECT_ALIGN);
     let aligned = &mut scratch[skip..skip + span];
     let first = (offset - start) as usize;
@@ -86,7 +119,7 @@ mod tests {
     fn direct_reads_return_the_bytes_buffered_reads_do() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        let data: Vec<u8> = (0..3 * DIRECT_ALIGN + 123)
+        let data: Vec<u8> = (0..MAX_KEPT_SCRATCH + 3 * DIRECT_ALIGN + 123)
             .map(|i| (i % 251) as u8)
             .collect();
         std::fs::write(&path, &data).unwrap();
@@ -105,6 +138,7 @@ mod tests {
             (0, 1),
             (1, 4095),
             (4095, 2),
+            (5, MAX_KEPT_SCRATCH + 1),
             (4096, 4096),
             (100, 9000),
             (0, data.len()),
