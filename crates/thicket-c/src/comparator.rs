@@ -6,30 +6,20 @@ use std::cmp::Ordering;
 use libc::{c_char, c_int, c_void, size_t};
 use thicketdb::Comparator;
 
-use crate::filter_policy::Destructor;
+use crate::user_state::UserState;
 
 pub type CompareFn = Option<
     unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t) -> c_int,
 >;
 
-/// The user's callbacks and state. The destructor runs when the last
-/// holder lets go: the user's `leveldb_comparator_t`, options set with it,
-/// or a store opened with it (so a store never calls into destroyed state).
+/// The user's callback and state (whose destructor runs when the last
+/// holder of the comparator lets go, see `UserState`).
 pub(crate) struct CComparator {
-    pub state: *mut c_void,
-    pub destructor: Destructor,
+    pub state: UserState,
     pub compare: CompareFn,
     /// The name callback's answer, asked once at creation.
     pub name: String,
 }
-
-// SAFETY: the engine compares keys on its background threads and on
-// readers' threads; LevelDB does the same, and its contract requires the
-// callback and its state to allow it.
-unsafe impl Send for CComparator {}
-// SAFETY: as for `Send`: the callback takes the state by shared pointer
-// from any thread, which LevelDB's contract allows.
-unsafe impl Sync for CComparator {}
 
 impl Comparator for CComparator {
     fn name(&self) -> &str {
@@ -45,7 +35,7 @@ impl Comparator for CComparator {
         // live across the call, given with their lengths.
         let sign = unsafe {
             compare(
-                self.state,
+                self.state.ptr(),
                 a.as_ptr().cast(),
                 a.len(),
                 b.as_ptr().cast(),
@@ -53,15 +43,5 @@ impl Comparator for CComparator {
             )
         };
         sign.cmp(&0)
-    }
-}
-
-impl Drop for CComparator {
-    fn drop(&mut self) {
-        if let Some(destructor) = self.destructor {
-            // SAFETY: the user's destructor for the user's state, called
-            // once, when nothing can compare with it any more.
-            unsafe { destructor(self.state) };
-        }
     }
 }

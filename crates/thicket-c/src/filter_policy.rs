@@ -4,7 +4,8 @@
 use libc::{c_char, c_int, c_uchar, c_void, size_t};
 use thicketdb::table::FilterPolicy;
 
-pub type Destructor = Option<unsafe extern "C" fn(*mut c_void)>;
+use crate::user_state::UserState;
+
 pub type CreateFilterFn = Option<
     unsafe extern "C" fn(
         *mut c_void,
@@ -18,26 +19,15 @@ pub type KeyMayMatchFn = Option<
     unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t) -> c_uchar,
 >;
 
-/// The user's callbacks and state. The destructor runs when the last
-/// holder lets go: the user's `leveldb_filterpolicy_t`, options set with
-/// it, or a store opened with it (so a store never calls into destroyed
-/// state, even if the user destroys the policy first).
+/// The user's callbacks and state (whose destructor runs when the last
+/// holder of the policy lets go, see `UserState`).
 pub(crate) struct CFilterPolicy {
-    pub state: *mut c_void,
-    pub destructor: Destructor,
+    pub state: UserState,
     pub create_filter: CreateFilterFn,
     pub key_may_match: KeyMayMatchFn,
     /// The name callback's answer, asked once at creation.
     pub name: String,
 }
-
-// SAFETY: the engine calls a policy from its background threads and from
-// readers' threads; LevelDB does the same, and its contract requires the
-// callbacks and their state to allow it.
-unsafe impl Send for CFilterPolicy {}
-// SAFETY: as for `Send`: the callbacks take the state by shared pointer
-// from any thread, which LevelDB's contract allows.
-unsafe impl Sync for CFilterPolicy {}
 
 impl FilterPolicy for CFilterPolicy {
     fn name(&self) -> &str {
@@ -58,8 +48,15 @@ impl FilterPolicy for CFilterPolicy {
         // SAFETY: the user's callback with its state, `n` keys given as
         // pointer and length arrays that live across the call, and a place
         // for the filter's length.
-        let filter =
-            unsafe { create(self.state, pointers.as_ptr(), lengths.as_ptr(), n, &mut len) };
+        let filter = unsafe {
+            create(
+                self.state.ptr(),
+                pointers.as_ptr(),
+                lengths.as_ptr(),
+                n,
+                &mut len,
+            )
+        };
         if filter.is_null() {
             return;
         }
@@ -77,22 +74,12 @@ impl FilterPolicy for CFilterPolicy {
         // live across the call, given with their lengths.
         unsafe {
             matches(
-                self.state,
+                self.state.ptr(),
                 user_key.as_ptr().cast(),
                 user_key.len(),
                 filter.as_ptr().cast(),
                 filter.len(),
             ) != 0
-        }
-    }
-}
-
-impl Drop for CFilterPolicy {
-    fn drop(&mut self) {
-        if let Some(destructor) = self.destructor {
-            // SAFETY: the user's destructor for the user's state, called
-            // once, when nothing can call the policy any more.
-            unsafe { destructor(self.state) };
         }
     }
 }

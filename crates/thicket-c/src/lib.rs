@@ -23,6 +23,7 @@ mod ffi;
 mod filter_policy;
 mod iter;
 mod options;
+mod user_state;
 
 pub use batch::*;
 pub use db::*;

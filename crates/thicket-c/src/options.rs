@@ -15,7 +15,9 @@ use crate::comparator::{CComparator, CompareFn};
 use crate::db::leveldb_snapshot_t;
 use crate::ffi::{c_str, guard_quiet, malloc_string};
 use crate::filter_policy::CFilterPolicy;
-pub use crate::filter_policy::{CreateFilterFn, Destructor, KeyMayMatchFn};
+pub use crate::filter_policy::{CreateFilterFn, KeyMayMatchFn};
+pub use crate::user_state::Destructor;
+use crate::user_state::UserState;
 
 /// The block cache capacity of a store opened without a cache (LevelDB's).
 const DEFAULT_CACHE_BYTES: u64 = 8 << 20;
@@ -235,8 +237,7 @@ pub extern "C" fn leveldb_comparator_create(
 ) -> *mut leveldb_comparator_t {
     guard_quiet(std::ptr::null_mut(), || {
         let comparator = CComparator {
-            state,
-            destructor,
+            state: UserState::new(state, destructor),
             compare,
             name: callback_name(name, state),
         };
@@ -282,8 +283,7 @@ pub extern "C" fn leveldb_filterpolicy_create(
 ) -> *mut leveldb_filterpolicy_t {
     guard_quiet(std::ptr::null_mut(), || {
         let policy = CFilterPolicy {
-            state,
-            destructor,
+            state: UserState::new(state, destructor),
             create_filter,
             key_may_match,
             name: callback_name(name, state),
