@@ -15,8 +15,8 @@
 //! about it, though: once it compacts away or deletes files the view
 //! references, reads of those tables fail with an I/O or corruption error
 //! (never a wrong value: every block is checksummed); reopen for a fresh
-//! view. An open that races with the writer starts over, up to
-//! `OPEN_ATTEMPTS` times: when a file vanishes (a MANIFEST roll, a flushed
+//! view. An open that races with the writer starts over, after a pause
+//! that doubles each time, up to `OPEN_ATTEMPTS` times: when a file vanishes (a MANIFEST roll, a flushed
 //! log deleted), when the MANIFEST's log number moved while the logs were
 //! read (a log flushed and deleted meanwhile would be missing from the
 //! view), and when a log reads as damaged (a record the writer was copying
@@ -55,7 +55,12 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     options.validate()?;
     let fs = ReadOnlyFs::wrap(fs);
     let mut last = None;
-    for _ in 0..OPEN_ATTEMPTS {
+    for attempt in 0..OPEN_ATTEMPTS {
+        if attempt > 0 {
+            // Back off (1, 2, 4 ... 64 ms): retrying at once beside a
+            // writer that flushes every few milliseconds races it again.
+            std::thread::sleep(std::time::Duration::from_millis(1 << (attempt - 1).min(6)));
+        }
         match open_once(dir, options.clone(), &fs) {
             Ok(Attempt::Opened(inner)) => return Ok(*inner),
             Ok(Attempt::Raced) => last = None,
