@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::address::ValueAddress;
 use super::format::{decode_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE};
 use super::reader::DEFAULT_MAX_RECORD_SIZE;
 use crate::error::{Error, Result};
@@ -92,6 +93,77 @@ impl RandomAccessLogReader {
                 }
             }
         }
+    }
+
+    /// The value at `address` (a record of this log): reads only the
+    /// fragments the value lies in, each one's checksum verified, through
+    /// `fragment` (which returns the checked payload of the fragment whose
+    /// header is at a position, e.g. from a cache, by calling
+    /// [`read_fragment_at`](Self::read_fragment_at)). The fragments before
+    /// the value are full (the record goes on past them), so where the
+    /// value starts follows from the record's offset alone.
+    pub fn read_value_into<P: AsRef<[u8]>>(
+        &self,
+        address: &ValueAddress,
+        out: &mut Vec<u8>,
+        mut fragment: impl FnMut(u64, u64) -> Result<(FragmentType, P)>,
+    ) -> Result<()> {
+        out.clear();
+        let start = address.record.offset;
+        let end = address.offset + address.len;
+        if end > self.max_record_size as u64 {
+            return Err(self.corrupt(
+                start,
+                start,
+                format!("a value ending at byte {end} of its record exceeds the maximum record size"),
+            ));
+        }
+        if address.len == 0 {
+            return Ok(());
+        }
+        out.reserve(address.len as usize);
+        let (mut pos, mut logical) = (start, 0u64);
+        loop {
+            let room = BLOCK - pos % BLOCK;
+            if room < HEADER {
+                return Err(self.corrupt(start, pos, "no fragment starts here: the offset is in a block's trailer"));
+            }
+            let room = room - HEADER;
+            if logical + room <= address.offset {
+                logical += room;
+                pos += HEADER + room;
+                continue;
+            }
+            let (kind, payload) = fragment(start, pos)?;
+            let payload = payload.as_ref();
+            let first = pos == start;
+            if kind.starts_record() != first {
+                return Err(self.corrupt(start, pos, format!("a {kind:?} fragment where the record's value lies")));
+            }
+            let frag_end = logical + payload.len() as u64;
+            let from = address.offset.max(logical) - logical;
+            let to = end.min(frag_end) - logical;
+            if from > to || (frag_end < end && (kind.ends_record() || payload.len() as u64 != room)) {
+                return Err(self.corrupt(start, pos, "the record ends before the value does"));
+            }
+            out.extend_from_slice(&payload[from as usize..to as usize]);
+            if frag_end >= end {
+                return Ok(());
+            }
+            logical = frag_end;
+            pos = next_fragment(pos, payload.len());
+        }
+    }
+
+    /// The checked payload of the fragment whose header is at `pos`, part
+    /// of the record starting at `start` (named in errors).
+    pub fn read_fragment_at(&self, start: u64, pos: u64) -> Result<(FragmentType, Vec<u8>)> {
+        if BLOCK - pos % BLOCK < HEADER {
+            return Err(self.corrupt(start, pos, "no fragment starts here: the offset is in a block's trailer"));
+        }
+        let mut payload = Vec::new();
+        let fragment = self.read_fragment(start, pos, &mut payload)?;
+        Ok((fragment.kind, payload))
     }
 
     /// Reads the fragment whose header is at `pos` (with room for a header

@@ -60,9 +60,27 @@ pub fn encode_relogged(source: u64, entries: &[RelogEntry]) -> Vec<u8> {
 
 /// A decoded re-logged record: the source log and the carried entries.
 /// The error string explains what is malformed.
-pub fn decode_relogged(
-    mut src: &[u8],
-) -> std::result::Result<(u64, Vec<RelogEntry>), &'static str> {
+pub fn decode_relogged(src: &[u8]) -> std::result::Result<(u64, Vec<RelogEntry>), &'static str> {
+    let mut entries = Vec::new();
+    let source = for_each_relogged(src, |seq, kind, key, value| {
+        entries.push(RelogEntry {
+            seq,
+            kind,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        })
+    })?;
+    Ok((source, entries))
+}
+
+/// Hands every entry of a re-logged record to `f` as `(seq, kind, key,
+/// value)`, the slices borrowed from `src` (so a value's offset in the
+/// record is known: TRIAD-LOG's addresses); returns the source log. On a
+/// malformed record `f` may have seen a prefix of it.
+pub fn for_each_relogged<'a>(
+    mut src: &'a [u8],
+    mut f: impl FnMut(u64, ValueKind, &'a [u8], &'a [u8]),
+) -> std::result::Result<u64, &'static str> {
     if get_fixed64(&mut src) != Some(MARKER) {
         return Err("not a re-logged record");
     }
@@ -73,7 +91,6 @@ pub fn decode_relogged(
     src = rest;
     let source = get_varint64(&mut src).ok_or("re-logged record: bad source log")?;
     let count = get_varint32(&mut src).ok_or("re-logged record: bad count")?;
-    let mut entries = Vec::with_capacity(count.min(1 << 16) as usize);
     for _ in 0..count {
         let seq = get_varint64(&mut src).ok_or("re-logged entry: bad sequence")?;
         if seq >= 1 << 56 {
@@ -89,17 +106,12 @@ pub fn decode_relogged(
             }
             ValueKind::Deletion => &[][..],
         };
-        entries.push(RelogEntry {
-            seq,
-            kind,
-            key: key.to_vec(),
-            value: value.to_vec(),
-        });
+        f(seq, kind, key, value);
     }
     if !src.is_empty() {
         return Err("re-logged record: trailing bytes");
     }
-    Ok((source, entries))
+    Ok(source)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::skiplist::NIL;
-use super::Memtable;
+use super::{LogLocation, Memtable};
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 
@@ -18,6 +18,12 @@ pub struct MemtableIterator {
 impl MemtableIterator {
     pub fn new(mem: Arc<Memtable>) -> MemtableIterator {
         MemtableIterator { mem, node: NIL }
+    }
+
+    /// Where the current entry's value is in the memtable's log, when the
+    /// memtable tracks locations.
+    pub fn location(&self) -> Option<LogLocation> {
+        self.mem.list.location(self.node)
     }
 }
 

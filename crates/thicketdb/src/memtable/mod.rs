@@ -25,10 +25,31 @@ pub enum Lookup {
     Deleted,
 }
 
+/// Where an entry's value is in its memtable's log: the offset of the
+/// record (its first fragment) and of the value in the record's payload.
+/// TRIAD-LOG's flush writes these instead of the values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLocation {
+    pub record: u64,
+    pub offset: u64,
+}
+
+impl LogLocation {
+    /// An entry whose place in the log is not known (not written through
+    /// the memtable's log).
+    pub const UNKNOWN: LogLocation = LogLocation {
+        record: u64::MAX,
+        offset: u64::MAX,
+    };
+}
+
 /// An in-memory sorted buffer of recent writes, tied to one log file.
 pub struct Memtable {
     list: SkipList,
     size: AtomicU64,
+    /// Entries added without a known location while locations are tracked:
+    /// such a memtable cannot be flushed as a log table.
+    unlocated: AtomicU64,
     log_number: u64,
     /// Keeps the log file while the memtable's writes may still be needed
     /// (until it is flushed and no reader holds it).
@@ -42,6 +63,7 @@ impl Memtable {
         Memtable {
             list: SkipList::new(order),
             size: AtomicU64::new(0),
+            unlocated: AtomicU64::new(0),
             log_number,
             _log: None,
         }
@@ -57,15 +79,45 @@ impl Memtable {
         }
     }
 
+    /// Makes the memtable remember where each entry's value is in its log
+    /// (TRIAD-LOG), when `on`.
+    pub fn tracking_locations(mut self, on: bool) -> Memtable {
+        if on {
+            self.list.track_locations();
+        }
+        self
+    }
+
     /// The log holding this memtable's writes.
     pub fn log_number(&self) -> u64 {
         self.log_number
     }
 
+    /// Whether every entry's value can be found in the memtable's log (the
+    /// memtable tracks locations and was given one for every entry).
+    pub fn values_located(&self) -> bool {
+        self.list.tracks_locations() && self.unlocated.load(AtomicOrdering::Relaxed) == 0
+    }
+
     /// Inserts an entry. Sequence numbers are unique, so entries never collide.
     pub fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.add_at(seq, kind, user_key, value, LogLocation::UNKNOWN);
+    }
+
+    /// Inserts an entry whose value is at `location` in the memtable's log.
+    pub fn add_at(
+        &self,
+        seq: u64,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        location: LogLocation,
+    ) {
+        if location == LogLocation::UNKNOWN && self.list.tracks_locations() {
+            self.unlocated.fetch_add(1, AtomicOrdering::Relaxed);
+        }
         let trailer = pack_trailer(seq, kind).to_le_bytes();
-        let charge = self.list.insert(user_key, trailer, value);
+        let charge = self.list.insert(user_key, trailer, value, location);
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
 

@@ -23,6 +23,8 @@ use parking_lot::Mutex;
 use crate::format::internal_key::TRAILER_LEN;
 use crate::format::KeyOrder;
 
+use super::LogLocation;
+
 pub const MAX_HEIGHT: usize = 12;
 /// Longest internal key kept inside its node.
 pub const INLINE_KEY: usize = 32;
@@ -95,6 +97,9 @@ struct Writer {
 
 pub struct SkipList {
     nodes: boxcar::Vec<Node>,
+    /// Where each node's value is in the memtable's log, by node index
+    /// (TRIAD-LOG); `None` when the memtable does not track them.
+    locations: Option<boxcar::Vec<LogLocation>>,
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -106,6 +111,7 @@ impl SkipList {
     pub fn new(order: KeyOrder) -> SkipList {
         SkipList {
             nodes: boxcar::Vec::new(),
+            locations: None,
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
@@ -115,6 +121,22 @@ impl SkipList {
             }),
             order,
         }
+    }
+
+    /// Makes the list remember each entry's [`LogLocation`] (before any
+    /// insert).
+    pub fn track_locations(&mut self) {
+        debug_assert!(self.is_empty());
+        self.locations = Some(boxcar::Vec::new());
+    }
+
+    pub fn tracks_locations(&self) -> bool {
+        self.locations.is_some()
+    }
+
+    /// The location of the node at `index`, when the list tracks them.
+    pub fn location(&self, index: u32) -> Option<LogLocation> {
+        self.locations.as_ref()?.get(index as usize).copied()
     }
 
     /// The order of the keys.
@@ -148,10 +170,17 @@ impl SkipList {
         next != NIL && self.order.internal(self.node(next).key(), key) == Ordering::Less
     }
 
-    /// Inserts the internal key `user_key ++ trailer` with `value`; the key
-    /// must not be present. Inserts are serialised internally; readers are
-    /// never blocked. Returns the bytes the entry occupies.
-    pub fn insert(&self, user_key: &[u8], trailer: [u8; TRAILER_LEN], value: &[u8]) -> usize {
+    /// Inserts the internal key `user_key ++ trailer` with `value` (whose
+    /// place in the log is `location`, kept if the list tracks locations);
+    /// the key must not be present. Inserts are serialised internally;
+    /// readers are never blocked. Returns the bytes the entry occupies.
+    pub fn insert(
+        &self,
+        user_key: &[u8],
+        trailer: [u8; TRAILER_LEN],
+        value: &[u8],
+        location: LogLocation,
+    ) -> usize {
         let mut node = Node::new(user_key, trailer, value);
         let mut w = self.writer.lock();
         let height = random_height(&mut w.rng);
@@ -188,7 +217,12 @@ impl SkipList {
         for (level, link) in node.next.iter_mut().enumerate().take(height) {
             *link.get_mut() = self.next_of(prev[level], level);
         }
-        let charge = node.charge();
+        let mut charge = node.charge();
+        if let Some(locations) = &self.locations {
+            // Pushed under the writer lock just before its node: the same index.
+            locations.push(location);
+            charge += std::mem::size_of::<LogLocation>();
+        }
         let index = self.nodes.push(node) as u32;
         self.height.fetch_max(height, AtomicOrdering::Relaxed);
         for (level, &p) in prev.iter().enumerate().take(height) {
@@ -310,7 +344,7 @@ mod tests {
                 if !seen.insert((k, s)) { continue; }
                 let (key, (user, trailer)) = entry(k, s);
                 expected.push(key);
-                list.insert(&user, trailer, b"v");
+                list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
             }
             expected.sort_by(|a, b| KeyOrder::Bytewise.internal(a, b));
             prop_assert_eq!(keys(&list), expected.clone());
@@ -335,11 +369,11 @@ mod tests {
         let list = SkipList::new(KeyOrder::Bytewise);
         for k in 0..2000 {
             let (_, (user, trailer)) = entry(k * 2, 1);
-            list.insert(&user, trailer, b"v");
+            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
         }
         for k in (0..2000).rev() {
             let (_, (user, trailer)) = entry(k * 2 + 1, 1);
-            list.insert(&user, trailer, b"v");
+            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
         }
         let got = keys(&list);
         assert_eq!(got.len(), 4000);
@@ -355,7 +389,7 @@ mod tests {
         let list = std::sync::Arc::new(SkipList::new(KeyOrder::Bytewise));
         for k in (0..N).step_by(2) {
             let (_, (user, trailer)) = entry(k, 1);
-            list.insert(&user, trailer, b"v");
+            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
         }
         let progress = AtomicU32::new(1);
         std::thread::scope(|s| {
@@ -365,7 +399,7 @@ mod tests {
                 for k in (1..N).step_by(2) {
                     progress.store(k, AtomicOrdering::Relaxed);
                     let (_, (user, trailer)) = entry(k, 1);
-                    writer.insert(&user, trailer, b"v");
+                    writer.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
                 }
             });
             // Seek just past the next odd key the writer links, so it lands
@@ -395,7 +429,7 @@ mod tests {
             s.spawn(move || {
                 for k in 0..20_000 {
                     let (_, (user, trailer)) = entry((k * 7919) % 20_000, 1);
-                    writer.insert(&user, trailer, b"v");
+                    writer.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
                 }
             });
             for _ in 0..20 {
