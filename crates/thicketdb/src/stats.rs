@@ -101,6 +101,9 @@ macro_rules! with_counters {
             buffer_hits: "Point lookups answered by a compaction-buffer table (LSbM).",
             buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
             freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
+            gets: "Point lookups (`get`).",
+            get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log fragments (TRIAD-LOG) missing from the log-fragment cache; read amplification is `get_blocks_read / gets` (blocks read by search threads not counted).",
+            log_table_bytes: "TRIAD-LOG: bytes of log tables (the index) written by flushes; the values stay in the logs.",
         ] }
     };
 }

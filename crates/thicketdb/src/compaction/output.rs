@@ -237,5 +237,6 @@ fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {
         min_seq: s.properties.min_seq,
         max_seq: s.properties.max_seq,
         sketch: Sketch::of(&s.properties.hll),
+        logs: s.properties.log_refs,
     }
 }

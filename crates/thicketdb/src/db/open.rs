@@ -119,7 +119,12 @@ pub(super) fn new_table_cache(
             options.filter_policy.clone(),
             options.comparator.clone(),
         )
-        .with_direct_reads(options.use_direct_reads),
+        .with_direct_reads(options.use_direct_reads)
+        .with_log_cache(if options.triad_log {
+            options.triad_log_cache_size
+        } else {
+            0
+        }),
     ))
 }
 

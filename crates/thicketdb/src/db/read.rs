@@ -16,7 +16,7 @@ use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, 
 use crate::format::KeyOrder;
 use crate::memtable::Lookup;
 use crate::stats::Counters;
-use crate::table::Table;
+use crate::table::{blocks_read_on_this_thread, Table};
 use crate::version::buffer::{self, BufferProbe, BufferRun};
 use crate::version::{TableMeta, Version};
 use smallvec::SmallVec;
@@ -33,7 +33,22 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
 
 /// Looks `key` up and hands its value to `f` where it lies: in a table's
 /// block (from the block cache, not copied) or in the memtable's copy.
+/// Counts the lookup and the blocks it read.
 pub(crate) fn get_with<R>(
+    inner: &Arc<DbInner>,
+    key: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let before = blocks_read_on_this_thread();
+    let found = lookup_with(inner, key, opts, f);
+    let c = &inner.counters;
+    Counters::add(&c.gets, 1);
+    Counters::add(&c.get_blocks_read, blocks_read_on_this_thread() - before);
+    found
+}
+
+fn lookup_with<R>(
     inner: &Arc<DbInner>,
     key: &[u8],
     opts: &ReadOptions,

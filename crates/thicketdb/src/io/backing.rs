@@ -120,6 +120,23 @@ impl Backings {
         }
     }
 
+    /// References whole files (a version's log tables' logs), once per
+    /// item, until [`Backings::unpin_files`] drops the same references.
+    pub fn pin_files(&self, files: impl IntoIterator<Item = Backing>) {
+        let mut state = self.state.lock();
+        for backing in files {
+            *state.files.entry(backing).or_insert(0) += 1;
+        }
+    }
+
+    /// Drops references [`Backings::pin_files`] took.
+    pub fn unpin_files(&self, files: impl IntoIterator<Item = Backing>) {
+        let mut state = self.state.lock();
+        for backing in files {
+            state.unref_file(backing);
+        }
+    }
+
     /// Whether anything references `backing` now.
     pub fn is_referenced(&self, backing: Backing) -> bool {
         self.state.lock().files.contains_key(&backing)

@@ -193,8 +193,15 @@ options! {
         /// of `write_buffer_size`, write them to a fresh log, drop the old
         /// log and keep going instead of flushing; 0 disables it.
         triad_flush_threshold: f64 = 0.0,
+        /// TRIAD-LOG: a flush writes a log table (each key's address in the
+        /// memtable's log, no value copied) instead of a table, and the log
+        /// lives as long as a live log table references it.
+        triad_log: bool = false,
     }
     per_open {
+        /// TRIAD-LOG: bytes of verified log fragments cached for reads of
+        /// log tables' values; 0 reads every value from its log.
+        triad_log_cache_size: u64 = 8 << 20,
         /// Create the store when the directory holds none.
         create_if_missing: bool = true,
         /// Refuse to open a store that already exists.
@@ -278,6 +285,16 @@ impl Options {
         if self.lsbm_buffer && self.compaction_policy != PolicyKind::Leveled {
             return bad("lsbm_buffer needs the leveled compaction policy");
         }
+        // LSbM keeps an L0 compaction's inputs as L1's buffer and keeps or
+        // trims them by how much of their data blocks the block cache holds;
+        // a log table's data are its log, which the buffer would pin for as
+        // long as it keeps the table, judged by blocks that hold addresses.
+        if self.lsbm_buffer && self.triad_log {
+            return bad(
+                "triad_log cannot be combined with lsbm_buffer: the compaction buffer would keep \
+                 log tables (and pin their logs) by the cached share of their address blocks",
+            );
+        }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");
         }
@@ -318,6 +335,7 @@ impl Options {
             compression: self.compression,
             filter_policy: self.filter_policy.clone(),
             order: self.comparator.clone(),
+            log_refs: None,
         }
     }
 

@@ -116,6 +116,7 @@ impl Profile {
                 triad_disk: true,
                 triad_mem: true,
                 triad_flush_threshold: 0.5,
+                triad_log: true,
                 ..Options::default()
             },
         }

@@ -2,6 +2,7 @@
 //! 5-byte trailer, a compression type byte and the masked CRC32C of the
 //! bytes and the type byte.
 
+use std::cell::Cell;
 use std::path::Path;
 
 use super::block_handle::BlockHandle;
@@ -13,6 +14,23 @@ use crate::io::{RandomAccessFile, WritableFile};
 
 /// Bytes following every block: type byte + masked CRC32C.
 pub const BLOCK_TRAILER_LEN: usize = 5;
+
+thread_local! {
+    /// Blocks this thread read from files (read amplification).
+    static BLOCKS_READ: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Blocks (table blocks, and log fragments noted with
+/// [`note_block_read`]) the calling thread has read from files so far: the
+/// difference across a lookup is its read amplification.
+pub fn blocks_read_on_this_thread() -> u64 {
+    BLOCKS_READ.with(Cell::get)
+}
+
+/// Counts one block read from a file by the calling thread.
+pub fn note_block_read() {
+    BLOCKS_READ.with(|c| c.set(c.get() + 1));
+}
 
 /// Appends `raw` (compressed when worthwhile) and its trailer to `file`.
 /// `table_start` is the table's absolute offset; `scratch` is reused
@@ -77,6 +95,7 @@ impl TableFile<'_> {
         let len = (end - handle.offset) as usize;
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(abs, &mut buf)?;
+        note_block_read();
         let size = len - BLOCK_TRAILER_LEN;
         let stored_crc = decode_fixed32(&buf, size + 1).unwrap_or(0);
         if checksum::unmask(stored_crc) != checksum::crc32c(&buf[..size + 1]) {

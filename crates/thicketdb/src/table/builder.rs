@@ -12,7 +12,9 @@ use super::block_handle::BlockHandle;
 use super::block_io::write_block;
 use super::compression::CompressionType;
 use super::filter::FilterBuilder;
-use super::footer::{Footer, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION};
+use super::footer::{
+    Footer, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,
+};
 use super::options::TableOptions;
 use super::properties::TableProperties;
 use super::separator::shortest_separator;
@@ -158,9 +160,13 @@ impl<'a> TableBuilder<'a> {
             .as_ref()
             .and_then(FilterBuilder::policy_name)
             .map(str::to_string);
-        self.props.format_version = match self.props.filter_policy {
-            Some(_) => NAMED_FILTER_FORMAT_VERSION,
-            None => FORMAT_VERSION,
+        self.props.format_version = match (&self.options.log_refs, &self.props.filter_policy) {
+            (Some(logs), _) => {
+                self.props.log_refs.clone_from(logs);
+                LOG_TABLE_FORMAT_VERSION
+            }
+            (None, Some(_)) => NAMED_FILTER_FORMAT_VERSION,
+            (None, None) => FORMAT_VERSION,
         };
         self.props.largest_key.clone_from(&self.last_key);
         let properties = self.write_raw(&self.props.encode(), self.options.compression)?;

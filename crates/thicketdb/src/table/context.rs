@@ -1,10 +1,21 @@
 //! What a store gives every table it opens.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::cache::BlockCache;
 use super::filter_policy::FilterPolicy;
+use crate::error::Result;
 use crate::format::KeyOrder;
+
+/// Where the values of log tables (TRIAD-LOG) are read: the store's logs.
+/// A log table's entry holds the encoded address of its value.
+pub trait ValueLog: Send + Sync {
+    /// Reads the value whose encoded address is `address` into `out`
+    /// (cleared first), checksums verified. `at` (table file, block
+    /// offset) names the entry in errors about the address itself.
+    fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()>;
+}
 
 /// The store-wide settings a table is opened with; the default is a
 /// bytewise table read without a cache under the built-in Bloom filter.
@@ -18,4 +29,6 @@ pub struct TableContext {
     /// table's filter is used only if this policy built it; otherwise the
     /// table reads as if it had none.
     pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// Reads log tables' values; a log table opened without it is refused.
+    pub value_log: Option<Arc<dyn ValueLog>>,
 }

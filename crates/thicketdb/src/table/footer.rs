@@ -14,6 +14,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// (the name is in its properties). Readers that predate it refuse such a
 /// table instead of taking its filter for a Bloom filter.
 pub const NAMED_FILTER_FORMAT_VERSION: u32 = 2;
+/// The table format of a log table (TRIAD-LOG): a value is the encoded
+/// address of the value in a log the properties list. Readers that predate
+/// it refuse such a table instead of returning addresses as values.
+pub const LOG_TABLE_FORMAT_VERSION: u32 = 3;
 
 const VERSION_POS: usize = 48;
 const MAGIC_POS: usize = 52;
@@ -26,7 +30,8 @@ pub struct Footer {
     pub filter: BlockHandle,
     pub properties: BlockHandle,
     pub index: BlockHandle,
-    /// [`FORMAT_VERSION`] or [`NAMED_FILTER_FORMAT_VERSION`].
+    /// [`FORMAT_VERSION`], [`NAMED_FILTER_FORMAT_VERSION`] or
+    /// [`LOG_TABLE_FORMAT_VERSION`].
     pub version: u32,
 }
 
@@ -61,7 +66,7 @@ impl Footer {
             return Err("table footer checksum mismatch");
         }
         let version = match decode_fixed32(src, VERSION_POS) {
-            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION)) => v,
+            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION | LOG_TABLE_FORMAT_VERSION)) => v,
             _ => return Err("unsupported table format version"),
         };
         let handle = |i: usize| -> Result<BlockHandle, &'static str> {
@@ -105,7 +110,7 @@ mod tests {
         };
         assert_eq!(Footer::decode(&named.encode()), Ok(named));
         let later = Footer {
-            version: NAMED_FILTER_FORMAT_VERSION + 1,
+            version: LOG_TABLE_FORMAT_VERSION + 1,
             ..sample()
         };
         assert_eq!(

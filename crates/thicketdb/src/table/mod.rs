@@ -32,17 +32,20 @@ pub(crate) mod testutil;
 pub use block::Block;
 pub use block_builder::BlockBuilder;
 pub use block_handle::BlockHandle;
-pub use block_io::BLOCK_TRAILER_LEN;
+pub use block_io::{blocks_read_on_this_thread, note_block_read, BLOCK_TRAILER_LEN};
 pub use block_iter::BlockIter;
 pub use bloom::{BloomBuilder, BloomFilter};
 pub use builder::{TableBuilder, TableSummary};
 pub use cache::BlockCache;
 pub use compression::{CompressionType, MAX_BLOCK_SIZE};
-pub use context::TableContext;
+pub use context::{TableContext, ValueLog};
 pub use filter_policy::FilterPolicy;
-pub use footer::{Footer, FOOTER_LEN, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION, TABLE_MAGIC};
+pub use footer::{
+    Footer, FOOTER_LEN, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,
+    TABLE_MAGIC,
+};
 pub use hll::HyperLogLog;
 pub use options::TableOptions;
 pub use properties::TableProperties;
-pub use reader::Table;
+pub use reader::{is_put, Table};
 pub use table_iter::TableIterator;

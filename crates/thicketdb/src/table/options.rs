@@ -22,6 +22,9 @@ pub struct TableOptions {
     pub filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// The order entries are added in, checked by the builder.
     pub order: KeyOrder,
+    /// `Some(logs)` builds a log table (TRIAD-LOG): each value is the
+    /// encoded address of the value in one of `logs`.
+    pub log_refs: Option<Vec<u64>>,
 }
 
 impl TableOptions {
@@ -34,6 +37,7 @@ impl TableOptions {
         compression: CompressionType::None,
         filter_policy: None,
         order: KeyOrder::Bytewise,
+        log_refs: None,
     };
 }
 

@@ -20,6 +20,7 @@ const TAG_MAX_SEQ: u64 = 9;
 const TAG_HLL: u64 = 10;
 const TAG_FORMAT_VERSION: u64 = 11;
 const TAG_FILTER_POLICY: u64 = 12;
+const TAG_LOG_REFS: u64 = 13;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableProperties {
@@ -45,6 +46,9 @@ pub struct TableProperties {
     /// Name of the filter policy that built the filter block; `None` for
     /// the built-in Bloom filter (or no filter).
     pub filter_policy: Option<String>,
+    /// The logs a log table's values are in (TRIAD-LOG); empty for a
+    /// regular table.
+    pub log_refs: Vec<u64>,
 }
 
 impl TableProperties {
@@ -76,6 +80,13 @@ impl TableProperties {
         if let Some(name) = &self.filter_policy {
             put_field(&mut out, TAG_FILTER_POLICY, name.as_bytes());
         }
+        if !self.log_refs.is_empty() {
+            payload.clear();
+            for &log in &self.log_refs {
+                put_varint64(&mut payload, log);
+            }
+            put_field(&mut out, TAG_LOG_REFS, &payload);
+        }
         out
     }
 
@@ -104,6 +115,13 @@ impl TableProperties {
                     let name = std::str::from_utf8(payload)
                         .map_err(|_| "filter policy name is not UTF-8")?;
                     p.filter_policy = Some(name.to_string());
+                }
+                TAG_LOG_REFS => {
+                    let mut logs = payload;
+                    while !logs.is_empty() {
+                        let log = get_varint64(&mut logs).ok_or("bad log reference property")?;
+                        p.log_refs.push(log);
+                    }
                 }
                 _ => {}
             }

@@ -12,14 +12,14 @@ use super::block_handle::BlockHandle;
 use super::block_io::TableFile;
 use super::block_iter::BlockIter;
 use super::cache::BlockCache;
-use super::context::TableContext;
+use super::context::{TableContext, ValueLog};
 use super::filter::{self, TableFilter};
-use super::footer::{Footer, FOOTER_LEN};
+use super::footer::{Footer, FOOTER_LEN, LOG_TABLE_FORMAT_VERSION};
 use super::index::BlockIndex;
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 use crate::error::{Error, Result};
-use crate::format::internal_key::user_key;
+use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
 use crate::format::KeyOrder;
 use crate::io::RandomAccessFile;
 use crate::iterator::InternalIterator;
@@ -27,6 +27,8 @@ use crate::iterator::InternalIterator;
 thread_local! {
     /// Key buffer for point lookups, so a cached lookup does not allocate.
     static LOOKUP_KEY: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// Value buffer for point lookups in log tables.
+    static LOG_VALUE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 pub struct Table {
@@ -41,6 +43,8 @@ pub struct Table {
     filter: Option<TableFilter>,
     properties: TableProperties,
     order: KeyOrder,
+    /// Where a log table's values are read; `None` for a regular table.
+    value_log: Option<Arc<dyn ValueLog>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -71,6 +75,7 @@ impl Table {
             cache,
             order,
             filter_policy,
+            value_log,
         } = context;
         let path = Arc::new(path);
         let footer_pos = length
@@ -96,6 +101,17 @@ impl Table {
         )?;
         let properties = TableProperties::decode(&tf.read_block(footer.properties)?)
             .map_err(|r| tf.corruption(footer.properties, r))?;
+        let value_log = match (footer.version == LOG_TABLE_FORMAT_VERSION, value_log) {
+            (false, _) => None,
+            (true, Some(log)) => Some(log),
+            (true, None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{} offset {offset}: a log table's values are in its store's logs; \
+                     read it through the store",
+                    path.display()
+                )))
+            }
+        };
         let recorded = properties.filter_policy.as_deref();
         let filter_policy = filter_policy.as_ref();
         let filter = match footer.filter.size {
@@ -118,7 +134,33 @@ impl Table {
             filter,
             properties,
             order,
+            value_log,
         })
+    }
+
+    /// The store's logs when this is a log table (TRIAD-LOG).
+    pub fn value_log(&self) -> Option<&Arc<dyn ValueLog>> {
+        self.value_log.as_ref()
+    }
+
+    /// Calls `f` with the entry's key and its value: for a log table's
+    /// put, the value read from the log at the stored address.
+    fn with_value<R>(
+        &self,
+        block: u64,
+        key: &[u8],
+        stored: &[u8],
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<R> {
+        let Some(log) = self.value_log.as_ref().filter(|_| is_put(key)) else {
+            return Ok(f(key, stored));
+        };
+        let mut value = LOG_VALUE.with(Cell::take);
+        let read = log
+            .read_value(stored, &mut value, (&self.path, block))
+            .map(|()| f(key, &value));
+        LOG_VALUE.with(|c| c.set(value));
+        read
     }
 
     pub fn properties(&self) -> &TableProperties {
@@ -198,6 +240,8 @@ impl Table {
         if i == self.index.len() {
             return Ok(None);
         }
+        let handle = self.index.handle(i);
+        let block_pos = self.table_file().absolute(handle);
         let search = |block: &Block| {
             let mut data =
                 BlockIter::with_key_buffer(block, mem::take(key_buf), self.order.clone());
@@ -207,12 +251,13 @@ impl Table {
                     .order
                     .user(user_key(data.key()), user_key(lookup_key))
                     .is_eq())
-            .then(|| f(data.key(), data.value()));
+            .then(|| self.with_value(block_pos, data.key(), data.value(), f))
+            .transpose();
             let status = data.status();
             *key_buf = data.into_key_buffer();
-            status.map(|()| found)
+            status.and(found)
         };
-        self.with_block(self.index.handle(i), fill_cache, search)?
+        self.with_block(handle, fill_cache, search)?
     }
 
     /// A cursor over all entries; the blocks it loads stay in the cache.
@@ -236,6 +281,7 @@ impl Table {
             tf.read_block(self.footer.filter)?;
         }
         let mut prev = Vec::new();
+        let mut value = Vec::new();
         let mut entries = 0u64;
         for i in 0..self.index.len() {
             let handle = self.index.handle(i);
@@ -250,6 +296,10 @@ impl Table {
                         pos,
                         "keys out of order",
                     ));
+                }
+                if let Some(log) = self.value_log.as_ref().filter(|_| is_put(it.key())) {
+                    // A log table's value is checked where it lies.
+                    log.read_value(it.value(), &mut value, (&self.path, pos))?;
                 }
                 prev.clear();
                 prev.extend_from_slice(it.key());
@@ -323,6 +373,12 @@ impl Table {
             blocks_end: self.length - FOOTER_LEN as u64,
         }
     }
+}
+
+/// Whether the internal key `key` is a put (whose value a log table keeps
+/// in the log); a malformed key reads as not a put.
+pub fn is_put(key: &[u8]) -> bool {
+    ParsedKey::parse(key).is_some_and(|k| k.kind == ValueKind::Value)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
-use super::reader::Table;
+use super::reader::{is_put, Table};
 use crate::error::{Error, Result};
 use crate::iterator::{EntryLocation, InternalIterator};
 
@@ -22,6 +22,8 @@ pub struct TableIterator {
     status: Option<Error>,
     /// Whether blocks read from the file are kept in the block cache.
     fill_cache: bool,
+    /// A log table's current value, read from the log (TRIAD-LOG).
+    log_value: Vec<u8>,
 }
 
 const UNPOSITIONED: usize = usize::MAX;
@@ -35,6 +37,26 @@ impl TableIterator {
             data: None,
             data_handle: BlockHandle::default(),
             status: None,
+            log_value: Vec::new(),
+        }
+    }
+
+    /// In a log table, reads the current put's value from the log.
+    fn read_log_value(&mut self) {
+        let Some(log) = self.table.value_log() else {
+            return;
+        };
+        let Some(d) = self.data.as_ref().filter(|d| d.valid()) else {
+            return;
+        };
+        if !is_put(d.key()) {
+            self.log_value.clear();
+            return;
+        }
+        let block = self.table.offset() + self.data_handle.offset;
+        let at = (self.table.path(), block);
+        if let Err(e) = log.read_value(d.value(), &mut self.log_value, at) {
+            self.fail(e);
         }
     }
 
@@ -105,6 +127,7 @@ impl TableIterator {
                 d.seek_to_first();
             }
         }
+        self.read_log_value();
     }
 
     /// Moves backward past exhausted (or empty) data blocks.
@@ -116,6 +139,7 @@ impl TableIterator {
                 d.seek_to_last();
             }
         }
+        self.read_log_value();
     }
 }
 
@@ -175,7 +199,11 @@ impl InternalIterator for TableIterator {
     }
 
     fn value(&self) -> &[u8] {
-        self.data.as_ref().map_or(&[], |d| d.value())
+        match (&self.data, self.table.value_log()) {
+            (Some(d), Some(_)) if is_put(d.key()) => &self.log_value,
+            (Some(d), _) => d.value(),
+            (None, _) => &[],
+        }
     }
 
     fn status(&self) -> Result<()> {

@@ -9,8 +9,8 @@ use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefix
 
 /// Format version written in every MANIFEST's first edit. Version 2 adds
 /// the compaction buffer's tags (10–13), version 3 the compaction pointer
-/// (14); older MANIFESTs still open.
-pub const MANIFEST_FORMAT_VERSION: u64 = 3;
+/// (14), version 4 log tables (15); older MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 4;
 /// The oldest format version this build reads.
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
@@ -28,6 +28,11 @@ const TAG_BUFFER_REMOVED: u64 = 11;
 const TAG_BUFFER_DROPPED: u64 = 12;
 const TAG_BUFFER_FROZEN: u64 = 13;
 const TAG_COMPACT_POINTER: u64 = 14;
+/// A new table that is a log table: a new table's fields, then the logs it
+/// references (count, numbers).
+const TAG_NEW_LOG_TABLE: u64 = 15;
+/// Most logs one log table may reference (a flush references one).
+const MAX_LOG_REFS: u64 = 1 << 16;
 
 /// SifrDB's compaction journal: a long merge of whole runs in progress.
 /// Outputs persisted so far sit in `interim_run` at `level` (newer than the
@@ -130,7 +135,15 @@ impl VersionEdit {
         field(TAG_NEXT_FILE_NUMBER, self.next_file_number);
         field(TAG_LAST_SEQUENCE, self.last_sequence);
         for t in &self.new_tables {
-            put_new_table(&mut out, TAG_NEW_TABLE, t);
+            if t.meta.logs.is_empty() {
+                put_new_table(&mut out, TAG_NEW_TABLE, t);
+            } else {
+                put_new_table(&mut out, TAG_NEW_LOG_TABLE, t);
+                put_varint64(&mut out, t.meta.logs.len() as u64);
+                for &log in &t.meta.logs {
+                    put_varint64(&mut out, log);
+                }
+            }
         }
         for d in &self.deleted_tables {
             put_deleted_table(&mut out, TAG_DELETED_TABLE, d);
@@ -198,6 +211,18 @@ impl VersionEdit {
                 TAG_NEXT_FILE_NUMBER => edit.next_file_number = Some(num(src, "next file")?),
                 TAG_LAST_SEQUENCE => edit.last_sequence = Some(num(src, "last sequence")?),
                 TAG_NEW_TABLE => edit.new_tables.push(get_new_table(src)?),
+                TAG_NEW_LOG_TABLE => {
+                    let mut table = get_new_table(src)?;
+                    let count = num(src, "log reference count")?;
+                    if count == 0 || count > MAX_LOG_REFS {
+                        return Err(format!("log table references {count} logs"));
+                    }
+                    let logs = (0..count)
+                        .map(|_| num(src, "log reference"))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Arc::make_mut(&mut table.meta).logs = logs;
+                    edit.new_tables.push(table);
+                }
                 TAG_DELETED_TABLE => edit.deleted_tables.push(get_deleted_table(src)?),
                 TAG_BUFFER_TABLE => edit.buffer_tables.push(get_new_table(src)?),
                 TAG_BUFFER_REMOVED => edit.buffer_removed.push(get_deleted_table(src)?),
@@ -302,6 +327,7 @@ fn get_new_table(src: &mut &[u8]) -> Result<NewTable, String> {
             min_seq,
             max_seq,
             sketch: Default::default(),
+            logs: Vec::new(),
         }),
     })
 }
@@ -365,6 +391,10 @@ mod tests {
         e.buffer_frozen = vec![(2, true), (3, false)];
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         e.compact_pointers = vec![(1, b"k\x01\0\0\0\0\0\0\0".to_vec()), (3, Vec::new())];
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        let mut log_table = (*table(13, "e", "f")).clone();
+        log_table.logs = vec![21, 22];
+        e.add_table(0, 14, Arc::new(log_table));
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     }
 

@@ -34,6 +34,9 @@ pub struct TableMeta {
     /// The table's HyperLogLog sketch of its user keys, for policies that
     /// estimate key overlap without reading tables (TRIAD-DISK).
     pub sketch: Sketch,
+    /// The logs a log table's values are in (TRIAD-LOG); empty for a
+    /// regular table. A version holding the table keeps these logs.
+    pub logs: Vec<u64>,
 }
 
 /// A table's key sketch when it is in memory: set for tables this process
@@ -90,6 +93,11 @@ impl TableMeta {
             offset: self.offset,
             length: self.length,
         }
+    }
+
+    /// Whether the table is a log table (TRIAD-LOG).
+    pub fn is_log_table(&self) -> bool {
+        !self.logs.is_empty()
     }
 
     pub fn smallest_user_key(&self) -> &[u8] {
@@ -226,6 +234,7 @@ pub(crate) mod tests {
             min_seq: 1,
             max_seq: 9,
             sketch: Sketch::default(),
+            logs: Vec::new(),
         })
     }
 

@@ -4,6 +4,7 @@
 pub mod buffer;
 pub mod edit;
 pub mod files;
+pub mod log_values;
 pub mod meta;
 pub mod run_iter;
 pub mod set;

@@ -12,6 +12,7 @@ use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile};
 use crate::table::{BlockCache, FilterPolicy, Table, TableContext};
 use crate::version::files::segment_path;
+use crate::version::log_values::StoreLogs;
 use crate::version::TableMeta;
 
 pub struct TableCache {
@@ -28,6 +29,8 @@ pub struct TableCache {
     order: KeyOrder,
     /// Segments are read with `O_DIRECT` (`use_direct_reads`).
     direct_reads: bool,
+    /// Where log tables' values are read (TRIAD-LOG).
+    logs: Arc<StoreLogs>,
 }
 
 impl TableCache {
@@ -43,14 +46,29 @@ impl TableCache {
         TableCache {
             dir: dir.to_path_buf(),
             share_descriptors,
-            fs,
+            fs: fs.clone(),
             files: Cache::new(max_open_files.max(1)),
             tables: Cache::new(max_open_files.max(1)),
             block_cache,
             filter_policy,
             order,
             direct_reads: false,
+            logs: Arc::new(StoreLogs::new(dir, fs, 0)),
         }
+    }
+
+    /// Caches up to `bytes` of verified log fragments for log tables'
+    /// values (`triad_log_cache_size`).
+    pub fn with_log_cache(self, bytes: u64) -> TableCache {
+        TableCache {
+            logs: Arc::new(StoreLogs::new(&self.dir, self.fs.clone(), bytes)),
+            ..self
+        }
+    }
+
+    /// The reader of log tables' values.
+    pub fn logs(&self) -> &Arc<StoreLogs> {
+        &self.logs
     }
 
     /// Reads segments bypassing the page cache (`use_direct_reads`).
@@ -98,6 +116,7 @@ impl TableCache {
                     cache: Some(self.block_cache.clone()),
                     order: self.order.clone(),
                     filter_policy: self.filter_policy.clone(),
+                    value_log: Some(self.logs.clone()),
                 },
             )
             .map(Arc::new)

@@ -8,7 +8,7 @@ use super::buffer::{BufferEntry, BufferRun};
 use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
 use crate::format::KeyOrder;
-use crate::io::{Backings, Extent};
+use crate::io::{Backing, Backings, Extent};
 
 /// Levels in every version: L0 holds one run per flush, deeper levels hold
 /// the runs compaction builds.
@@ -68,6 +68,7 @@ impl Drop for Version {
         if let Some(backings) = self.pins.take() {
             let extents: Vec<Extent> = self.tables().map(|t| t.extent()).collect();
             backings.unpin_extents(&extents);
+            backings.unpin_files(self.referenced_logs());
         }
     }
 }
@@ -227,7 +228,16 @@ impl Version {
         debug_assert!(self.pins.is_none(), "a version is installed once");
         let extents: Vec<Extent> = self.tables().map(|t| t.extent()).collect();
         backings.pin_extents(&extents);
+        // A log table's log lives as long as a version holding the table.
+        backings.pin_files(self.referenced_logs());
         self.pins = Some(backings);
+    }
+
+    /// The logs the version's log tables reference, once per table that
+    /// references them (TRIAD-LOG).
+    pub fn referenced_logs(&self) -> impl Iterator<Item = Backing> + '_ {
+        self.tables()
+            .flat_map(|t| t.logs.iter().map(|&log| Backing::log(log)))
     }
 
     /// Every live table, the buffer's present tables included (a table

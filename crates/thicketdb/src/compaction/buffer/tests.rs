@@ -22,6 +22,7 @@ fn meta(id: u64, lo: &str, hi: &str, bytes: u64) -> Arc<TableMeta> {
         min_seq: 1,
         max_seq: 9,
         sketch: Default::default(),
+        logs: Vec::new(),
     })
 }
 

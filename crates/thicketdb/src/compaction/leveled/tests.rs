@@ -47,6 +47,7 @@ pub(super) fn version(shape: &str) -> Version {
                     min_seq: 1,
                     max_seq: 9,
                     sketch,
+                    logs: Vec::new(),
                 }),
             );
             id += 1;

@@ -11,8 +11,16 @@
 //! damaged is dropped. The report names every damaged table and what was
 //! lost. Survivors go to L0, one run each, ordered by their newest sequence
 //! number, as LevelDB's repair does; compaction then rebuilds the tree. Logs
-//! are left in place and replayed by the next open (the new MANIFEST's log
-//! number is 0).
+//! are left in place and replayed by the next open.
+//!
+//! Log tables (TRIAD-LOG) keep their values in logs: one is kept only when
+//! every value it references reads back from its log (checksums verified),
+//! and the new MANIFEST records its logs, so the store keeps them as long as
+//! the table lives. A damaged log table's values that still read back are
+//! salvaged into a regular table. Logs up to the newest one a kept log
+//! table references were flushed (flushes go oldest first) and are not
+//! replayed: replaying one would put its old versions above newer data in
+//! the rebuilt L0. Without log tables the new MANIFEST's log number is 0.
 
 use std::fmt;
 use std::path::Path;
@@ -29,12 +37,13 @@ use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::{
-    BlockIter, Footer, Table, TableContext, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC,
+    is_put, BlockIter, Footer, Table, TableContext, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC,
 };
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
 use crate::version::set::Recovered;
+use crate::version::log_values::StoreLogs;
 use crate::version::{Sketch, TableMeta, Version, VersionEdit, VersionSet};
 
 /// What a repair found and kept.
@@ -107,6 +116,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
     let next_file = Arc::new(AtomicU64::new(highest + 1));
     let new_number = || next_file.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 
+    let logs = Arc::new(StoreLogs::new(dir, fs.clone(), 0));
     let mut tables = Vec::new();
     let mut salvaged = Vec::new();
     for &segment in &segments {
@@ -118,7 +128,8 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
             report.dropped.push(format!("segment header: {e}"));
         }
         for (offset, length) in table_candidates(&data) {
-            match recover_table(file.clone(), &path, (segment, offset, length), options) {
+            let at = (segment, offset, length);
+            match recover_table(file.clone(), &path, at, options, &logs) {
                 Ok(Recovery::Intact(Some(t))) => tables.push(t),
                 Ok(Recovery::Intact(None)) => {}
                 Ok(Recovery::Damaged {
@@ -146,6 +157,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
     }
 
     tables.sort_by_key(|t: &TableMeta| (t.max_seq, t.min_seq));
+    let flushed_logs = tables.iter().flat_map(|t| t.logs.iter().copied()).max();
     let mut edit = VersionEdit::default();
     let mut last_sequence = 0;
     for mut t in tables {
@@ -163,7 +175,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
     ensure_options(fs.as_ref(), dir, options)?;
     let recovered = Recovered {
         version,
-        log_number: 0,
+        log_number: flushed_logs.map_or(0, |log| log + 1),
         next_file_number: next_file.load(std::sync::atomic::Ordering::SeqCst),
         last_sequence,
         stats: Vec::new(),
@@ -249,9 +261,11 @@ fn recover_table(
     path: &Path,
     (segment, offset, length): (u64, u64, u64),
     options: &Options,
+    logs: &Arc<StoreLogs>,
 ) -> Result<Recovery> {
     let context = TableContext {
         order: options.comparator.clone(),
+        value_log: Some(logs.clone()),
         ..TableContext::default()
     };
     let table = Table::open(file, path.to_path_buf(), segment, offset, length, context)?;
@@ -281,6 +295,7 @@ fn recover_table(
         // Read from the table's properties when a policy asks, as after
         // any reopen.
         sketch: Sketch::default(),
+        logs: p.log_refs.clone(),
     })))
 }
 
@@ -302,7 +317,19 @@ fn salvage(table: &Table) -> (Entries, usize) {
                 .last()
                 .is_none_or(|(last, _)| table.order().internal(last, it.key()).is_lt());
             if ParsedKey::parse(it.key()).is_some() && in_order {
-                entries.push((it.key().to_vec(), it.value().to_vec()));
+                match table.value_log().filter(|_| is_put(it.key())) {
+                    None => entries.push((it.key().to_vec(), it.value().to_vec())),
+                    // A log table's value is salvaged only if it reads back.
+                    Some(log) => {
+                        let mut value = Vec::new();
+                        if log
+                            .read_value(it.value(), &mut value, (table.path(), 0))
+                            .is_ok()
+                        {
+                            entries.push((it.key().to_vec(), value));
+                        }
+                    }
+                }
             }
             it.next();
         }

@@ -1,0 +1,93 @@
+//! TRIAD-LOG: reading a log table's values where they lie, in the store's
+//! logs. A value is read by its address (log, record, offset in the record,
+//! length) from the fragments it lies in, each checksum verified, through a
+//! small cache of verified fragments: a 255-byte value costs one fragment
+//! read (at most 32 KiB) on a miss, never its whole write group (up to
+//! 1 MiB), and reads of values written together share the fragment.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use crate::error::{Error, Result};
+use crate::io::FileSystem;
+use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress};
+use crate::table::{note_block_read, ValueLog};
+use crate::version::files::log_path;
+
+/// Open logs kept by a store's log-value reader.
+const OPEN_LOGS: usize = 64;
+
+/// A verified fragment: its type and payload.
+type Fragment = (FragmentType, Arc<[u8]>);
+
+#[derive(Clone)]
+struct FragmentWeight;
+
+impl Weighter<(u64, u64), Fragment> for FragmentWeight {
+    fn weight(&self, _: &(u64, u64), fragment: &Fragment) -> u64 {
+        fragment.1.len().max(1) as u64
+    }
+}
+
+/// Reads log tables' values from the logs of the store in `dir`.
+pub struct StoreLogs {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    logs: Cache<u64, Arc<RandomAccessLogReader>>,
+    /// Verified fragments by (log, header offset); `None`: no cache.
+    fragments: Option<Cache<(u64, u64), Fragment, FragmentWeight>>,
+}
+
+impl StoreLogs {
+    /// Reads logs of `dir` through `fs`, caching up to `cache_bytes` of
+    /// verified fragments (0: none).
+    pub fn new(dir: &Path, fs: Arc<dyn FileSystem>, cache_bytes: u64) -> StoreLogs {
+        let fragments = (cache_bytes > 0).then(|| {
+            let items = (cache_bytes / 4096).clamp(16, 1 << 20) as usize;
+            Cache::with_weighter(items, cache_bytes, FragmentWeight)
+        });
+        StoreLogs {
+            dir: dir.to_path_buf(),
+            fs,
+            logs: Cache::new(OPEN_LOGS),
+            fragments,
+        }
+    }
+
+    fn reader(&self, log: u64) -> Result<Arc<RandomAccessLogReader>> {
+        self.logs.get_or_insert_with(&log, || {
+            let path = log_path(&self.dir, log);
+            let file = self.fs.open_random(&path)?;
+            Ok(Arc::new(RandomAccessLogReader::new(file, path)))
+        })
+    }
+
+    /// Closes a deleted log.
+    pub fn evict_log(&self, log: u64) {
+        self.logs.remove(&log);
+    }
+}
+
+impl ValueLog for StoreLogs {
+    fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()> {
+        let address = ValueAddress::decode(address).map_err(|why| {
+            Error::corruption(at.0, at.1, format!("log table entry: {why}"))
+        })?;
+        let log = address.record.log_number;
+        let reader = self.reader(log)?;
+        let read = |start: u64, pos: u64| -> Result<Fragment> {
+            note_block_read();
+            let (kind, payload) = reader.read_fragment_at(start, pos)?;
+            Ok((kind, payload.into()))
+        };
+        let Some(cache) = &self.fragments else {
+            return reader.read_value_into(&address, out, read);
+        };
+        reader.read_value_into(&address, out, |start, pos| {
+            cache.get_or_insert_with(&(log, pos), || read(start, pos))
+        })
+    }
+}
