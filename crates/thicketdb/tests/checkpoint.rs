@@ -208,6 +208,9 @@ impl FileSystem for NoLinks {
     fn sync_dir(&self, dir: &Path) -> thicketdb::Result<()> {
         PosixFs.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> thicketdb::Result<()> {
+        PosixFs.sync_file(path)
+    }
     fn lock(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::FileLock>> {
         PosixFs.lock(path)
     }

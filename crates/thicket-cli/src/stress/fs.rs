@@ -89,6 +89,9 @@ impl FileSystem for ProcessFs {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.change(dir, || self.fs.sync_dir(dir))
     }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.change(path, || self.fs.sync_file(path))
+    }
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.change(path, || self.fs.lock(path))
     }

@@ -42,7 +42,9 @@ pub fn split_components(
     let mut moves: Vec<TaskInput> = Vec::new();
     for component in components {
         if let [(level, run, table)] = component.as_slice() {
-            if movable(*level, table) {
+            // A log table is always rewritten: its values are its logs,
+            // which only L0 keeps (TRIAD-LOG).
+            if movable(*level, table) && !table.is_log_table() {
                 match moves
                     .iter_mut()
                     .find(|m| m.level == *level && m.run == *run)

@@ -461,7 +461,7 @@ fn build_task(
                 order,
             )
         });
-        if under.is_empty() && promote {
+        if under.is_empty() && promote && !v.is_log_table() {
             moves.push(v);
             continue;
         }

@@ -229,6 +229,7 @@ pub(crate) fn collect_obsolete_files(inner: &DbInner) {
                 }
             }
             BackingKind::Log => {
+                inner.table_cache.logs().evict_log(backing.number);
                 let _ = inner.fs.remove(&log_path(&inner.dir, backing.number));
             }
         }

@@ -85,6 +85,10 @@ impl Db {
             let last_sequence = inner.last_sequence.load(Ordering::Acquire);
             let manifest = manifest_name(versions.manifest_number());
             let mut files = vec![open_prefix(fs, &inner.dir, manifest.clone())?];
+            let current = versions.current();
+            // Log tables' logs (TRIAD-LOG) are their data.
+            let referenced: std::collections::HashSet<u64> =
+                current.referenced_logs().map(|b| b.number).collect();
             for name in fs.list(&inner.dir)? {
                 let Some(FileKind::Log(n)) = parse_file_name(&name) else {
                     continue;
@@ -93,7 +97,7 @@ impl Db {
                 // was written (a memory-mapped log's file is longer); a newer
                 // one, made by a memtable switch waiting for this mutex,
                 // holds nothing of this point.
-                if n < versions.log_number() || n > log.number {
+                if (n < versions.log_number() && !referenced.contains(&n)) || n > log.number {
                     continue;
                 }
                 let mut prefix = open_prefix(fs, &inner.dir, name)?;
@@ -102,7 +106,7 @@ impl Db {
                 }
                 files.push(prefix);
             }
-            (versions.current(), last_sequence, manifest, files)
+            (current, last_sequence, manifest, files)
         };
 
         fs.create_dir_all(&building)?;

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::install;
+use super::log_table::LogAddresses;
 use super::lock_order::RankedGuard;
 use super::write::relog;
 use super::{BackgroundState, DbInner};
@@ -46,7 +47,10 @@ impl FlushEnv<'_> {
     }
 
     /// [`FlushEnv::flush`] without the user keys in `hot` (TRIAD-MEM keeps
-    /// them in memory).
+    /// them in memory). With `triad_log` (and every entry's place in the
+    /// log known) the run is of log tables: keys and the addresses of their
+    /// values in the memtable's log, which the tables then keep alive; the
+    /// log was synced when its memtable was switched out (or at recovery).
     pub fn flush_cold(
         &self,
         mem: Arc<Memtable>,
@@ -54,14 +58,22 @@ impl FlushEnv<'_> {
         hot: &HashSet<Vec<u8>>,
         edit: &mut VersionEdit,
     ) -> Result<()> {
-        let mut source = MemtableIterator::new(mem);
+        let log_table = self.options.triad_log && mem.values_located();
+        let mut table_options = self.options.table_options();
+        if log_table {
+            table_options.log_refs = Some(vec![mem.log_number()]);
+        }
+        let mut source: Box<dyn InternalIterator> = match log_table {
+            true => Box::new(LogAddresses::new(mem)),
+            false => Box::new(MemtableIterator::new(mem)),
+        };
         source.seek_to_first();
         let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
         let mut keep = |k: &[u8]| (hot.is_empty() || !hot.contains(user_key(k))) && rule.keep(k);
         let mut sink = OutputSink::new(OutputSpec {
             fs: self.fs,
             dir: self.dir,
-            table_options: self.options.table_options(),
+            table_options,
             target_table_size: if self.options.flush_one_table {
                 u64::MAX
             } else {
@@ -70,9 +82,12 @@ impl FlushEnv<'_> {
             compaction_file: self.options.compaction_file,
             new_file_number: self.new_file_number,
         });
-        sink.add_stream(&mut source, &mut keep)?;
+        sink.add_stream(source.as_mut(), &mut keep)?;
         let output = sink.finish()?;
         let c = self.counters;
+        if log_table {
+            Counters::add(&c.log_table_bytes, output.bytes);
+        }
         Counters::add(&c.flushes, 1);
         Counters::add(&c.flush_bytes_written, output.bytes);
         Counters::add(&c.fsyncs_flush, output.syncs);
@@ -161,6 +176,9 @@ fn place_flushed_run<'a>(
     new_run: impl FnOnce() -> u64,
 ) -> Option<RankedGuard<'a, BackgroundState>> {
     let (first, last) = (edit.new_tables.first()?, edit.new_tables.last()?);
+    if first.meta.is_log_table() {
+        return None; // log tables stay in L0 (TRIAD-LOG)
+    }
     let (smallest, largest) = (first.meta.smallest_user_key(), last.meta.largest_user_key());
     let (level, run) = inner.policy.flush_target(current, smallest, largest)?;
     // Running tasks may be moving data into this range of the levels

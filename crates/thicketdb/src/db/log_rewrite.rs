@@ -16,9 +16,9 @@
 
 use std::sync::Arc;
 
-use super::write::{create_log, set_background_error};
+use super::write::{create_log, insert_relogged, set_background_error};
 use super::{DbInner, SuperVersion};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::Backing;
 use crate::log::{encode_relogged, LogWriter};
 use crate::memtable::newest::newest_entries;
@@ -50,12 +50,12 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
         create_log(inner.fs.as_ref(), opts, &log_path(&inner.dir, number)).and_then(|f| {
             inner.fs.sync_dir(&inner.dir)?;
             let mut writer = LogWriter::new(f);
-            writer.add_record(&record)?;
+            let offset = writer.add_record(&record)?;
             writer.flush()?;
             writer.sync()?;
-            Ok(writer)
+            Ok((writer, offset))
         });
-    let writer = match written {
+    let (writer, offset) = match written {
         Ok(w) => w,
         Err(e) => {
             set_background_error(inner, e.clone());
@@ -69,10 +69,11 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     let mem = Memtable::with_log(
         inner.backings.pin_file(Backing::log(number)),
         inner.options.comparator.clone(),
-    );
-    for e in &entries {
-        mem.add(e.seq, e.kind, &e.key, &e.value);
-    }
+    )
+    .tracking_locations(opts.triad_log);
+    insert_relogged(&mem, &record, offset).map_err(|why| {
+        Error::invariant(format!("a record this process encoded failed to decode: {why}"))
+    })?;
     log.writer = writer;
     log.number = number;
     let mut current = inner.super_version.write();

@@ -14,6 +14,7 @@ mod compact;
 mod flush;
 mod iter;
 mod lock_order;
+mod log_table;
 mod log_rewrite;
 mod open;
 mod range;

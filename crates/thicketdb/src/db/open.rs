@@ -11,13 +11,13 @@ use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
 use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
-use super::write::{insert_into_memtable, LogState, WriteState};
+use super::write::{insert_into_memtable, insert_relogged, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::key_order::BYTEWISE_NAME;
 use crate::format::KeyOrder;
 use crate::io::{Backing, Backings, FileLock, FileSystem};
-use crate::log::{decode_relogged, is_relogged, LogReader, LogWriter};
+use crate::log::{for_each_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -64,7 +64,8 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let mem = Memtable::with_log(
         backings.pin_file(Backing::log(log_number)),
         options.comparator.clone(),
-    );
+    )
+    .tracking_locations(options.triad_log);
     assemble(Parts {
         dir,
         options,
@@ -326,6 +327,7 @@ pub(super) fn replay_logs(
         },
         full,
         mem: Arc::new(Memtable::new(0, options.comparator.clone())),
+        log: 0,
         edit: VersionEdit::default(),
         kept: Vec::new(),
         replayed: logs.clone(),
@@ -395,6 +397,8 @@ struct Replay<'a> {
     env: FlushEnv<'a>,
     full: FullMemtable,
     mem: Arc<Memtable>,
+    /// The log being replayed.
+    log: u64,
     edit: VersionEdit,
     /// Memtables kept in memory, oldest first.
     kept: Vec<Arc<Memtable>>,
@@ -403,9 +407,20 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    /// Replays one log; returns the last sequence number it holds.
+    /// Replays one log; returns the last sequence number it holds. With
+    /// `triad_log` a memtable holds one log's writes, so that it flushes as
+    /// log tables of that log (the log becomes their data, not rewritten);
+    /// the log is synced first, as the tables will rely on it.
     fn log(&mut self, number: u64) -> Result<u64> {
         let path = log_path(self.env.dir, number);
+        if self.env.options.triad_log {
+            self.memtable_full()?;
+            if matches!(self.full, FullMemtable::Flush) {
+                self.env.fs.sync_file(&path)?;
+            }
+            self.log = number;
+            self.mem = Arc::new(self.fresh_memtable());
+        }
         let mut reader = LogReader::new(
             self.env.fs.open_sequential(&path)?,
             path.clone(),
@@ -415,9 +430,9 @@ impl Replay<'_> {
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
             let applied = if is_relogged(&record) {
-                self.relogged(&record)
+                self.relogged(&record, offset)
             } else {
-                insert_into_memtable(&self.mem, &record)
+                insert_into_memtable(&self.mem, &record, offset)
             };
             last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
             if self.mem.approximate_size() >= self.env.options.write_buffer_size {
@@ -431,25 +446,27 @@ impl Replay<'_> {
     /// source log is replayed too: that log holds every version of them, and
     /// the same entry twice in a memtable would be a duplicate key. Returns
     /// the largest sequence number applied (0 for none).
-    fn relogged(&self, record: &[u8]) -> std::result::Result<u64, String> {
-        let (source, entries) = decode_relogged(record).map_err(str::to_string)?;
+    fn relogged(&self, record: &[u8], offset: u64) -> std::result::Result<u64, String> {
+        let source = for_each_relogged(record, |_, _, _, _| ())?;
         if self.replayed.contains(&source) {
             return Ok(0);
         }
-        let mut last = 0;
-        for e in &entries {
-            self.mem.add(e.seq, e.kind, &e.key, &e.value);
-            last = last.max(e.seq);
-        }
-        Ok(last)
+        Ok(insert_relogged(&self.mem, record, offset)?)
+    }
+
+    /// An empty memtable for the writes of the log being replayed (with
+    /// `triad_log`; otherwise for those of every log).
+    fn fresh_memtable(&self) -> Memtable {
+        let options = self.env.options;
+        Memtable::new(self.log, options.comparator.clone()).tracking_locations(options.triad_log)
     }
 
     fn memtable_full(&mut self) -> Result<()> {
         if self.mem.is_empty() {
             return Ok(());
         }
-        let order = self.env.options.comparator.clone();
-        let mem = std::mem::replace(&mut self.mem, Arc::new(Memtable::new(0, order)));
+        let fresh = Arc::new(self.fresh_memtable());
+        let mem = std::mem::replace(&mut self.mem, fresh);
         match self.full {
             // Recovery runs before any snapshot exists: only the newest
             // version of each key matters, but keep them all, as a flush does.
@@ -466,10 +483,11 @@ impl Replay<'_> {
 /// files and unreferenced segments left by an interrupted flush or compaction.
 fn sweep(fs: &dyn FileSystem, dir: &Path, version: &Version, log_number: u64) {
     let live = version.segment_table_counts();
+    let referenced: std::collections::HashSet<Backing> = version.referenced_logs().collect();
     let Ok(names) = fs.list(dir) else { return };
     for name in names {
         let doomed = match parse_file_name(&name) {
-            Some(FileKind::Log(n)) => n < log_number,
+            Some(FileKind::Log(n)) => n < log_number && !referenced.contains(&Backing::log(n)),
             Some(FileKind::Segment(n)) => !live.contains_key(&n),
             Some(FileKind::Temp(_)) => true,
             _ => false,

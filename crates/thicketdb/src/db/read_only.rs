@@ -221,6 +221,10 @@ impl FileSystem for ReadOnlyFs {
         Err(refused("syncing", dir))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        Err(refused("syncing", path))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         Err(refused("locking", path))
     }

@@ -22,8 +22,8 @@ use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::io::{Backing, FileSystem, WritableFile};
-use crate::log::{encode_relogged, LogWriter, RelogEntry};
-use crate::memtable::Memtable;
+use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry};
+use crate::memtable::{LogLocation, Memtable};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
@@ -132,25 +132,24 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
         let first = inner.last_sequence.load(Ordering::Acquire) + 1;
         let mut log = inner.log.lock();
         let record = merged.encode(first);
-        let logged = log
-            .writer
-            .add_record(record)
-            .and_then(|_offset| log.writer.flush())
-            .and_then(|()| {
-                if sync {
-                    Counters::add(&inner.counters.fsyncs_log, 1);
-                    log.writer.sync()
-                } else {
-                    Ok(())
-                }
-            });
-        if let Err(e) = logged {
-            // The log may now hold a torn record: refuse further writes.
-            set_background_error(inner, e.clone());
-            return Err(e);
-        }
+        let logged = log.writer.add_record(record).and_then(|offset| {
+            log.writer.flush()?;
+            if sync {
+                Counters::add(&inner.counters.fsyncs_log, 1);
+                log.writer.sync()?;
+            }
+            Ok(offset)
+        });
+        let offset = match logged {
+            Ok(offset) => offset,
+            Err(e) => {
+                // The log may now hold a torn record: refuse further writes.
+                set_background_error(inner, e.clone());
+                return Err(e);
+            }
+        };
         Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
-        insert_into_memtable(&sv.mem, record).map_err(|why| {
+        insert_into_memtable(&sv.mem, record, offset).map_err(|why| {
             Error::invariant(format!(
                 "a batch this process encoded failed to decode: {why}"
             ))
@@ -197,20 +196,49 @@ fn form_group(state: &mut RankedGuard<'_, WriteState>) -> (WriteBatch, usize, bo
     (merged, len, sync)
 }
 
-/// Applies an encoded batch to the memtable; returns its last sequence.
-/// A malformed batch is rejected before anything is inserted.
+/// Applies an encoded batch, the log record at `record_offset` of the
+/// memtable's log, to the memtable; returns its last sequence. A malformed
+/// batch is rejected before anything is inserted.
 pub(crate) fn insert_into_memtable(
     mem: &Memtable,
     record: &[u8],
+    record_offset: u64,
 ) -> std::result::Result<u64, String> {
     let batch = DecodedBatch::parse(record)?;
     batch.for_each(|_| ())?;
     let mut seq = batch.first_sequence;
     batch.for_each(|op| {
-        mem.add(seq, op.kind, op.key, op.value);
+        let at = location_in(record, record_offset, op.value);
+        mem.add_at(seq, op.kind, op.key, op.value, at);
         seq += 1;
     })?;
     Ok(seq.saturating_sub(1))
+}
+
+/// Applies the entries of a re-logged record, the log record at
+/// `record_offset` of the memtable's log, to the memtable; returns the
+/// largest sequence number applied (0 for none). A malformed record is
+/// rejected before anything is inserted.
+pub(crate) fn insert_relogged(
+    mem: &Memtable,
+    record: &[u8],
+    record_offset: u64,
+) -> std::result::Result<u64, &'static str> {
+    for_each_relogged(record, |_, _, _, _| ())?;
+    let mut last = 0;
+    for_each_relogged(record, |seq, kind, key, value| {
+        mem.add_at(seq, kind, key, value, location_in(record, record_offset, value));
+        last = last.max(seq);
+    })?;
+    Ok(last)
+}
+
+/// Where `value`, a slice of `record`, lies in the log (TRIAD-LOG).
+fn location_in(record: &[u8], record_offset: u64, value: &[u8]) -> LogLocation {
+    LogLocation {
+        record: record_offset,
+        offset: (value.as_ptr() as usize - record.as_ptr() as usize) as u64,
+    }
 }
 
 /// Takes `background`; callers may hold `write` or `log`.
@@ -348,10 +376,13 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     imms.push(current.mem.clone());
     imms.extend(current.imms.iter().cloned());
     let next = SuperVersion {
-        mem: Arc::new(Memtable::with_log(
-            inner.backings.pin_file(Backing::log(number)),
-            inner.options.comparator.clone(),
-        )),
+        mem: Arc::new(
+            Memtable::with_log(
+                inner.backings.pin_file(Backing::log(number)),
+                inner.options.comparator.clone(),
+            )
+            .tracking_locations(inner.options.triad_log),
+        ),
         imms,
         version: current.version.clone(),
         pending_compaction_bytes: current.pending_compaction_bytes,
@@ -399,21 +430,24 @@ pub(crate) fn relog(
         return Ok(entries);
     }
     let record = encode_relogged(from.log_number(), &entries);
-    let written = log
-        .writer
-        .add_record(&record)
-        .and_then(|_offset| log.writer.flush())
-        .and_then(|()| log.writer.sync());
-    if let Err(e) = written {
-        set_background_error(inner, e.clone());
-        return Err(e);
-    }
+    let written = log.writer.add_record(&record).and_then(|offset| {
+        log.writer.flush()?;
+        log.writer.sync()?;
+        Ok(offset)
+    });
+    let offset = match written {
+        Ok(offset) => offset,
+        Err(e) => {
+            set_background_error(inner, e.clone());
+            return Err(e);
+        }
+    };
     let c = &inner.counters;
     Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.fsyncs_log, 1);
-    for e in &entries {
-        sv.mem.add(e.seq, e.kind, &e.key, &e.value);
-    }
+    insert_relogged(&sv.mem, &record, offset).map_err(|why| {
+        Error::invariant(format!("a record this process encoded failed to decode: {why}"))
+    })?;
     Ok(entries)
 }
 

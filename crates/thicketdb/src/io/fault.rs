@@ -553,6 +553,16 @@ impl FileSystem for FaultFs {
         Ok(())
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let mut disk = self.disk.lock();
+        disk.check_fault(path)?;
+        disk.stats.syncs += 1;
+        let inode = disk.inode(path)?;
+        let mut file = inode.lock();
+        file.synced_len = file.data.len();
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
         if !disk.dir_exists(dir) {

@@ -102,6 +102,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the directory's entries (creations, renames) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes the content of an existing file durable (`fdatasync`), e.g.
+    /// a log that recovery replayed and log tables will rely on.
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// Takes an exclusive lock; `Error::Locked` when someone else has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Reads a whole (small) file.

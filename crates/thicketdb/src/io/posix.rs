@@ -249,6 +249,14 @@ impl FileSystem for PosixFs {
         fs::create_dir_all(dir).map_err(|e| Error::io(e, ctx(dir)))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| Error::io(e, ctx(path)))
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         File::open(dir)
             .and_then(|d| d.sync_all())

@@ -1,0 +1,88 @@
+//! TRIAD-LOG's flush source: a memtable's entries with each put's value
+//! replaced by its address in the memtable's log, which is what a log table
+//! stores (`docs/format.md`, Log tables). Deletions keep their empty value.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::log::{LogAddress, ValueAddress};
+use crate::memtable::{Memtable, MemtableIterator};
+use crate::table::is_put;
+
+/// Walks a memtable whose entries all know their place in its log
+/// ([`Memtable::values_located`]), yielding encoded value addresses.
+pub(crate) struct LogAddresses {
+    entries: MemtableIterator,
+    log: u64,
+    address: Vec<u8>,
+}
+
+impl LogAddresses {
+    pub fn new(mem: Arc<Memtable>) -> LogAddresses {
+        LogAddresses {
+            log: mem.log_number(),
+            entries: MemtableIterator::new(mem),
+            address: Vec::new(),
+        }
+    }
+
+    /// Encodes the current put's address.
+    fn locate(&mut self) {
+        self.address.clear();
+        if !self.entries.valid() || !is_put(self.entries.key()) {
+            return;
+        }
+        if let Some(at) = self.entries.location() {
+            ValueAddress {
+                record: LogAddress::new(self.log, at.record),
+                offset: at.offset,
+                len: self.entries.value().len() as u64,
+            }
+            .encode_to(&mut self.address);
+        }
+    }
+}
+
+impl InternalIterator for LogAddresses {
+    fn valid(&self) -> bool {
+        self.entries.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.entries.seek_to_first();
+        self.locate();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.entries.seek_to_last();
+        self.locate();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.entries.seek(target);
+        self.locate();
+    }
+
+    fn next(&mut self) {
+        self.entries.next();
+        self.locate();
+    }
+
+    fn prev(&mut self) {
+        self.entries.prev();
+        self.locate();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.entries.key()
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.address
+    }
+
+    fn status(&self) -> Result<()> {
+        self.entries.status()
+    }
+}
