@@ -8,8 +8,13 @@ pub fn run(g: &GlobalArgs) -> CliResult<Status> {
     let dir = db_dir(g)?;
     let report = thicketdb::check::check_store(dir)?;
     println!(
-        "ok: {} tables in {} segments, {} logs ({} records), MANIFEST ({} records)",
-        report.tables, report.segments, report.logs, report.log_records, report.manifest_records
+        "ok: {} tables ({} log tables) in {} segments, {} logs ({} records), MANIFEST ({} records)",
+        report.tables,
+        report.log_tables,
+        report.segments,
+        report.logs,
+        report.log_records,
+        report.manifest_records
     );
     Ok(Status::Success)
 }

@@ -110,6 +110,7 @@ fn table_meta_json(m: &TableMeta) -> Map<String, Value> {
         "entries": m.entries,
         "min_seq": m.min_seq,
         "max_seq": m.max_seq,
+        "logs": m.logs,
     });
     match value {
         Value::Object(map) => map,
@@ -336,9 +337,21 @@ fn table_json(dump: &TableDump) -> Value {
             "min_seq": p.min_seq,
             "max_seq": p.max_seq,
             "format_version": p.format_version,
+            "log_refs": p.log_refs,
         },
         "index": dump.index.iter().map(index_json).collect::<Vec<_>>(),
-        "entries": dump.entries.iter().map(entry_json).collect::<Vec<_>>(),
+        "entries": dump.entries.iter().enumerate().map(|(i, e)| {
+            let mut entry = entry_json(e);
+            if let Some(Some(a)) = dump.log_addresses.get(i) {
+                entry["log_address"] = json!({
+                    "log": a.record.log_number,
+                    "record": a.record.offset,
+                    "offset": a.offset,
+                    "length": a.len,
+                });
+            }
+            entry
+        }).collect::<Vec<_>>(),
     })
 }
 
@@ -375,9 +388,16 @@ fn table_text(dump: &TableDump) -> String {
             i.block_size
         );
     }
+    if !p.log_refs.is_empty() {
+        out += &format!("log table: values in logs {:?}\n", p.log_refs);
+    }
     out += &format!("entries: {}\n", dump.entries.len());
-    for e in &dump.entries {
-        out += &format!("  {}\n", entry_text(e));
+    for (i, e) in dump.entries.iter().enumerate() {
+        out += &format!("  {}", entry_text(e));
+        if let Some(Some(a)) = dump.log_addresses.get(i) {
+            out += &format!(" (from {} at byte {}, {} bytes)", a.record, a.offset, a.len);
+        }
+        out += "\n";
     }
     out
 }

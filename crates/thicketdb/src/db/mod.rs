@@ -446,3 +446,5 @@ impl Db {
 mod tests;
 #[cfg(test)]
 mod triad_tests;
+#[cfg(test)]
+mod triad_log_tests;

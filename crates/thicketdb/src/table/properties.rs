@@ -165,6 +165,7 @@ mod tests {
             hll,
             format_version: 1,
             filter_policy: None,
+            log_refs: Vec::new(),
         }
     }
 
@@ -172,6 +173,12 @@ mod tests {
     fn round_trip() {
         let p = sample();
         assert_eq!(TableProperties::decode(&p.encode()), Ok(p));
+        let log_table = TableProperties {
+            format_version: 3,
+            log_refs: vec![7, 1 << 40],
+            ..sample()
+        };
+        assert_eq!(TableProperties::decode(&log_table.encode()), Ok(log_table));
     }
 
     #[test]

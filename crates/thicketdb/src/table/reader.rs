@@ -694,6 +694,7 @@ mod tests {
                     compression,
                     filter_policy: None,
                     order: KeyOrder::Bytewise,
+                    log_refs: None,
                 },
             )
     }

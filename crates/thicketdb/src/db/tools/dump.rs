@@ -13,10 +13,11 @@ use crate::format::internal_key::ParsedKey;
 use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
-use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
-use crate::table::{Table, TableContext, TableProperties};
+use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode, ValueAddress};
+use crate::table::{is_put, BlockIter, Table, TableContext, TableProperties};
 use crate::version::edit::VersionEdit;
 use crate::version::files::{current_path, log_path, segment_path};
+use crate::version::log_values::StoreLogs;
 use crate::version::meta::TableMeta;
 use crate::version::{Version, VersionSet};
 
@@ -56,7 +57,11 @@ pub struct TableDump {
     pub properties: TableProperties,
     /// One entry per data block.
     pub index: Vec<IndexEntry>,
+    /// Entries, a log table's values read from its logs.
     pub entries: Vec<Entry>,
+    /// A log table's (TRIAD-LOG) stored addresses, one per entry (`None`
+    /// for a deletion); empty for a regular table.
+    pub log_addresses: Vec<Option<ValueAddress>>,
 }
 
 /// An index entry: the separator key (at or above every key of its block,
@@ -173,6 +178,7 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         meta.length,
         TableContext {
             order,
+            value_log: Some(Arc::new(StoreLogs::new(dir, fs.clone(), 0))),
             ..TableContext::default()
         },
     )?);
@@ -203,7 +209,35 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         properties: table.properties().clone(),
         index,
         entries,
+        log_addresses: log_addresses(&table)?,
     })
+}
+
+/// The addresses a log table stores in place of its values.
+fn log_addresses(table: &Table) -> Result<Vec<Option<ValueAddress>>> {
+    let mut addresses = Vec::new();
+    if table.value_log().is_none() {
+        return Ok(addresses);
+    }
+    let index = table.index();
+    for i in 0..index.len() {
+        let handle = index.handle(i);
+        let block = table.block(handle, false)?;
+        let mut it = BlockIter::new(&block, table.order().clone());
+        it.seek_to_first();
+        while it.valid() {
+            let address = match is_put(it.key()) {
+                false => None,
+                true => Some(ValueAddress::decode(it.value()).map_err(|why| {
+                    Error::corruption(table.path(), table.offset() + handle.offset, why)
+                })?),
+            };
+            addresses.push(address);
+            it.next();
+        }
+        it.status()?;
+    }
+    Ok(addresses)
 }
 
 fn entry(path: &Path, offset: u64, internal_key: &[u8], value: &[u8]) -> Result<Entry> {
