@@ -703,3 +703,30 @@ fn model_sifr_early_cleaning() {
         assert_eq!(lookups > 0, threads > 1, "{threads} search threads");
     }
 }
+
+/// TRIAD's techniques one at a time on the `default` profile (the paper's
+/// breakdown), and all three (`triad`): with TRIAD-LOG, flushes write log
+/// tables whose values are read from the logs, across crashes, reopens,
+/// recovery and compactions.
+#[test]
+fn model_triad_techniques_alone_and_together() {
+    let alone: [(&str, fn(&mut Options)); 3] = [
+        ("triad_mem", |o| o.triad_mem = true),
+        ("triad_disk", |o| o.triad_disk = true),
+        ("triad_log", |o| o.triad_log = true),
+    ];
+    for (name, switch) in alone {
+        let mut config = profile_config(Profile::Default);
+        switch(&mut config.options);
+        let mut log_table_bytes = 0;
+        for seed in seeds(&[701, 702]) {
+            log_table_bytes += run(seed, ops(OPS), fault(), config.clone()).log_table_bytes;
+        }
+        log_table_bytes += run(703, ops(OPS), posix(), config).log_table_bytes;
+        assert_eq!(log_table_bytes > 0, name == "triad_log", "{name}");
+    }
+    let config = profile_config(Profile::Triad);
+    assert!(config.options.triad_log, "the triad profile writes log tables");
+    let stats = run(704, ops(OPS), fault(), config);
+    assert!(stats.log_table_bytes > 0);
+}
