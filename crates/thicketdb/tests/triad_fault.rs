@@ -1,7 +1,9 @@
-//! TRIAD-MEM's hot/cold flush under crashes: a fault at every fallible
-//! file-system operation of the flush (table write, re-logged record and
-//! its sync, MANIFEST edit, log deletion), then a power loss or a process
-//! crash. Every acknowledged write survives.
+//! TRIAD's flushes under crashes: a fault at every fallible file-system
+//! operation of a hot/cold flush (TRIAD-MEM, writing log tables with the
+//! `triad` profile's TRIAD-LOG: table write, re-logged record and its sync,
+//! MANIFEST edit, log deletion) and of a flush writing a log table with
+//! TRIAD-LOG alone, then a power loss or a process crash. Every
+//! acknowledged write survives, and every log table's log with it.
 
 mod common;
 
@@ -42,8 +44,13 @@ fn skewed_writes() -> Vec<Vec<Op>> {
 /// Opens a store, writes the workload (synced when `sync`), arms a fault
 /// after `ops` more file-system operations and flushes. Returns the store,
 /// the model and whether the flush failed.
-fn flush_with_fault(fs: &FaultFs, sync: bool, ops: Option<u64>) -> (Db, Model, bool) {
-    let db = open_fault(fs, triad_options()).unwrap();
+fn flush_with_fault(
+    fs: &FaultFs,
+    options: &Options,
+    sync: bool,
+    ops: Option<u64>,
+) -> (Db, Model, bool) {
+    let db = open_fault(fs, options.clone()).unwrap();
     let mut model = Model::new();
     for w in skewed_writes() {
         db.write_opt(batch_of(&w), WriteOptions { sync }).unwrap();
@@ -62,33 +69,101 @@ fn fault_ops(fs: &FaultFs) -> u64 {
     s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
 }
 
-/// File-system operations a fault-free hot/cold flush performs.
-fn flush_ops() -> u64 {
+/// File-system operations a fault-free flush performs, after checking
+/// that it wrote log tables and kept hot keys as `options` ask.
+fn flush_ops(options: &Options) -> u64 {
     let fs = FaultFs::new();
-    let db = open_fault(&fs, triad_options()).unwrap();
+    let db = open_fault(&fs, options.clone()).unwrap();
     for w in skewed_writes() {
         db.write(batch_of(&w)).unwrap();
     }
     let before = fault_ops(&fs);
     db.flush().unwrap();
     let stats = db.stats();
-    assert!(
+    assert_eq!(
         stats.hot_entries_kept >= 5,
+        options.triad_mem,
         "the hot keys stayed: {stats:?}"
+    );
+    assert_eq!(
+        stats.log_table_bytes > 0,
+        options.triad_log,
+        "log tables: {stats:?}"
     );
     fault_ops(&fs) - before
 }
 
+/// TRIAD-LOG alone on the default profile.
+fn log_options() -> Options {
+    Options {
+        write_buffer_size: 1 << 20,
+        target_table_size: 16 << 10,
+        block_size: 1024,
+        triad_log: true,
+        ..Options::default()
+    }
+}
+
 #[test]
 fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
-    let total = flush_ops();
-    assert!(total > 5, "{total}");
+    crash_at_every_flush_op(&triad_options());
+}
+
+#[test]
+fn a_log_table_flush_keeps_every_write_across_a_crash_at_any_point() {
+    crash_at_every_flush_op(&log_options());
+}
+
+/// A power loss after unsynced writes were flushed as log tables: the
+/// flush made the log durable first, so every write survives and every
+/// address of a log table reads back.
+#[test]
+fn a_log_table_survives_power_loss_after_unsynced_writes() {
+    let fs = FaultFs::new();
+    let (db, model, failed) = flush_with_fault(&fs, &log_options(), false, None);
+    assert!(!failed);
+    assert!(db.stats().log_table_bytes > 0);
+    fs.drop_unsynced();
+    drop(db);
+    let db = open_fault(&fs, log_options()).unwrap();
+    let got = scan_model(&db).unwrap();
+    assert!(got == model, "{}", diff(&got, &model));
+    db.close().unwrap();
+    thicketdb::check::check_store_with_fs(&fault_dir(), std::sync::Arc::new(fs.clone())).unwrap();
+}
+
+/// Recovery turns a replayed log into log tables: it syncs the log first,
+/// so a power loss after the recovery (unsynced writes that survived a
+/// process crash in the OS's cache) loses none of them.
+#[test]
+fn log_tables_made_by_recovery_survive_a_later_power_loss() {
+    let fs = FaultFs::new();
+    let db = open_fault(&fs, log_options()).unwrap();
+    let mut model = Model::new();
+    for w in skewed_writes() {
+        db.write(batch_of(&w)).unwrap();
+        apply(&mut model, &w);
+    }
+    fs.crash_process();
+    drop(db);
+    let db = open_fault(&fs, log_options()).unwrap();
+    assert!(db.stats().log_table_bytes > 0, "recovery wrote log tables");
+    db.close().unwrap();
+    fs.drop_unsynced();
+    let db = open_fault(&fs, log_options()).unwrap();
+    let got = scan_model(&db).unwrap();
+    assert!(got == model, "{}", diff(&got, &model));
+}
+
+fn crash_at_every_flush_op(options: &Options) {
+    let total = flush_ops(options);
+    assert!(total > 3, "{total}");
     for at in 0..=total {
         for power_loss in [true, false] {
             let fs = FaultFs::new();
             // Power loss keeps synced writes: sync them all, so that all
             // must survive; a process crash keeps every acknowledged write.
-            let (db, model, failed) = flush_with_fault(&fs, power_loss, Some(at));
+            let (db, model, failed) = flush_with_fault(&fs, options, power_loss, Some(at));
             if power_loss {
                 fs.drop_unsynced();
             } else {
@@ -99,7 +174,7 @@ fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
             let what = format!(
                 "fault after {at} of {total} ops (failed: {failed}), power loss: {power_loss}"
             );
-            let db = open_fault(&fs, triad_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let db = open_fault(&fs, options.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
             let got = scan_model(&db).unwrap();
             assert!(got == model, "{what}: {}", diff(&got, &model));
             for (key, value) in &model {
@@ -108,7 +183,7 @@ fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
             // A second life: more flushes over the recovered store, again.
             db.flush().unwrap();
             db.close().unwrap();
-            let db = open_fault(&fs, triad_options()).unwrap();
+            let db = open_fault(&fs, options.clone()).unwrap();
             assert!(
                 scan_model(&db).unwrap() == model,
                 "{what}: after a second reopen"
@@ -123,7 +198,7 @@ fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
 #[test]
 fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
     let fs = FaultFs::new();
-    let (db, model, failed) = flush_with_fault(&fs, false, None);
+    let (db, model, failed) = flush_with_fault(&fs, &triad_options(), false, None);
     assert!(!failed);
     let stats = db.stats();
     assert!(stats.hot_entries_kept >= 5, "{stats:?}");
