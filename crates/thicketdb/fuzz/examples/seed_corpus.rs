@@ -8,7 +8,7 @@ use std::sync::Arc;
 use thicketdb::format::internal_key::{InternalKey, ValueKind};
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::FileSystem;
-use thicketdb::log::{LogReader, LogWriter, RecoveryMode};
+use thicketdb::log::{LogAddress, LogReader, LogWriter, RecoveryMode, ValueAddress};
 use thicketdb::table::{
     BlockBuilder, BloomBuilder, HyperLogLog, TableBuilder, TableOptions, FOOTER_LEN,
 };
@@ -63,6 +63,9 @@ fn store() -> Vec<(String, Vec<u8>)> {
         write_buffer_size: 64 << 10,
         target_table_size: 8 << 10,
         block_size: 512,
+        // Its flushes write log tables (TRIAD-LOG): the MANIFEST records
+        // them, the store keeps their logs.
+        triad_log: true,
         ..Options::default()
     };
     let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).expect("open");
@@ -93,7 +96,18 @@ fn store() -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn table() -> Vec<u8> {
+/// A `log_entry` input: flags, the address's length, the address, the log.
+fn log_entry(address: &ValueAddress, log: &[u8]) -> Vec<u8> {
+    let mut encoded = Vec::new();
+    address.encode_to(&mut encoded);
+    let mut out = vec![1, encoded.len() as u8];
+    out.extend_from_slice(&encoded);
+    out.extend_from_slice(log);
+    out
+}
+
+/// A table, or with `log_refs` a log table whose values are addresses.
+fn table(log_refs: Option<Vec<u64>>) -> Vec<u8> {
     let fs = FaultFs::new();
     let path = PathBuf::from("t.seg");
     let mut file = fs.create(&path).expect("create");
@@ -102,6 +116,7 @@ fn table() -> Vec<u8> {
         restart_interval: 4,
         bloom_bits_per_key: 10,
         compression: thicketdb::table::CompressionType::None,
+        log_refs,
         ..TableOptions::DEFAULT
     };
     let mut builder = TableBuilder::new(&options, &mut *file);
@@ -112,9 +127,17 @@ fn table() -> Vec<u8> {
             ValueKind::Value
         };
         let k = InternalKey::new(&key(i), 1000 - u64::from(i), kind);
-        builder
-            .add(k.encoded(), format!("v{i}").as_bytes())
-            .expect("add");
+        let mut value = format!("v{i}").into_bytes();
+        if options.log_refs.is_some() && kind == ValueKind::Value {
+            value.clear();
+            ValueAddress {
+                record: LogAddress::new(1, u64::from(i) * 40),
+                offset: 12,
+                len: 3,
+            }
+            .encode_to(&mut value);
+        }
+        builder.add(k.encoded(), &value).expect("add");
     }
     builder.finish().expect("finish");
     file.sync().expect("sync");
@@ -182,7 +205,23 @@ fn main() {
             &addressed(1, offset, &log),
         );
     }
-    let table = table();
+    for (name, offset, len) in [("in-one-block", 10, 200), ("across-blocks", 32_000, 2_000)] {
+        let address = ValueAddress {
+            record: LogAddress::new(1, offsets[1]),
+            offset,
+            len,
+        };
+        write(&root, "log_entry", &format!("seed-{name}"), &log_entry(&address, &log));
+    }
+    let address = ValueAddress {
+        record: LogAddress::new(1, offsets[3]),
+        offset: 10,
+        len: 69_000,
+    };
+    write(&root, "log_entry", "seed-three-blocks", &log_entry(&address, &log));
+    let log_table = table(Some(vec![1]));
+    write(&root, "table", "seed-log-table", &prefixed(0, &log_table));
+    let table = table(None);
     write(&root, "table", "seed-table", &prefixed(0, &table));
     let mut block = BlockBuilder::new(4);
     for i in 0..20 {
