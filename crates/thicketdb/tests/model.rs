@@ -726,7 +726,10 @@ fn model_triad_techniques_alone_and_together() {
         assert_eq!(log_table_bytes > 0, name == "triad_log", "{name}");
     }
     let config = profile_config(Profile::Triad);
-    assert!(config.options.triad_log, "the triad profile writes log tables");
+    assert!(
+        config.options.triad_log,
+        "the triad profile writes log tables"
+    );
     let stats = run(704, ops(OPS), fault(), config);
     assert!(stats.log_table_bytes > 0);
 }

@@ -15,6 +15,13 @@ pub struct Counters {
     pub fsyncs: Option<u64>,
     pub cache_hits: Option<u64>,
     pub cache_misses: Option<u64>,
+    /// Point lookups, and the blocks they read from files (for TRIAD's
+    /// read amplification).
+    pub gets: Option<u64>,
+    pub get_blocks_read: Option<u64>,
+    /// Bytes written by flushes and by compactions.
+    pub flush_bytes: Option<u64>,
+    pub compaction_bytes: Option<u64>,
 }
 
 /// A sequential reader (readseq).
@@ -190,6 +197,10 @@ impl Engine for Thicket {
             fsyncs: Some(st.fsyncs),
             cache_hits: Some(st.block_cache_hits),
             cache_misses: Some(st.block_cache_misses),
+            gets: Some(st.gets),
+            get_blocks_read: Some(st.get_blocks_read),
+            flush_bytes: Some(st.flush_bytes_written),
+            compaction_bytes: Some(st.compaction_bytes_written),
         }
     }
 

@@ -5,6 +5,9 @@
 use std::time::{Duration, Instant};
 
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 use rocksdb::statistics::{StatsLevel, Ticker};
 
 use super::args::Settings;
@@ -19,6 +22,17 @@ pub struct Rocks {
     /// Holds the statistics object the tickers are read from.
     opts: rocksdb::Options,
     write: rocksdb::WriteOptions,
+    /// Gets, and the blocks they read (RocksDB's per-thread perf context).
+    gets: AtomicU64,
+    get_blocks_read: AtomicU64,
+}
+
+thread_local! {
+    /// This thread's RocksDB perf context, counting (only) what it reads.
+    static PERF: PerfContext = {
+        set_perf_stats(PerfStatsLevel::EnableCount);
+        PerfContext::default()
+    };
 }
 
 impl Rocks {
@@ -46,7 +60,13 @@ impl Rocks {
         let db = rocksdb::DB::open(&o, &s.db).map_err(err)?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(s.sync);
-        Ok(Rocks { db, opts: o, write })
+        Ok(Rocks {
+            db,
+            opts: o,
+            write,
+            gets: AtomicU64::new(0),
+            get_blocks_read: AtomicU64::new(0),
+        })
     }
 }
 
@@ -77,7 +97,13 @@ impl Engine for Rocks {
     }
 
     fn get(&self, key: &[u8]) -> EngineResult<Option<usize>> {
-        Ok(self.db.get_pinned(key).map_err(err)?.map(|v| v.len()))
+        let blocks = || PERF.with(|p| p.metric(PerfMetric::BlockReadCount));
+        let before = blocks();
+        let found = self.db.get_pinned(key).map_err(err)?.map(|v| v.len());
+        self.gets.fetch_add(1, Ordering::Relaxed);
+        self.get_blocks_read
+            .fetch_add(blocks().saturating_sub(before), Ordering::Relaxed);
+        Ok(found)
     }
 
     fn scan(&self, start: &[u8], count: usize) -> EngineResult<(usize, usize)> {
@@ -120,6 +146,10 @@ impl Engine for Rocks {
             fsyncs: Some(t(Ticker::WalFileSynced)),
             cache_hits: Some(t(Ticker::BlockCacheHit)),
             cache_misses: Some(t(Ticker::BlockCacheMiss)),
+            gets: Some(self.gets.load(Ordering::Relaxed)),
+            get_blocks_read: Some(self.get_blocks_read.load(Ordering::Relaxed)),
+            flush_bytes: Some(t(Ticker::FlushWriteBytes)),
+            compaction_bytes: Some(t(Ticker::CompactWriteBytes)),
         }
     }
 

@@ -84,6 +84,17 @@ pub struct RunResult {
     pub engine_write_bytes: Option<u64>,
     pub engine_write_amplification: Option<f64>,
     pub fsyncs: Option<u64>,
+    /// Blocks read from files per point lookup in the measured phase
+    /// (ThicketDB: table blocks and log fragments; RocksDB: its perf
+    /// context's block reads); null for engines without the counts.
+    #[serde(default)]
+    pub read_amplification: Option<f64>,
+    /// Bytes flushes and compactions wrote since the engine opened (the
+    /// prefill included); null for engines without the counts.
+    #[serde(default)]
+    pub flush_bytes_written: Option<u64>,
+    #[serde(default)]
+    pub compaction_bytes_written: Option<u64>,
     /// Keys live at the end.
     pub live_keys: u64,
     pub logical_bytes: u64,

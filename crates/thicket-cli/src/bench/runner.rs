@@ -603,6 +603,15 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         engine_write_bytes,
         engine_write_amplification: per(engine_write_bytes, st.user_bytes),
         fsyncs: delta(c0.fsyncs, c1.fsyncs),
+        read_amplification: match (
+            delta(c0.gets, c1.gets),
+            delta(c0.get_blocks_read, c1.get_blocks_read),
+        ) {
+            (Some(gets), Some(blocks)) if gets > 0 => Some(blocks as f64 / gets as f64),
+            _ => None,
+        },
+        flush_bytes_written: c1.flush_bytes,
+        compaction_bytes_written: c1.compaction_bytes,
         live_keys,
         logical_bytes,
         space_bytes,

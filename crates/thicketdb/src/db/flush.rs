@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::install;
-use super::log_table::LogAddresses;
 use super::lock_order::RankedGuard;
+use super::log_table::LogAddresses;
 use super::write::relog;
 use super::{BackgroundState, DbInner};
 use crate::compaction::drop_rule::DropRule;
@@ -63,9 +63,11 @@ impl FlushEnv<'_> {
         if log_table {
             table_options.log_refs = Some(vec![mem.log_number()]);
         }
-        let mut source: Box<dyn InternalIterator> = match log_table {
-            true => Box::new(LogAddresses::new(mem)),
-            false => Box::new(MemtableIterator::new(mem)),
+        let mut addresses = LogAddresses::new(mem.clone());
+        let mut values = MemtableIterator::new(mem);
+        let source: &mut dyn InternalIterator = match log_table {
+            true => &mut addresses,
+            false => &mut values,
         };
         source.seek_to_first();
         let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
@@ -82,11 +84,12 @@ impl FlushEnv<'_> {
             compaction_file: self.options.compaction_file,
             new_file_number: self.new_file_number,
         });
-        sink.add_stream(source.as_mut(), &mut keep)?;
+        sink.add_stream(source, &mut keep)?;
         let output = sink.finish()?;
         let c = self.counters;
         if log_table {
             Counters::add(&c.log_table_bytes, output.bytes);
+            Counters::add(&c.log_table_data_bytes, addresses.data_end());
         }
         Counters::add(&c.flushes, 1);
         Counters::add(&c.flush_bytes_written, output.bytes);

@@ -72,7 +72,9 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     )
     .tracking_locations(opts.triad_log);
     insert_relogged(&mem, &record, offset).map_err(|why| {
-        Error::invariant(format!("a record this process encoded failed to decode: {why}"))
+        Error::invariant(format!(
+            "a record this process encoded failed to decode: {why}"
+        ))
     })?;
     log.writer = writer;
     log.number = number;

@@ -16,6 +16,10 @@ pub(crate) struct LogAddresses {
     entries: MemtableIterator,
     log: u64,
     address: Vec<u8>,
+    /// The largest log offset a value seen so far ends at (in the joined
+    /// payload of its record, so slightly below the file offset): how much
+    /// of the log the log tables' data take.
+    data_end: u64,
 }
 
 impl LogAddresses {
@@ -24,7 +28,13 @@ impl LogAddresses {
             log: mem.log_number(),
             entries: MemtableIterator::new(mem),
             address: Vec::new(),
+            data_end: 0,
         }
+    }
+
+    /// Bytes of the log up to the end of the last value addressed so far.
+    pub fn data_end(&self) -> u64 {
+        self.data_end
     }
 
     /// Encodes the current put's address.
@@ -34,10 +44,12 @@ impl LogAddresses {
             return;
         }
         if let Some(at) = self.entries.location() {
+            let len = self.entries.value().len() as u64;
+            self.data_end = self.data_end.max(at.record + at.offset + len);
             ValueAddress {
                 record: LogAddress::new(self.log, at.record),
                 offset: at.offset,
-                len: self.entries.value().len() as u64,
+                len,
             }
             .encode_to(&mut self.address);
         }

@@ -14,8 +14,8 @@ mod compact;
 mod flush;
 mod iter;
 mod lock_order;
-mod log_table;
 mod log_rewrite;
+mod log_table;
 mod open;
 mod range;
 mod read;
@@ -445,6 +445,6 @@ impl Db {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod triad_tests;
-#[cfg(test)]
 mod triad_log_tests;
+#[cfg(test)]
+mod triad_tests;

@@ -100,15 +100,24 @@ fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
 
 /// The open's table cache, reading blocks through the `block_cache`
 /// option's shared cache or a cache of its own of `block_cache_size`,
-/// either way under a store id of this open's own.
+/// either way under a store id of this open's own. With `triad_log` the
+/// cache of log fragments comes out of a cache of its own (at most half of
+/// it), so the store's cache memory stays `block_cache_size`.
 pub(super) fn new_table_cache(
     dir: &Path,
     fs: &Arc<dyn FileSystem>,
     options: &Options,
 ) -> Result<Arc<TableCache>> {
+    let log_cache = match options.triad_log {
+        true => options.triad_log_cache_size,
+        false => 0,
+    };
     let block_cache = match &options.block_cache {
         Some(shared) => shared.for_new_store()?,
-        None => BlockCache::new(options.block_cache_size).for_new_store()?,
+        None => {
+            let own = options.block_cache_size;
+            BlockCache::new(own - log_cache.min(own / 2)).for_new_store()?
+        }
     };
     Ok(Arc::new(
         TableCache::new(
@@ -121,11 +130,7 @@ pub(super) fn new_table_cache(
             options.comparator.clone(),
         )
         .with_direct_reads(options.use_direct_reads)
-        .with_log_cache(if options.triad_log {
-            options.triad_log_cache_size
-        } else {
-            0
-        }),
+        .with_log_cache(log_cache),
     ))
 }
 

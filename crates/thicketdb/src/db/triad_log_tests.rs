@@ -59,7 +59,9 @@ fn log_tables_read_every_value_size_without_copying_values() {
     let small = b"small".to_vec();
     // Spans several 32 KiB log blocks, so several fragments.
     let multi_block: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-    let largest: Vec<u8> = (0..MAX_VALUE_SIZE as u32).map(|i| (i % 253) as u8).collect();
+    let largest: Vec<u8> = (0..MAX_VALUE_SIZE as u32)
+        .map(|i| (i % 253) as u8)
+        .collect();
     let expect = [
         (key(1), small.clone()),
         (key(2), multi_block.clone()),
@@ -106,7 +108,10 @@ fn log_tables_read_every_value_size_without_copying_values() {
     let log_tables = tables(&db).len();
     db.close().unwrap();
     let report = crate::check::check_store(dir.path()).unwrap();
-    assert_eq!(report.log_tables, log_tables, "check reads log tables' values");
+    assert_eq!(
+        report.log_tables, log_tables,
+        "check reads log tables' values"
+    );
     let mut puts = 0;
     for table in tables_of(dir.path()) {
         let dump = crate::dump::table(dir.path(), table.segment, table.offset).unwrap();

@@ -227,7 +227,13 @@ pub(crate) fn insert_relogged(
     for_each_relogged(record, |_, _, _, _| ())?;
     let mut last = 0;
     for_each_relogged(record, |seq, kind, key, value| {
-        mem.add_at(seq, kind, key, value, location_in(record, record_offset, value));
+        mem.add_at(
+            seq,
+            kind,
+            key,
+            value,
+            location_in(record, record_offset, value),
+        );
         last = last.max(seq);
     })?;
     Ok(last)
@@ -446,7 +452,9 @@ pub(crate) fn relog(
     Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.fsyncs_log, 1);
     insert_relogged(&sv.mem, &record, offset).map_err(|why| {
-        Error::invariant(format!("a record this process encoded failed to decode: {why}"))
+        Error::invariant(format!(
+            "a record this process encoded failed to decode: {why}"
+        ))
     })?;
     Ok(entries)
 }

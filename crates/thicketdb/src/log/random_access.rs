@@ -115,7 +115,9 @@ impl RandomAccessLogReader {
             return Err(self.corrupt(
                 start,
                 start,
-                format!("a value ending at byte {end} of its record exceeds the maximum record size"),
+                format!(
+                    "a value ending at byte {end} of its record exceeds the maximum record size"
+                ),
             ));
         }
         if address.len == 0 {
@@ -126,7 +128,11 @@ impl RandomAccessLogReader {
         loop {
             let room = BLOCK - pos % BLOCK;
             if room < HEADER {
-                return Err(self.corrupt(start, pos, "no fragment starts here: the offset is in a block's trailer"));
+                return Err(self.corrupt(
+                    start,
+                    pos,
+                    "no fragment starts here: the offset is in a block's trailer",
+                ));
             }
             let room = room - HEADER;
             if logical + room <= address.offset {
@@ -138,12 +144,17 @@ impl RandomAccessLogReader {
             let payload = payload.as_ref();
             let first = pos == start;
             if kind.starts_record() != first {
-                return Err(self.corrupt(start, pos, format!("a {kind:?} fragment where the record's value lies")));
+                return Err(self.corrupt(
+                    start,
+                    pos,
+                    format!("a {kind:?} fragment where the record's value lies"),
+                ));
             }
             let frag_end = logical + payload.len() as u64;
             let from = address.offset.max(logical) - logical;
             let to = end.min(frag_end) - logical;
-            if from > to || (frag_end < end && (kind.ends_record() || payload.len() as u64 != room)) {
+            if from > to || (frag_end < end && (kind.ends_record() || payload.len() as u64 != room))
+            {
                 return Err(self.corrupt(start, pos, "the record ends before the value does"));
             }
             out.extend_from_slice(&payload[from as usize..to as usize]);
@@ -159,7 +170,11 @@ impl RandomAccessLogReader {
     /// of the record starting at `start` (named in errors).
     pub fn read_fragment_at(&self, start: u64, pos: u64) -> Result<(FragmentType, Vec<u8>)> {
         if BLOCK - pos % BLOCK < HEADER {
-            return Err(self.corrupt(start, pos, "no fragment starts here: the offset is in a block's trailer"));
+            return Err(self.corrupt(
+                start,
+                pos,
+                "no fragment starts here: the offset is in a block's trailer",
+            ));
         }
         let mut payload = Vec::new();
         let fragment = self.read_fragment(start, pos, &mut payload)?;

@@ -200,8 +200,10 @@ options! {
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
-        /// log tables' values; 0 reads every value from its log.
-        triad_log_cache_size: u64 = 8 << 20,
+        /// log tables' values, taken from `block_cache_size` (up to half of
+        /// it) when the store has a block cache of its own; 0 reads every
+        /// value from its log.
+        triad_log_cache_size: u64 = 16 << 20,
         /// Create the store when the directory holds none.
         create_if_missing: bool = true,
         /// Refuse to open a store that already exists.

@@ -66,7 +66,9 @@ impl Footer {
             return Err("table footer checksum mismatch");
         }
         let version = match decode_fixed32(src, VERSION_POS) {
-            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION | LOG_TABLE_FORMAT_VERSION)) => v,
+            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION | LOG_TABLE_FORMAT_VERSION)) => {
+                v
+            }
             _ => return Err("unsupported table format version"),
         };
         let handle = |i: usize| -> Result<BlockHandle, &'static str> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
-use quick_cache::Weighter;
+use quick_cache::{OptionsBuilder, Weighter};
 
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
@@ -19,6 +19,9 @@ use crate::version::files::log_path;
 
 /// Open logs kept by a store's log-value reader.
 const OPEN_LOGS: usize = 64;
+
+/// A full fragment's payload, the typical cached item.
+const FRAGMENT_BYTES: u64 = 32 << 10;
 
 /// A verified fragment: its type and payload.
 type Fragment = (FragmentType, Arc<[u8]>);
@@ -45,9 +48,24 @@ impl StoreLogs {
     /// Reads logs of `dir` through `fs`, caching up to `cache_bytes` of
     /// verified fragments (0: none).
     pub fn new(dir: &Path, fs: Arc<dyn FileSystem>, cache_bytes: u64) -> StoreLogs {
+        // Fragments are large (up to 32 KiB) and the recently written ones
+        // are read most: few shards and a large probation share, so that a
+        // fragment stays long enough to be read again (the defaults, made
+        // for small items, admit one only on its second miss).
         let fragments = (cache_bytes > 0).then(|| {
-            let items = (cache_bytes / 4096).clamp(16, 1 << 20) as usize;
-            Cache::with_weighter(items, cache_bytes, FragmentWeight)
+            let options = OptionsBuilder::new()
+                .estimated_items_capacity((cache_bytes / FRAGMENT_BYTES).max(16) as usize)
+                .weight_capacity(cache_bytes)
+                .shards(4)
+                .hot_allocation(0.5)
+                .build();
+            match options {
+                Ok(o) => {
+                    Cache::with_options(o, FragmentWeight, Default::default(), Default::default())
+                }
+                // Only invalid fractions fail; these are constants.
+                Err(_) => Cache::with_weighter(16, cache_bytes, FragmentWeight),
+            }
         });
         StoreLogs {
             dir: dir.to_path_buf(),
@@ -73,9 +91,8 @@ impl StoreLogs {
 
 impl ValueLog for StoreLogs {
     fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()> {
-        let address = ValueAddress::decode(address).map_err(|why| {
-            Error::corruption(at.0, at.1, format!("log table entry: {why}"))
-        })?;
+        let address = ValueAddress::decode(address)
+            .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;
         let log = address.record.log_number;
         let reader = self.reader(log)?;
         let read = |start: u64, pos: u64| -> Result<Fragment> {

@@ -42,8 +42,8 @@ use crate::table::{
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
-use crate::version::set::Recovered;
 use crate::version::log_values::StoreLogs;
+use crate::version::set::Recovered;
 use crate::version::{Sketch, TableMeta, Version, VersionEdit, VersionSet};
 
 /// What a repair found and kept.
