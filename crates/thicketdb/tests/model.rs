@@ -710,7 +710,8 @@ fn model_sifr_early_cleaning() {
 /// recovery and compactions.
 #[test]
 fn model_triad_techniques_alone_and_together() {
-    let alone: [(&str, fn(&mut Options)); 3] = [
+    type Switch = fn(&mut Options);
+    let alone: [(&str, Switch); 3] = [
         ("triad_mem", |o| o.triad_mem = true),
         ("triad_disk", |o| o.triad_disk = true),
         ("triad_log", |o| o.triad_log = true),
