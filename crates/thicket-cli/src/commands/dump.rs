@@ -242,6 +242,9 @@ fn manifest_text(dump: &ManifestDump) -> String {
                 internal_key_text(&m.smallest),
                 internal_key_text(&m.largest)
             );
+            if m.is_log_table() {
+                out += &format!("    log table: values in logs {:?}\n", m.logs);
+            }
         }
         for d in &e.deleted_tables {
             out += &format!("  - L{} run {} table {}\n", d.level, d.run, d.table);

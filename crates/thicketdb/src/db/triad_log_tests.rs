@@ -107,14 +107,14 @@ fn log_tables_read_every_value_size_without_copying_values() {
     }
     let log_tables = tables(&db).len();
     db.close().unwrap();
-    let report = crate::check::check_store(dir.path()).unwrap();
+    let report = crate::db::check::check_store(dir.path()).unwrap();
     assert_eq!(
         report.log_tables, log_tables,
         "check reads log tables' values"
     );
     let mut puts = 0;
     for table in tables_of(dir.path()) {
-        let dump = crate::dump::table(dir.path(), table.segment, table.offset).unwrap();
+        let dump = crate::db::dump::table(dir.path(), table.segment, table.offset).unwrap();
         assert_eq!(dump.properties.log_refs, table.logs);
         puts += dump.log_addresses.iter().filter(|a| a.is_some()).count();
     }
@@ -139,6 +139,18 @@ fn a_log_lives_exactly_as_long_as_a_log_table_references_it() {
         referenced = logs_referenced(&db);
         assert_eq!(referenced.len(), 2, "one log per flushed memtable");
         assert!(referenced.iter().all(|&l| exists(l)), "flushed logs stay");
+        let log_bytes: u64 = referenced
+            .iter()
+            .map(|&l| {
+                let path = log_path(dir.path(), l);
+                crate::io::FileSystem::allocated_size(&crate::io::PosixFs, &path).unwrap()
+            })
+            .sum();
+        let space = db.space_usage().unwrap();
+        assert!(
+            space.disk_bytes > log_bytes,
+            "the logs count in space amplification: {space:?}, logs {log_bytes}"
+        );
         db.close().unwrap();
     }
     {
