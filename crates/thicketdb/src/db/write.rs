@@ -239,11 +239,16 @@ pub(crate) fn insert_relogged(
     Ok(last)
 }
 
-/// Where `value`, a slice of `record`, lies in the log (TRIAD-LOG).
+/// Where `value`, a slice of `record`, lies in the log (TRIAD-LOG). A
+/// deletion's empty value is no slice of the record: offset 0 (unused).
 fn location_in(record: &[u8], record_offset: u64, value: &[u8]) -> LogLocation {
+    let offset = (value.as_ptr() as usize)
+        .checked_sub(record.as_ptr() as usize)
+        .filter(|&at| at <= record.len())
+        .unwrap_or(0);
     LogLocation {
         record: record_offset,
-        offset: (value.as_ptr() as usize - record.as_ptr() as usize) as u64,
+        offset: offset as u64,
     }
 }
 

@@ -23,7 +23,7 @@ impl MemtableIterator {
     /// Where the current entry's value is in the memtable's log, when the
     /// memtable tracks locations.
     pub fn location(&self) -> Option<LogLocation> {
-        self.mem.list.location(self.node)
+        self.mem.list.location(self.node)?.unpack()
     }
 }
 

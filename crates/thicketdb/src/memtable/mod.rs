@@ -43,6 +43,35 @@ impl LogLocation {
     };
 }
 
+/// A [`LogLocation`] in the 8 bytes per entry the paper budgets: 40 bits
+/// of record offset (logs up to 1 TiB), 24 bits of offset in the record
+/// (16 MiB: a write group is at most 1 MiB unless one batch is larger). A
+/// location beyond either is kept as unknown, and its memtable is flushed
+/// as a regular table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PackedLocation(u64);
+
+impl PackedLocation {
+    const OFFSET_BITS: u32 = 24;
+    pub(crate) const UNKNOWN: PackedLocation = PackedLocation(u64::MAX);
+
+    pub(crate) fn pack(at: LogLocation) -> PackedLocation {
+        let fits = at.record < 1 << (64 - Self::OFFSET_BITS) && at.offset < 1 << Self::OFFSET_BITS;
+        match fits {
+            // The one location whose bits are all ones reads as unknown.
+            true => PackedLocation(at.record << Self::OFFSET_BITS | at.offset),
+            false => Self::UNKNOWN,
+        }
+    }
+
+    pub(crate) fn unpack(self) -> Option<LogLocation> {
+        (self != Self::UNKNOWN).then(|| LogLocation {
+            record: self.0 >> Self::OFFSET_BITS,
+            offset: self.0 & ((1 << Self::OFFSET_BITS) - 1),
+        })
+    }
+}
+
 /// An in-memory sorted buffer of recent writes, tied to one log file.
 pub struct Memtable {
     list: SkipList,
@@ -113,7 +142,8 @@ impl Memtable {
         value: &[u8],
         location: LogLocation,
     ) {
-        if location == LogLocation::UNKNOWN && self.list.tracks_locations() {
+        let location = PackedLocation::pack(location);
+        if location == PackedLocation::UNKNOWN && self.list.tracks_locations() {
             self.unlocated.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let trailer = pack_trailer(seq, kind).to_le_bytes();
@@ -213,6 +243,22 @@ mod tests {
                 (long, b"long".to_vec()),
             ]
         );
+    }
+
+    #[test]
+    fn locations_pack_into_eight_bytes_or_stay_unknown() {
+        let at = |record, offset| LogLocation { record, offset };
+        for fits in [at(0, 0), at((1 << 40) - 2, (1 << 24) - 1), at(32_761, 12)] {
+            assert_eq!(PackedLocation::pack(fits).unpack(), Some(fits));
+        }
+        for too_far in [at(1 << 40, 0), at(0, 1 << 24), LogLocation::UNKNOWN] {
+            assert_eq!(PackedLocation::pack(too_far).unpack(), None);
+        }
+        let m = Memtable::new(1, KeyOrder::Bytewise).tracking_locations(true);
+        m.add_at(1, ValueKind::Value, b"a", b"v", at(7, 12));
+        assert!(m.values_located());
+        m.add_at(2, ValueKind::Value, b"b", b"v", at(7, 1 << 24));
+        assert!(!m.values_located(), "a memtable with an unknown location");
     }
 
     #[test]

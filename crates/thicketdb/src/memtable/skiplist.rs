@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use crate::format::internal_key::TRAILER_LEN;
 use crate::format::KeyOrder;
 
-use super::LogLocation;
+use super::PackedLocation;
 
 pub const MAX_HEIGHT: usize = 12;
 /// Longest internal key kept inside its node.
@@ -99,7 +99,7 @@ pub struct SkipList {
     nodes: boxcar::Vec<Node>,
     /// Where each node's value is in the memtable's log, by node index
     /// (TRIAD-LOG); `None` when the memtable does not track them.
-    locations: Option<boxcar::Vec<LogLocation>>,
+    locations: Option<boxcar::Vec<PackedLocation>>,
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -123,7 +123,7 @@ impl SkipList {
         }
     }
 
-    /// Makes the list remember each entry's [`LogLocation`] (before any
+    /// Makes the list remember each entry's place in the log (before any
     /// insert).
     pub fn track_locations(&mut self) {
         debug_assert!(self.is_empty());
@@ -135,7 +135,7 @@ impl SkipList {
     }
 
     /// The location of the node at `index`, when the list tracks them.
-    pub fn location(&self, index: u32) -> Option<LogLocation> {
+    pub fn location(&self, index: u32) -> Option<PackedLocation> {
         self.locations.as_ref()?.get(index as usize).copied()
     }
 
@@ -179,7 +179,7 @@ impl SkipList {
         user_key: &[u8],
         trailer: [u8; TRAILER_LEN],
         value: &[u8],
-        location: LogLocation,
+        location: PackedLocation,
     ) -> usize {
         let mut node = Node::new(user_key, trailer, value);
         let mut w = self.writer.lock();
@@ -221,7 +221,7 @@ impl SkipList {
         if let Some(locations) = &self.locations {
             // Pushed under the writer lock just before its node: the same index.
             locations.push(location);
-            charge += std::mem::size_of::<LogLocation>();
+            charge += std::mem::size_of::<PackedLocation>();
         }
         let index = self.nodes.push(node) as u32;
         self.height.fetch_max(height, AtomicOrdering::Relaxed);
@@ -344,7 +344,7 @@ mod tests {
                 if !seen.insert((k, s)) { continue; }
                 let (key, (user, trailer)) = entry(k, s);
                 expected.push(key);
-                list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+                list.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
             }
             expected.sort_by(|a, b| KeyOrder::Bytewise.internal(a, b));
             prop_assert_eq!(keys(&list), expected.clone());
@@ -369,11 +369,11 @@ mod tests {
         let list = SkipList::new(KeyOrder::Bytewise);
         for k in 0..2000 {
             let (_, (user, trailer)) = entry(k * 2, 1);
-            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+            list.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
         }
         for k in (0..2000).rev() {
             let (_, (user, trailer)) = entry(k * 2 + 1, 1);
-            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+            list.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
         }
         let got = keys(&list);
         assert_eq!(got.len(), 4000);
@@ -389,7 +389,7 @@ mod tests {
         let list = std::sync::Arc::new(SkipList::new(KeyOrder::Bytewise));
         for k in (0..N).step_by(2) {
             let (_, (user, trailer)) = entry(k, 1);
-            list.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+            list.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
         }
         let progress = AtomicU32::new(1);
         std::thread::scope(|s| {
@@ -399,7 +399,7 @@ mod tests {
                 for k in (1..N).step_by(2) {
                     progress.store(k, AtomicOrdering::Relaxed);
                     let (_, (user, trailer)) = entry(k, 1);
-                    writer.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+                    writer.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
                 }
             });
             // Seek just past the next odd key the writer links, so it lands
@@ -429,7 +429,7 @@ mod tests {
             s.spawn(move || {
                 for k in 0..20_000 {
                     let (_, (user, trailer)) = entry((k * 7919) % 20_000, 1);
-                    writer.insert(&user, trailer, b"v", LogLocation::UNKNOWN);
+                    writer.insert(&user, trailer, b"v", PackedLocation::UNKNOWN);
                 }
             });
             for _ in 0..20 {
