@@ -108,3 +108,39 @@ impl ValueLog for StoreLogs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::PosixFs;
+    use crate::log::{LogAddress, LogWriter};
+    use crate::table::blocks_read_on_this_thread;
+
+    #[test]
+    fn values_read_again_come_from_the_fragment_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
+        let mut writer = LogWriter::new(fs.create(&log_path(dir.path(), 5)).unwrap());
+        let record: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        let offset = writer.add_record(&record).unwrap();
+        writer.flush().unwrap();
+        let mut encoded = Vec::new();
+        let address = ValueAddress {
+            record: LogAddress::new(5, offset),
+            offset: 32_000,
+            len: 1_000,
+        };
+        address.encode_to(&mut encoded);
+        let at = (dir.path(), 0);
+        for (cache, reads) in [(0, 4), (1 << 20, 2)] {
+            let logs = StoreLogs::new(dir.path(), fs.clone(), cache);
+            let before = blocks_read_on_this_thread();
+            let mut value = Vec::new();
+            for _ in 0..2 {
+                logs.read_value(&encoded, &mut value, at).unwrap();
+                assert_eq!(value, &record[32_000..33_000], "spans two fragments");
+            }
+            assert_eq!(blocks_read_on_this_thread() - before, reads, "cache {cache}");
+        }
+    }
+}
