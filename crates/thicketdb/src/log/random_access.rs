@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::address::ValueAddress;
-use super::format::{decode_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE};
+use super::format::{
+    decode_fragment, decode_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE,
+};
 use super::reader::DEFAULT_MAX_RECORD_SIZE;
 use crate::error::{Error, Result};
 use crate::io::RandomAccessFile;
@@ -163,6 +165,49 @@ impl RandomAccessLogReader {
             }
             logical = frag_end;
             pos = next_fragment(pos, payload.len());
+        }
+    }
+
+    /// The raw bytes of block `index` of the log (32 KiB, less for the last
+    /// block of the file): for a cache of log blocks, whose fragments
+    /// [`fragment_in_block`](Self::fragment_in_block) then checks.
+    pub fn read_block(&self, index: u64) -> Result<Vec<u8>> {
+        let at = index.saturating_mul(BLOCK);
+        let len = self.file.len()?.saturating_sub(at).min(BLOCK);
+        let mut block = vec![0u8; len as usize];
+        self.file.read_exact_at(at, &mut block)?;
+        Ok(block)
+    }
+
+    /// The fragment whose header is at `pos` (part of the record starting
+    /// at `start`, named in errors), decoded from `block`, the raw bytes of
+    /// the block `pos` is in: its type and the byte range of its checked
+    /// payload in `block`.
+    pub fn fragment_in_block(
+        &self,
+        start: u64,
+        pos: u64,
+        block: &[u8],
+    ) -> Result<(FragmentType, std::ops::Range<usize>)> {
+        let at = (pos % BLOCK) as usize;
+        let room = BLOCK as usize - at;
+        if room < HEADER_SIZE {
+            return Err(self.corrupt(
+                start,
+                pos,
+                "no fragment starts here: the offset is in a block's trailer",
+            ));
+        }
+        let data = block.get(at..).unwrap_or_default();
+        match decode_fragment(data, room) {
+            Ok(f) => Ok((f.kind, at + HEADER_SIZE..at + HEADER_SIZE + f.len)),
+            Err(BadFragment::TruncatedHeader | BadFragment::TruncatedPayload(_)) => Err(self
+                .corrupt(
+                    start,
+                    pos,
+                    "record cut short: the file ends before this fragment does",
+                )),
+            Err(why) => Err(self.bad(start, pos, why)),
         }
     }
 

@@ -1,10 +1,13 @@
 //! TRIAD-LOG: reading a log table's values where they lie, in the store's
 //! logs. A value is read by its address (log, record, offset in the record,
 //! length) from the fragments it lies in, each checksum verified, through a
-//! small cache of verified fragments: a 255-byte value costs one fragment
-//! read (at most 32 KiB) on a miss, never its whole write group (up to
-//! 1 MiB), and reads of values written together share the fragment.
+//! small cache of log blocks (32 KiB, the log's unit): a 255-byte value
+//! costs one block read on a miss, never its whole write group (up to
+//! 1 MiB), and values written close together share the block. A cached
+//! block holds raw bytes: the fragment a read needs is checked on every
+//! read (a CRC32C of at most 32 KiB), so the cache adds no trust.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,25 +16,28 @@ use quick_cache::{OptionsBuilder, Weighter};
 
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
-use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress};
+use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress, BLOCK_SIZE};
 use crate::table::{note_block_read, ValueLog};
 use crate::version::files::log_path;
 
 /// Open logs kept by a store's log-value reader.
 const OPEN_LOGS: usize = 64;
 
-/// A full fragment's payload, the typical cached item.
-const FRAGMENT_BYTES: u64 = 32 << 10;
-
-/// A verified fragment: its type and payload.
-type Fragment = (FragmentType, Arc<[u8]>);
-
 #[derive(Clone)]
-struct FragmentWeight;
+struct BlockWeight;
 
-impl Weighter<(u64, u64), Fragment> for FragmentWeight {
-    fn weight(&self, _: &(u64, u64), fragment: &Fragment) -> u64 {
-        fragment.1.len().max(1) as u64
+impl Weighter<(u64, u64), Arc<[u8]>> for BlockWeight {
+    fn weight(&self, _: &(u64, u64), block: &Arc<[u8]>) -> u64 {
+        block.len().max(1) as u64
+    }
+}
+
+/// A fragment's payload inside a shared block.
+struct Payload(Arc<[u8]>, Range<usize>);
+
+impl AsRef<[u8]> for Payload {
+    fn as_ref(&self) -> &[u8] {
+        &self.0[self.1.clone()]
     }
 }
 
@@ -40,38 +46,36 @@ pub struct StoreLogs {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     logs: Cache<u64, Arc<RandomAccessLogReader>>,
-    /// Verified fragments by (log, header offset); `None`: no cache.
-    fragments: Option<Cache<(u64, u64), Fragment, FragmentWeight>>,
+    /// Raw log blocks by (log, block index); `None`: no cache.
+    blocks: Option<Cache<(u64, u64), Arc<[u8]>, BlockWeight>>,
 }
 
 impl StoreLogs {
     /// Reads logs of `dir` through `fs`, caching up to `cache_bytes` of
-    /// verified fragments (0: none).
+    /// log blocks (0: none).
     pub fn new(dir: &Path, fs: Arc<dyn FileSystem>, cache_bytes: u64) -> StoreLogs {
-        // Fragments are large (up to 32 KiB) and the recently written ones
-        // are read most: few shards and a large probation share, so that a
-        // fragment stays long enough to be read again (the defaults, made
-        // for small items, admit one only on its second miss).
-        let fragments = (cache_bytes > 0).then(|| {
+        // Recently written blocks are read most: a large probation share,
+        // so that a block stays long enough to be read again (the default
+        // admits an item for good only on its second miss).
+        let blocks = (cache_bytes > 0).then(|| {
             let options = OptionsBuilder::new()
-                .estimated_items_capacity((cache_bytes / FRAGMENT_BYTES).max(16) as usize)
+                .estimated_items_capacity((cache_bytes / BLOCK_SIZE as u64).max(16) as usize)
                 .weight_capacity(cache_bytes)
-                .shards(4)
                 .hot_allocation(0.5)
                 .build();
             match options {
                 Ok(o) => {
-                    Cache::with_options(o, FragmentWeight, Default::default(), Default::default())
+                    Cache::with_options(o, BlockWeight, Default::default(), Default::default())
                 }
                 // Only invalid fractions fail; these are constants.
-                Err(_) => Cache::with_weighter(16, cache_bytes, FragmentWeight),
+                Err(_) => Cache::with_weighter(16, cache_bytes, BlockWeight),
             }
         });
         StoreLogs {
             dir: dir.to_path_buf(),
             fs,
             logs: Cache::new(OPEN_LOGS),
-            fragments,
+            blocks,
         }
     }
 
@@ -95,17 +99,25 @@ impl ValueLog for StoreLogs {
             .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;
         let log = address.record.log_number;
         let reader = self.reader(log)?;
-        let read = |start: u64, pos: u64| -> Result<Fragment> {
-            note_block_read();
-            let (kind, payload) = reader.read_fragment_at(start, pos)?;
-            Ok((kind, payload.into()))
+        let Some(cache) = &self.blocks else {
+            return reader.read_value_into(&address, out, |start, pos| {
+                note_block_read();
+                reader.read_fragment_at(start, pos)
+            });
         };
-        let Some(cache) = &self.fragments else {
-            return reader.read_value_into(&address, out, read);
-        };
-        reader.read_value_into(&address, out, |start, pos| {
-            cache.get_or_insert_with(&(log, pos), || read(start, pos))
-        })
+        reader.read_value_into(
+            &address,
+            out,
+            |start, pos| -> Result<(FragmentType, Payload)> {
+                let index = pos / BLOCK_SIZE as u64;
+                let block = cache.get_or_insert_with(&(log, index), || {
+                    note_block_read();
+                    reader.read_block(index).map(Arc::from)
+                })?;
+                let (kind, payload) = reader.fragment_in_block(start, pos, &block)?;
+                Ok((kind, Payload(block, payload)))
+            },
+        )
     }
 }
 
@@ -132,6 +144,8 @@ mod tests {
         };
         address.encode_to(&mut encoded);
         let at = (dir.path(), 0);
+        // Without a cache each fragment is read each time; with one, each
+        // block once.
         for (cache, reads) in [(0, 4), (1 << 20, 2)] {
             let logs = StoreLogs::new(dir.path(), fs.clone(), cache);
             let before = blocks_read_on_this_thread();
@@ -140,7 +154,47 @@ mod tests {
                 logs.read_value(&encoded, &mut value, at).unwrap();
                 assert_eq!(value, &record[32_000..33_000], "spans two fragments");
             }
-            assert_eq!(blocks_read_on_this_thread() - before, reads, "cache {cache}");
+            assert_eq!(
+                blocks_read_on_this_thread() - before,
+                reads,
+                "cache {cache}"
+            );
+        }
+    }
+
+    /// Small write groups (a few puts each) are each a record of their own:
+    /// their values share log blocks, read once each.
+    #[test]
+    fn small_records_share_cached_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
+        let mut writer = LogWriter::new(fs.create(&log_path(dir.path(), 9)).unwrap());
+        let mut values = Vec::new();
+        for i in 0..2000u32 {
+            let record = vec![(i % 251) as u8; 300];
+            let offset = writer.add_record(&record).unwrap();
+            let mut encoded = Vec::new();
+            ValueAddress {
+                record: LogAddress::new(9, offset),
+                offset: 20,
+                len: 255,
+            }
+            .encode_to(&mut encoded);
+            values.push((encoded, record));
+        }
+        writer.flush().unwrap();
+        let blocks = (2000 * 307) / BLOCK_SIZE as u64 + 1;
+        let logs = StoreLogs::new(dir.path(), fs, 16 << 20);
+        let mut value = Vec::new();
+        for round in 0..2 {
+            let before = blocks_read_on_this_thread();
+            for (encoded, record) in values.iter().rev() {
+                logs.read_value(encoded, &mut value, (dir.path(), 0))
+                    .unwrap();
+                assert_eq!(value, &record[20..275]);
+            }
+            let reads = blocks_read_on_this_thread() - before;
+            assert_eq!(reads, if round == 0 { blocks } else { 0 }, "round {round}");
         }
     }
 }
