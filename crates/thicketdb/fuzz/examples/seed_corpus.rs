@@ -211,14 +211,24 @@ fn main() {
             offset,
             len,
         };
-        write(&root, "log_entry", &format!("seed-{name}"), &log_entry(&address, &log));
+        write(
+            &root,
+            "log_entry",
+            &format!("seed-{name}"),
+            &log_entry(&address, &log),
+        );
     }
     let address = ValueAddress {
         record: LogAddress::new(1, offsets[3]),
         offset: 10,
         len: 69_000,
     };
-    write(&root, "log_entry", "seed-three-blocks", &log_entry(&address, &log));
+    write(
+        &root,
+        "log_entry",
+        "seed-three-blocks",
+        &log_entry(&address, &log),
+    );
     let log_table = table(Some(vec![1]));
     write(&root, "table", "seed-log-table", &prefixed(0, &log_table));
     let table = table(None);

@@ -8,11 +8,9 @@
 //! addresses.
 #![no_main]
 
-use std::path::Path;
-
 use libfuzzer_sys::fuzz_target;
 use thicketdb::io::FileSystem;
-use thicketdb::log::{LogAddress, LogWriter, RandomAccessLogReader, ValueAddress};
+use thicketdb::log::{LogAddress, RandomAccessLogReader, ValueAddress};
 
 /// The same cap as the `log_reader` target.
 const MAX_RECORD_SIZE: usize = 1 << 20;
@@ -47,44 +45,27 @@ fuzz_target!(|data: &[u8]| {
     round_trip(&log, encoded);
 });
 
-/// Cuts `data` into records (sizes from `sizes`, scaled so that records
-/// span blocks), logs them and reads a slice of each back by its address.
+/// Logs records cut from `data` and reads a slice of each (from a third
+/// of it to its last byte but one) back by its address.
 fn round_trip(data: &[u8], sizes: &[u8]) {
-    let fs = thicketdb::io::fault::FaultFs::new();
-    let path = Path::new("round-trip.log");
-    let mut writer = LogWriter::new(fs.create(path).expect("in-memory create"));
-    let mut values = Vec::new();
-    let mut rest = data;
-    for &size in sizes.iter().chain([&7u8]).cycle().take(64) {
-        let (record, tail) = rest.split_at((usize::from(size) * 300).min(rest.len()));
-        let offset = writer.add_record(record).expect("in-memory append");
-        // A slice from a third of the record to its last byte but one.
-        let (from, to) = (record.len() / 3, record.len().saturating_sub(1).max(record.len() / 3));
-        values.push((
-            ValueAddress {
-                record: LogAddress::new(1, offset),
-                offset: from as u64,
-                len: (to - from) as u64,
-            },
-            &record[from..to],
-        ));
-        rest = tail;
-        if rest.is_empty() {
-            break;
-        }
-    }
-    writer.flush().expect("in-memory flush");
-    let reader = RandomAccessLogReader::new(
-        fs.open_random(path).expect("in-memory open"),
-        path.to_path_buf(),
-    );
+    let (fs, path, records) = thicketdb_fuzz::write_records(data, sizes);
+    let reader = RandomAccessLogReader::new(fs.open_random(&path).expect("in-memory open"), path);
     let mut got = Vec::new();
-    for (address, want) in values {
+    for (offset, record) in records {
+        let (from, to) = (
+            record.len() / 3,
+            record.len().saturating_sub(1).max(record.len() / 3),
+        );
+        let address = ValueAddress {
+            record: LogAddress::new(1, offset),
+            offset: from as u64,
+            len: (to - from) as u64,
+        };
         reader
             .read_value_into(&address, &mut got, |start, pos| {
                 reader.read_fragment_at(start, pos)
             })
             .expect("a value written reads back");
-        assert_eq!(got, want, "{address:?}");
+        assert_eq!(got, &record[from..to], "{address:?}");
     }
 }

@@ -6,11 +6,11 @@
 //! and written by `LogWriter` read back at the addresses it returned.
 #![no_main]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use libfuzzer_sys::fuzz_target;
 use thicketdb::io::FileSystem;
-use thicketdb::log::{LogReader, LogWriter, RandomAccessLogReader, RecoveryMode};
+use thicketdb::log::{LogReader, RandomAccessLogReader, RecoveryMode};
 
 /// The same cap as the `log_reader` target.
 const MAX_RECORD_SIZE: usize = 1 << 20;
@@ -56,28 +56,10 @@ fuzz_target!(|data: &[u8]| {
     round_trip(rest, offset);
 });
 
-/// Cuts `data` into records of sizes taken from `sizes` (cycled, scaled so
-/// that records span blocks), logs them and reads each back by address.
+/// Logs records cut from `data` and reads each back by address.
 fn round_trip(data: &[u8], sizes: &[u8; 8]) {
-    let fs = thicketdb::io::fault::FaultFs::new();
-    let path = Path::new("round-trip.log");
-    let mut writer = LogWriter::new(fs.create(path).expect("in-memory create"));
-    let mut records = Vec::new();
-    let mut rest = data;
-    for &size in sizes.iter().cycle().take(64) {
-        let (record, tail) = rest.split_at((usize::from(size) * 300).min(rest.len()));
-        let offset = writer.add_record(record).expect("in-memory append");
-        records.push((offset, record));
-        rest = tail;
-        if rest.is_empty() {
-            break;
-        }
-    }
-    writer.flush().expect("in-memory flush");
-    let reader = RandomAccessLogReader::new(
-        fs.open_random(path).expect("in-memory open"),
-        path.to_path_buf(),
-    );
+    let (fs, path, records) = thicketdb_fuzz::write_records(data, sizes);
+    let reader = RandomAccessLogReader::new(fs.open_random(&path).expect("in-memory open"), path);
     for (offset, record) in records {
         assert_eq!(reader.read_record_at(offset).as_deref(), Ok(record));
     }

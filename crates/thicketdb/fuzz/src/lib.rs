@@ -152,3 +152,27 @@ pub fn fix_options_checksum(text: &[u8]) -> Vec<u8> {
     out.extend_from_slice(format!("crc32c={crc:08x}\n").as_bytes());
     out
 }
+
+/// Cuts `data` into at most 64 records whose sizes come from `sizes`
+/// (cycled; 7 when empty; scaled by 300 so that records span blocks) and
+/// writes them with `LogWriter` to an in-memory log. Returns the file
+/// system, the log's path and each record with the offset it was written at.
+pub fn write_records<'a>(data: &'a [u8], sizes: &[u8]) -> (FaultFs, PathBuf, Vec<(u64, &'a [u8])>) {
+    let fs = FaultFs::new();
+    let path = PathBuf::from("round-trip.log");
+    let mut writer = thicketdb::log::LogWriter::new(fs.create(&path).expect("in-memory create"));
+    let sizes = if sizes.is_empty() { &[7u8][..] } else { sizes };
+    let mut records = Vec::new();
+    let mut rest = data;
+    for &size in sizes.iter().cycle().take(64) {
+        let (record, tail) = rest.split_at((usize::from(size) * 300).min(rest.len()));
+        let offset = writer.add_record(record).expect("in-memory append");
+        records.push((offset, record));
+        rest = tail;
+        if rest.is_empty() {
+            break;
+        }
+    }
+    writer.flush().expect("in-memory flush");
+    (fs, path, records)
+}
