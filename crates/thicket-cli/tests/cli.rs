@@ -244,6 +244,10 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "buffer_hits",
         "buffer_tables_removed",
         "freezes",
+        "gets",
+        "get_blocks_read",
+        "log_table_bytes",
+        "log_table_data_bytes",
         "compaction_buffer_bytes",
         "buffer_tables",
         "block_cache_hits",
@@ -431,7 +435,7 @@ fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
     );
     let records = manifest["records"].as_array().unwrap();
     let first = &records[0]["edit"];
-    assert_eq!(first["format_version"], 3, "{first}");
+    assert_eq!(first["format_version"], 4, "{first}");
     let table = records
         .iter()
         .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())
