@@ -2,7 +2,7 @@
 //! it. Input: a flags byte (odd: fix the fragment checksums up first, as
 //! `log_reader` does), the length of the encoded address (one byte), the
 //! address, then the log. Checks that an address decodes or fails cleanly
-//! and re-encodes to itself, that reading a value at it fails only with
+//! and its encoding decodes to it again, that reading a value at it fails only with
 //! corruption, and that values cut from records written by `LogWriter`
 //! (inside one fragment or spanning blocks) read back exactly at their
 //! addresses.
@@ -33,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(address) = ValueAddress::decode(encoded) {
         let mut again = Vec::new();
         address.encode_to(&mut again);
-        assert_eq!(again, encoded, "an address re-encodes to its bytes");
+        // Varints may be overlong: the round trip is of the address.
+        assert_eq!(ValueAddress::decode(&again), Ok(address));
         let mut value = Vec::new();
         match reader.read_value_into(&address, &mut value, |start, pos| {
             reader.read_fragment_at(start, pos)
