@@ -65,7 +65,7 @@ impl PackedLocation {
     }
 
     pub(crate) fn unpack(self) -> Option<LogLocation> {
-        (self != Self::UNKNOWN).then(|| LogLocation {
+        (self != Self::UNKNOWN).then_some(LogLocation {
             record: self.0 >> Self::OFFSET_BITS,
             offset: self.0 & ((1 << Self::OFFSET_BITS) - 1),
         })

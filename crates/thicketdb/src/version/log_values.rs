@@ -32,6 +32,9 @@ impl Weighter<(u64, u64), Arc<[u8]>> for BlockWeight {
     }
 }
 
+/// Raw log blocks by (log, block index).
+type BlockCache = Cache<(u64, u64), Arc<[u8]>, BlockWeight>;
+
 /// A fragment's payload inside a shared block.
 struct Payload(Arc<[u8]>, Range<usize>);
 
@@ -47,7 +50,7 @@ pub struct StoreLogs {
     fs: Arc<dyn FileSystem>,
     logs: Cache<u64, Arc<RandomAccessLogReader>>,
     /// Raw log blocks by (log, block index); `None`: no cache.
-    blocks: Option<Cache<(u64, u64), Arc<[u8]>, BlockWeight>>,
+    blocks: Option<BlockCache>,
 }
 
 impl StoreLogs {
