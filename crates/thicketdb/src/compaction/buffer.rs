@@ -31,36 +31,22 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::task::CompactionTask;
+use crate::format::KeyOrder;
 use crate::options::Options;
-use crate::version::{Version, VersionEdit, NUM_LEVELS};
+use crate::version::buffer::{BufferRecording, BufferRound};
+use crate::version::{Level, TableMeta, Version, VersionEdit};
 
 /// Repeated data above this share of a level's bytes freeze its buffer.
 const FREEZE_REPEATED_DIVISOR: u64 = 10;
 
-/// The compaction buffer's state outside the version: freeze accounting
-/// and the time of the last trim. Kept in memory; a frozen flag itself is
-/// persisted with the version.
+/// The compaction buffer's settings and the time of the last trim; its
+/// state (runs, frozen flags, freeze accounting) lives in the version.
 #[derive(Debug)]
 pub struct CompactionBuffer {
     max_bytes: u64,
     trim_interval: Duration,
     trim_threshold: f64,
-    state: Mutex<State>,
-}
-
-#[derive(Debug)]
-struct State {
-    rounds: Vec<Round>,
-    last_trim: Instant,
-}
-
-/// What one level received and released since its round began.
-#[derive(Debug, Clone, Copy, Default)]
-struct Round {
-    /// The level's bytes when the round began.
-    start_bytes: u64,
-    arrived: u64,
-    departed: u64,
+    last_trim: Mutex<Instant>,
 }
 
 /// What an edit did to the buffer, for the statistics.
@@ -79,10 +65,7 @@ impl CompactionBuffer {
             max_bytes: options.lsbm_max_buffer_bytes,
             trim_interval: Duration::from_millis(options.lsbm_trim_interval),
             trim_threshold: options.lsbm_trim_threshold,
-            state: Mutex::new(State {
-                rounds: vec![Round::default(); NUM_LEVELS],
-                last_trim: Instant::now(),
-            }),
+            last_trim: Mutex::new(Instant::now()),
         })
     }
 
@@ -98,12 +81,12 @@ impl CompactionBuffer {
     /// How long until the next trim is due (zero: now).
     pub fn until_trim(&self) -> Duration {
         self.trim_interval
-            .saturating_sub(self.state.lock().last_trim.elapsed())
+            .saturating_sub(self.last_trim.lock().elapsed())
     }
 
     /// Records that a trim ran now.
     pub fn trimmed(&self) {
-        self.state.lock().last_trim = Instant::now();
+        *self.last_trim.lock() = Instant::now();
     }
 
     /// Adds to `edit`, the edit completing `task` against `version`, the
@@ -132,7 +115,7 @@ impl CompactionBuffer {
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
         let mut change = BufferChange::default();
         let after = version.apply(edit)?;
-        let frozen = self.account(version, &after, output, departed, edit, &mut change);
+        let frozen = Self::account(version, &after, output, departed, edit, &mut change);
         if !arrivals.is_empty() {
             let newest = version.levels[output].buffer.first();
             let mut run = newest.map(|r| r.id);
@@ -180,12 +163,12 @@ impl CompactionBuffer {
         Ok(change)
     }
 
-    /// Freeze accounting for a task into `output` whose `departed` bytes
+    /// Freeze accounting for a task into `output` whose `arrived` bytes
     /// left the level above: returns whether `output` is frozen after the
-    /// edit, adding a freeze or unfreeze to it. Also counts what left
-    /// `output` itself (its own victims going down).
+    /// edit, adding to it a freeze or unfreeze and the levels' new rounds.
+    /// Also counts what left `output`'s upper neighbour (its victims going
+    /// down into `output`).
     fn account(
-        &self,
         before: &Version,
         after: &Version,
         output: usize,
@@ -193,32 +176,35 @@ impl CompactionBuffer {
         edit: &mut VersionEdit,
         change: &mut BufferChange,
     ) -> bool {
-        let mut state = self.state.lock();
         let input = output.saturating_sub(1);
         if input >= 1 {
             let left = before.levels[input]
                 .bytes()
                 .saturating_sub(after.levels[input].bytes());
-            let round = &mut state.rounds[input];
+            let mut round = before.levels[input].round;
             round.departed += left;
             if round.departed >= round.start_bytes {
                 // A whole level's worth went down: the round ends.
-                *round = Round {
+                round = BufferRound {
                     start_bytes: after.levels[input].bytes(),
-                    ..Round::default()
+                    ..BufferRound::default()
                 };
                 if before.levels[input].frozen {
                     edit.buffer_frozen.push((input, false));
                 }
             }
+            if round != before.levels[input].round {
+                edit.buffer_rounds.push((input, round));
+            }
         }
         let mut frozen = before.levels[output].frozen;
         if output >= 2 && arrived > 0 {
-            let round = &mut state.rounds[output];
+            let mut round = before.levels[output].round;
             if round.arrived == 0 && round.departed == 0 {
                 round.start_bytes = before.levels[output].bytes();
             }
             round.arrived += arrived;
+            edit.buffer_rounds.push((output, round));
             let size = after.levels[output].bytes();
             let expected = (round.start_bytes + round.arrived).saturating_sub(round.departed);
             let repeated = expected.saturating_sub(size);
@@ -260,6 +246,36 @@ impl CompactionBuffer {
     }
 }
 
+/// What an open adds to its first edit for the compaction buffer. With
+/// `lsbm_buffer`, a store that did not record arrivals starts now (range
+/// reads trust the buffer only for newer data). Without it the buffer is
+/// dropped: compactions would no longer append to it, so its tables could
+/// answer lookups with versions later writes superseded.
+pub fn open_edit(version: &Version, lsbm_buffer: bool, last_sequence: u64, edit: &mut VersionEdit) {
+    if lsbm_buffer {
+        if version.buffer_recording == BufferRecording::Off {
+            edit.buffer_recording = Some(BufferRecording::Since(last_sequence));
+        }
+        return;
+    }
+    for (i, level) in version.levels.iter().enumerate() {
+        for run in &level.buffer {
+            for e in &run.entries {
+                edit.drop_buffer_entry(i, run.id, e.meta.id);
+            }
+        }
+        if level.frozen {
+            edit.buffer_frozen.push((i, false));
+        }
+        if level.round != BufferRound::default() {
+            edit.buffer_rounds.push((i, BufferRound::default()));
+        }
+    }
+    if version.buffer_recording != BufferRecording::Off {
+        edit.buffer_recording = Some(BufferRecording::Off);
+    }
+}
+
 /// Removes the oldest runs' tables (across levels) while the buffer holds
 /// more than `max_bytes`; returns how many.
 fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
@@ -295,8 +311,11 @@ fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
 
 /// Drops the removed entries of `version` (the state after `edit`) that
 /// guard nothing: no present table in an older run of their level
-/// overlaps them. An entry the edit itself adds or removes is taken out of
-/// those parts of the edit instead (drops apply before either).
+/// overlaps them, and the level's own run holds none of their data any
+/// more (until then the entry tells range reads that the buffer lacks
+/// data the level holds). An entry the edit itself adds or removes is
+/// taken out of those parts of the edit instead (drops apply before
+/// either).
 fn clean_up(version: &Version, edit: &mut VersionEdit) {
     for (level, l) in version.levels.iter().enumerate() {
         for (i, run) in l.buffer.iter().enumerate() {
@@ -307,7 +326,7 @@ fn clean_up(version: &Version, edit: &mut VersionEdit) {
                     .iter()
                     .flat_map(|older| older.present())
                     .any(|t| t.overlaps(lo, hi, &version.order));
-                if guards {
+                if guards || may_hold_data_of(l, &e.meta, &version.order) {
                     continue;
                 }
                 let (run_id, table) = (run.id, e.meta.id);
@@ -326,6 +345,17 @@ fn clean_up(version: &Version, edit: &mut VersionEdit) {
             }
         }
     }
+}
+
+/// Whether `level`'s own runs may still hold data of `t`: a table there
+/// overlaps it in user keys and in sequence numbers.
+fn may_hold_data_of(level: &Level, t: &TableMeta, order: &KeyOrder) -> bool {
+    let (lo, hi) = (Some(t.smallest_user_key()), Some(t.largest_user_key()));
+    level.runs.iter().any(|r| {
+        r.overlapping(lo, hi, order)
+            .iter()
+            .any(|u| u.min_seq <= t.max_seq && t.min_seq <= u.max_seq)
+    })
 }
 
 #[cfg(test)]

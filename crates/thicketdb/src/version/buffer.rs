@@ -27,6 +27,33 @@ pub struct BufferEntry {
     pub removed: bool,
 }
 
+/// A level's freeze accounting for its current merge round (LSbM §IV-A):
+/// kept in the version and persisted with the buffer's edits, so a reopened
+/// store freezes and unfreezes exactly as the running one would have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferRound {
+    /// The level's bytes when the round began.
+    pub start_bytes: u64,
+    /// Bytes merged or moved into the level since.
+    pub arrived: u64,
+    /// Bytes that left the level (merged down) since.
+    pub departed: u64,
+}
+
+/// Whether the compaction buffer records every table that brings data
+/// into a level (see `compaction::buffer`). A range read may use a level's
+/// buffer instead of its own run only where the buffer holds everything
+/// the run does; data older than the recording are not in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BufferRecording {
+    /// Not recorded (a store never opened with `lsbm_buffer`, or last
+    /// opened without it): range reads never use the buffer.
+    #[default]
+    Off,
+    /// Every version with a larger sequence number is recorded.
+    Since(u64),
+}
+
 /// A sorted run of the compaction buffer; larger ids are newer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferRun {
