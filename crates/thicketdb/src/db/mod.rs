@@ -442,6 +442,8 @@ impl Db {
 }
 
 #[cfg(test)]
+mod lsbm_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod triad_tests;

@@ -59,8 +59,7 @@ pub fn plan(version: &Version, level: usize) -> Option<LevelPlan> {
         return None;
     };
     let l = &version.levels[level];
-    if version.merge_journal.is_some() || l.runs.len() != 1 || l.buffer_tables().next().is_none()
-    {
+    if version.merge_journal.is_some() || l.runs.len() != 1 || l.buffer_tables().next().is_none() {
         return None;
     }
     let order = &version.order;
@@ -93,7 +92,10 @@ pub fn plan(version: &Version, level: usize) -> Option<LevelPlan> {
     };
     let mut after: Option<&[u8]> = None;
     for &(lo, hi) in &merged {
-        push(Bound::Excluded(lo), gap_source(version, level, after, Some(lo)));
+        push(
+            Bound::Excluded(lo),
+            gap_source(version, level, after, Some(lo)),
+        );
         push(Bound::Included(hi), PieceSource::Level);
         after = Some(hi);
     }

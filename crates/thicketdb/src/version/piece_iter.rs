@@ -87,15 +87,15 @@ impl PieceIterator {
             PieceSource::Buffer => {
                 Counters::add(&self.counters.buffer_range_pieces, 1);
                 Box::new(MergingIterator::new(
-                level
-                    .buffer
-                    .iter()
-                    .map(|r| {
-                        Box::new(run(overlapping(&mut r.present())))
-                            as Box<dyn InternalIterator>
-                    })
-                    .collect(),
-                order.clone(),
+                    level
+                        .buffer
+                        .iter()
+                        .map(|r| {
+                            Box::new(run(overlapping(&mut r.present())))
+                                as Box<dyn InternalIterator>
+                        })
+                        .collect(),
+                    order.clone(),
                 ))
             }
         };

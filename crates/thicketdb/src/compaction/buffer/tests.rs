@@ -15,7 +15,13 @@ fn meta(id: u64, lo: &str, hi: &str, bytes: u64) -> Arc<TableMeta> {
 }
 
 /// A table holding sequence numbers `min_seq..=max_seq`.
-fn meta_at(id: u64, lo: &str, hi: &str, bytes: u64, (min_seq, max_seq): (u64, u64)) -> Arc<TableMeta> {
+fn meta_at(
+    id: u64,
+    lo: &str,
+    hi: &str,
+    bytes: u64,
+    (min_seq, max_seq): (u64, u64),
+) -> Arc<TableMeta> {
     Arc::new(TableMeta {
         id,
         segment: id,
