@@ -275,3 +275,45 @@ fn trim_removes_uncached_buffer_tables_and_releases_their_space() {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 1)));
     }
 }
+
+/// Opened without `lsbm_buffer`, a store drops its buffer: compactions
+/// would no longer append to it, so its tables would answer lookups with
+/// versions that later writes replaced.
+#[test]
+fn reopen_without_the_buffer_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        load(&db);
+        push_l1_down(&db, 0);
+        assert!(db.stats().buffer_tables > 0);
+        db.close().unwrap();
+    }
+    let plain = || Options {
+        lsbm_buffer: false,
+        ..options()
+    };
+    {
+        let db = Db::open(dir.path(), plain()).unwrap();
+        let stats = db.stats();
+        assert_eq!((stats.buffer_tables, stats.compaction_buffer_bytes), (0, 0));
+        for i in 0..KEYS {
+            db.put(key(i), value(i, 2)).unwrap();
+        }
+        db.flush().unwrap();
+        for step in 1..=3 {
+            push_l1_down(&db, step * 1000);
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    for i in 0..KEYS {
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 2)), "key {i}");
+    }
+    let got: Vec<Vec<u8>> = db
+        .range(key(0)..key(KEYS))
+        .unwrap()
+        .map(|pair| pair.unwrap().1)
+        .collect();
+    assert_eq!(got, (0..KEYS).map(|i| value(i, 2)).collect::<Vec<_>>());
+}

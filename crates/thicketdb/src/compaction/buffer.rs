@@ -39,6 +39,10 @@ use crate::version::{Level, TableMeta, Version, VersionEdit};
 /// Repeated data above this share of a level's bytes freeze its buffer.
 const FREEZE_REPEATED_DIVISOR: u64 = 10;
 
+/// Removed entries a level keeps only for range reads (see `clean_up`),
+/// at least; more when the level holds more tables.
+const MIN_KEPT_FOR_RANGE_READS: usize = 64;
+
 /// The compaction buffer's settings and the time of the last trim; its
 /// state (runs, frozen flags, freeze accounting) lives in the version.
 #[derive(Debug)]
@@ -252,13 +256,18 @@ impl CompactionBuffer {
 /// dropped: compactions would no longer append to it, so its tables could
 /// answer lookups with versions later writes superseded.
 pub fn open_edit(version: &Version, lsbm_buffer: bool, last_sequence: u64, edit: &mut VersionEdit) {
-    if lsbm_buffer {
-        if version.buffer_recording == BufferRecording::Off {
-            edit.buffer_recording = Some(BufferRecording::Since(last_sequence));
-        }
-        return;
-    }
     for (i, level) in version.levels.iter().enumerate() {
+        let recording = match (lsbm_buffer, level.recording) {
+            (true, BufferRecording::Off) => BufferRecording::Since(last_sequence),
+            (true, since) => since,
+            (false, _) => BufferRecording::Off,
+        };
+        if recording != level.recording {
+            edit.buffer_recording.push((i, recording));
+        }
+        if lsbm_buffer {
+            continue;
+        }
         for run in &level.buffer {
             for e in &run.entries {
                 edit.drop_buffer_entry(i, run.id, e.meta.id);
@@ -270,9 +279,6 @@ pub fn open_edit(version: &Version, lsbm_buffer: bool, last_sequence: u64, edit:
         if level.round != BufferRound::default() {
             edit.buffer_rounds.push((i, BufferRound::default()));
         }
-    }
-    if version.buffer_recording != BufferRecording::Off {
-        edit.buffer_recording = Some(BufferRecording::Off);
     }
 }
 
@@ -311,13 +317,17 @@ fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
 
 /// Drops the removed entries of `version` (the state after `edit`) that
 /// guard nothing: no present table in an older run of their level
-/// overlaps them, and the level's own run holds none of their data any
-/// more (until then the entry tells range reads that the buffer lacks
-/// data the level holds). An entry the edit itself adds or removes is
-/// taken out of those parts of the edit instead (drops apply before
-/// either).
+/// overlaps them. One whose data the level's own run may still hold is
+/// kept, to tell range reads that the buffer lacks data the run has; past
+/// `MIN_KEPT_FOR_RANGE_READS` or the level's table count such entries go
+/// too, oldest data first, and the level's recording moves past their
+/// sequence numbers instead (range reads then avoid the run's tables that
+/// may hold them). An entry the edit itself adds or removes is taken out
+/// of those parts of the edit instead (drops apply before either).
 fn clean_up(version: &Version, edit: &mut VersionEdit) {
     for (level, l) in version.levels.iter().enumerate() {
+        // (max sequence, run, table) of entries kept for range reads.
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
         for (i, run) in l.buffer.iter().enumerate() {
             for e in run.entries.iter().filter(|e| e.removed) {
                 let lo = Some(e.meta.smallest_user_key());
@@ -326,24 +336,47 @@ fn clean_up(version: &Version, edit: &mut VersionEdit) {
                     .iter()
                     .flat_map(|older| older.present())
                     .any(|t| t.overlaps(lo, hi, &version.order));
-                if guards || may_hold_data_of(l, &e.meta, &version.order) {
+                if guards {
                     continue;
                 }
-                let (run_id, table) = (run.id, e.meta.id);
-                edit.buffer_removed
-                    .retain(|d| (d.level, d.run, d.table) != (level, run_id, table));
-                let added = edit
-                    .buffer_tables
-                    .iter()
-                    .position(|n| (n.level, n.run, n.meta.id) == (level, run_id, table));
-                match added {
-                    Some(i) => {
-                        edit.buffer_tables.remove(i);
-                    }
-                    None => edit.drop_buffer_entry(level, run_id, table),
+                if may_hold_data_of(l, &e.meta, &version.order) {
+                    kept.push((e.meta.max_seq, run.id, e.meta.id));
+                } else {
+                    drop_entry(edit, level, run.id, e.meta.id);
                 }
             }
         }
+        let limit = l.table_count().max(MIN_KEPT_FOR_RANGE_READS);
+        if kept.len() > limit {
+            kept.sort_unstable();
+            let excess = &kept[..kept.len() - limit];
+            for &(_, run, table) in excess {
+                drop_entry(edit, level, run, table);
+            }
+            let newest = excess.last().map_or(0, |&(seq, _, _)| seq);
+            let since = match l.recording {
+                BufferRecording::Since(since) => BufferRecording::Since(since.max(newest)),
+                BufferRecording::Off => BufferRecording::Off,
+            };
+            edit.buffer_recording.retain(|&(at, _)| at != level);
+            edit.buffer_recording.push((level, since));
+        }
+    }
+}
+
+/// Takes removed entry `table` out of buffer run `run` of `level`.
+fn drop_entry(edit: &mut VersionEdit, level: usize, run: u64, table: u64) {
+    edit.buffer_removed
+        .retain(|d| (d.level, d.run, d.table) != (level, run, table));
+    let added = edit
+        .buffer_tables
+        .iter()
+        .position(|n| (n.level, n.run, n.meta.id) == (level, run, table));
+    match added {
+        Some(i) => {
+            edit.buffer_tables.remove(i);
+        }
+        None => edit.drop_buffer_entry(level, run, table),
     }
 }
 

@@ -40,17 +40,20 @@ pub struct BufferRound {
     pub departed: u64,
 }
 
-/// Whether the compaction buffer records every table that brings data
-/// into a level (see `compaction::buffer`). A range read may use a level's
-/// buffer instead of its own run only where the buffer holds everything
-/// the run does; data older than the recording are not in it.
+/// Which of a level's data its compaction buffer is known to hold. A range
+/// read may use a level's buffer instead of its own run only where the
+/// buffer holds everything the run does (see `version::buffer_range`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum BufferRecording {
-    /// Not recorded (a store never opened with `lsbm_buffer`, or last
-    /// opened without it): range reads never use the buffer.
+    /// Nothing (a store never opened with `lsbm_buffer`, or last opened
+    /// without it): range reads never use the buffer.
     #[default]
     Off,
-    /// Every version with a larger sequence number is recorded.
+    /// Every table that brought data newer than this sequence number into
+    /// the level is an entry of its buffer, present or removed. It starts
+    /// at the store's last sequence when the buffer is turned on, and
+    /// moves up when entries the run may still hold data of are dropped
+    /// (`compaction::buffer`'s clean-up).
     Since(u64),
 }
 

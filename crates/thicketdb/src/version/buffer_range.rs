@@ -5,12 +5,14 @@
 //! its own run where the buffer holds everything the run does there:
 //!
 //! - no removed entry overlaps (its data left the buffer; lines 11–13);
-//! - the run holds nothing older than the buffer's recording (a store
-//!   that turned the buffer on late, `BufferRecording`).
+//! - no run table there may hold data older than the level's recording
+//!   (`BufferRecording`: a store that turned the buffer on late, or
+//!   entries dropped while the run may hold their data).
 //!
 //! Every table that brings data into the level joins its buffer, and an
-//! entry leaves it only once the run holds none of its data any more
-//! (`compaction::buffer`). So where neither holds, the buffer's present
+//! entry leaves it only once the run holds none of its data any more, or
+//! with the recording moved past its data (`compaction::buffer`). So
+//! where neither holds, the buffer's present
 //! tables hold every version the run holds; they may hold older versions
 //! too (of keys merged down or overwritten since), which the read's merge
 //! orders behind the newer ones every run yields, as their deletions stop
@@ -55,10 +57,10 @@ pub type LevelPlan = Vec<Piece>;
 /// table outside removed ranges, or a journaled merge is in progress (its
 /// interim outputs are not in any buffer).
 pub fn plan(version: &Version, level: usize) -> Option<LevelPlan> {
-    let BufferRecording::Since(since) = version.buffer_recording else {
+    let l = &version.levels[level];
+    let BufferRecording::Since(since) = l.recording else {
         return None;
     };
-    let l = &version.levels[level];
     if version.merge_journal.is_some() || l.runs.len() != 1 || l.buffer_tables().next().is_none() {
         return None;
     }

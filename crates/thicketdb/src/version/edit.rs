@@ -95,8 +95,8 @@ pub struct VersionEdit {
     pub compact_pointers: Vec<(usize, Vec<u8>)>,
     /// Levels whose buffer freeze accounting changed, with the new state.
     pub buffer_rounds: Vec<(usize, BufferRound)>,
-    /// Whether the compaction buffer records arrivals from now on.
-    pub buffer_recording: Option<BufferRecording>,
+    /// Levels whose buffer recording changed (LSbM range reads).
+    pub buffer_recording: Vec<(usize, BufferRecording)>,
 }
 
 impl VersionEdit {
@@ -169,8 +169,9 @@ impl VersionEdit {
                 put_varint64(&mut out, v);
             }
         }
-        if let Some(recording) = self.buffer_recording {
+        for &(level, recording) in &self.buffer_recording {
             put_varint64(&mut out, TAG_BUFFER_RECORDING);
+            put_varint64(&mut out, level as u64);
             match recording {
                 BufferRecording::Off => put_varint64(&mut out, 0),
                 BufferRecording::Since(seq) => {
@@ -280,13 +281,15 @@ impl VersionEdit {
                     edit.buffer_rounds.push((level, round));
                 }
                 TAG_BUFFER_RECORDING => {
-                    edit.buffer_recording = Some(match num(src, "buffer recording flag")? {
+                    let level = level(num(src, "buffer recording level")?)?;
+                    let recording = match num(src, "buffer recording flag")? {
                         0 => BufferRecording::Off,
                         1 => BufferRecording::Since(num(src, "buffer recording sequence")?),
                         other => {
                             return Err(format!("buffer recording flag {other} is not 0 or 1"))
                         }
-                    });
+                    };
+                    edit.buffer_recording.push((level, recording));
                 }
                 other => return Err(format!("unknown edit tag {other}")),
             }
@@ -417,9 +420,7 @@ mod tests {
                 departed: 0,
             },
         )];
-        e.buffer_recording = Some(BufferRecording::Since(4321));
-        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
-        e.buffer_recording = Some(BufferRecording::Off);
+        e.buffer_recording = vec![(2, BufferRecording::Since(4321)), (3, BufferRecording::Off)];
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     }
 

@@ -69,21 +69,25 @@ impl PieceIterator {
         self.index = i;
         let (start, end) = self.bounds(i);
         let order = &self.version.order;
-        let overlapping = |tables: &mut dyn Iterator<Item = &Arc<TableMeta>>| -> Vec<_> {
-            tables
-                .filter(|t| {
-                    ends_after_start(t.largest_user_key(), start, order)
-                        && starts_before_end(t.smallest_user_key(), end, order)
-                })
+        // Tables of a run (or entries of a buffer run) are sorted and
+        // disjoint: those overlapping the piece are a contiguous slice.
+        let overlapping = |tables: &[Arc<TableMeta>]| -> Vec<Arc<TableMeta>> {
+            let first =
+                tables.partition_point(|t| !ends_after_start(t.largest_user_key(), start, order));
+            tables[first..]
+                .iter()
+                .take_while(|t| starts_before_end(t.smallest_user_key(), end, order))
                 .cloned()
                 .collect()
         };
         let level = &self.version.levels[self.level];
         let run = |tables| RunIterator::new(tables, self.cache.clone(), self.fill_cache);
         let inner: Box<dyn InternalIterator> = match self.pieces()[i].source {
-            PieceSource::Level => Box::new(run(overlapping(
-                &mut level.runs.iter().flat_map(|r| r.tables.iter()),
-            ))),
+            PieceSource::Level => Box::new(run(level
+                .runs
+                .iter()
+                .flat_map(|r| overlapping(&r.tables))
+                .collect())),
             PieceSource::Buffer => {
                 Counters::add(&self.counters.buffer_range_pieces, 1);
                 Box::new(MergingIterator::new(
@@ -91,8 +95,20 @@ impl PieceIterator {
                         .buffer
                         .iter()
                         .map(|r| {
-                            Box::new(run(overlapping(&mut r.present())))
-                                as Box<dyn InternalIterator>
+                            let first = r.entries.partition_point(|e| {
+                                !ends_after_start(e.meta.largest_user_key(), start, order)
+                            });
+                            // Every entry overlapping a buffer piece is
+                            // present (`version::buffer_range`).
+                            let tables: Vec<Arc<TableMeta>> = r.entries[first..]
+                                .iter()
+                                .take_while(|e| {
+                                    starts_before_end(e.meta.smallest_user_key(), end, order)
+                                })
+                                .filter(|e| !e.removed)
+                                .map(|e| e.meta.clone())
+                                .collect();
+                            Box::new(run(tables)) as Box<dyn InternalIterator>
                         })
                         .collect(),
                     order.clone(),

@@ -19,8 +19,6 @@ pub struct Version {
     pub levels: Vec<Level>,
     /// A journaled merge in progress (SifrDB early cleaning), if any.
     pub merge_journal: Option<MergeJournal>,
-    /// Whether the compaction buffer records every arrival (LSbM).
-    pub buffer_recording: BufferRecording,
     /// Each level's range-read plan (LSbM Algorithm 4), made on first use.
     range_plans: OnceLock<Vec<Option<LevelPlan>>>,
     /// Set once the version is installed: its tables and their files stay
@@ -43,7 +41,6 @@ impl Clone for Version {
         Version {
             levels: self.levels.clone(),
             merge_journal: self.merge_journal.clone(),
-            buffer_recording: self.buffer_recording,
             range_plans: OnceLock::new(),
             pins: None,
             order: self.order.clone(),
@@ -54,9 +51,7 @@ impl Clone for Version {
 /// Versions are equal when they hold the same tables, installed or not.
 impl PartialEq for Version {
     fn eq(&self, other: &Version) -> bool {
-        self.levels == other.levels
-            && self.merge_journal == other.merge_journal
-            && self.buffer_recording == other.buffer_recording
+        self.levels == other.levels && self.merge_journal == other.merge_journal
     }
 }
 
@@ -67,7 +62,6 @@ impl std::fmt::Debug for Version {
         f.debug_struct("Version")
             .field("levels", &self.levels)
             .field("merge_journal", &self.merge_journal)
-            .field("buffer_recording", &self.buffer_recording)
             .field("installed", &self.pins.is_some())
             .finish()
     }
@@ -88,7 +82,6 @@ impl Version {
         Version {
             levels: vec![Level::default(); NUM_LEVELS],
             merge_journal: None,
-            buffer_recording: BufferRecording::Off,
             range_plans: OnceLock::new(),
             pins: None,
             order,
@@ -206,8 +199,8 @@ impl Version {
         for &(level, round) in &edit.buffer_rounds {
             self.levels[level].round = round;
         }
-        if let Some(recording) = edit.buffer_recording {
-            self.buffer_recording = recording;
+        for &(level, recording) in &edit.buffer_recording {
+            self.levels[level].recording = recording;
         }
         for level in &mut self.levels {
             level.buffer.retain(|r| !r.entries.is_empty());
@@ -277,7 +270,6 @@ impl Version {
     pub fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
             merge_journal: self.merge_journal.clone(),
-            buffer_recording: Some(self.buffer_recording),
             ..VersionEdit::default()
         };
         for (i, level) in self.levels.iter().enumerate() {
@@ -299,6 +291,9 @@ impl Version {
             }
             if level.round != BufferRound::default() {
                 edit.buffer_rounds.push((i, level.round));
+            }
+            if level.recording != BufferRecording::Off {
+                edit.buffer_recording.push((i, level.recording));
             }
             if !level.compact_pointer.is_empty() {
                 edit.compact_pointers
@@ -418,10 +413,10 @@ mod tests {
             departed: 20,
         };
         e.buffer_rounds.push((3, round));
-        e.buffer_recording = Some(BufferRecording::Since(77));
+        e.buffer_recording.push((2, BufferRecording::Since(77)));
         let v = Version::default().apply(&e).unwrap();
         assert_eq!(v.levels[3].round, round);
-        assert_eq!(v.buffer_recording, BufferRecording::Since(77));
+        assert_eq!(v.levels[2].recording, BufferRecording::Since(77));
         let runs: Vec<u64> = v.levels[2].buffer.iter().map(|r| r.id).collect();
         assert_eq!(runs, vec![9, 7], "newest buffer run first");
         let ids: Vec<u64> = v.levels[2].buffer[1]

@@ -414,3 +414,32 @@ fn freeze_accounting_survives_a_reopen() {
         assert_eq!(change.froze, 1);
     }
 }
+
+#[test]
+fn entries_kept_for_range_reads_are_bounded_and_move_the_recording() {
+    let b = buffer("");
+    // 70 removed entries over L2's one table, each guarding nothing but
+    // sharing sequence numbers with it: 64 may stay.
+    let entries: Vec<String> = (0..70)
+        .map(|i| format!("k{i:02}-k{i:02}/1@{}x", 1 + i % 9))
+        .collect();
+    let v = version(&format!("L2 2: a-z/100\nB2 7: {}", entries.join(" ")));
+    let v = v
+        .apply(&VersionEdit {
+            buffer_recording: vec![(2, BufferRecording::Since(0))],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    let (edit, _) = b.trim_edit(&v, &HashMap::new()).unwrap();
+    let after = v.apply(&edit).unwrap();
+    let left: Vec<u64> = after.levels[2].buffer[0]
+        .entries
+        .iter()
+        .map(|e| e.meta.max_seq)
+        .collect();
+    assert_eq!(left.len(), 64);
+    // The six dropped held sequence number 1 (the oldest data): range
+    // reads now leave the run's tables holding it to the run.
+    assert!(left.iter().filter(|&&s| s == 1).count() == 2, "{left:?}");
+    assert_eq!(after.levels[2].recording, BufferRecording::Since(1));
+}

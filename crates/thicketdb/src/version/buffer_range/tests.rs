@@ -14,15 +14,18 @@ use crate::version::{TableMeta, VersionEdit};
 /// (the buffer's recording; default 0, `off`: not recorded).
 fn version(shape: &str) -> Version {
     let mut edit = VersionEdit {
-        buffer_recording: Some(BufferRecording::Since(0)),
+        buffer_recording: vec![(2, BufferRecording::Since(0))],
         ..VersionEdit::default()
     };
     for (id, line) in (100..).zip(shape.lines().map(str::trim).filter(|l| !l.is_empty())) {
         if let Some(since) = line.strip_prefix("since ") {
-            edit.buffer_recording = Some(match since {
-                "off" => BufferRecording::Off,
-                seq => BufferRecording::Since(seq.parse().unwrap()),
-            });
+            edit.buffer_recording = vec![(
+                2,
+                match since {
+                    "off" => BufferRecording::Off,
+                    seq => BufferRecording::Since(seq.parse().unwrap()),
+                },
+            )];
             continue;
         }
         let (head, tables) = line.split_once(':').unwrap();
