@@ -131,6 +131,7 @@ fn buffer_pieces(
         inner.table_cache.clone(),
         fill_cache,
         inner.counters.clone(),
+        inner.options.lsbm_trim_threshold,
     )))
 }
 

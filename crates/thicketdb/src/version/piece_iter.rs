@@ -2,6 +2,13 @@
 //! `version::buffer_range`): each piece of the level's key space reads
 //! either the level's own run or a merge of its buffer runs, clipped to
 //! the piece; a piece's tables are opened only when the cursor reaches it.
+//!
+//! Where the plan allows the buffer, both sources hold all of the piece's
+//! data, so the choice is free for correctness. The buffer is read unless
+//! the run's table where the cursor enters the piece is itself cached
+//! (its share of cached blocks at least `run_cached_share`): the buffer
+//! exists to keep cached blocks the run lost, and one run merges cheaper
+//! than up to r buffer runs.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -15,12 +22,23 @@ use crate::format::internal_key::{user_key, InternalKey, ValueKind, MAX_SEQUENCE
 use crate::iterator::{EntryLocation, InternalIterator, MergingIterator};
 use crate::stats::Counters;
 
+/// Where a cursor enters a piece.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Key(&'a [u8]),
+    First,
+    Last,
+}
+
 pub struct PieceIterator {
     version: Arc<Version>,
     level: usize,
     cache: Arc<TableCache>,
     fill_cache: bool,
     counters: Arc<Counters>,
+    /// A run table with this share of its blocks cached is read instead
+    /// of the buffer.
+    run_cached_share: f64,
     /// Index of the piece `inner` reads.
     index: usize,
     inner: Option<Box<dyn InternalIterator>>,
@@ -35,6 +53,7 @@ impl PieceIterator {
         cache: Arc<TableCache>,
         fill_cache: bool,
         counters: Arc<Counters>,
+        run_cached_share: f64,
     ) -> PieceIterator {
         debug_assert!(version.range_plan(level).is_some());
         PieceIterator {
@@ -43,6 +62,7 @@ impl PieceIterator {
             cache,
             fill_cache,
             counters,
+            run_cached_share,
             index: 0,
             inner: None,
         }
@@ -64,8 +84,39 @@ impl PieceIterator {
         (start, pieces[i].end.as_ref().map(Vec::as_slice))
     }
 
-    /// Opens piece `i`: the tables of its source overlapping it.
-    fn open(&mut self, i: usize) {
+    /// Whether the run's table where a cursor enters piece `i` (at `key`,
+    /// or at the piece's first or last key) is cached enough to be read
+    /// instead of the buffer.
+    fn run_is_cached(&self, i: usize, at: Entry<'_>) -> bool {
+        let (start, end) = self.bounds(i);
+        let order = &self.version.order;
+        let Some(run) = self.version.levels[self.level].runs.first() else {
+            return false;
+        };
+        let tables = &run.tables;
+        let index = match at {
+            Entry::Key(key) => tables.partition_point(|t| order.lt(t.largest_user_key(), key)),
+            Entry::First => {
+                tables.partition_point(|t| !ends_after_start(t.largest_user_key(), start, order))
+            }
+            Entry::Last => tables
+                .partition_point(|t| starts_before_end(t.smallest_user_key(), end, order))
+                .wrapping_sub(1),
+        };
+        tables.get(index).is_some_and(|t| {
+            self.cache
+                .table(t)
+                .is_ok_and(|t| t.cached_block_ratio() >= self.run_cached_share)
+        })
+    }
+
+    /// Opens piece `i` for a cursor entering it `at`: the tables of its
+    /// source overlapping it.
+    fn open(&mut self, i: usize, at: Entry<'_>) {
+        let source = match self.pieces()[i].source {
+            PieceSource::Buffer if self.run_is_cached(i, at) => PieceSource::Level,
+            source => source,
+        };
         self.index = i;
         let (start, end) = self.bounds(i);
         let order = &self.version.order;
@@ -82,7 +133,7 @@ impl PieceIterator {
         };
         let level = &self.version.levels[self.level];
         let run = |tables| RunIterator::new(tables, self.cache.clone(), self.fill_cache);
-        let inner: Box<dyn InternalIterator> = match self.pieces()[i].source {
+        let inner: Box<dyn InternalIterator> = match source {
             PieceSource::Level => Box::new(run(level
                 .runs
                 .iter()
@@ -202,7 +253,7 @@ impl PieceIterator {
                 self.inner = None;
                 return;
             }
-            self.open(self.index + 1);
+            self.open(self.index + 1, Entry::First);
             self.seek_piece_start();
         }
     }
@@ -219,7 +270,7 @@ impl PieceIterator {
                 self.inner = None;
                 return;
             }
-            self.open(self.index - 1);
+            self.open(self.index - 1, Entry::Last);
             self.seek_piece_end();
         }
     }
@@ -237,13 +288,13 @@ impl InternalIterator for PieceIterator {
     }
 
     fn seek_to_first(&mut self) {
-        self.open(0);
+        self.open(0, Entry::First);
         self.seek_piece_start();
         self.skip_forward();
     }
 
     fn seek_to_last(&mut self) {
-        self.open(self.pieces().len() - 1);
+        self.open(self.pieces().len() - 1, Entry::Last);
         self.seek_piece_end();
         self.skip_backward();
     }
@@ -254,7 +305,7 @@ impl InternalIterator for PieceIterator {
         let i = self
             .pieces()
             .partition_point(|p| !starts_before_end(key, p.end.as_ref().map(Vec::as_slice), order));
-        self.open(i.min(self.pieces().len() - 1));
+        self.open(i.min(self.pieces().len() - 1), Entry::Key(key));
         self.inner.as_mut().expect("piece is open").seek(target);
         self.skip_forward();
     }
