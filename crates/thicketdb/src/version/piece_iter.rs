@@ -145,7 +145,7 @@ impl PieceIterator {
                     level
                         .buffer
                         .iter()
-                        .map(|r| {
+                        .filter_map(|r| {
                             let first = r.entries.partition_point(|e| {
                                 !ends_after_start(e.meta.largest_user_key(), start, order)
                             });
@@ -159,7 +159,10 @@ impl PieceIterator {
                                 .filter(|e| !e.removed)
                                 .map(|e| e.meta.clone())
                                 .collect();
-                            Box::new(run(tables)) as Box<dyn InternalIterator>
+                            // A run with nothing here would only slow
+                            // every step of the merge.
+                            (!tables.is_empty())
+                                .then(|| Box::new(run(tables)) as Box<dyn InternalIterator>)
                         })
                         .collect(),
                     order.clone(),
