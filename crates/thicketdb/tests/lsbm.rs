@@ -131,10 +131,12 @@ fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
     };
     let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
     assert!(stats.buffer_range_pieces > 0, "{stats:?}");
-    let (without, _) = range_reads_after_a_merge_into_l2(Options {
-        lsbm_buffer: false,
+    // The same with range reads kept off the buffer (`lsbm_range_reads`).
+    let (without, control) = range_reads_after_a_merge_into_l2(Options {
+        lsbm_range_reads: false,
         ..options
     });
+    assert_eq!(control.buffer_range_pieces, 0);
     assert!(without > 20, "the merge rewrote L2's run: {without} misses");
     assert!(
         misses * 10 <= without,

@@ -117,6 +117,23 @@ impl CompactionBuffer {
             tables
         };
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
+        // Data reaching `output` without joining its buffer (from L0, or
+        // from any level but the one above) move its recording past them:
+        // range reads must not trust the buffer for them.
+        let unrecorded = task
+            .merge_inputs()
+            .chain(task.moves.iter())
+            .filter(|i| i.level < output && !(i.level == input && input >= 1))
+            .flat_map(|i| i.tables.iter().map(|t| t.max_seq))
+            .max();
+        if let (Some(seq), BufferRecording::Since(since)) =
+            (unrecorded, version.levels[output].recording)
+        {
+            if seq > since {
+                edit.buffer_recording
+                    .push((output, BufferRecording::Since(seq)));
+            }
+        }
         let mut change = BufferChange::default();
         let after = version.apply(edit)?;
         let frozen = Self::account(version, &after, output, departed, edit, &mut change);

@@ -124,6 +124,9 @@ fn buffer_pieces(
     level: usize,
     fill_cache: bool,
 ) -> Option<Box<dyn InternalIterator>> {
+    if !inner.options.lsbm_range_reads {
+        return None;
+    }
     version.range_plan(level)?;
     Some(Box::new(PieceIterator::new(
         version.clone(),
@@ -131,7 +134,6 @@ fn buffer_pieces(
         inner.table_cache.clone(),
         fill_cache,
         inner.counters.clone(),
-        inner.options.lsbm_trim_threshold,
     )))
 }
 

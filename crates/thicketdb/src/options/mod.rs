@@ -132,6 +132,11 @@ options! {
         max_bytes_for_level_base: u64 = 256 << 20,
         /// Growth factor between level targets.
         level_size_multiplier: u64 = 10,
+        /// Leveled: derive level targets from the largest level and compact
+        /// L0 into the shallowest level that needs a target, as RocksDB's
+        /// `level_compaction_dynamic_level_bytes` (false: L1 gets
+        /// `max_bytes_for_level_base`, as LevelDB).
+        dynamic_level_bytes: bool = true,
         /// BoLT compaction file: all tables of a flush or compaction in one
         /// segment with one fsync (false: one segment and fsync per table).
         compaction_file: bool = true,
@@ -172,6 +177,11 @@ options! {
         /// LSbM: bytes the compaction buffer may hold; past it the oldest
         /// buffer runs' tables are removed.
         lsbm_max_buffer_bytes: u64 = 1 << 30,
+        /// LSbM range reads (Algorithm 4): iterators take a level's data
+        /// from its buffer runs where those hold all of it (false: from
+        /// the level's own run only, as before the buffer). Needs
+        /// `lsbm_buffer`.
+        lsbm_range_reads: bool = true,
         /// LSbM super-files (§IV-C): flushes and compactions write this
         /// many consecutive tables per segment, and the leveled policy
         /// takes victims a whole super-file at a time, while the buffer
@@ -286,6 +296,12 @@ impl Options {
         }
         if self.lsbm_buffer && self.compaction_policy != PolicyKind::Leveled {
             return bad("lsbm_buffer needs the leveled compaction policy");
+        }
+        if self.dynamic_level_bytes && self.max_mem_compact_level > 0 {
+            // A flush placed below L0 would pick the base level by itself.
+            return bad(
+                "dynamic_level_bytes compacts L0 into the base level: set max_mem_compact_level=0",
+            );
         }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");

@@ -2,13 +2,6 @@
 //! `version::buffer_range`): each piece of the level's key space reads
 //! either the level's own run or a merge of its buffer runs, clipped to
 //! the piece; a piece's tables are opened only when the cursor reaches it.
-//!
-//! Where the plan allows the buffer, both sources hold all of the piece's
-//! data, so the choice is free for correctness. The buffer is read unless
-//! the run's table where the cursor enters the piece is itself cached
-//! (its share of cached blocks at least `run_cached_share`): the buffer
-//! exists to keep cached blocks the run lost, and one run merges cheaper
-//! than up to r buffer runs.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -17,18 +10,10 @@ use super::buffer_range::{ends_after_start, start_after, starts_before_end, Piec
 use super::run_iter::RunIterator;
 use super::table_cache::TableCache;
 use super::{TableMeta, Version};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::iterator::{EntryLocation, InternalIterator, MergingIterator};
 use crate::stats::Counters;
-
-/// Where a cursor enters a piece.
-#[derive(Clone, Copy)]
-enum Entry<'a> {
-    Key(&'a [u8]),
-    First,
-    Last,
-}
 
 pub struct PieceIterator {
     version: Arc<Version>,
@@ -36,12 +21,12 @@ pub struct PieceIterator {
     cache: Arc<TableCache>,
     fill_cache: bool,
     counters: Arc<Counters>,
-    /// A run table with this share of its blocks cached is read instead
-    /// of the buffer.
-    run_cached_share: f64,
     /// Index of the piece `inner` reads.
     index: usize,
     inner: Option<Box<dyn InternalIterator>>,
+    /// The first error met: it stays, as a run iterator's does, so that a
+    /// later seek cannot hide it by opening another piece.
+    error: Option<Error>,
 }
 
 impl PieceIterator {
@@ -53,7 +38,6 @@ impl PieceIterator {
         cache: Arc<TableCache>,
         fill_cache: bool,
         counters: Arc<Counters>,
-        run_cached_share: f64,
     ) -> PieceIterator {
         debug_assert!(version.range_plan(level).is_some());
         PieceIterator {
@@ -62,9 +46,9 @@ impl PieceIterator {
             cache,
             fill_cache,
             counters,
-            run_cached_share,
             index: 0,
             inner: None,
+            error: None,
         }
     }
 
@@ -84,39 +68,13 @@ impl PieceIterator {
         (start, pieces[i].end.as_ref().map(Vec::as_slice))
     }
 
-    /// Whether the run's table where a cursor enters piece `i` (at `key`,
-    /// or at the piece's first or last key) is cached enough to be read
-    /// instead of the buffer.
-    fn run_is_cached(&self, i: usize, at: Entry<'_>) -> bool {
-        let (start, end) = self.bounds(i);
-        let order = &self.version.order;
-        let Some(run) = self.version.levels[self.level].runs.first() else {
-            return false;
-        };
-        let tables = &run.tables;
-        let index = match at {
-            Entry::Key(key) => tables.partition_point(|t| order.lt(t.largest_user_key(), key)),
-            Entry::First => {
-                tables.partition_point(|t| !ends_after_start(t.largest_user_key(), start, order))
-            }
-            Entry::Last => tables
-                .partition_point(|t| starts_before_end(t.smallest_user_key(), end, order))
-                .wrapping_sub(1),
-        };
-        tables.get(index).is_some_and(|t| {
-            self.cache
-                .table(t)
-                .is_ok_and(|t| t.cached_block_ratio() >= self.run_cached_share)
-        })
-    }
-
-    /// Opens piece `i` for a cursor entering it `at`: the tables of its
-    /// source overlapping it.
-    fn open(&mut self, i: usize, at: Entry<'_>) {
-        let source = match self.pieces()[i].source {
-            PieceSource::Buffer if self.run_is_cached(i, at) => PieceSource::Level,
-            source => source,
-        };
+    /// Opens piece `i`: the tables of its source overlapping it.
+    fn open(&mut self, i: usize) {
+        if self.error.is_some() {
+            self.inner = None;
+            return;
+        }
+        let source = self.pieces()[i].source;
         self.index = i;
         let (start, end) = self.bounds(i);
         let order = &self.version.order;
@@ -174,6 +132,9 @@ impl PieceIterator {
 
     /// Positions the open piece's cursor on its first entry.
     fn seek_piece_start(&mut self) {
+        if self.inner.is_none() {
+            return;
+        }
         let target = match self.bounds(self.index).0 {
             Bound::Unbounded => None,
             Bound::Included(k) => Some((InternalKey::new(k, MAX_SEQUENCE, ValueKind::SEEK), false)),
@@ -197,6 +158,9 @@ impl PieceIterator {
 
     /// Positions the open piece's cursor on its last entry.
     fn seek_piece_end(&mut self) {
+        if self.inner.is_none() {
+            return;
+        }
         let end = self.bounds(self.index).1.map(<[u8]>::to_vec);
         let inner = self.inner.as_mut().expect("piece is open");
         let after = match &end {
@@ -226,8 +190,13 @@ impl PieceIterator {
         self.inner.as_ref().is_some_and(|i| i.valid())
     }
 
-    fn inner_failed(&self) -> bool {
-        self.inner.as_ref().is_some_and(|i| i.status().is_err())
+    /// Moves the open piece's error, if any, into `self.error`.
+    fn inner_failed(&mut self) -> bool {
+        if let Some(Err(e)) = self.inner.as_ref().map(|i| i.status()) {
+            self.error = Some(e);
+            self.inner = None;
+        }
+        self.error.is_some()
     }
 
     /// Whether the cursor is past the open piece's end.
@@ -256,7 +225,7 @@ impl PieceIterator {
                 self.inner = None;
                 return;
             }
-            self.open(self.index + 1, Entry::First);
+            self.open(self.index + 1);
             self.seek_piece_start();
         }
     }
@@ -273,7 +242,7 @@ impl PieceIterator {
                 self.inner = None;
                 return;
             }
-            self.open(self.index - 1, Entry::Last);
+            self.open(self.index - 1);
             self.seek_piece_end();
         }
     }
@@ -287,17 +256,18 @@ impl PieceIterator {
 
 impl InternalIterator for PieceIterator {
     fn valid(&self) -> bool {
-        self.inner_valid() && !self.inner_failed()
+        // An inner cursor that failed is not valid either.
+        self.error.is_none() && self.inner_valid()
     }
 
     fn seek_to_first(&mut self) {
-        self.open(0, Entry::First);
+        self.open(0);
         self.seek_piece_start();
         self.skip_forward();
     }
 
     fn seek_to_last(&mut self) {
-        self.open(self.pieces().len() - 1, Entry::Last);
+        self.open(self.pieces().len() - 1);
         self.seek_piece_end();
         self.skip_backward();
     }
@@ -308,8 +278,10 @@ impl InternalIterator for PieceIterator {
         let i = self
             .pieces()
             .partition_point(|p| !starts_before_end(key, p.end.as_ref().map(Vec::as_slice), order));
-        self.open(i.min(self.pieces().len() - 1), Entry::Key(key));
-        self.inner.as_mut().expect("piece is open").seek(target);
+        self.open(i.min(self.pieces().len() - 1));
+        if let Some(inner) = self.inner.as_mut() {
+            inner.seek(target);
+        }
         self.skip_forward();
     }
 
@@ -336,6 +308,9 @@ impl InternalIterator for PieceIterator {
     }
 
     fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
         self.inner.as_ref().map_or(Ok(()), |i| i.status())
     }
 

@@ -198,13 +198,18 @@ fn a_merged_table_joins_the_newest_buffer_run_when_it_follows_in_key_order() {
 }
 
 #[test]
-fn l0_merges_fill_no_buffer() {
+fn l0_merges_fill_no_buffer_and_move_the_recording_past_their_data() {
     let b = buffer("");
     let v = version(
-        "L0 3: a-c/100
+        "L0 3: a-c/100@40
          L1 1: a-b/100",
-    );
-    let (_, text, _) = merge(
+    )
+    .apply(&VersionEdit {
+        buffer_recording: vec![(1, BufferRecording::Since(5))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let (after, text, _) = merge(
         &b,
         &v,
         (0, 3, &[100]),
@@ -212,6 +217,9 @@ fn l0_merges_fill_no_buffer() {
         &[meta(200, "a", "c", 200)],
     );
     assert_eq!(text, "");
+    // L1's run now holds data its buffer never saw: range reads must not
+    // take L1's data from the buffer for them.
+    assert_eq!(after.levels[1].recording, BufferRecording::Since(40));
 }
 
 #[test]
