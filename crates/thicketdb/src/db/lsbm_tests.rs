@@ -80,3 +80,34 @@ fn superfiles_group_outputs_and_victims_while_trim_takes_single_tables() {
     assert!(!present.contains(&cold), "{present:?}");
     assert_eq!(present.len(), mates.len() - 1, "its super-file mates stay");
 }
+
+/// The freeze accounting (each level's merge round) and frozen flags a
+/// running store reached are what the reopened store starts from.
+#[test]
+fn reopen_keeps_the_freeze_accounting() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        lsbm_superfile_tables: 1,
+        ..options()
+    };
+    let before = {
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        fill(&db, 'a', 0..2500);
+        // Rewrites: repeated data for the deeper levels.
+        for round in 0..3 {
+            fill(&db, 'a', round * 800..round * 800 + 800);
+        }
+        let version = db.inner().super_version().version.clone();
+        db.close().unwrap();
+        version
+    };
+    let rounds: Vec<_> = before.levels.iter().map(|l| (l.round, l.frozen)).collect();
+    assert!(
+        rounds.iter().any(|(r, _)| r.arrived > 0),
+        "no level took arrivals: {rounds:?}"
+    );
+    let db = Db::open(dir.path(), options).unwrap();
+    let after = db.inner().super_version().version.clone();
+    let reopened: Vec<_> = after.levels.iter().map(|l| (l.round, l.frozen)).collect();
+    assert_eq!(reopened, rounds);
+}
