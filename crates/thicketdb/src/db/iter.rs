@@ -191,7 +191,9 @@ impl DbIterator {
                 self.iter.seek(target.encoded());
                 if self.iter.valid() {
                     self.iter.prev();
-                } else {
+                } else if self.iter.status().is_ok() {
+                    // Every key is below the bound. After a failed seek the
+                    // last key could lie above it: stay invalid instead.
                     self.iter.seek_to_last();
                 }
             }
