@@ -242,6 +242,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "search_probes",
         "search_probes_discarded",
         "buffer_hits",
+        "buffer_range_pieces",
         "buffer_tables_removed",
         "freezes",
         "gets",
@@ -435,7 +436,7 @@ fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
     );
     let records = manifest["records"].as_array().unwrap();
     let first = &records[0]["edit"];
-    assert_eq!(first["format_version"], 4, "{first}");
+    assert_eq!(first["format_version"], 5, "{first}");
     let table = records
         .iter()
         .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())

@@ -99,6 +99,7 @@ macro_rules! with_counters {
             search_probes: "Candidate tables probed by parallel lookups.",
             search_probes_discarded: "Parallel probes whose answer came after the lookup's result was decided.",
             buffer_hits: "Point lookups answered by a compaction-buffer table (LSbM).",
+            buffer_range_pieces: "Pieces of range reads and iterators read from a level's compaction-buffer runs instead of its own run (LSbM Algorithm 4).",
             buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
             freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
             gets: "Point lookups (`get`).",

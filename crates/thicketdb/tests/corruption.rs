@@ -330,3 +330,28 @@ fn damaged_options_and_current_are_corruption() {
         assert!(is_corruption_in(&err, file), "{file}: {err:?}");
     }
 }
+
+/// A reverse scan whose seek to its upper bound hits a damaged block
+/// reports the damage; it never falls back to the store's last key, which
+/// lies above the bound.
+#[test]
+fn a_failed_seek_to_the_upper_bound_is_an_error_not_the_last_key() {
+    let fs = FaultFs::new();
+    write_compacted(open_fault(&fs, options()).unwrap());
+    let segs = fault_files(&fs, ".seg");
+    // The first data block holds key 0 and key 1 (the bound's block).
+    fs.corrupt_byte(&segs[0], 16 + 20).unwrap();
+    let db = open_fault(&fs, options()).unwrap();
+    let opts = ReadOptions {
+        upper_bound: Some(key(1)),
+        ..ReadOptions::default()
+    };
+    let mut iter = db.iter(opts).unwrap();
+    iter.seek_to_last();
+    assert!(
+        !iter.valid(),
+        "positioned on {:?}",
+        String::from_utf8_lossy(iter.key())
+    );
+    assert!(iter.status().is_err());
+}

@@ -1,6 +1,6 @@
 //! LSbM's compaction buffer through the public API: cached blocks survive
-//! a table's move into the buffer, lookups never see a stale version from
-//! it, and the buffer survives a reopen.
+//! a table's move into the buffer, lookups and range reads never see a
+//! stale version from it, and the buffer survives a reopen.
 
 use thicketdb::{Db, Options, Profile};
 
@@ -84,6 +84,66 @@ fn a_cached_block_of_a_table_moved_into_the_buffer_is_still_a_hit() {
     assert!(from_buffer > 0, "no lookup was answered by the buffer");
 }
 
+/// Scans every `key(i)` in ranges of 100, after the filler keys' (whose
+/// blocks a seek touches in L0 and L1); returns the block cache misses of
+/// the `key(i)` scans.
+fn scan_keys(db: &Db) -> u64 {
+    db.range(filler(0)..).unwrap().for_each(drop);
+    let misses = db.stats().block_cache_misses;
+    for start in (0..KEYS).step_by(100) {
+        let n = db.range(key(start)..key(KEYS)).unwrap().take(100).count();
+        assert_eq!(n as u64, 100.min(KEYS - start));
+    }
+    db.stats().block_cache_misses - misses
+}
+
+/// Even keys go down to L2, odd ones stay above, every block is cached;
+/// then the odd keys merge into L2's run, rewriting its tables. Returns
+/// the block cache misses of range reads over every key after that, and
+/// the store's stats.
+fn range_reads_after_a_merge_into_l2(options: Options) -> (u64, thicketdb::Stats) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    for odd in [0, 1] {
+        for i in (odd..KEYS).step_by(2) {
+            db.put(key(i), value(i, 1)).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        if odd == 0 {
+            push_l1_down(&db, 0);
+        }
+    }
+    scan_keys(&db);
+    push_l1_down(&db, 1000);
+    push_l1_down(&db, 2000);
+    let misses = scan_keys(&db);
+    (misses, db.stats())
+}
+
+#[test]
+fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
+    // L2 takes everything: no L3 (whose buffer would receive L2's own
+    // tables, which the buffer's reads left uncached).
+    let options = Options {
+        level_size_multiplier: 100,
+        ..options()
+    };
+    let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
+    assert!(stats.buffer_range_pieces > 0, "{stats:?}");
+    // The same with range reads kept off the buffer (`lsbm_range_reads`).
+    let (without, control) = range_reads_after_a_merge_into_l2(Options {
+        lsbm_range_reads: false,
+        ..options
+    });
+    assert_eq!(control.buffer_range_pieces, 0);
+    assert!(without > 20, "the merge rewrote L2's run: {without} misses");
+    assert!(
+        misses * 10 <= without,
+        "{misses} misses with the buffer, {without} without {stats:?}"
+    );
+}
+
 #[test]
 fn keys_updated_or_deleted_after_their_table_entered_the_buffer_are_never_stale() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,6 +167,20 @@ fn keys_updated_or_deleted_after_their_table_entered_the_buffer_are_never_stale(
                 "key {i} {when}"
             );
         }
+        // Range reads of 100 keys (Algorithm 4) from every 50th key.
+        for start in (0..KEYS).step_by(50) {
+            let want: Vec<(Vec<u8>, Vec<u8>)> = (start..KEYS)
+                .filter_map(|i| expected(i, rewritten).map(|v| (key(i), v)))
+                .take(100)
+                .collect();
+            let got: Vec<(Vec<u8>, Vec<u8>)> = db
+                .range(key(start)..key(KEYS))
+                .unwrap()
+                .take(100)
+                .collect::<thicketdb::Result<_>>()
+                .unwrap();
+            assert!(got == want, "range from key {start} {when}");
+        }
     };
     check(false, "before the rewrite");
     for i in 0..KEYS {
@@ -125,6 +199,7 @@ fn keys_updated_or_deleted_after_their_table_entered_the_buffer_are_never_stale(
     }
     let stats = db.stats();
     assert!(stats.buffer_hits > 0, "{stats:?}");
+    assert!(stats.buffer_range_pieces > 0, "{stats:?}");
     let mut it = db.iter(Default::default()).unwrap();
     it.seek_to_first();
     let mut i = 0;
@@ -201,4 +276,46 @@ fn trim_removes_uncached_buffer_tables_and_releases_their_space() {
     for i in 0..KEYS {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 1)));
     }
+}
+
+/// Opened without `lsbm_buffer`, a store drops its buffer: compactions
+/// would no longer append to it, so its tables would answer lookups with
+/// versions that later writes replaced.
+#[test]
+fn reopen_without_the_buffer_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        load(&db);
+        push_l1_down(&db, 0);
+        assert!(db.stats().buffer_tables > 0);
+        db.close().unwrap();
+    }
+    let plain = || Options {
+        lsbm_buffer: false,
+        ..options()
+    };
+    {
+        let db = Db::open(dir.path(), plain()).unwrap();
+        let stats = db.stats();
+        assert_eq!((stats.buffer_tables, stats.compaction_buffer_bytes), (0, 0));
+        for i in 0..KEYS {
+            db.put(key(i), value(i, 2)).unwrap();
+        }
+        db.flush().unwrap();
+        for step in 1..=3 {
+            push_l1_down(&db, step * 1000);
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    for i in 0..KEYS {
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 2)), "key {i}");
+    }
+    let got: Vec<Vec<u8>> = db
+        .range(key(0)..key(KEYS))
+        .unwrap()
+        .map(|pair| pair.unwrap().1)
+        .collect();
+    assert_eq!(got, (0..KEYS).map(|i| value(i, 2)).collect::<Vec<_>>());
 }

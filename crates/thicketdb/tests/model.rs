@@ -621,7 +621,7 @@ fn model_custom_comparator() {
 /// all while the model checks every read (stale versions included).
 #[test]
 fn model_lsbm_buffer() {
-    let (mut hits, mut removed) = (0, 0);
+    let (mut hits, mut removed, mut range_pieces) = (0, 0, 0);
     for (seed, threads) in seeds(&[501, 502, 503]).into_iter().zip([1, 2, 1]) {
         let mut config = profile_config(Profile::Lsbm);
         config.options.compaction_threads = threads;
@@ -631,8 +631,10 @@ fn model_lsbm_buffer() {
         let stats = run(seed, ops(OPS), posix(), config);
         hits += stats.buffer_hits;
         removed += stats.buffer_tables_removed;
+        range_pieces += stats.buffer_range_pieces;
     }
     assert!(hits > 0, "no lookup was answered by the buffer");
+    assert!(range_pieces > 0, "no iterator read the buffer");
     assert!(removed > 0, "no buffer table was ever removed");
 }
 

@@ -94,13 +94,14 @@ pub struct BenchArgs {
     /// per second while `--threads` threads only read (LSbM's setup).
     #[arg(long, value_name = "OPS")]
     pub write_rate: Option<f64>,
-    /// L1's target size, MiB (ThicketDB's `max_bytes_for_level_base`;
-    /// default: each profile's). Only ThicketDB applies it so far, so it
-    /// is refused with a peer engine.
+    /// L1's target size, MiB (ThicketDB's and RocksDB's
+    /// `max_bytes_for_level_base`; default: each profile's, RocksDB's).
+    /// fjall has no such setting, so it is refused with fjall.
     #[arg(long, value_name = "MB")]
     pub level_base_mb: Option<u64>,
-    /// Target table size, KiB (ThicketDB's `target_table_size`; default:
-    /// each profile's). ThicketDB only, as `--level-base-mb`.
+    /// Target table size, KiB (ThicketDB's `target_table_size`, RocksDB's
+    /// `target_file_size_base`; default: each profile's, RocksDB's).
+    /// Refused with fjall, as `--level-base-mb`.
     #[arg(long, value_name = "KB")]
     pub table_size_kb: Option<u64>,
     /// Seed of every generator.
@@ -240,10 +241,8 @@ impl BenchArgs {
             return Err("--write-rate must be a positive number".into());
         }
         let sizes_set = self.level_base_mb.is_some() || self.table_size_kb.is_some();
-        if sizes_set && self.engine.iter().any(|e| e != "thicket") {
-            return Err(
-                "--level-base-mb and --table-size-kb are applied by ThicketDB only so far".into(),
-            );
+        if sizes_set && self.engine.iter().any(|e| e == "fjall") {
+            return Err("--level-base-mb and --table-size-kb: fjall has no such settings".into());
         }
         if self.direct_reads && self.engine.iter().any(|e| e == "fjall") {
             return Err("--direct-reads: fjall has no direct reads".into());

@@ -57,6 +57,12 @@ impl Rocks {
         table.set_bloom_filter(f64::from(s.bloom_bits), false);
         o.set_block_based_table_factory(&table);
         o.set_use_direct_reads(s.direct_reads);
+        if let Some(bytes) = s.level_base_bytes {
+            o.set_max_bytes_for_level_base(bytes);
+        }
+        if let Some(bytes) = s.table_bytes {
+            o.set_target_file_size_base(bytes);
+        }
         let db = rocksdb::DB::open(&o, &s.db).map_err(err)?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(s.sync);

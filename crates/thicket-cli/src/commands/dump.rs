@@ -12,6 +12,7 @@ use thicketdb::dump::{Entry, IndexEntry, LogDump, ManifestDump, ManifestRecord, 
 use thicketdb::error::Printable;
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
+use thicketdb::version::buffer::BufferRecording;
 use thicketdb::version::edit::{DeletedTable, NewTable, VersionEdit};
 use thicketdb::version::meta::TableMeta;
 
@@ -177,8 +178,31 @@ fn edit_json(e: &VersionEdit) -> Value {
             .iter()
             .map(|(level, key)| json!({ "level": level, "key": bytes(key) }))
             .collect::<Vec<Value>>(),
+        "buffer_rounds": e
+            .buffer_rounds
+            .iter()
+            .map(|(level, r)| json!({
+                "level": level,
+                "start_bytes": r.start_bytes,
+                "arrived": r.arrived,
+                "departed": r.departed,
+            }))
+            .collect::<Vec<Value>>(),
+        "buffer_recording": e
+            .buffer_recording
+            .iter()
+            .map(|&(level, recording)| json!({ "level": level, "since": recording_since(recording) }))
+            .collect::<Vec<Value>>(),
         "stats": stats,
     })
+}
+
+/// The sequence number a buffer's recording starts after; `None` when off.
+fn recording_since(recording: BufferRecording) -> Option<u64> {
+    match recording {
+        BufferRecording::Off => None,
+        BufferRecording::Since(seq) => Some(seq),
+    }
 }
 
 fn version_json(record: &ManifestRecord) -> Value {
@@ -285,6 +309,20 @@ fn manifest_text(dump: &ManifestDump) -> String {
         }
         for (level, key) in &e.compact_pointers {
             out += &format!("  compaction pointer of L{level} at {}\n", bytes(key));
+        }
+        for (level, r) in &e.buffer_rounds {
+            out += &format!(
+                "  buffer round of L{level}: start {} arrived {} departed {}\n",
+                r.start_bytes, r.arrived, r.departed
+            );
+        }
+        for &(level, recording) in &e.buffer_recording {
+            match recording_since(recording) {
+                Some(seq) => {
+                    out += &format!("  buffer of L{level} recorded after sequence {seq}\n")
+                }
+                None => out += &format!("  buffer of L{level} not recorded\n"),
+            }
         }
         if !e.stats.is_empty() {
             out += &format!("  {} counters\n", e.stats.len());

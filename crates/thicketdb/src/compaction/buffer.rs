@@ -31,36 +31,26 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::task::CompactionTask;
+use crate::format::KeyOrder;
 use crate::options::Options;
-use crate::version::{Version, VersionEdit, NUM_LEVELS};
+use crate::version::buffer::{BufferRecording, BufferRound};
+use crate::version::{Level, TableMeta, Version, VersionEdit};
 
 /// Repeated data above this share of a level's bytes freeze its buffer.
 const FREEZE_REPEATED_DIVISOR: u64 = 10;
 
-/// The compaction buffer's state outside the version: freeze accounting
-/// and the time of the last trim. Kept in memory; a frozen flag itself is
-/// persisted with the version.
+/// Removed entries a level keeps only for range reads (see `clean_up`),
+/// at least; more when the level holds more tables.
+const MIN_KEPT_FOR_RANGE_READS: usize = 64;
+
+/// The compaction buffer's settings and the time of the last trim; its
+/// state (runs, frozen flags, freeze accounting) lives in the version.
 #[derive(Debug)]
 pub struct CompactionBuffer {
     max_bytes: u64,
     trim_interval: Duration,
     trim_threshold: f64,
-    state: Mutex<State>,
-}
-
-#[derive(Debug)]
-struct State {
-    rounds: Vec<Round>,
-    last_trim: Instant,
-}
-
-/// What one level received and released since its round began.
-#[derive(Debug, Clone, Copy, Default)]
-struct Round {
-    /// The level's bytes when the round began.
-    start_bytes: u64,
-    arrived: u64,
-    departed: u64,
+    last_trim: Mutex<Instant>,
 }
 
 /// What an edit did to the buffer, for the statistics.
@@ -79,10 +69,7 @@ impl CompactionBuffer {
             max_bytes: options.lsbm_max_buffer_bytes,
             trim_interval: Duration::from_millis(options.lsbm_trim_interval),
             trim_threshold: options.lsbm_trim_threshold,
-            state: Mutex::new(State {
-                rounds: vec![Round::default(); NUM_LEVELS],
-                last_trim: Instant::now(),
-            }),
+            last_trim: Mutex::new(Instant::now()),
         })
     }
 
@@ -98,12 +85,12 @@ impl CompactionBuffer {
     /// How long until the next trim is due (zero: now).
     pub fn until_trim(&self) -> Duration {
         self.trim_interval
-            .saturating_sub(self.state.lock().last_trim.elapsed())
+            .saturating_sub(self.last_trim.lock().elapsed())
     }
 
     /// Records that a trim ran now.
     pub fn trimmed(&self) {
-        self.state.lock().last_trim = Instant::now();
+        *self.last_trim.lock() = Instant::now();
     }
 
     /// Adds to `edit`, the edit completing `task` against `version`, the
@@ -130,9 +117,26 @@ impl CompactionBuffer {
             tables
         };
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
+        // Data reaching `output` without joining its buffer (from L0, or
+        // from any level but the one above) move its recording past them:
+        // range reads must not trust the buffer for them.
+        let unrecorded = task
+            .merge_inputs()
+            .chain(task.moves.iter())
+            .filter(|i| i.level < output && !(i.level == input && input >= 1))
+            .flat_map(|i| i.tables.iter().map(|t| t.max_seq))
+            .max();
+        if let (Some(seq), BufferRecording::Since(since)) =
+            (unrecorded, version.levels[output].recording)
+        {
+            if seq > since {
+                edit.buffer_recording
+                    .push((output, BufferRecording::Since(seq)));
+            }
+        }
         let mut change = BufferChange::default();
         let after = version.apply(edit)?;
-        let frozen = self.account(version, &after, output, departed, edit, &mut change);
+        let frozen = Self::account(version, &after, output, departed, edit, &mut change);
         if !arrivals.is_empty() {
             let newest = version.levels[output].buffer.first();
             let mut run = newest.map(|r| r.id);
@@ -180,12 +184,12 @@ impl CompactionBuffer {
         Ok(change)
     }
 
-    /// Freeze accounting for a task into `output` whose `departed` bytes
+    /// Freeze accounting for a task into `output` whose `arrived` bytes
     /// left the level above: returns whether `output` is frozen after the
-    /// edit, adding a freeze or unfreeze to it. Also counts what left
-    /// `output` itself (its own victims going down).
+    /// edit, adding to it a freeze or unfreeze and the levels' new rounds.
+    /// Also counts what left `output`'s upper neighbour (its victims going
+    /// down into `output`).
     fn account(
-        &self,
         before: &Version,
         after: &Version,
         output: usize,
@@ -193,32 +197,35 @@ impl CompactionBuffer {
         edit: &mut VersionEdit,
         change: &mut BufferChange,
     ) -> bool {
-        let mut state = self.state.lock();
         let input = output.saturating_sub(1);
         if input >= 1 {
             let left = before.levels[input]
                 .bytes()
                 .saturating_sub(after.levels[input].bytes());
-            let round = &mut state.rounds[input];
+            let mut round = before.levels[input].round;
             round.departed += left;
             if round.departed >= round.start_bytes {
                 // A whole level's worth went down: the round ends.
-                *round = Round {
+                round = BufferRound {
                     start_bytes: after.levels[input].bytes(),
-                    ..Round::default()
+                    ..BufferRound::default()
                 };
                 if before.levels[input].frozen {
                     edit.buffer_frozen.push((input, false));
                 }
             }
+            if round != before.levels[input].round {
+                edit.buffer_rounds.push((input, round));
+            }
         }
         let mut frozen = before.levels[output].frozen;
         if output >= 2 && arrived > 0 {
-            let round = &mut state.rounds[output];
+            let mut round = before.levels[output].round;
             if round.arrived == 0 && round.departed == 0 {
                 round.start_bytes = before.levels[output].bytes();
             }
             round.arrived += arrived;
+            edit.buffer_rounds.push((output, round));
             let size = after.levels[output].bytes();
             let expected = (round.start_bytes + round.arrived).saturating_sub(round.departed);
             let repeated = expected.saturating_sub(size);
@@ -260,6 +267,38 @@ impl CompactionBuffer {
     }
 }
 
+/// What an open adds to its first edit for the compaction buffer. With
+/// `lsbm_buffer`, a store that did not record arrivals starts now (range
+/// reads trust the buffer only for newer data). Without it the buffer is
+/// dropped: compactions would no longer append to it, so its tables could
+/// answer lookups with versions later writes superseded.
+pub fn open_edit(version: &Version, lsbm_buffer: bool, last_sequence: u64, edit: &mut VersionEdit) {
+    for (i, level) in version.levels.iter().enumerate() {
+        let recording = match (lsbm_buffer, level.recording) {
+            (true, BufferRecording::Off) => BufferRecording::Since(last_sequence),
+            (true, since) => since,
+            (false, _) => BufferRecording::Off,
+        };
+        if recording != level.recording {
+            edit.buffer_recording.push((i, recording));
+        }
+        if lsbm_buffer {
+            continue;
+        }
+        for run in &level.buffer {
+            for e in &run.entries {
+                edit.drop_buffer_entry(i, run.id, e.meta.id);
+            }
+        }
+        if level.frozen {
+            edit.buffer_frozen.push((i, false));
+        }
+        if level.round != BufferRound::default() {
+            edit.buffer_rounds.push((i, BufferRound::default()));
+        }
+    }
+}
+
 /// Removes the oldest runs' tables (across levels) while the buffer holds
 /// more than `max_bytes`; returns how many.
 fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
@@ -295,10 +334,17 @@ fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
 
 /// Drops the removed entries of `version` (the state after `edit`) that
 /// guard nothing: no present table in an older run of their level
-/// overlaps them. An entry the edit itself adds or removes is taken out of
-/// those parts of the edit instead (drops apply before either).
+/// overlaps them. One whose data the level's own run may still hold is
+/// kept, to tell range reads that the buffer lacks data the run has; past
+/// `MIN_KEPT_FOR_RANGE_READS` or the level's table count such entries go
+/// too, oldest data first, and the level's recording moves past their
+/// sequence numbers instead (range reads then avoid the run's tables that
+/// may hold them). An entry the edit itself adds or removes is taken out
+/// of those parts of the edit instead (drops apply before either).
 fn clean_up(version: &Version, edit: &mut VersionEdit) {
     for (level, l) in version.levels.iter().enumerate() {
+        // (max sequence, run, table) of entries kept for range reads.
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
         for (i, run) in l.buffer.iter().enumerate() {
             for e in run.entries.iter().filter(|e| e.removed) {
                 let lo = Some(e.meta.smallest_user_key());
@@ -310,22 +356,56 @@ fn clean_up(version: &Version, edit: &mut VersionEdit) {
                 if guards {
                     continue;
                 }
-                let (run_id, table) = (run.id, e.meta.id);
-                edit.buffer_removed
-                    .retain(|d| (d.level, d.run, d.table) != (level, run_id, table));
-                let added = edit
-                    .buffer_tables
-                    .iter()
-                    .position(|n| (n.level, n.run, n.meta.id) == (level, run_id, table));
-                match added {
-                    Some(i) => {
-                        edit.buffer_tables.remove(i);
-                    }
-                    None => edit.drop_buffer_entry(level, run_id, table),
+                if may_hold_data_of(l, &e.meta, &version.order) {
+                    kept.push((e.meta.max_seq, run.id, e.meta.id));
+                } else {
+                    drop_entry(edit, level, run.id, e.meta.id);
                 }
             }
         }
+        let limit = l.table_count().max(MIN_KEPT_FOR_RANGE_READS);
+        if kept.len() > limit {
+            kept.sort_unstable();
+            let excess = &kept[..kept.len() - limit];
+            for &(_, run, table) in excess {
+                drop_entry(edit, level, run, table);
+            }
+            let newest = excess.last().map_or(0, |&(seq, _, _)| seq);
+            let since = match l.recording {
+                BufferRecording::Since(since) => BufferRecording::Since(since.max(newest)),
+                BufferRecording::Off => BufferRecording::Off,
+            };
+            edit.buffer_recording.retain(|&(at, _)| at != level);
+            edit.buffer_recording.push((level, since));
+        }
     }
+}
+
+/// Takes removed entry `table` out of buffer run `run` of `level`.
+fn drop_entry(edit: &mut VersionEdit, level: usize, run: u64, table: u64) {
+    edit.buffer_removed
+        .retain(|d| (d.level, d.run, d.table) != (level, run, table));
+    let added = edit
+        .buffer_tables
+        .iter()
+        .position(|n| (n.level, n.run, n.meta.id) == (level, run, table));
+    match added {
+        Some(i) => {
+            edit.buffer_tables.remove(i);
+        }
+        None => edit.drop_buffer_entry(level, run, table),
+    }
+}
+
+/// Whether `level`'s own runs may still hold data of `t`: a table there
+/// overlaps it in user keys and in sequence numbers.
+fn may_hold_data_of(level: &Level, t: &TableMeta, order: &KeyOrder) -> bool {
+    let (lo, hi) = (Some(t.smallest_user_key()), Some(t.largest_user_key()));
+    level.runs.iter().any(|r| {
+        r.overlapping(lo, hi, order)
+            .iter()
+            .any(|u| u.min_seq <= t.max_seq && t.min_seq <= u.max_seq)
+    })
 }
 
 #[cfg(test)]

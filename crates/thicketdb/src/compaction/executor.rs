@@ -27,7 +27,8 @@ pub struct ExecContext<'a> {
     pub table_cache: &'a Arc<TableCache>,
     pub table_options: TableOptions,
     pub target_table_size: u64,
-    pub compaction_file: bool,
+    /// Tables per output segment (`Options::segment_tables`).
+    pub segment_tables: usize,
     pub smallest_snapshot: u64,
     pub new_file_number: &'a dyn Fn() -> u64,
     /// The level below the output and the overlap with it at which an
@@ -74,7 +75,7 @@ pub fn execute(
         dir: ctx.dir,
         table_options: ctx.table_options.clone(),
         target_table_size: ctx.target_table_size,
-        compaction_file: ctx.compaction_file,
+        segment_tables: ctx.segment_tables,
         new_file_number: ctx.new_file_number,
     })
     .with_cut(GrandparentCut::new(

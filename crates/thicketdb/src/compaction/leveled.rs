@@ -10,7 +10,9 @@
 //! - Victims: one table, taken round-robin after the previous victim
 //!   (LevelDB's compact pointer), or with `group_compaction_bytes > 0` a
 //!   group of that many bytes (BoLT group compaction, a fixed group size as
-//!   in the paper). With `settled_compaction` victims are the tables with
+//!   in the paper). With `lsbm_superfile_tables > 1` the unit is a
+//!   super-file instead of a table: a victim brings the tables after it
+//!   stored in the same segment, up to that many (LSbM §IV-C). With `settled_compaction` victims are the tables with
 //!   the least overlap in the next level, contiguous or not, and those with
 //!   none are promoted by metadata only (BoLT settled compaction). Without
 //!   it a victim is moved only when it is the task's lone victim and
@@ -200,9 +202,18 @@ impl LeveledPolicy {
             if bytes >= budget || (i == candidates.wrap && !victims.is_empty()) {
                 break;
             }
-            if busy.is_empty() || busy.admits(&victim_claim(&version.order, level, run, next, t)) {
-                victims.push(t.clone());
-                bytes += t.length;
+            let unit: Vec<Arc<TableMeta>> =
+                superfile(&version.order, run, t, self.options.lsbm_superfile_tables)
+                    .into_iter()
+                    .filter(|u| victims.iter().all(|v| v.id != u.id))
+                    .collect();
+            let admitted = busy.is_empty()
+                || unit
+                    .iter()
+                    .all(|u| busy.admits(&victim_claim(&version.order, level, run, next, u)));
+            if admitted {
+                bytes += unit.iter().map(|u| u.length).sum::<u64>();
+                victims.extend(unit);
             }
         }
         let last_taken = victims.last()?;
@@ -326,6 +337,25 @@ impl LeveledPolicy {
             reason,
         ))
     }
+}
+
+/// The super-file `t` starts (LSbM §IV-C): `t` and the tables after it in
+/// `run` stored in the same segment, up to `tables` of them.
+fn superfile(
+    order: &KeyOrder,
+    run: &Run,
+    t: &Arc<TableMeta>,
+    tables: usize,
+) -> Vec<Arc<TableMeta>> {
+    let at = run
+        .tables
+        .partition_point(|x| order.internal(&x.smallest, &t.smallest) == std::cmp::Ordering::Less);
+    run.tables[at..]
+        .iter()
+        .take(tables)
+        .take_while(|x| x.segment == t.segment)
+        .cloned()
+        .collect()
 }
 
 /// What a task compacting `victim` alone would claim.

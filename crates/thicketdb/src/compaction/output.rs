@@ -3,7 +3,9 @@
 //! With `compaction_file` (BoLT's compaction file) every table of a task
 //! goes into one segment made durable by a single `fdatasync`; without it
 //! each table gets a segment of its own, synced when the table is done, as
-//! stock LevelDB writes one file per SSTable. A table is only cut between
+//! stock LevelDB writes one file per SSTable. LSbM's super-files put a
+//! fixed number of consecutive tables in each segment
+//! (`Options::segment_tables`). A table is only cut between
 //! user keys, so every version of a key lives in one table and the tables of
 //! a run never overlap.
 
@@ -26,8 +28,9 @@ pub struct OutputSpec<'a> {
     pub dir: &'a Path,
     pub table_options: TableOptions,
     pub target_table_size: u64,
-    /// All tables of the task in one segment (true) or one segment each.
-    pub compaction_file: bool,
+    /// Tables per segment: 1 (one segment each), a super-file's count, or
+    /// `usize::MAX` (all tables of the task in one segment).
+    pub segment_tables: usize,
     /// Allocates segment and table numbers.
     pub new_file_number: &'a dyn Fn() -> u64,
 }
@@ -44,6 +47,8 @@ pub struct Output {
 pub struct OutputSink<'a> {
     spec: OutputSpec<'a>,
     open: Option<(u64, PathBuf, SegmentWriter)>,
+    /// Tables completed in the open segment.
+    open_tables: usize,
     /// The open segment holds tables a checkpoint made visible: it must
     /// survive even if the task fails later.
     open_is_referenced: bool,
@@ -57,6 +62,7 @@ impl<'a> OutputSink<'a> {
         OutputSink {
             spec,
             open: None,
+            open_tables: 0,
             open_is_referenced: false,
             output: Output::default(),
             cut: GrandparentCut::none(),
@@ -162,7 +168,8 @@ impl<'a> OutputSink<'a> {
                     .tables
                     .push(Arc::new(meta(segment_number, id, summary)));
                 completed += 1;
-                if !self.spec.compaction_file {
+                self.open_tables += 1;
+                if self.open_tables >= self.spec.segment_tables {
                     self.close_segment()?;
                 }
             }
@@ -186,6 +193,7 @@ impl<'a> OutputSink<'a> {
         let Some((_, path, writer)) = self.open.take() else {
             return Ok(());
         };
+        self.open_tables = 0;
         self.open_is_referenced = false;
         if writer.is_empty() {
             drop(writer);
@@ -202,6 +210,7 @@ impl<'a> OutputSink<'a> {
     /// checkpoint already made some of its tables part of the store (the
     /// bytes after them are then unreferenced and released on the next open).
     fn abandon(&mut self) {
+        self.open_tables = 0;
         if let Some((_, path, writer)) = self.open.take() {
             drop(writer);
             if !self.open_is_referenced {

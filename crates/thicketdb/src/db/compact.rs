@@ -74,7 +74,7 @@ fn run(
         table_cache: &inner.table_cache,
         table_options: opts.table_options(),
         target_table_size: opts.target_table_size,
-        compaction_file: opts.compaction_file,
+        segment_tables: opts.segment_tables(),
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
         new_file_number: &numbers,
         grandparents,

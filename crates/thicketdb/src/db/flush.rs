@@ -81,7 +81,7 @@ impl FlushEnv<'_> {
             } else {
                 self.options.target_table_size
             },
-            compaction_file: self.options.compaction_file,
+            segment_tables: self.options.segment_tables(),
             new_file_number: self.new_file_number,
         });
         sink.add_stream(source, &mut keep)?;

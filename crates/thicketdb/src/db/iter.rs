@@ -18,7 +18,9 @@ use crate::format::KeyOrder;
 use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
+use crate::version::piece_iter::PieceIterator;
 use crate::version::run_iter::RunIterator;
+use crate::version::Version;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -60,6 +62,10 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         children.push(Box::new(MemtableIterator::new(mem.clone())));
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
+        if let Some(pieces) = buffer_pieces(inner, &sv.version, depth, opts.fill_cache) {
+            children.push(pieces);
+            continue;
+        }
         for run in &level.runs {
             let mut tables = run.overlapping(
                 opts.lower_bound.as_deref(),
@@ -107,6 +113,28 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         parallel_seek,
         order: order.clone(),
     })
+}
+
+/// LSbM (Algorithm 4): a level whose compaction buffer serves range reads
+/// is read piece by piece, from its buffer where that holds all the
+/// level's data, from its own run elsewhere (`version::buffer_range`).
+fn buffer_pieces(
+    inner: &DbInner,
+    version: &Arc<Version>,
+    level: usize,
+    fill_cache: bool,
+) -> Option<Box<dyn InternalIterator>> {
+    if !inner.options.lsbm_range_reads {
+        return None;
+    }
+    version.range_plan(level)?;
+    Some(Box::new(PieceIterator::new(
+        version.clone(),
+        level,
+        inner.table_cache.clone(),
+        fill_cache,
+        inner.counters.clone(),
+    )))
 }
 
 impl DbIterator {
@@ -163,7 +191,9 @@ impl DbIterator {
                 self.iter.seek(target.encoded());
                 if self.iter.valid() {
                     self.iter.prev();
-                } else {
+                } else if self.iter.status().is_ok() {
+                    // Every key is below the bound. After a failed seek the
+                    // last key could lie above it: stay invalid instead.
                     self.iter.seek_to_last();
                 }
             }

@@ -443,6 +443,8 @@ impl Db {
 }
 
 #[cfg(test)]
+mod lsbm_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod triad_log_tests;

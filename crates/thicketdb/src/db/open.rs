@@ -13,6 +13,7 @@ use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, insert_relogged, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
+use crate::compaction::buffer;
 use crate::compaction::leveled::LevelTargets;
 use crate::error::{Error, Result};
 use crate::format::key_order::BYTEWISE_NAME;
@@ -54,6 +55,12 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     Counters::add(&counters.fsyncs_log, 1);
     edit.log_number = Some(log_number);
     edit.last_sequence = Some(replayed.last_sequence);
+    buffer::open_edit(
+        &versions.current(),
+        options.lsbm_buffer,
+        replayed.last_sequence,
+        &mut edit,
+    );
     let version = versions.log_and_apply(edit)?;
     sweep(fs.as_ref(), dir, &version, log_number);
 

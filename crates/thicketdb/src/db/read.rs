@@ -91,8 +91,13 @@ fn lookup_with<R>(
         for candidate in candidate_tables(&sv.version, key, seq) {
             let table = inner.table_cache.table(candidate.meta)?;
             // LSbM (Algorithm 3): the buffer is asked only when the level's
-            // own index and filter say the key may be in the level.
-            if !candidate.buffer.is_empty() && table.may_contain(key) {
+            // own index and filter say the key may be in the level. A
+            // filter that rules it out rules out the level's table too
+            // (checked once: the probe below would check it again).
+            if !candidate.buffer.is_empty() {
+                if !table.may_contain(key) {
+                    continue;
+                }
                 for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
                     let table = inner.table_cache.table(meta)?;
                     match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))?

@@ -177,6 +177,17 @@ options! {
         /// LSbM: bytes the compaction buffer may hold; past it the oldest
         /// buffer runs' tables are removed.
         lsbm_max_buffer_bytes: u64 = 1 << 30,
+        /// LSbM range reads (Algorithm 4): iterators take a level's data
+        /// from its buffer runs where those hold all of it (false: from
+        /// the level's own run only, as before the buffer). Needs
+        /// `lsbm_buffer`.
+        lsbm_range_reads: bool = true,
+        /// LSbM super-files (§IV-C): flushes and compactions write this
+        /// many consecutive tables per segment, and the leveled policy
+        /// takes victims a whole super-file at a time, while the buffer
+        /// still trims single tables. 1: tables are units on their own
+        /// (segments as `compaction_file` says).
+        lsbm_superfile_tables: usize = 1,
         /// TRIAD-DISK: defer an L0 compaction while the key overlap of the
         /// L0 tables and the L1 tables under them is low (leveled only).
         triad_disk: bool = false,
@@ -289,6 +300,9 @@ impl Options {
         if !(0.0..=1.0).contains(&self.lsbm_trim_threshold) {
             return bad("lsbm_trim_threshold must be between 0 and 1");
         }
+        if self.lsbm_superfile_tables == 0 {
+            return bad("lsbm_superfile_tables must be at least 1");
+        }
         if self.lsbm_buffer && self.compaction_policy != PolicyKind::Leveled {
             return bad("lsbm_buffer needs the leveled compaction policy");
         }
@@ -337,6 +351,16 @@ impl Options {
             );
         }
         Ok(())
+    }
+
+    /// Tables a flush or compaction writes per segment: a super-file's
+    /// count, all of them (BoLT's compaction file) or one each.
+    pub fn segment_tables(&self) -> usize {
+        match self.lsbm_superfile_tables {
+            1 if self.compaction_file => usize::MAX,
+            1 => 1,
+            n => n,
+        }
     }
 
     /// The table-format part of the options.

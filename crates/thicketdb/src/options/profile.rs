@@ -114,6 +114,8 @@ impl Profile {
                 // filter reread) on its next use, which cost `lsbm` 45% of
                 // its RangeHot reads with 1000 (docs/benchmarks.md).
                 max_open_files: 5000,
+                // Super-files of r tables, as the paper's experiments.
+                lsbm_superfile_tables: 10,
                 // The buffer's pacing and its RangeHot figures are measured
                 // with LevelDB's fixed targets; dynamic sizing is not.
                 dynamic_level_bytes: false,

@@ -27,6 +27,36 @@ pub struct BufferEntry {
     pub removed: bool,
 }
 
+/// A level's freeze accounting for its current merge round (LSbM §IV-A):
+/// kept in the version and persisted with the buffer's edits, so a reopened
+/// store freezes and unfreezes exactly as the running one would have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferRound {
+    /// The level's bytes when the round began.
+    pub start_bytes: u64,
+    /// Bytes merged or moved into the level since.
+    pub arrived: u64,
+    /// Bytes that left the level (merged down) since.
+    pub departed: u64,
+}
+
+/// Which of a level's data its compaction buffer is known to hold. A range
+/// read may use a level's buffer instead of its own run only where the
+/// buffer holds everything the run does (see `version::buffer_range`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BufferRecording {
+    /// Nothing (a store never opened with `lsbm_buffer`, or last opened
+    /// without it): range reads never use the buffer.
+    #[default]
+    Off,
+    /// Every table that brought data newer than this sequence number into
+    /// the level is an entry of its buffer, present or removed. It starts
+    /// at the store's last sequence when the buffer is turned on, and
+    /// moves up when entries the run may still hold data of are dropped
+    /// (`compaction::buffer`'s clean-up).
+    Since(u64),
+}
+
 /// A sorted run of the compaction buffer; larger ids are newer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferRun {

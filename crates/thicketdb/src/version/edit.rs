@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
+use super::buffer::{BufferRecording, BufferRound};
 use super::meta::TableMeta;
 use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 
 /// Format version written in every MANIFEST's first edit. Version 2 adds
 /// the compaction buffer's tags (10–13), version 3 the compaction pointer
-/// (14), version 4 log tables (15); older MANIFESTs still open.
-pub const MANIFEST_FORMAT_VERSION: u64 = 4;
+/// (14), version 4 the buffer's freeze accounting (15) and recording (16),
+/// version 5 log tables (17); older MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 5;
 /// The oldest format version this build reads.
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
@@ -28,9 +30,11 @@ const TAG_BUFFER_REMOVED: u64 = 11;
 const TAG_BUFFER_DROPPED: u64 = 12;
 const TAG_BUFFER_FROZEN: u64 = 13;
 const TAG_COMPACT_POINTER: u64 = 14;
+const TAG_BUFFER_ROUND: u64 = 15;
+const TAG_BUFFER_RECORDING: u64 = 16;
 /// A new table that is a log table: a new table's fields, then the logs it
 /// references (count, numbers).
-const TAG_NEW_LOG_TABLE: u64 = 15;
+const TAG_NEW_LOG_TABLE: u64 = 17;
 /// Most logs one log table may reference (a flush references one).
 const MAX_LOG_REFS: u64 = 1 << 16;
 
@@ -94,6 +98,10 @@ pub struct VersionEdit {
     pub buffer_frozen: Vec<(usize, bool)>,
     /// Round-robin compaction pointers advanced (level, internal key).
     pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// Levels whose buffer freeze accounting changed, with the new state.
+    pub buffer_rounds: Vec<(usize, BufferRound)>,
+    /// Levels whose buffer recording changed (LSbM range reads).
+    pub buffer_recording: Vec<(usize, BufferRecording)>,
 }
 
 impl VersionEdit {
@@ -166,6 +174,24 @@ impl VersionEdit {
             put_varint64(&mut out, TAG_COMPACT_POINTER);
             put_varint64(&mut out, *level as u64);
             put_length_prefixed(&mut out, key);
+        }
+        for (level, round) in &self.buffer_rounds {
+            put_varint64(&mut out, TAG_BUFFER_ROUND);
+            put_varint64(&mut out, *level as u64);
+            for v in [round.start_bytes, round.arrived, round.departed] {
+                put_varint64(&mut out, v);
+            }
+        }
+        for &(level, recording) in &self.buffer_recording {
+            put_varint64(&mut out, TAG_BUFFER_RECORDING);
+            put_varint64(&mut out, level as u64);
+            match recording {
+                BufferRecording::Off => put_varint64(&mut out, 0),
+                BufferRecording::Since(seq) => {
+                    put_varint64(&mut out, 1);
+                    put_varint64(&mut out, seq);
+                }
+            }
         }
         if let Some(j) = &self.merge_journal {
             put_varint64(&mut out, TAG_MERGE_JOURNAL);
@@ -269,6 +295,26 @@ impl VersionEdit {
                     let level = level(num(src, "compact pointer level")?)?;
                     let key = get_length_prefixed(src).ok_or("truncated compact pointer")?;
                     edit.compact_pointers.push((level, key.to_vec()));
+                }
+                TAG_BUFFER_ROUND => {
+                    let level = level(num(src, "buffer round level")?)?;
+                    let round = BufferRound {
+                        start_bytes: num(src, "buffer round start bytes")?,
+                        arrived: num(src, "buffer round arrivals")?,
+                        departed: num(src, "buffer round departures")?,
+                    };
+                    edit.buffer_rounds.push((level, round));
+                }
+                TAG_BUFFER_RECORDING => {
+                    let level = level(num(src, "buffer recording level")?)?;
+                    let recording = match num(src, "buffer recording flag")? {
+                        0 => BufferRecording::Off,
+                        1 => BufferRecording::Since(num(src, "buffer recording sequence")?),
+                        other => {
+                            return Err(format!("buffer recording flag {other} is not 0 or 1"))
+                        }
+                    };
+                    edit.buffer_recording.push((level, recording));
                 }
                 other => return Err(format!("unknown edit tag {other}")),
             }
@@ -391,6 +437,16 @@ mod tests {
         e.buffer_frozen = vec![(2, true), (3, false)];
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         e.compact_pointers = vec![(1, b"k\x01\0\0\0\0\0\0\0".to_vec()), (3, Vec::new())];
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        e.buffer_rounds = vec![(
+            2,
+            BufferRound {
+                start_bytes: 1 << 40,
+                arrived: 7,
+                departed: 0,
+            },
+        )];
+        e.buffer_recording = vec![(2, BufferRecording::Since(4321)), (3, BufferRecording::Off)];
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         let mut log_table = (*table(13, "e", "f")).clone();
         log_table.logs = vec![21, 22];

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use super::buffer::BufferRun;
+use super::buffer::{BufferRecording, BufferRound, BufferRun};
 use crate::format::internal_key::user_key;
 use crate::format::KeyOrder;
 use crate::io::{Backing, Extent};
@@ -182,6 +182,11 @@ pub struct Level {
     /// LSbM freeze: the level receives repeated data, so its buffer takes
     /// no more tables (arrivals become removed entries) until it drains.
     pub frozen: bool,
+    /// LSbM freeze accounting of the level's merge round.
+    pub round: BufferRound,
+    /// Which of the level's data its buffer is known to hold (LSbM range
+    /// reads).
+    pub recording: BufferRecording,
     /// Largest internal key of the last round-robin victim (LevelDB's
     /// compaction pointer); empty: start from the first table.
     pub compact_pointer: Vec<u8>,

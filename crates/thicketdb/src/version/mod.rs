@@ -2,10 +2,12 @@
 //! that change it, the MANIFEST that records those edits, and file naming.
 
 pub mod buffer;
+pub mod buffer_range;
 pub mod edit;
 pub mod files;
 pub mod log_values;
 pub mod meta;
+pub mod piece_iter;
 pub mod run_iter;
 pub mod set;
 pub mod table_cache;

@@ -2,9 +2,10 @@
 //! through an `Arc`. Applying a `VersionEdit` yields the next version.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::buffer::{BufferEntry, BufferRun};
+use super::buffer::{BufferEntry, BufferRecording, BufferRound, BufferRun};
+use super::buffer_range::{self, LevelPlan};
 use super::edit::{MergeJournal, VersionEdit};
 use super::meta::{Level, Run, TableMeta};
 use crate::format::KeyOrder;
@@ -18,6 +19,8 @@ pub struct Version {
     pub levels: Vec<Level>,
     /// A journaled merge in progress (SifrDB early cleaning), if any.
     pub merge_journal: Option<MergeJournal>,
+    /// Each level's range-read plan (LSbM Algorithm 4), made on first use.
+    range_plans: OnceLock<Vec<Option<LevelPlan>>>,
     /// Set once the version is installed: its tables and their files stay
     /// referenced until it drops (see `io::backing`).
     pins: Option<Arc<Backings>>,
@@ -38,6 +41,7 @@ impl Clone for Version {
         Version {
             levels: self.levels.clone(),
             merge_journal: self.merge_journal.clone(),
+            range_plans: OnceLock::new(),
             pins: None,
             order: self.order.clone(),
         }
@@ -79,6 +83,7 @@ impl Version {
         Version {
             levels: vec![Level::default(); NUM_LEVELS],
             merge_journal: None,
+            range_plans: OnceLock::new(),
             pins: None,
             order,
         }
@@ -192,6 +197,12 @@ impl Version {
         for &(level, frozen) in &edit.buffer_frozen {
             self.levels[level].frozen = frozen;
         }
+        for &(level, round) in &edit.buffer_rounds {
+            self.levels[level].round = round;
+        }
+        for &(level, recording) in &edit.buffer_recording {
+            self.levels[level].recording = recording;
+        }
         for level in &mut self.levels {
             level.buffer.retain(|r| !r.entries.is_empty());
             level.buffer.sort_by_key(|r| std::cmp::Reverse(r.id));
@@ -288,12 +299,31 @@ impl Version {
             if level.frozen {
                 edit.buffer_frozen.push((i, true));
             }
+            if level.round != BufferRound::default() {
+                edit.buffer_rounds.push((i, level.round));
+            }
+            if level.recording != BufferRecording::Off {
+                edit.buffer_recording.push((i, level.recording));
+            }
             if !level.compact_pointer.is_empty() {
                 edit.compact_pointers
                     .push((i, level.compact_pointer.clone()));
             }
         }
         edit
+    }
+
+    /// How range reads read `level` piece by piece, when its compaction
+    /// buffer serves some of them (`version::buffer_range`).
+    pub fn range_plan(&self, level: usize) -> Option<&LevelPlan> {
+        self.range_plans
+            .get_or_init(|| {
+                (0..self.levels.len())
+                    .map(|l| buffer_range::plan(self, l))
+                    .collect()
+            })
+            .get(level)?
+            .as_ref()
     }
 
     /// Bytes of every level's compaction buffer (present tables).
@@ -387,7 +417,16 @@ mod tests {
         e.add_buffer_table(2, 7, table(2, "a", "c"));
         e.add_buffer_table(2, 9, table(3, "b", "n"));
         e.buffer_frozen.push((3, true));
+        let round = crate::version::buffer::BufferRound {
+            start_bytes: 500,
+            arrived: 300,
+            departed: 20,
+        };
+        e.buffer_rounds.push((3, round));
+        e.buffer_recording.push((2, BufferRecording::Since(77)));
         let v = Version::default().apply(&e).unwrap();
+        assert_eq!(v.levels[3].round, round);
+        assert_eq!(v.levels[2].recording, BufferRecording::Since(77));
         let runs: Vec<u64> = v.levels[2].buffer.iter().map(|r| r.id).collect();
         assert_eq!(runs, vec![9, 7], "newest buffer run first");
         let ids: Vec<u64> = v.levels[2].buffer[1]

@@ -11,16 +11,27 @@ use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::version::TableMeta;
 
 fn meta(id: u64, lo: &str, hi: &str, bytes: u64) -> Arc<TableMeta> {
+    meta_at(id, lo, hi, bytes, (1, 9))
+}
+
+/// A table holding sequence numbers `min_seq..=max_seq`.
+fn meta_at(
+    id: u64,
+    lo: &str,
+    hi: &str,
+    bytes: u64,
+    (min_seq, max_seq): (u64, u64),
+) -> Arc<TableMeta> {
     Arc::new(TableMeta {
         id,
         segment: id,
         offset: 16,
         length: bytes,
-        smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
-        largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Value).into_vec(),
+        smallest: InternalKey::new(lo.as_bytes(), max_seq, ValueKind::Value).into_vec(),
+        largest: InternalKey::new(hi.as_bytes(), min_seq, ValueKind::Value).into_vec(),
         entries: 2,
-        min_seq: 1,
-        max_seq: 9,
+        min_seq,
+        max_seq,
         sketch: Default::default(),
         logs: Vec::new(),
     })
@@ -28,8 +39,9 @@ fn meta(id: u64, lo: &str, hi: &str, bytes: u64) -> Arc<TableMeta> {
 
 /// Builds a version from lines `L<level> <run>: <lo>-<hi>/<bytes> ...`
 /// (a level's run), `B<level> <run>: ...` (a buffer run; a trailing `x`
-/// marks a removed entry) and `frozen <level>`. Table ids count from 100
-/// in order.
+/// marks a removed entry) and `frozen <level>`. A table may end in
+/// `@<seq>`: it holds only that sequence number (default 1 to 9). Table
+/// ids count from 100 in order.
 fn version(shape: &str) -> Version {
     let mut edit = VersionEdit::default();
     let mut id = 100;
@@ -47,9 +59,13 @@ fn version(shape: &str) -> Version {
                 Some(t) => (t, true),
                 None => (t, false),
             };
+            let (t, seqs) = match t.split_once('@') {
+                Some((t, seq)) => (t, (seq.parse().unwrap(), seq.parse().unwrap())),
+                None => (t, (1, 9)),
+            };
             let (range, bytes) = t.split_once('/').unwrap();
             let (lo, hi) = range.split_once('-').unwrap();
-            let m = meta(id, lo, hi, bytes.parse().unwrap());
+            let m = meta_at(id, lo, hi, bytes.parse().unwrap(), seqs);
             if buffer {
                 edit.add_buffer_table(level, run, m);
                 if removed {
@@ -183,13 +199,18 @@ fn a_merged_table_joins_the_newest_buffer_run_when_it_follows_in_key_order() {
 }
 
 #[test]
-fn l0_merges_fill_no_buffer() {
+fn l0_merges_fill_no_buffer_and_move_the_recording_past_their_data() {
     let b = buffer("");
     let v = version(
-        "L0 3: a-c/100
+        "L0 3: a-c/100@40
          L1 1: a-b/100",
-    );
-    let (_, text, _) = merge(
+    )
+    .apply(&VersionEdit {
+        buffer_recording: vec![(1, BufferRecording::Since(5))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let (after, text, _) = merge(
         &b,
         &v,
         (0, 3, &[100]),
@@ -197,6 +218,9 @@ fn l0_merges_fill_no_buffer() {
         &[meta(200, "a", "c", 200)],
     );
     assert_eq!(text, "");
+    // L1's run now holds data its buffer never saw: range reads must not
+    // take L1's data from the buffer for them.
+    assert_eq!(after.levels[1].recording, BufferRecording::Since(40));
 }
 
 #[test]
@@ -302,6 +326,23 @@ fn trim_removes_rarely_cached_tables_outside_the_newest_run() {
 }
 
 #[test]
+fn a_removed_entry_stays_while_the_level_may_hold_its_data() {
+    let b = buffer("lsbm_trim_threshold=0.8");
+    // Both entries of run 7 are trimmed and guard nothing. L2's 100 holds
+    // sequence numbers of 103's, so 103 stays as a removed entry; 101,
+    // over 104's keys, holds only newer ones, so 104 goes.
+    let v = version(
+        "L2 2: a-c/100 e-f/100@20
+         B2 9: x-y/10
+         B2 7: a-b/10 e-e/10",
+    );
+    let ratios: HashMap<u64, f64> = [(103, 0.0), (104, 0.0)].into_iter().collect();
+    let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
+    assert_eq!(render(&v.apply(&edit).unwrap()), "B2#9: 102 | B2#7: 103x");
+    assert_eq!(change.removed, 2);
+}
+
+#[test]
 fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
     let b = buffer("");
     // Level 2 holds 1000 bytes; a 500-byte victim merges with all of it
@@ -320,8 +361,9 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
     );
     assert_eq!(text, "B2#900: 100x | B2#7: 103 | frozen 2");
     assert_eq!((change.froze, change.removed), (1, 1));
-    // Frozen: the next arrival is a removed entry too, and one that no
-    // older table overlaps is not even kept.
+    // Frozen: the next arrival is a removed entry too. It guards no older
+    // table, but L2's run holds its data: it stays, so that range reads
+    // there read the run.
     let (v, text, _) = merge(
         &b,
         &v,
@@ -329,7 +371,7 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         (2, &[]),
         &[meta(201, "zz", "zz", 10)],
     );
-    assert_eq!(text, "B2#900: 100x | B2#7: 103 | frozen 2");
+    assert_eq!(text, "B2#900: 100x 101x | B2#7: 103 | frozen 2");
     // A level's worth (1010 bytes) merged down from L2 unfreezes it.
     let task = CompactionTask {
         merges: vec![vec![tables(&v, 2, 2, &[200, 201])]],
@@ -345,4 +387,68 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         .unwrap();
     let text = render(&v.apply(&edit).unwrap());
     assert!(!text.contains("frozen 2"), "{text}");
+}
+
+#[test]
+fn freeze_accounting_survives_a_reopen() {
+    let b = buffer("");
+    // Each merge brings 60 bytes into a 1000-byte L2 that does not grow:
+    // 60 repeated bytes are under a tenth, 120 are over it.
+    let v = version(
+        "L1 1: a-b/60 c-d/60
+         L2 2: a-z/1000",
+    );
+    let (v, text, _) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[102]),
+        &[meta(200, "a", "z", 1000)],
+    );
+    assert!(!text.contains("frozen"), "{text}");
+    // The reopened version is the MANIFEST's: a snapshot record, decoded.
+    let snapshot = VersionEdit::decode(&v.snapshot_edit().encode()).unwrap();
+    let reopened = Version::default().apply(&snapshot).unwrap();
+    assert_eq!(reopened.levels[2].round, v.levels[2].round);
+    // A reopened store builds a fresh `CompactionBuffer`.
+    for (b, v) in [(b, v), (buffer(""), reopened)] {
+        let (_, text, change) = merge(
+            &b,
+            &v,
+            (1, 1, &[101]),
+            (2, &[200]),
+            &[meta(201, "a", "z", 1000)],
+        );
+        assert!(text.contains("frozen 2"), "{text}");
+        assert_eq!(change.froze, 1);
+    }
+}
+
+#[test]
+fn entries_kept_for_range_reads_are_bounded_and_move_the_recording() {
+    let b = buffer("");
+    // 70 removed entries over L2's one table, each guarding nothing but
+    // sharing sequence numbers with it: 64 may stay.
+    let entries: Vec<String> = (0..70)
+        .map(|i| format!("k{i:02}-k{i:02}/1@{}x", 1 + i % 9))
+        .collect();
+    let v = version(&format!("L2 2: a-z/100\nB2 7: {}", entries.join(" ")));
+    let v = v
+        .apply(&VersionEdit {
+            buffer_recording: vec![(2, BufferRecording::Since(0))],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    let (edit, _) = b.trim_edit(&v, &HashMap::new()).unwrap();
+    let after = v.apply(&edit).unwrap();
+    let left: Vec<u64> = after.levels[2].buffer[0]
+        .entries
+        .iter()
+        .map(|e| e.meta.max_seq)
+        .collect();
+    assert_eq!(left.len(), 64);
+    // The six dropped held sequence number 1 (the oldest data): range
+    // reads now leave the run's tables holding it to the run.
+    assert!(left.iter().filter(|&&s| s == 1).count() == 2, "{left:?}");
+    assert_eq!(after.levels[2].recording, BufferRecording::Since(1));
 }

@@ -10,9 +10,10 @@ use crate::version::{Sketch, VersionEdit};
 use std::collections::HashSet;
 
 /// Builds a version from lines `L<level> <run>: <table> ...`, a table
-/// written `<lo>-<hi>[/<bytes>][@<first>..<end>]`: its user-key range, its
-/// length (default 100), and the keys `k<first>`..`k<end>` of its sketch
-/// (TRIAD-DISK's tests; absent or `@-`: no sketch). Table ids count from 100.
+/// written `<lo>-<hi>[/<bytes>][#<segment>][@<first>..<end>]`: its user-key
+/// range, its length (default 100), the segment holding it (default: its
+/// own), and the keys `k<first>`..`k<end>` of its sketch (TRIAD-DISK's
+/// tests; absent or `@-`: no sketch). Table ids count from 100.
 pub(super) fn version(shape: &str) -> Version {
     let mut edit = VersionEdit::default();
     let mut id = 100;
@@ -21,6 +22,10 @@ pub(super) fn version(shape: &str) -> Version {
         let (level, run) = head.trim_start_matches('L').split_once(' ').unwrap();
         for t in tables.split_whitespace() {
             let (t, keys) = t.split_once('@').unwrap_or((t, "-"));
+            let (t, segment) = match t.split_once('#') {
+                Some((t, segment)) => (t, segment.parse().unwrap()),
+                None => (t, id),
+            };
             let (range, bytes) = t.split_once('/').unwrap_or((t, "100"));
             let (lo, hi) = range.split_once('-').unwrap();
             let sketch = match keys.split_once("..") {
@@ -38,7 +43,7 @@ pub(super) fn version(shape: &str) -> Version {
                 run.parse().unwrap(),
                 Arc::new(TableMeta {
                     id,
-                    segment: id,
+                    segment,
                     offset: 16,
                     length: bytes.parse().unwrap(),
                     smallest: InternalKey::new(lo.as_bytes(), 9, ValueKind::Value).into_vec(),
@@ -171,6 +176,33 @@ fn sequential_l0_runs_move_without_rewriting() {
         L0 10: c-d/100
         L1 1: a-b/100";
     assert_eq!(pick("", shape), "move {L0#10:101} move {L0#11:100} -> L1#1");
+}
+
+/// LSbM super-files: a victim brings the tables after it in its segment,
+/// up to `lsbm_superfile_tables`; the round robin resumes after them.
+#[test]
+fn superfiles_are_the_compaction_unit() {
+    let shape = "
+        L1 1: a-b/600#7 c-d/600#7 e-f/600#7 g-h/600#8 i-j/600#8
+        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+    assert_eq!(pick("", shape), "merge {L1#1:100 L2#2:105} -> L2#2");
+    assert_eq!(
+        pick("lsbm_superfile_tables=3", shape),
+        "merge {L1#1:100 L2#2:105} merge {L1#1:101 L2#2:106} merge {L1#1:102 L2#2:107} -> L2#2"
+    );
+    assert_eq!(
+        pick("lsbm_superfile_tables=2", shape),
+        "merge {L1#1:100 L2#2:105} merge {L1#1:101 L2#2:106} -> L2#2"
+    );
+    // The next super-file starts in another segment and holds two tables
+    // (104 overlaps nothing, but as one of several victims it is rewritten).
+    let policy = LeveledPolicy::new(&options("lsbm_superfile_tables=3"));
+    let v = version(shape);
+    policy.pick(&v, &Busy::default()).unwrap();
+    assert_eq!(
+        render(&policy.pick(&v, &Busy::default()).unwrap()),
+        "merge {L1#1:103 L2#2:108} merge {L1#1:104} -> L2#2"
+    );
 }
 
 /// LevelDB persists its compaction pointers: the task's edit records the

@@ -355,7 +355,7 @@ fn write_salvaged(
         dir,
         table_options: options.table_options(),
         target_table_size: options.target_table_size,
-        compaction_file: true,
+        segment_tables: usize::MAX,
         new_file_number: new_number,
     });
     sink.add_stream(&mut source, &mut |_| true)?;
