@@ -95,6 +95,16 @@ pub fn check_ordered_store(
             },
         )?;
         table.verify_checksums()?;
+        if let Some((start, end)) = table.range_deletions().bounds() {
+            // Readers find a table's tombstones through its key range.
+            if start < meta.smallest_user_key() || end > meta.largest_user_key() {
+                return Err(Error::corruption(
+                    table.path(),
+                    meta.offset,
+                    "range tombstones outside the table's recorded key range",
+                ));
+            }
+        }
         report.tables += 1;
     }
 

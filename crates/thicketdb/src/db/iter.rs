@@ -1,6 +1,8 @@
 //! The user-facing iterator: a merge of every memtable and run, filtered to
 //! one sequence number, collapsed to the newest version of each user key,
-//! with deletions hidden, within optional bounds, in both directions.
+//! with deletions hidden, within optional bounds, in both directions. A
+//! value a newer range tombstone covers reads as a deletion
+//! (`version::range_del_view`).
 //!
 //! It follows LevelDB's `DBIter`: going forward the merged cursor sits on the
 //! entry being returned; going backward it sits just before all entries of
@@ -18,6 +20,7 @@ use crate::format::KeyOrder;
 use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
+use crate::version::range_del_view::RangeDelView;
 use crate::version::run_iter::RunIterator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,6 +48,8 @@ pub struct DbIterator {
     parallel_seek: Option<Arc<SearchPool>>,
     /// The store's key order.
     order: KeyOrder,
+    /// The range tombstones of the merged sources.
+    range_dels: RangeDelView,
 }
 
 pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
@@ -56,8 +61,14 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
     let sv = inner.super_version();
     let order = &inner.options.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut range_dels = RangeDelView::new(
+        snapshot.sequence(),
+        inner.table_cache.clone(),
+        order.is_bytewise(),
+    );
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         children.push(Box::new(MemtableIterator::new(mem.clone())));
+        range_dels.add_memtable(mem.range_deletions());
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
@@ -75,6 +86,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 let straddling =
                     tables.partition_point(|t| order.le(t.largest_user_key(), through));
                 let inputs = tables.split_off(straddling);
+                range_dels.add_run(inputs.clone(), Some(through.to_vec()));
                 if !inputs.is_empty() {
                     children.push(Box::new(AboveKey::new(
                         iter(inputs),
@@ -84,6 +96,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 }
             }
             if !tables.is_empty() {
+                range_dels.add_run(tables.clone(), None);
                 children.push(Box::new(iter(tables)));
             }
         }
@@ -106,6 +119,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         _super_version: sv,
         parallel_seek,
         order: order.clone(),
+        range_dels,
     })
 }
 
@@ -246,6 +260,22 @@ impl DbIterator {
         }
     }
 
+    /// The entry's kind, a value under a newer range tombstone counting as
+    /// a deletion (an error reading a table's tombstones is kept).
+    fn effective_kind(&mut self, seq: u64, kind: ValueKind) -> ValueKind {
+        if kind == ValueKind::Deletion {
+            return kind;
+        }
+        match self.range_dels.covers(user_key(self.iter.key()), seq) {
+            Ok(false) => kind,
+            Ok(true) => ValueKind::Deletion,
+            Err(e) => {
+                self.error = Some(e);
+                ValueKind::Deletion
+            }
+        }
+    }
+
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.valid = false;
         while self.iter.valid() && self.error.is_none() {
@@ -259,6 +289,12 @@ impl DbIterator {
                     {
                         break;
                     }
+                    let hidden = skipping && self.order.le(ukey, &self.saved_key);
+                    let kind = match hidden {
+                        true => kind,
+                        false => self.effective_kind(seq, kind),
+                    };
+                    let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {
                             self.saved_key.clear();
@@ -266,7 +302,7 @@ impl DbIterator {
                             skipping = true;
                         }
                         ValueKind::Value => {
-                            if !(skipping && self.order.le(ukey, &self.saved_key)) {
+                            if !hidden && self.error.is_none() {
                                 self.valid = true;
                                 self.saved_key.clear();
                                 return;
@@ -296,7 +332,8 @@ impl DbIterator {
                     {
                         break;
                     }
-                    kind = this_kind;
+                    kind = self.effective_kind(seq, this_kind);
+                    let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {
                             self.saved_key.clear();

@@ -78,5 +78,10 @@ mod tests {
             newest_entries(&mem, 1000, 10).is_none(),
             "a snapshot reads an older version"
         );
+        mem.add_range_deletion(12, b"a", b"b");
+        assert!(
+            newest_entries(&mem, 1000, 12).is_none(),
+            "a range tombstone"
+        );
     }
 }

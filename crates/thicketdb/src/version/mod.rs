@@ -5,6 +5,7 @@ pub mod buffer;
 pub mod edit;
 pub mod files;
 pub mod meta;
+pub mod range_del_view;
 pub mod run_iter;
 pub mod set;
 pub mod table_cache;
