@@ -20,7 +20,7 @@ use crate::format::KeyOrder;
 use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
-use crate::version::range_del_view::RangeDelView;
+use crate::version::range_del_view::{Cover, RangeDelView};
 use crate::version::run_iter::RunIterator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -67,8 +67,8 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         order.is_bytewise(),
     );
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        range_dels.add_memtable(children.len(), mem.range_deletions());
         children.push(Box::new(MemtableIterator::new(mem.clone())));
-        range_dels.add_memtable(mem.range_deletions());
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
         for run in &level.runs {
@@ -86,8 +86,8 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 let straddling =
                     tables.partition_point(|t| order.le(t.largest_user_key(), through));
                 let inputs = tables.split_off(straddling);
-                range_dels.add_run(inputs.clone(), Some(through.to_vec()));
                 if !inputs.is_empty() {
+                    range_dels.add_run(children.len(), inputs.clone(), Some(through.to_vec()));
                     children.push(Box::new(AboveKey::new(
                         iter(inputs),
                         through.to_vec(),
@@ -96,7 +96,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 }
             }
             if !tables.is_empty() {
-                range_dels.add_run(tables.clone(), None);
+                range_dels.add_run(children.len(), tables.clone(), None);
                 children.push(Box::new(iter(tables)));
             }
         }
@@ -260,18 +260,18 @@ impl DbIterator {
         }
     }
 
-    /// The entry's kind, a value under a newer range tombstone counting as
-    /// a deletion (an error reading a table's tombstones is kept).
-    fn effective_kind(&mut self, seq: u64, kind: ValueKind) -> ValueKind {
-        if kind == ValueKind::Deletion {
-            return kind;
+    /// What covers the current entry, a value at `seq`, if a newer range
+    /// tombstone does (an error reading a table's tombstones is kept and
+    /// counts as covered, which ends the scan).
+    fn cover(&mut self, seq: u64) -> Option<Cover> {
+        if self.range_dels.is_empty() {
+            return None;
         }
-        match self.range_dels.covers(user_key(self.iter.key()), seq) {
-            Ok(false) => kind,
-            Ok(true) => ValueKind::Deletion,
+        match self.range_dels.covering(user_key(self.iter.key())) {
+            Ok(cover) => cover.filter(|c| c.seq > seq),
             Err(e) => {
                 self.error = Some(e);
-                ValueKind::Deletion
+                None
             }
         }
     }
@@ -290,9 +290,14 @@ impl DbIterator {
                         break;
                     }
                     let hidden = skipping && self.order.le(ukey, &self.saved_key);
-                    let kind = match hidden {
-                        true => kind,
-                        false => self.effective_kind(seq, kind),
+                    let cover = match (hidden, kind) {
+                        (false, ValueKind::Value) => self.cover(seq),
+                        _ => None,
+                    };
+                    let kind = if cover.is_some() || self.error.is_some() {
+                        ValueKind::Deletion
+                    } else {
+                        kind
                     };
                     let ukey = user_key(self.iter.key());
                     match kind {
@@ -300,6 +305,15 @@ impl DbIterator {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(ukey);
                             skipping = true;
+                            // Older sources hold only what the tombstone
+                            // covers up to its end: seek them past it.
+                            if let Some(c) = cover {
+                                let seq = self.snapshot.sequence();
+                                let end = InternalKey::new(&c.end, seq, ValueKind::SEEK);
+                                if self.iter.seek_older(c.source + 1, end.encoded()) {
+                                    continue;
+                                }
+                            }
                         }
                         ValueKind::Value => {
                             if !hidden && self.error.is_none() {
@@ -332,7 +346,11 @@ impl DbIterator {
                     {
                         break;
                     }
-                    kind = self.effective_kind(seq, this_kind);
+                    kind = match this_kind {
+                        ValueKind::Value if self.cover(seq).is_some() => ValueKind::Deletion,
+                        _ if self.error.is_some() => ValueKind::Deletion,
+                        _ => this_kind,
+                    };
                     let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {

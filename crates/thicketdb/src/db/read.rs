@@ -109,12 +109,12 @@ pub(crate) fn get_with<R>(
     let mut in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> = SmallVec::new();
     for candidate in candidate_tables(&sv.version, key, seq) {
         let table = inner.table_cache.table(candidate.meta)?;
-        if !table.may_contain(key) {
+        if !table.may_answer(key) {
             continue;
         }
         for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
             let table = inner.table_cache.table(meta)?;
-            if table.may_contain(key) {
+            if table.may_answer(key) {
                 tables.push(table);
                 in_buffer.push(true);
             }

@@ -108,6 +108,26 @@ impl Fragments {
         Fragments { list }
     }
 
+    /// These fragments with `t` added: only the fragments it overlaps are
+    /// fragmented again (a memtable adds its range deletes one by one).
+    pub fn with(&self, t: &RangeTombstone) -> Fragments {
+        if t.start >= t.end {
+            return self.clone();
+        }
+        let first = self.list.partition_point(|f| f.end <= t.start);
+        let last = first + self.list[first..].partition_point(|f| f.start < t.end);
+        let overlapped = Fragments {
+            list: self.list[first..last].to_vec(),
+        };
+        let mut tombstones: Vec<RangeTombstone> = overlapped.tombstones().collect();
+        tombstones.push(t.clone());
+        let mut list = Vec::with_capacity(self.list.len() + 2);
+        list.extend_from_slice(&self.list[..first]);
+        list.extend(Fragments::fragment(&tombstones).list);
+        list.extend_from_slice(&self.list[last..]);
+        Fragments { list }
+    }
+
     /// Every fragment's stacked sequences as tombstones, so that fragment
     /// lists can be merged by fragmenting them together.
     pub fn tombstones(&self) -> impl Iterator<Item = RangeTombstone> + '_ {
@@ -332,6 +352,38 @@ mod tests {
         assert_eq!(shape(&f), [s("a", "e", &[4])]);
         let merged = Fragments::fragment(&f.tombstones().chain(f.tombstones()).collect::<Vec<_>>());
         assert_eq!(merged, f);
+    }
+
+    #[test]
+    fn adding_one_by_one_equals_fragmenting_all() {
+        let all = [
+            t("c", "g", 9),
+            t("a", "e", 5),
+            t("x", "z", 2),
+            t("b", "y", 11),
+            t("e", "f", 12),
+            t("q", "q", 1),
+        ];
+        let mut one_by_one = Fragments::default();
+        for (n, tombstone) in all.iter().enumerate() {
+            one_by_one = one_by_one.with(tombstone);
+            let expected = Fragments::fragment(&all[..=n]);
+            for probe in [
+                "", "a", "b", "bb", "c", "d", "e", "f", "g", "q", "x", "y", "z",
+            ] {
+                for snapshot in [1, 6, 10, 100] {
+                    assert_eq!(
+                        one_by_one.covering_seq(probe.as_bytes(), snapshot),
+                        expected.covering_seq(probe.as_bytes(), snapshot),
+                        "after {n}: {probe}@{snapshot}"
+                    );
+                }
+            }
+            assert_eq!(
+                Fragments::decode(&one_by_one.encode()),
+                Ok(one_by_one.clone())
+            );
+        }
     }
 
     #[test]

@@ -33,10 +33,10 @@ pub enum Lookup {
 pub struct Memtable {
     list: SkipList,
     size: AtomicU64,
-    /// Range tombstones beside the point entries: as written, and
-    /// fragmented for readers (replaced whole on each range delete, so a
-    /// reader's copy never changes under it).
-    range_dels: RwLock<(Vec<RangeTombstone>, Arc<Fragments>)>,
+    /// Range tombstones beside the point entries, fragmented (replaced
+    /// whole on each range delete, so a reader's copy never changes under
+    /// it).
+    range_dels: RwLock<Arc<Fragments>>,
     /// Whether `range_dels` holds anything: point reads skip its lock.
     has_range_dels: AtomicBool,
     log_number: u64,
@@ -85,12 +85,11 @@ impl Memtable {
     /// leader (or recovery) adds, one at a time.
     pub fn add_range_deletion(&self, seq: u64, start: &[u8], end: &[u8]) {
         let mut dels = self.range_dels.write();
-        dels.0.push(RangeTombstone {
+        *dels = Arc::new(dels.with(&RangeTombstone {
             start: start.to_vec(),
             end: end.to_vec(),
             seq,
-        });
-        dels.1 = Arc::new(Fragments::fragment(&dels.0));
+        }));
         self.has_range_dels.store(true, AtomicOrdering::Release);
         let charge = start.len() + end.len() + 32;
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
@@ -102,7 +101,7 @@ impl Memtable {
         if !self.has_range_dels.load(AtomicOrdering::Acquire) {
             return Arc::default();
         }
-        self.range_dels.read().1.clone()
+        self.range_dels.read().clone()
     }
 
     /// The newest range tombstone sequence covering `user_key` visible at
@@ -111,7 +110,7 @@ impl Memtable {
         if !self.has_range_dels.load(AtomicOrdering::Acquire) {
             return 0;
         }
-        self.range_dels.read().1.covering_seq(user_key, snapshot)
+        self.range_dels.read().covering_seq(user_key, snapshot)
     }
 
     /// The newest version of the user key of `lookup` (an internal key

@@ -170,6 +170,13 @@ impl Table {
         cache.resident_blocks(self.segment_id, self.offset) as f64 / blocks as f64
     }
 
+    /// False when the filter proves `user_key` absent and no range
+    /// tombstone of the table covers it: the table has nothing to say
+    /// about the key.
+    pub fn may_answer(&self, user_key: &[u8]) -> bool {
+        self.may_contain(user_key) || self.range_dels.find(user_key).is_some()
+    }
+
     /// False when the filter proves `user_key` absent; true without a filter.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))

@@ -18,6 +18,8 @@ use crate::table::Table;
 
 /// One run's tables and the one last looked at.
 struct RunRangeDels {
+    /// The iterator's source (merge child) reading this run.
+    source: usize,
     tables: Vec<Arc<TableMeta>>,
     /// A journaled merge's inputs: keys at or below this are the interim
     /// run's (which holds the merged tombstones), not theirs.
@@ -50,9 +52,22 @@ pub struct RangeDelView {
     snapshot: u64,
     /// False in a store with a custom key order (no range tombstones).
     enabled: bool,
-    memtables: Vec<Arc<Fragments>>,
+    /// With the merge child reading each.
+    memtables: Vec<(usize, Arc<Fragments>)>,
     runs: Vec<RunRangeDels>,
     cache: Arc<TableCache>,
+}
+
+/// What covers a key: the newest visible tombstone's sequence, and the
+/// newest source holding a visible tombstone over it with that
+/// tombstone's fragment end. Sources older than that one hold only
+/// versions older than its tombstone up to the end (the tree's order), so
+/// an iterator may seek them there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cover {
+    pub seq: u64,
+    pub source: usize,
+    pub end: Vec<u8>,
 }
 
 impl RangeDelView {
@@ -69,18 +84,20 @@ impl RangeDelView {
         }
     }
 
-    /// Adds a memtable's tombstones.
-    pub fn add_memtable(&mut self, fragments: Arc<Fragments>) {
+    /// Adds the tombstones of a memtable that merge child `source` reads.
+    /// Sources are added newest first.
+    pub fn add_memtable(&mut self, source: usize, fragments: Arc<Fragments>) {
         if self.enabled && !fragments.is_empty() {
-            self.memtables.push(fragments);
+            self.memtables.push((source, fragments));
         }
     }
 
-    /// Adds a run's tables (those the iterator reads, in key order); keys
-    /// at or below `above` are not theirs.
-    pub fn add_run(&mut self, tables: Vec<Arc<TableMeta>>, above: Option<Vec<u8>>) {
+    /// Adds a run's tables (those merge child `source` reads, in key
+    /// order); keys at or below `above` are not theirs.
+    pub fn add_run(&mut self, source: usize, tables: Vec<Arc<TableMeta>>, above: Option<Vec<u8>>) {
         if self.enabled && !tables.is_empty() {
             self.runs.push(RunRangeDels {
+                source,
                 tables,
                 above,
                 current: None,
@@ -88,27 +105,44 @@ impl RangeDelView {
         }
     }
 
-    /// The newest tombstone sequence covering `key` visible at the
-    /// snapshot (0: none).
-    pub fn covering_seq(&mut self, key: &[u8]) -> Result<u64> {
+    /// What covers `key` at the snapshot, if anything.
+    pub fn covering(&mut self, key: &[u8]) -> Result<Option<Cover>> {
         let snapshot = self.snapshot;
-        let mut newest = 0;
-        for m in &self.memtables {
-            newest = newest.max(m.covering_seq(key, snapshot));
+        let mut cover: Option<Cover> = None;
+        let mut note = |source: usize, fragments: &Fragments| {
+            let Some(f) = fragments.find(key) else {
+                return;
+            };
+            let Some(seq) = f.visible_seq(snapshot) else {
+                return;
+            };
+            match &mut cover {
+                // Sources come newest first: the first one stays.
+                Some(c) => c.seq = c.seq.max(seq),
+                None => {
+                    cover = Some(Cover {
+                        seq,
+                        source,
+                        end: f.end.clone(),
+                    })
+                }
+            }
+        };
+        for (source, m) in &self.memtables {
+            note(*source, m);
         }
         for run in &mut self.runs {
+            let source = run.source;
             if let Some(fragments) = run.fragments_at(key, &self.cache)? {
-                newest = newest.max(fragments.covering_seq(key, snapshot));
+                note(source, fragments);
             }
         }
-        Ok(newest)
+        Ok(cover)
     }
 
-    /// Whether a visible tombstone newer than `seq` covers `key`.
-    pub fn covers(&mut self, key: &[u8], seq: u64) -> Result<bool> {
-        if self.memtables.is_empty() && self.runs.is_empty() {
-            return Ok(false);
-        }
-        Ok(self.covering_seq(key)? > seq)
+    /// Whether nothing can cover any key (no source has tombstones it
+    /// could know of).
+    pub fn is_empty(&self) -> bool {
+        self.memtables.is_empty() && self.runs.is_empty()
     }
 }
