@@ -211,6 +211,14 @@ pub(crate) fn probe_table<R>(
         true => 0,
         false => range_dels.covering_seq(user_key(lookup), trailer(lookup) >> 8),
     };
+    // A table of tombstones alone (a flushed range delete) has no entry
+    // to look up.
+    if table.properties().entries == 0 {
+        return Ok(match covered {
+            0 => Probe::Absent,
+            _ => Probe::Deleted,
+        });
+    }
     let found = table.get_with(lookup, fill_cache, |key, value| {
         ParsedKey::parse(key).map(|p| match p.kind {
             _ if p.sequence < covered => Probe::Deleted,
