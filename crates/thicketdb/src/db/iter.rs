@@ -261,8 +261,8 @@ impl DbIterator {
     }
 
     /// What covers the current entry, a value at `seq`, if a newer range
-    /// tombstone does (an error reading a table's tombstones is kept and
-    /// counts as covered, which ends the scan).
+    /// tombstone does. An error reading a table's tombstones is kept in
+    /// `error`, which ends the scan.
     fn cover(&mut self, seq: u64) -> Option<Cover> {
         if self.range_dels.is_empty() {
             return None;
@@ -316,7 +316,7 @@ impl DbIterator {
                             }
                         }
                         ValueKind::Value => {
-                            if !hidden && self.error.is_none() {
+                            if !hidden {
                                 self.valid = true;
                                 self.saved_key.clear();
                                 return;
@@ -348,7 +348,6 @@ impl DbIterator {
                     }
                     kind = match this_kind {
                         ValueKind::Value if self.cover(seq).is_some() => ValueKind::Deletion,
-                        _ if self.error.is_some() => ValueKind::Deletion,
                         _ => this_kind,
                     };
                     let ukey = user_key(self.iter.key());

@@ -6,7 +6,8 @@
 //! asked about, so a scan opens each table's tombstones once and answers
 //! most keys with two comparisons. Whether a tombstone covers an entry is
 //! decided by sequence numbers alone (newer than the entry, visible at the
-//! snapshot), so the order of the sources does not matter.
+//! snapshot); only the iterator's skip past a covered span relies on the
+//! order of the sources (see [`Cover`]).
 
 use std::sync::Arc;
 
