@@ -524,3 +524,36 @@ fn covering_tombstones_spare_the_covered_blocks() {
         "the scan read {skipping_scan} blocks, a full one {full_scan}"
     );
 }
+
+/// SifrDB's parallel search: a newer table whose Bloom filter rules a key
+/// out but whose tombstone covers it is still a candidate, so the older
+/// table's value does not come back.
+#[test]
+fn parallel_search_asks_tables_whose_filter_rules_the_key_out() {
+    for threads in [1, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            search_threads: threads,
+            parallel_search_min_candidates: 2,
+            bloom_bits_per_key: 10,
+            ..quiet(64 << 10)
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        for k in ["a", "c", "e"] {
+            db.put(k, "old").unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        // One table: the tombstone and a key of its own for the filter.
+        db.put("zz", "new").unwrap();
+        db.delete_range("b", "f").unwrap();
+        db.flush().unwrap();
+        assert_eq!(db.get("a").unwrap(), Some(b"old".to_vec()), "{threads}");
+        assert_eq!(db.get("c").unwrap(), None, "{threads} threads");
+        assert_eq!(db.get("e").unwrap(), None, "{threads} threads");
+        assert_eq!(db.get("zz").unwrap(), Some(b"new".to_vec()));
+        if threads > 1 {
+            assert!(db.stats().search_lookups > 0, "the parallel path ran");
+        }
+    }
+}

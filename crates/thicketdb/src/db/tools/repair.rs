@@ -474,6 +474,28 @@ mod tests {
     }
 
     #[test]
+    fn repair_keeps_range_tombstones_and_tables_of_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        fill(dir.path(), 50);
+        let db = Db::open(dir.path(), options()).unwrap();
+        let key = |i: u32| format!("key{i:06}");
+        db.delete_range(key(10), key(20)).unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+        remove_manifests(dir.path());
+        let report = repair(dir.path(), &options()).unwrap();
+        assert!(report.dropped.is_empty(), "{report}");
+        let db = Db::open(dir.path(), options()).unwrap();
+        assert_eq!(
+            db.get(key(15)).unwrap(),
+            None,
+            "the tombstone-only table came back"
+        );
+        assert!(db.get(key(9)).unwrap().is_some());
+        assert!(db.get(key(20)).unwrap().is_some());
+    }
+
+    #[test]
     fn repair_refuses_a_missing_or_open_store() {
         let dir = tempfile::tempdir().unwrap();
         assert!(repair(dir.path().join("none"), &options()).is_err());
