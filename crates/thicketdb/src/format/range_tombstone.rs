@@ -425,4 +425,49 @@ mod tests {
         };
         assert!(Fragments::decode(&ascending.encode()).is_err());
     }
+
+    mod generated {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn tombstone() -> impl Strategy<Value = RangeTombstone> {
+            let key = proptest::collection::vec(0u8..4, 0..3);
+            (key.clone(), key, 1u64..50).prop_map(|(start, end, seq)| RangeTombstone {
+                start,
+                end,
+                seq,
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+                let _ = Fragments::decode(&bytes);
+            }
+
+            /// Fragments answer as the tombstones they came from, and
+            /// survive encoding.
+            #[test]
+            fn fragments_answer_as_their_tombstones(
+                tombstones in proptest::collection::vec(tombstone(), 0..8),
+                probe in proptest::collection::vec(0u8..4, 0..3),
+                snapshot in 0u64..60,
+            ) {
+                let f = Fragments::fragment(&tombstones);
+                let want = tombstones
+                    .iter()
+                    .filter(|t| t.start <= probe && probe < t.end && t.seq <= snapshot)
+                    .map(|t| t.seq)
+                    .max()
+                    .unwrap_or(0);
+                prop_assert_eq!(f.covering_seq(&probe, snapshot), want);
+                prop_assert_eq!(Fragments::decode(&f.encode()), Ok(f.clone()));
+                let mut one_by_one = Fragments::default();
+                for t in &tombstones {
+                    one_by_one = one_by_one.with(t);
+                }
+                prop_assert_eq!(one_by_one.covering_seq(&probe, snapshot), want);
+            }
+        }
+    }
 }
