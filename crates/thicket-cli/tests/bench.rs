@@ -292,6 +292,31 @@ fn bad_arguments_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2), "--db is required");
     let out = thicket(&["bench", "--db", d, "--workload", "a"]);
     assert_eq!(out.status.code(), Some(2), "--engine is required");
+    // The direct loop and the cross-check fix the store's options
+    // themselves: a profile or option they would ignore is refused.
+    for (sub, global) in [
+        ("direct", ["--profile", "sifr"]),
+        ("crosscheck", ["--option", "search_threads=2"]),
+    ] {
+        let out = thicket(&[
+            "bench",
+            sub,
+            "--db",
+            d,
+            global[0],
+            global[1],
+            "--engine",
+            "thicket",
+            "--workload",
+            "fillrandom",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "bench {sub} {global:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("are not applied"),
+            "bench {sub}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

@@ -113,6 +113,42 @@ fn tiered_levels_stay_within_their_run_limit_and_leveled_hold_one() {
     }
 }
 
+/// RocksDB's dynamic level sizing: the data settle in the last level and L0
+/// compacts into the shallowest level the last one's size needs, so the
+/// levels between stay empty; a static tree fills from L1 down.
+#[test]
+fn dynamic_level_sizing_fills_the_last_level_and_leaves_the_upper_ones_empty() {
+    let scrambled = (0..30_000u64).map(|i| (i * 7919) % 30_000);
+    let dynamic = small(Profile::Default);
+    assert!(dynamic.dynamic_level_bytes, "on in the default profile");
+    let (dir, db) = load_with(dynamic.clone(), scrambled.clone());
+    db.wait_for_compactions().unwrap();
+    let tables = db.stats().tables_per_level;
+    let last = tables.len() - 1;
+    assert!(
+        tables[last] > 0,
+        "the last level holds the data: {tables:?}"
+    );
+    assert_eq!(tables[1], 0, "L1 is above the base level: {tables:?}");
+    drop(db);
+    let db = Db::open(dir.path(), dynamic).unwrap();
+    assert_eq!(
+        db.stats().tables_per_level,
+        tables,
+        "reopen keeps the shape"
+    );
+    assert_all(&db, 30_000);
+
+    let fixed_targets = Options {
+        dynamic_level_bytes: false,
+        ..small(Profile::Default)
+    };
+    let (_d, fixed) = load_with(fixed_targets, scrambled);
+    let tables = fixed.stats().tables_per_level;
+    assert!(tables[1] > 0, "a static tree fills L1: {tables:?}");
+    assert_eq!(tables[last], 0, "and never reaches L6 here: {tables:?}");
+}
+
 fn sifr_journaled() -> Options {
     Options {
         early_cleaning_threshold: 2,

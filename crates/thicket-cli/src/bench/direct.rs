@@ -29,9 +29,10 @@ pub struct DirectArgs {
     /// thicket, rocksdb or fjall.
     #[arg(long)]
     pub engine: String,
-    /// fillrandom (N puts in a random order) or readrandom (N puts, not
-    /// timed, then M gets of uniform random keys).
-    #[arg(long, value_parser = ["fillrandom", "readrandom"])]
+    /// fillseq (N puts in key order), fillrandom (N puts in a random
+    /// order) or readrandom (N puts in a random order, not timed, then M
+    /// gets of uniform random keys).
+    #[arg(long, value_parser = ["fillseq", "fillrandom", "readrandom"])]
     pub workload: String,
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub num: u64,
@@ -89,19 +90,22 @@ fn key(id: u64) -> [u8; KEY_SIZE] {
     k
 }
 
-/// The keys in a random order, and the bytes values are cut from.
+/// The keys in the order they are put, and the bytes values are cut from.
 struct Data {
     order: Vec<u64>,
     pool: Vec<u8>,
 }
 
 impl Data {
-    fn new(num: u64, seed: u64) -> Data {
+    /// Keys in ascending order when `sequential`, else shuffled.
+    fn new(num: u64, seed: u64, sequential: bool) -> Data {
         let mut state = seed;
         let mut order: Vec<u64> = (0..num).collect();
-        for i in (1..order.len()).rev() {
-            let j = below(&mut state, i as u64 + 1) as usize;
-            order.swap(i, j);
+        if !sequential {
+            for i in (1..order.len()).rev() {
+                let j = below(&mut state, i as u64 + 1) as usize;
+                order.swap(i, j);
+            }
         }
         let pool = (0..VALUE_POOL + VALUE_SIZE)
             .map(|_| next_random(&mut state) as u8)
@@ -157,8 +161,8 @@ fn run_loop(
     get: impl FnMut(&[u8]) -> Result<bool, String>,
     settle: impl FnOnce() -> Result<(), String>,
 ) -> Result<(u64, f64), String> {
-    let data = Data::new(a.num, a.seed);
-    if a.workload == "fillrandom" {
+    let data = Data::new(a.num, a.seed, a.workload == "fillseq");
+    if a.workload != "readrandom" {
         return Ok((a.num, fill(&data, put)?));
     }
     fill(&data, put)?;
@@ -335,11 +339,12 @@ mod tests {
 
     #[test]
     fn the_fill_order_is_a_permutation_and_reads_stay_in_range() {
-        let d = Data::new(10_000, 7);
+        let d = Data::new(10_000, 7, false);
         let mut sorted = d.order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..10_000).collect::<Vec<_>>());
         assert_ne!(d.order, sorted, "shuffled");
+        assert_eq!(Data::new(10_000, 7, true).order, sorted, "fillseq's order");
         let mut state = 1;
         assert!((0..10_000).all(|_| below(&mut state, 37) < 37));
         assert_eq!(&key(0x0102)[..], b"k0000000\0\0\0\0\0\0\x01\x02");
@@ -347,8 +352,8 @@ mod tests {
     }
 
     #[test]
-    fn thicket_runs_both_loops_and_finds_every_key() {
-        for workload in ["fillrandom", "readrandom"] {
+    fn thicket_runs_every_loop_and_finds_every_key() {
+        for workload in ["fillseq", "fillrandom", "readrandom"] {
             let dir = tempfile::tempdir().unwrap();
             let store = dir.path().join("s");
             let a = DirectArgs {
@@ -365,7 +370,7 @@ mod tests {
                 seed: 3,
             };
             let r = run(&a, &store).unwrap();
-            let want = if workload == "fillrandom" { 5000 } else { 2000 };
+            let want = if workload == "readrandom" { 2000 } else { 5000 };
             assert_eq!(r.ops, want);
             assert!(r.ops_per_sec > 0.0);
             assert!(!store.exists(), "the store is removed");

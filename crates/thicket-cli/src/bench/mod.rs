@@ -26,6 +26,19 @@ use crate::error::{CliError, CliResult};
 use report::Report;
 use workload::Workload;
 
+/// The direct loop sets every engine's options by hand, mirroring what the
+/// driver gives `default` (that is what the cross-check compares), so a
+/// global `--profile` or `--option` would be silently ignored: refuse it.
+fn refuse_store_options(g: &GlobalArgs, command: &str) -> CliResult<()> {
+    if g.profile.is_some() || !g.options.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{command} runs ThicketDB's default profile with fixed options \
+             (docs/benchmarks.md, \"Cross-check\"): --profile and --option are not applied"
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
     match &args.command {
         Some(BenchCommand::Plot {
@@ -34,9 +47,11 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
             workload,
         }) => return plot::plot(input, output, workload.as_deref()).map_err(CliError::Usage),
         Some(BenchCommand::Direct(a)) => {
-            return direct::serve(a, crate::commands::db_dir(g)?).map_err(CliError::Usage)
+            refuse_store_options(g, "bench direct")?;
+            return direct::serve(a, crate::commands::db_dir(g)?).map_err(CliError::Usage);
         }
         Some(BenchCommand::Crosscheck(a)) => {
+            refuse_store_options(g, "bench crosscheck")?;
             let exe = std::env::current_exe()?;
             let text =
                 crosscheck::run(a, &exe, crate::commands::db_dir(g)?).map_err(CliError::Usage)?;

@@ -22,6 +22,9 @@
 //!   whole, so one L0 task runs at a time.
 //! - With `triad_disk`, a due L0 compaction may be deferred while its key
 //!   overlap is low (`leveled/triad_disk.rs`).
+//! - With `dynamic_level_bytes`, targets follow the largest level and L0
+//!   compacts into the base level, which may be below L1
+//!   (`leveled/targets.rs`).
 
 use std::sync::Arc;
 
@@ -34,6 +37,7 @@ use super::task::{CompactionTask, TaskInput};
 use crate::format::KeyOrder;
 use crate::options::Options;
 use crate::version::{Run, TableMeta, Version, NUM_LEVELS};
+pub use targets::LevelTargets;
 use triad_disk::TriadDisk;
 
 /// Picks leveled compactions; remembers each level's compact pointer.
@@ -75,40 +79,39 @@ impl LeveledPolicy {
 
     /// Whether L0 holds enough runs to compact and TRIAD-DISK (if on) does
     /// not defer it.
-    fn l0_due(&self, version: &Version) -> bool {
+    fn l0_due(&self, version: &Version, base: usize) -> bool {
         version.levels[0].runs.len() >= self.options.l0_compaction_trigger
             && !self
                 .triad_disk
                 .as_ref()
-                .is_some_and(|t| t.decide(version).defer)
+                .is_some_and(|t| t.decide(version, base).defer)
     }
 
-    /// Byte target of level `n` (n ≥ 1).
-    pub fn target_bytes(&self, level: usize) -> u64 {
-        let mult = self.options.level_size_multiplier.max(1);
-        let mut target = self.options.max_bytes_for_level_base;
-        for _ in 1..level {
-            target = target.saturating_mul(mult);
-        }
-        target
+    /// Each level's byte target and the level L0 compacts into.
+    pub fn targets(&self, version: &Version) -> LevelTargets {
+        LevelTargets::of(&self.options, version)
     }
 
     /// Each level's score; a level with score ≥ 1 needs compaction. The last
-    /// level has nowhere to go and scores 0.
+    /// level has nowhere to go and scores 0, as do the empty levels above a
+    /// dynamic tree's base level.
     pub fn scores(&self, version: &Version) -> Vec<f64> {
+        let targets = self.targets(version);
         (0..NUM_LEVELS)
             .map(|level| {
                 if level + 1 == NUM_LEVELS {
                     0.0
                 } else if level == 0 {
-                    if self.l0_due(version) {
+                    if self.l0_due(version, targets.base) {
                         version.levels[0].runs.len() as f64
                             / self.options.l0_compaction_trigger.max(1) as f64
                     } else {
                         0.0
                     }
+                } else if targets.has_target(level) {
+                    version.levels[level].bytes() as f64 / targets.bytes[level] as f64
                 } else {
-                    version.levels[level].bytes() as f64 / self.target_bytes(level) as f64
+                    0.0
                 }
             })
             .collect()
@@ -118,12 +121,17 @@ impl LeveledPolicy {
     /// never stalls writes), plus every deeper level's excess over its
     /// target.
     pub fn pending_bytes(&self, version: &Version) -> u64 {
+        let targets = self.targets(version);
         let l0 = &version.levels[0];
-        let mut pending = if self.l0_due(version) { l0.bytes() } else { 0 };
+        let mut pending = if self.l0_due(version, targets.base) {
+            l0.bytes()
+        } else {
+            0
+        };
         for level in 1..NUM_LEVELS - 1 {
             pending += version.levels[level]
                 .bytes()
-                .saturating_sub(self.target_bytes(level));
+                .saturating_sub(targets.bytes[level]);
         }
         pending
     }
@@ -132,9 +140,10 @@ impl LeveledPolicy {
     /// due levels are tried by descending score, so a level blocked by
     /// running tasks leaves its turn to the next.
     pub fn pick(&self, version: &Version, busy: &Busy) -> Option<CompactionTask> {
+        let base = self.targets(version).base;
         if let Some(triad) = &self.triad_disk {
             if version.levels[0].runs.len() >= self.options.l0_compaction_trigger {
-                triad.record(version, triad.decide(version));
+                triad.record(version, triad.decide(version, base));
             }
         }
         let mut due: Vec<(usize, f64)> = self
@@ -149,7 +158,7 @@ impl LeveledPolicy {
         due.into_iter().find_map(|(level, score)| {
             let reason = format!("L{level} score {score:.2}");
             if level == 0 {
-                Some(l0_task(version, reason))
+                Some(l0_task(version, base, reason))
                     .filter(|t| busy.admits(&Self::claim(t, busy.order())))
             } else {
                 self.level_task(version, level, reason, busy)
@@ -297,7 +306,7 @@ impl LeveledPolicy {
         }
         let reason = format!("manual compaction of L{level}");
         if level == 0 {
-            let task = l0_task(version, reason);
+            let task = l0_task(version, self.targets(version).base, reason);
             return (!task.merges.is_empty() || !task.moves.is_empty()).then_some(task);
         }
         let run = version.levels[level].runs.first()?;
@@ -396,18 +405,19 @@ fn settled_order(order: &KeyOrder, run: &Run, next: Option<&Run>) -> Candidates 
     }
 }
 
-/// Every L0 table, with the L1 tables under them, split into groups whose
-/// key ranges connect; a group of one L0 table overlapping nothing is moved
-/// to L1 by metadata (a sequential load then rewrites nothing).
-fn l0_task(version: &Version, reason: String) -> CompactionTask {
-    let l1 = version.levels[1].runs.first();
+/// Every L0 table, with the tables of `base` (L1 unless the tree sizes its
+/// levels dynamically) under them, split into groups whose key ranges
+/// connect; a group of one L0 table overlapping nothing is moved to `base`
+/// by metadata (a sequential load then rewrites nothing).
+fn l0_task(version: &Version, base: usize, reason: String) -> CompactionTask {
+    let below = version.levels[base].runs.first();
     let mut items: Vec<(usize, u64, Arc<TableMeta>)> = Vec::new();
     for run in &version.levels[0].runs {
         for t in &run.tables {
             items.push((0, run.id, t.clone()));
         }
     }
-    if let Some(run) = l1 {
+    if let Some(run) = below {
         for t in &run.tables {
             let under_l0 = version.levels[0].runs.iter().any(|r| {
                 r.tables.iter().any(|l0| {
@@ -419,7 +429,7 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
                 })
             });
             if under_l0 {
-                items.push((1, run.id, t.clone()));
+                items.push((base, run.id, t.clone()));
             }
         }
     }
@@ -427,8 +437,8 @@ fn l0_task(version: &Version, reason: String) -> CompactionTask {
     CompactionTask {
         merges,
         moves,
-        output_level: 1,
-        output_run: l1.map(|r| r.id),
+        output_level: base,
+        output_run: below.map(|r| r.id),
         reason,
         compact_pointer: None,
     }
@@ -514,6 +524,7 @@ fn build_task(
     }
 }
 
+mod targets;
 #[cfg(test)]
 mod tests;
 pub mod triad_disk;

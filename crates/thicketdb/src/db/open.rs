@@ -13,6 +13,7 @@ use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
 use super::write::{insert_into_memtable, LogState, WriteState};
 use super::{BackgroundState, DbInner, SuperVersion};
+use crate::compaction::leveled::LevelTargets;
 use crate::error::{Error, Result};
 use crate::format::key_order::BYTEWISE_NAME;
 use crate::format::KeyOrder;
@@ -59,7 +60,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let table_cache = new_table_cache(dir, &fs, &options)?;
     release_dead_space(&table_cache, &version);
     if options.triad_disk {
-        load_l0_sketches(&table_cache, &version);
+        load_l0_sketches(&table_cache, &version, &options);
     }
     let mem = Memtable::with_log(
         backings.pin_file(Backing::log(log_number)),
@@ -84,13 +85,14 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     })
 }
 
-/// Loads the key sketches TRIAD-DISK reads (L0 and L1 tables) with the
-/// tables' metadata; later L0/L1 tables are written by this process and
-/// carry theirs. A table whose sketch cannot be read only loses deferral:
-/// an unknown overlap never defers a compaction, and reads report the
-/// table's damage themselves.
-fn load_l0_sketches(table_cache: &TableCache, version: &Version) {
-    for level in &version.levels[..2] {
+/// Loads the key sketches TRIAD-DISK reads (the tables of L0 and of the
+/// level L0 compacts into) with the tables' metadata; later tables there
+/// are written by this process and carry theirs. A table whose sketch
+/// cannot be read only loses deferral: an unknown overlap never defers a
+/// compaction, and reads report the table's damage themselves.
+fn load_l0_sketches(table_cache: &TableCache, version: &Version, options: &Options) {
+    let base = LevelTargets::of(options, version).base;
+    for level in [&version.levels[0], &version.levels[base]] {
         for t in level.runs.iter().flat_map(|r| &r.tables) {
             let _unknown_overlap = table_cache.load_sketch(t);
         }

@@ -132,6 +132,11 @@ options! {
         max_bytes_for_level_base: u64 = 256 << 20,
         /// Growth factor between level targets.
         level_size_multiplier: u64 = 10,
+        /// Leveled: derive level targets from the largest level and compact
+        /// L0 into the shallowest level that needs a target, as RocksDB's
+        /// `level_compaction_dynamic_level_bytes` (false: L1 gets
+        /// `max_bytes_for_level_base`, as LevelDB).
+        dynamic_level_bytes: bool = true,
         /// BoLT compaction file: all tables of a flush or compaction in one
         /// segment with one fsync (false: one segment and fsync per table).
         compaction_file: bool = true,
@@ -277,6 +282,12 @@ impl Options {
         }
         if self.lsbm_buffer && self.compaction_policy != PolicyKind::Leveled {
             return bad("lsbm_buffer needs the leveled compaction policy");
+        }
+        if self.dynamic_level_bytes && self.max_mem_compact_level > 0 {
+            // A flush placed below L0 would pick the base level by itself.
+            return bad(
+                "dynamic_level_bytes compacts L0 into the base level: set max_mem_compact_level=0",
+            );
         }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");

@@ -81,6 +81,8 @@ fn options(settings: &str) -> Options {
         level_size_multiplier: 10,
         group_compaction_bytes: 0,
         settled_compaction: false,
+        // LevelDB's fixed targets unless a case asks for dynamic ones.
+        dynamic_level_bytes: false,
         ..Options::default()
     };
     for s in settings.split_whitespace() {
@@ -132,6 +134,33 @@ fn l0_merges_overlapping_runs_with_l1_and_moves_loners() {
         pick("", shape),
         "merge {L0#11:100 L0#10:101 L1#1:103,104} merge {L0#10:102 L1#1:106} -> L1#1"
     );
+}
+
+/// RocksDB's dynamic level sizing: L0 compacts into the base level, the
+/// shallowest level the largest level's size gives a target.
+#[test]
+fn dynamic_levels_compact_l0_into_the_base_level() {
+    let dynamic = "dynamic_level_bytes=true";
+    let l0 = "L0 11: a-c/100\nL0 10: b-d/100";
+    assert_eq!(
+        pick(dynamic, l0),
+        "merge {L0#11:100 L0#10:101} -> L6#new",
+        "an empty tree compacts L0 into its last level"
+    );
+    assert_eq!(pick("", l0), "merge {L0#11:100 L0#10:101} -> L1#new");
+    // 5000 bytes in L6 give L5 a target of 500 (above 1000 / 10): L5 is the
+    // base level, and the L6 table under L0 stays where it is.
+    assert_eq!(
+        pick(dynamic, &format!("{l0}\nL6 3: a-z/5000")),
+        "merge {L0#11:100 L0#10:101} -> L5#new"
+    );
+    // The base level over its target (1000) compacts into the level below.
+    assert_eq!(
+        pick(dynamic, "L5 2: a-b/1500\nL6 3: a-a/100 c-c/10000"),
+        "merge {L5#2:100 L6#3:101} -> L6#3"
+    );
+    // Statically L5 would be far below its target (10^4 × 1000).
+    assert_eq!(pick("", "L5 2: a-b/1500\nL6 3: a-a/100 c-c/10000"), "none");
 }
 
 #[test]

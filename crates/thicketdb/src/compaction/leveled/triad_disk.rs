@@ -35,18 +35,20 @@ pub fn overlap_ratio<'a>(tables: impl IntoIterator<Item = &'a TableMeta>) -> Opt
     (sum > 0.0).then(|| (1.0 - unique / sum).clamp(0.0, 1.0))
 }
 
-/// The tables an L0 compaction would read: every L0 table and the L1
-/// tables under any of them.
-pub fn l0_inputs(version: &Version) -> Vec<Arc<TableMeta>> {
+/// The tables an L0 compaction would read: every L0 table and the tables
+/// of `base`, the level L0 compacts into (L1 unless levels are sized
+/// dynamically), under any of them.
+pub fn l0_inputs(version: &Version, base: usize) -> Vec<Arc<TableMeta>> {
     let l0: Vec<&Arc<TableMeta>> = version.levels[0]
         .runs
         .iter()
         .flat_map(|r| &r.tables)
         .collect();
     let mut inputs: Vec<Arc<TableMeta>> = l0.iter().map(|t| Arc::clone(t)).collect();
-    if let Some(l1) = version.levels[1].runs.first() {
+    if let Some(below) = version.levels[base].runs.first() {
         inputs.extend(
-            l1.tables
+            below
+                .tables
                 .iter()
                 .filter(|t| {
                     l0.iter().any(|l0| {
@@ -95,16 +97,16 @@ impl TriadDisk {
         })
     }
 
-    /// Decides for `version`, whose L0 compaction is due. Pure: nothing is
-    /// counted (`pending_bytes` asks too).
-    pub fn decide(&self, version: &Version) -> Decision {
+    /// Decides for `version`, whose L0 compaction into `base` is due. Pure:
+    /// nothing is counted (`pending_bytes` asks too).
+    pub fn decide(&self, version: &Version, base: usize) -> Decision {
         if version.levels[0].runs.len() > self.max_runs {
             return Decision {
                 defer: false,
                 ratio: None,
             };
         }
-        let ratio = overlap_ratio(l0_inputs(version).iter().map(|t| &**t));
+        let ratio = overlap_ratio(l0_inputs(version, base).iter().map(|t| &**t));
         Decision {
             defer: ratio.is_some_and(|r| r < self.threshold),
             ratio,

@@ -11,6 +11,8 @@ fn options(settings: &str) -> Options {
     let mut o = Options {
         l0_compaction_trigger: 2,
         triad_disk: true,
+        // As the triad profile: L0 compacts into L1.
+        dynamic_level_bytes: false,
         ..Options::default()
     };
     for s in settings.split_whitespace() {
@@ -26,7 +28,7 @@ fn options(settings: &str) -> Options {
 fn decide(settings: &str, shape: &str) -> String {
     let policy = LeveledPolicy::new(&options(settings));
     let v = version(shape);
-    let d = policy.triad_disk().unwrap().decide(&v);
+    let d = policy.triad_disk().unwrap().decide(&v, 1);
     let ratio = d.ratio.map_or("?".to_string(), |r| format!("{r:.1}"));
     let verdict = if d.defer { "defer" } else { "compact" };
     let picked = match policy.pick(&v, &Busy::default()) {
