@@ -284,7 +284,7 @@ fn overlapping_tombstones_stack_and_the_bottom_drops_them() {
         ok
         tables
         ----
-        L1: a@1 e@8 |
+        L6: a@1 e@8 |
         check
         ----
         ok
@@ -336,7 +336,7 @@ fn a_snapshot_between_tombstone_and_covered_writes_keeps_both() {
         # tombstone over them.
         tables
         ----
-        L1: a@1 b@4 b@2 | [a, c)@3
+        L6: a@1 b@4 b@2 | [a, c)@3
         get a @s
         ----
         a=1
@@ -364,7 +364,7 @@ fn a_snapshot_between_tombstone_and_covered_writes_keeps_both() {
         ok
         tables
         ----
-        L1: b@4 c@5 |
+        L6: b@4 c@5 |
         scan
         ----
         b=3 c=7
@@ -421,11 +421,11 @@ fn tombstones_are_cut_at_table_boundaries_and_cover_the_gaps() {
         tables
         ----
         L0: c@7 | [b, cc)@6 [cc, d)@8,6 [d, ee)@8
-        L1: a@1 |
-        L1: b@2 |
-        L1: c@3 |
-        L1: d@4 |
-        L1: e@5 |
+        L6: a@1 |
+        L6: b@2 |
+        L6: c@3 |
+        L6: d@4 |
+        L6: e@5 |
         compact
         ----
         ok
@@ -434,11 +434,11 @@ fn tombstones_are_cut_at_table_boundaries_and_cover_the_gaps() {
         # the last one the rest.
         tables
         ----
-        L1: a@1 |
-        L1: b@2 | [b, b\0)@6
-        L1: c@7 c@3 | [b\0, c\0)@6
-        L1: d@4 | [c\0, cc)@6 [cc, d)@8,6 [d, d\0)@8
-        L1: e@5 | [d\0, ee)@8
+        L6: a@1 |
+        L6: b@2 | [b, b\0)@6
+        L6: c@7 c@3 | [b\0, c\0)@6
+        L6: d@4 | [c\0, cc)@6 [cc, d)@8,6 [d, d\0)@8
+        L6: e@5 | [d\0, ee)@8
         check
         ----
         ok
