@@ -566,3 +566,38 @@ fn parallel_search_asks_tables_whose_filter_rules_the_key_out() {
         }
     }
 }
+
+/// SifrDB's journaled merges (checkpoints every table) of runs of range
+/// tombstones alone over a run of data: the data they cover stays deleted.
+#[test]
+fn journaled_merges_keep_range_tombstones() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        disable_auto_compactions: true,
+        target_table_size: 4096,
+        // Journal every merge reading a table's worth of bytes.
+        early_cleaning_threshold: 1,
+        ..thicketdb::Profile::Sifr.options()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let key = |i: u32| format!("key{i:04}");
+    for i in 0..100 {
+        db.put(key(i), "v").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 0..8 {
+        db.delete_range(key(i * 10), key(i * 10 + 5)).unwrap();
+        db.flush().unwrap();
+    }
+    let checkpoints = db.stats().merge_checkpoints;
+    db.compact_range(None, None).unwrap();
+    assert!(
+        db.stats().merge_checkpoints > checkpoints,
+        "a journaled merge ran"
+    );
+    for i in 0..80 {
+        let want = (i % 10 >= 5).then(|| b"v".to_vec());
+        assert_eq!(db.get(key(i)).unwrap(), want, "{}", key(i));
+    }
+}

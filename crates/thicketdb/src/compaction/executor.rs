@@ -124,7 +124,8 @@ pub fn execute(
             sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
             continue;
         };
-        while merged.valid() {
+        // A group of tombstones alone has no entry but still has tables.
+        while merged.valid() || sink.has_pending_range_deletions() {
             let room = j
                 .every
                 .saturating_sub(sink.tables().len() - committed)

@@ -86,6 +86,12 @@ impl<'a> OutputSink<'a> {
         self.range_lower = lower;
     }
 
+    /// Whether the current stream's range tombstones are not all in
+    /// tables yet.
+    pub fn has_pending_range_deletions(&self) -> bool {
+        !self.range_dels.is_empty()
+    }
+
     /// Also ends tables where `cut` says (LevelDB's grandparent overlap).
     pub fn with_cut(self, cut: GrandparentCut) -> OutputSink<'a> {
         OutputSink { cut, ..self }

@@ -40,10 +40,6 @@ pub struct Fragment {
 }
 
 impl Fragment {
-    pub fn contains(&self, key: &[u8]) -> bool {
-        self.start.as_slice() <= key && key < self.end.as_slice()
-    }
-
     /// The newest stacked sequence visible at `snapshot`.
     pub fn visible_seq(&self, snapshot: u64) -> Option<u64> {
         self.seqs.iter().copied().find(|&s| s <= snapshot)
@@ -144,10 +140,6 @@ impl Fragments {
         self.list.is_empty()
     }
 
-    pub fn len(&self) -> usize {
-        self.list.len()
-    }
-
     pub fn iter(&self) -> std::slice::Iter<'_, Fragment> {
         self.list.iter()
     }
@@ -164,13 +156,6 @@ impl Fragments {
         self.find(key)
             .and_then(|f| f.visible_seq(snapshot))
             .unwrap_or(0)
-    }
-
-    /// The first fragment ending after `key` (the one holding it or the
-    /// next one), for iterators that skip covered spans.
-    pub fn at_or_after(&self, key: &[u8]) -> Option<&Fragment> {
-        let i = self.list.partition_point(|f| f.end.as_slice() <= key);
-        self.list.get(i)
     }
 
     /// The fragments cut to `[lower, upper)` (`None`: unbounded).
