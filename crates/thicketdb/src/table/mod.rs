@@ -40,7 +40,10 @@ pub use cache::BlockCache;
 pub use compression::{CompressionType, MAX_BLOCK_SIZE};
 pub use context::TableContext;
 pub use filter_policy::FilterPolicy;
-pub use footer::{Footer, FOOTER_LEN, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION, TABLE_MAGIC};
+pub use footer::{
+    Footer, FOOTER_LEN, FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION, RANGE_DEL_FORMAT_VERSION,
+    TABLE_MAGIC,
+};
 pub use hll::HyperLogLog;
 pub use options::TableOptions;
 pub use properties::TableProperties;

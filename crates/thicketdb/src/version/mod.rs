@@ -7,6 +7,7 @@ pub mod edit;
 pub mod files;
 pub mod meta;
 pub mod piece_iter;
+pub mod range_del_view;
 pub mod run_iter;
 pub mod set;
 pub mod table_cache;
