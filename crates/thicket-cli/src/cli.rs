@@ -51,6 +51,14 @@ pub enum Command {
         #[arg(long)]
         sync: bool,
     },
+    /// Removes every key in [FROM, TO) with one range tombstone.
+    DeleteRange {
+        from: String,
+        to: String,
+        /// fdatasync the log before returning.
+        #[arg(long)]
+        sync: bool,
+    },
     /// Prints `key<TAB>value` lines in key order.
     Scan(ScanArgs),
     /// Prints engine statistics.

@@ -65,6 +65,53 @@ fn put_get_delete() {
     assert_eq!(ok(db, &["get", "banana"]), "yellow\n");
 }
 
+/// `delete-range FROM TO` removes `[FROM, TO)` with one tombstone, which
+/// the log, the flushed table (`dump`), `check` and reads all understand.
+#[test]
+fn delete_range_then_flush_and_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    for k in ["a", "b", "bb", "c", "d"] {
+        ok(db, &["put", k, &k.to_uppercase()]);
+    }
+    ok(db, &["delete-range", "b", "c", "--sync"]);
+    assert_eq!(ok(db, &["scan"]), "a\tA\nc\tC\nd\tD\n");
+    assert_eq!(thicket(db, &["get", "bb"]).status.code(), Some(1));
+    let manifest: serde_json::Value = serde_json::from_str(&ok(db, &["dump", "--json"])).unwrap();
+    let records = manifest["records"].as_array().unwrap();
+    let log_number = records.last().unwrap()["edit"]["log_number"]
+        .as_u64()
+        .unwrap();
+    let log = ok(db, &["dump", "--log", &log_number.to_string()]);
+    assert!(log.contains("range deletion [b, c) @6"), "{log}");
+
+    ok(db, &["flush"]);
+    assert_eq!(ok(db, &["scan", "--reverse"]), "d\tD\nc\tC\na\tA\n");
+    ok(db, &["check"]);
+    let manifest: serde_json::Value = serde_json::from_str(&ok(db, &["dump", "--json"])).unwrap();
+    let table = manifest["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("a flushed table: {manifest}"));
+    let spec = format!("{}:{}", table["segment"], table["offset"]);
+    let dumped: serde_json::Value =
+        serde_json::from_str(&ok(db, &["dump", "--table", &spec, "--json"])).unwrap();
+    assert_eq!(dumped["properties"]["format_version"], 3, "{dumped}");
+    assert_eq!(
+        dumped["range_deletions"],
+        serde_json::json!([{ "start": "b", "end": "c", "sequences": [6] }])
+    );
+    // An empty range deletes nothing.
+    ok(db, &["delete-range", "d", "a"]);
+    assert_eq!(ok(db, &["scan"]), "a\tA\nc\tC\nd\tD\n");
+    let usage = thicket(db, &["delete-range", "a"]);
+    assert_eq!(usage.status.code(), Some(2), "FROM and TO are required");
+}
+
 #[test]
 fn scan_bounds_limit_and_direction() {
     let dir = tempfile::tempdir().unwrap();

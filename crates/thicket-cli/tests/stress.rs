@@ -37,6 +37,13 @@ fn a_killed_run_is_verified_by_the_next() {
     let o = stress(&db, &["--duration", "0.5", "--seed", "1"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("stress: done:"), "{}", text(&o));
+    let range_deletes: u64 = text(&o)
+        .split(" range deletes)")
+        .next()
+        .and_then(|before| before.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no range delete count: {}", text(&o)));
+    assert!(range_deletes > 0, "range deletes are in the op mix");
     assert!(dir.path().join("store.expected").exists());
     for seed in ["2", "3"] {
         let o = stress(

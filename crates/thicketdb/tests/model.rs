@@ -277,6 +277,7 @@ impl Harness {
                     .unwrap();
             }
             840..845 => self.reopen(),
+            855..885 => self.delete_range(),
             845..855 if self.config.write_bursts => {
                 for _ in 0..self.rng.random_range(200..600) {
                     let (k, v) = (self.key(), self.value());
@@ -286,6 +287,59 @@ impl Harness {
             }
             _ => self.check_get(),
         }
+    }
+
+    /// A range `[start, end)` between two probes, mostly a few keys wide,
+    /// sometimes wide or empty (inverted); now and then inside a batch,
+    /// with puts before (deleted) and after (kept) it.
+    fn range(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let i = self.rng.random_range(0..self.keys.len());
+        let span = match self.rng.random_range(0..10) {
+            0 => self.keys.len(),
+            _ => self.rng.random_range(0..16),
+        };
+        let j = (i + span).min(self.keys.len() - 1);
+        let (mut start, mut end) = (self.keys[i].clone(), self.keys[j].clone());
+        if self.rng.random_bool(0.2) {
+            start.push(self.rng.random());
+        }
+        if self.rng.random_bool(0.2) {
+            end.push(self.rng.random());
+        }
+        if self.rng.random_bool(0.05) {
+            std::mem::swap(&mut start, &mut end);
+        }
+        (start, end)
+    }
+
+    fn delete_range(&mut self) {
+        let (start, end) = self.range();
+        let o = self.write_options();
+        if !self.config.options.comparator.is_bytewise() {
+            let refused = self.db().delete_range_opt(&start, &end, o);
+            assert!(
+                matches!(refused, Err(thicketdb::Error::InvalidArgument(_))),
+                "{}: a custom comparator refuses range deletes: {refused:?}",
+                self.ctx
+            );
+            return;
+        }
+        let in_range = |k: &Vec<u8>| start <= *k && *k < end;
+        if self.rng.random_bool(0.7) {
+            self.db().delete_range_opt(&start, &end, o).unwrap();
+            self.model.retain(|k, _| !in_range(k));
+            return;
+        }
+        let (before, after) = (self.key(), self.key());
+        let (v1, v2) = (self.value(), self.value());
+        let mut batch = thicketdb::WriteBatch::new();
+        batch.put(&before, &v1).unwrap();
+        batch.delete_range(&start, &end).unwrap();
+        batch.put(&after, &v2).unwrap();
+        self.db().write_opt(batch, o).unwrap();
+        self.model.insert(before, v1);
+        self.model.retain(|k, _| !in_range(k));
+        self.model.insert(after, v2);
     }
 
     fn check_get(&mut self) {

@@ -8,7 +8,9 @@
 use std::io::Write;
 
 use serde_json::{json, Map, Value};
-use thicketdb::dump::{Entry, IndexEntry, LogDump, ManifestDump, ManifestRecord, TableDump};
+use thicketdb::dump::{
+    Entry, Fragment, IndexEntry, LogDump, ManifestDump, ManifestRecord, RangeTombstone, TableDump,
+};
 use thicketdb::error::Printable;
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
@@ -98,6 +100,20 @@ fn entry_text(e: &Entry) -> String {
         kind(e.kind),
         bytes(&e.value)
     )
+}
+
+/// A range tombstone fragment as `{start, end, sequences}` (end exclusive,
+/// sequences newest first).
+fn fragment_json(f: &Fragment) -> Value {
+    json!({ "start": bytes(&f.start), "end": bytes(&f.end), "sequences": f.seqs })
+}
+
+fn fragment_text(f: &Fragment) -> String {
+    format!("[{}, {}) @ {:?}", bytes(&f.start), bytes(&f.end), f.seqs)
+}
+
+fn range_deletion_json(t: &RangeTombstone) -> Value {
+    json!({ "start": bytes(&t.start), "end": bytes(&t.end), "sequence": t.seq })
 }
 
 fn table_meta_json(m: &TableMeta) -> Map<String, Value> {
@@ -379,6 +395,7 @@ fn table_json(dump: &TableDump) -> Value {
             "max_seq": p.max_seq,
             "format_version": p.format_version,
             "log_refs": p.log_refs,
+            "range_deletions": p.range_deletions,
         },
         "index": dump.index.iter().map(index_json).collect::<Vec<_>>(),
         "entries": dump.entries.iter().enumerate().map(|(i, e)| {
@@ -393,6 +410,7 @@ fn table_json(dump: &TableDump) -> Value {
             }
             entry
         }).collect::<Vec<_>>(),
+        "range_deletions": dump.range_deletions.iter().map(fragment_json).collect::<Vec<_>>(),
     })
 }
 
@@ -440,6 +458,15 @@ fn table_text(dump: &TableDump) -> String {
         }
         out += "\n";
     }
+    if !dump.range_deletions.is_empty() {
+        out += &format!(
+            "range deletions: {} fragments\n",
+            dump.range_deletions.len()
+        );
+        for f in &dump.range_deletions {
+            out += &format!("  {}\n", fragment_text(f));
+        }
+    }
     out
 }
 
@@ -452,6 +479,7 @@ fn log_json(dump: &LogDump) -> Value {
                 "offset": r.offset,
                 "sequence": r.first_sequence,
                 "ops": r.ops.iter().map(entry_json).collect::<Vec<_>>(),
+                "range_deletions": r.range_deletions.iter().map(range_deletion_json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -464,11 +492,19 @@ fn log_text(dump: &LogDump) -> String {
         out += &format!(
             "record at {}: {} ops from sequence {}\n",
             r.offset,
-            r.ops.len(),
+            r.ops.len() + r.range_deletions.len(),
             r.first_sequence
         );
         for e in &r.ops {
             out += &format!("  {}\n", entry_text(e));
+        }
+        for t in &r.range_deletions {
+            out += &format!(
+                "  range deletion [{}, {}) @{}\n",
+                bytes(&t.start),
+                bytes(&t.end),
+                t.seq
+            );
         }
     }
     out

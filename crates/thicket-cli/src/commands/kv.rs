@@ -1,4 +1,4 @@
-//! `put`, `get`, `delete`.
+//! `put`, `get`, `delete`, `delete-range`.
 
 use std::io::Write;
 
@@ -34,6 +34,13 @@ pub fn get(g: &GlobalArgs, key: &[u8]) -> CliResult<Status> {
 pub fn delete(g: &GlobalArgs, key: &[u8], sync: bool) -> CliResult<Status> {
     let db = open(g, Access::Create)?;
     db.delete_opt(key, WriteOptions { sync })?;
+    db.close()?;
+    Ok(Status::Success)
+}
+
+pub fn delete_range(g: &GlobalArgs, from: &[u8], to: &[u8], sync: bool) -> CliResult<Status> {
+    let db = open(g, Access::Create)?;
+    db.delete_range_opt(from, to, WriteOptions { sync })?;
     db.close()?;
     Ok(Status::Success)
 }

@@ -30,6 +30,9 @@ pub fn run(cli: Cli) -> CliResult<Status> {
         Command::Put { key, value, sync } => kv::put(g, key.as_bytes(), value.as_bytes(), sync),
         Command::Get { key } => kv::get(g, key.as_bytes()),
         Command::Delete { key, sync } => kv::delete(g, key.as_bytes(), sync),
+        Command::DeleteRange { from, to, sync } => {
+            kv::delete_range(g, from.as_bytes(), to.as_bytes(), sync)
+        }
         Command::Scan(args) => scan::run(g, &args),
         Command::Stats { json } => stats::run(g, json),
         Command::Check => check::run(g),

@@ -1,6 +1,7 @@
-//! The stress workers: random puts, deletes, batches, gets, iterators (both
-//! directions, random bounds) and snapshots, every read checked against the
-//! shadow.
+//! The stress workers: random puts, deletes, range deletes, batches, gets,
+//! iterators (both directions, random bounds) and snapshots, every read
+//! checked against the shadow (a range delete writes "absent" to every key
+//! of its range at once).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use super::keys::{describe, describe_base, key, parse_key, parse_value, value, A
 pub struct Counts {
     pub writes: AtomicU64,
     pub batches: AtomicU64,
+    pub range_deletes: AtomicU64,
     pub gets: AtomicU64,
     pub iterations: AtomicU64,
     pub snapshot_reads: AtomicU64,
@@ -28,9 +30,10 @@ impl Counts {
     pub fn summary(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "{} writes ({} batches), {} gets, {} iterator checks, {} snapshot reads, {} flushes, {} compactions",
+            "{} writes ({} batches, {} range deletes), {} gets, {} iterator checks, {} snapshot reads, {} flushes, {} compactions",
             g(&self.writes),
             g(&self.batches),
+            g(&self.range_deletes),
             g(&self.gets),
             g(&self.iterations),
             g(&self.snapshot_reads),
@@ -142,7 +145,8 @@ impl Worker<'_> {
     fn step(&mut self) -> Step {
         match self.rng.random_range(0..1000) {
             0..300 => self.write(1),
-            300..400 => self.delete(),
+            300..380 => self.delete(),
+            380..400 => self.delete_range(),
             400..520 => {
                 let n = self.rng.random_range(2..=10);
                 self.write(n)
@@ -181,10 +185,33 @@ impl Worker<'_> {
 
     /// Writes `ops` (as one batch when more than one), checking the result.
     fn apply(&mut self, ops: &[(u32, u32)]) -> Step {
+        self.apply_with(ops, None)
+    }
+
+    /// Deletes keys `[i, j)` with one range tombstone (`key` keeps the key
+    /// order of the numbers, so the range holds exactly those keys).
+    fn delete_range(&mut self) -> Step {
+        let i = self.random_key();
+        let j = (i + self.rng.random_range(1..=16)).min(self.keys);
+        let ops: Vec<(u32, u32)> = (i..j).map(|k| (k, ABSENT)).collect();
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.apply_with(&ops, Some((i, j)))?;
+        self.s.counts.range_deletes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `apply`, or with `range = Some((i, j))` (and `ops` deleting exactly
+    /// keys `i..j`) one `delete_range`.
+    fn apply_with(&mut self, ops: &[(u32, u32)], range: Option<(u32, u32)>) -> Step {
         let sync = self.sync();
         let db = &self.s.db;
         let outcome = self.s.expected.write(ops, sync, || {
             let opts = WriteOptions { sync };
+            if let Some((i, j)) = range {
+                return db.delete_range_opt(key(i), key(j), opts);
+            }
             match ops {
                 [(i, ABSENT)] => db.delete_opt(key(*i), opts),
                 [(i, base)] => db.put_opt(key(*i), value(*i, *base), opts),

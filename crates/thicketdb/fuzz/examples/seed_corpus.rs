@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use thicketdb::format::internal_key::{InternalKey, ValueKind};
+use thicketdb::format::range_tombstone::{Fragments, RangeTombstone};
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::FileSystem;
 use thicketdb::log::{LogAddress, LogReader, LogWriter, RecoveryMode, ValueAddress};
@@ -254,6 +255,26 @@ fn main() {
         "seed-bloom",
         &prefixed(3, &bloom.finish()),
     );
+    let tombstone = |start: &str, end: &str, seq| RangeTombstone {
+        start: start.into(),
+        end: end.into(),
+        seq,
+    };
+    let seeds = [
+        ("one", vec![tombstone("b", "d", 7)]),
+        (
+            "stacked",
+            vec![
+                tombstone("a", "e", 5),
+                tombstone("c", "g", 9),
+                tombstone("k", "k\0", 3),
+            ],
+        ),
+    ];
+    for (name, tombstones) in seeds {
+        let block = Fragments::fragment(&tombstones).encode();
+        write(&root, "range_del_block", &format!("seed-{name}"), &block);
+    }
     let mut hll = HyperLogLog::new();
     for i in 0..500 {
         hll.add(&key(i));

@@ -35,6 +35,16 @@ impl Bottommost {
         }
     }
 
+    /// Whether no table outside the task's inputs overlaps `[start, end]`
+    /// (a range tombstone's range, its exclusive end counted in).
+    pub fn holds_nothing_older_in(&self, start: &[u8], end: &[u8]) -> bool {
+        !self.older.iter().any(|run| {
+            run.overlapping(Some(start), Some(end), &self.order)
+                .iter()
+                .any(|t| !self.inputs.contains(&t.id))
+        })
+    }
+
     /// Whether no table outside the task's inputs can hold `user_key`.
     pub fn holds_nothing_older(&self, user_key: &[u8]) -> bool {
         !self.older.iter().any(|run| {

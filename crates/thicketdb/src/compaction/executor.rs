@@ -7,12 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::bottommost::Bottommost;
-use super::drop_rule::DropRule;
+use super::drop_rule::{surviving_range_deletions, DropRule};
 use super::grandparents::GrandparentCut;
 use super::output::{Output, OutputSink, OutputSpec};
 use super::task::CompactionTask;
 use crate::error::Result;
 use crate::format::internal_key::{user_key, InternalKey, ValueKind};
+use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::table::TableOptions;
@@ -98,7 +99,15 @@ pub fn execute(
             })
             .collect();
         let mut merged = MergingIterator::new(children, ctx.table_options.order.clone());
-        match journal.as_ref().and_then(|j| j.resume_after.as_deref()) {
+        let resume_after = journal.as_ref().and_then(|j| j.resume_after.as_deref());
+        let range_dels = group_range_deletions(group.iter().flat_map(|i| &i.tables), ctx)?;
+        sink.set_range_deletions(
+            surviving_range_deletions(range_dels.clone(), ctx.smallest_snapshot, |start, end| {
+                bottommost.holds_nothing_older_in(start, end)
+            }),
+            resume_after.map(successor),
+        );
+        match resume_after {
             Some(after) => {
                 merged.seek(InternalKey::new(after, 0, ValueKind::Deletion).encoded());
                 while merged.valid() && ctx.table_options.order.le(user_key(merged.key()), after) {
@@ -110,12 +119,14 @@ pub fn execute(
         }
         let mut rule = DropRule::new(ctx.smallest_snapshot, |user_key: &[u8]| {
             bottommost.holds_nothing_older(user_key)
-        });
+        })
+        .with_range_deletions(range_dels);
         let Some(j) = journal.as_mut() else {
             sink.add_stream(&mut merged, &mut |k| rule.keep(k))?;
             continue;
         };
-        while merged.valid() {
+        // A group of tombstones alone has no entry but still has tables.
+        while merged.valid() || sink.has_pending_range_deletions() {
             let room = j
                 .every
                 .saturating_sub(sink.tables().len() - committed)
@@ -136,4 +147,19 @@ pub fn execute(
         bytes_read: task.merge_bytes(),
         output: sink.finish()?,
     })
+}
+
+/// The range tombstones of a merge group's input tables, fragmented
+/// together (tables without any are skipped after one look at the open
+/// table, which the merge reads anyway).
+fn group_range_deletions<'t>(
+    tables: impl Iterator<Item = &'t Arc<TableMeta>>,
+    ctx: &ExecContext<'_>,
+) -> Result<Fragments> {
+    let mut all = Vec::new();
+    for meta in tables {
+        let table = ctx.table_cache.table(meta)?;
+        all.extend(table.range_deletions().tombstones());
+    }
+    Ok(Fragments::fragment(&all))
 }

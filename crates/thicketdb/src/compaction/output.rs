@@ -8,6 +8,13 @@
 //! (`Options::segment_tables`). A table is only cut between
 //! user keys, so every version of a key lives in one table and the tables of
 //! a run never overlap.
+//!
+//! A stream's range tombstones are fragmented per table: a table ending at
+//! user key `k` while the stream goes on takes the fragments below
+//! `successor(k)`, and the next table starts there, so the tables' ranges
+//! stay disjoint and still cover every tombstone, gaps between tables
+//! included; the stream's last table takes the rest (Pebble cuts its
+//! keyspan fragments at output boundaries the same way).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +22,7 @@ use std::sync::Arc;
 use super::grandparents::GrandparentCut;
 use crate::error::Result;
 use crate::format::internal_key::user_key;
+use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::segment::SegmentWriter;
 use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
@@ -55,6 +63,10 @@ pub struct OutputSink<'a> {
     output: Output,
     /// Ends a table early when it overlaps too much below (leveled).
     cut: GrandparentCut,
+    /// The current stream's range tombstones not yet given to a table,
+    /// and where the next table's share of them starts.
+    range_dels: Fragments,
+    range_lower: Option<Vec<u8>>,
 }
 
 impl<'a> OutputSink<'a> {
@@ -66,7 +78,24 @@ impl<'a> OutputSink<'a> {
             open_is_referenced: false,
             output: Output::default(),
             cut: GrandparentCut::none(),
+            range_dels: Fragments::default(),
+            range_lower: None,
         }
+    }
+
+    /// The range tombstones of the stream added next, from `lower` on
+    /// (`None`: all of them; a resumed merge passes the successor of the
+    /// key it resumes after). They go into its tables even when the
+    /// stream has no entry.
+    pub fn set_range_deletions(&mut self, fragments: Fragments, lower: Option<Vec<u8>>) {
+        self.range_dels = fragments;
+        self.range_lower = lower;
+    }
+
+    /// Whether the current stream's range tombstones are not all in
+    /// tables yet.
+    pub fn has_pending_range_deletions(&self) -> bool {
+        !self.range_dels.is_empty()
     }
 
     /// Also ends tables where `cut` says (LevelDB's grandparent overlap).
@@ -139,7 +168,7 @@ impl<'a> OutputSink<'a> {
     ) -> Result<usize> {
         let mut last_user_key = Vec::new();
         let mut completed = 0;
-        while source.valid() && completed < max_tables {
+        while (source.valid() || !self.range_dels.is_empty()) && completed < max_tables {
             self.open_segment()?;
             let (number, _, segment) = self.open.as_mut().expect("segment is open");
             let segment_number = *number;
@@ -161,7 +190,14 @@ impl<'a> OutputSink<'a> {
                 source.next();
             }
             source.status()?;
-            if builder.entries() > 0 {
+            let share = table_share(
+                &mut self.range_dels,
+                &mut self.range_lower,
+                &last_user_key,
+                source.valid(),
+            );
+            builder.set_range_deletions(share)?;
+            if builder.has_contents() {
                 let summary = builder.finish()?;
                 let id = (self.spec.new_file_number)();
                 self.output
@@ -231,6 +267,29 @@ impl<'a> OutputSink<'a> {
             self.output.syncs += 1;
         }
         Ok(std::mem::take(&mut self.output))
+    }
+}
+
+/// A table's share of its stream's tombstones (`pending`, from `lower`
+/// on): up to the successor of its last user key while the stream goes on
+/// (`more`; the next share starts there), else all the rest.
+fn table_share(
+    pending: &mut Fragments,
+    lower: &mut Option<Vec<u8>>,
+    last_user_key: &[u8],
+    more: bool,
+) -> Fragments {
+    if pending.is_empty() {
+        return Fragments::default();
+    }
+    let from = lower.take();
+    if more {
+        let upper = successor(last_user_key);
+        let share = pending.clip(from.as_deref(), Some(&upper));
+        *lower = Some(upper);
+        share
+    } else {
+        std::mem::take(pending).clip(from.as_deref(), None)
     }
 }
 

@@ -1,7 +1,8 @@
 //! `WriteBatch`: updates applied atomically, and their encoding, which is
 //! also the payload of a log record (see `docs/format.md`):
 //! `fixed64 first_sequence | fixed32 count | count × (kind u8 | key | [value])`
-//! with keys and values length-prefixed by varints.
+//! with keys and values length-prefixed by varints. A range deletion
+//! (kind 2) stores its start as the key and its end as the value.
 
 use crate::error::{Error, Result};
 use crate::format::coding::{
@@ -21,6 +22,7 @@ const HEADER_LEN: usize = 12;
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    range_deletions: u32,
     user_bytes: u64,
 }
 
@@ -39,10 +41,23 @@ impl std::fmt::Debug for WriteBatch {
     }
 }
 
+/// The kind byte of a range deletion in a batch (after the point kinds
+/// `ValueKind::Deletion` = 0 and `ValueKind::Value` = 1).
+const RANGE_DELETION: u8 = 2;
+
+/// What one update of a batch does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// A put or a delete of one key.
+    Point(ValueKind),
+    /// Deletes `[key, value)`: the op's key is the start, its value the end.
+    RangeDeletion,
+}
+
 /// One decoded update of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOp<'a> {
-    pub kind: ValueKind,
+    pub kind: OpKind,
     pub key: &'a [u8],
     pub value: &'a [u8],
 }
@@ -59,6 +74,7 @@ impl WriteBatch {
         WriteBatch {
             rep,
             count: 0,
+            range_deletions: 0,
             user_bytes: 0,
         }
     }
@@ -94,6 +110,28 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Adds a range deletion of every key in `[start, end)` (RocksDB's
+    /// `DeleteRange`); an empty range (`start >= end`) deletes nothing but
+    /// still counts as an update. `InvalidArgument` when a key is too
+    /// large. Stores with a custom comparator refuse the batch.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let (start, end) = (start.as_ref(), end.as_ref());
+        check_key(start)?;
+        check_key(end)?;
+        self.rep.push(RANGE_DELETION);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+        self.count += 1;
+        self.range_deletions += 1;
+        self.user_bytes += (start.len() + end.len()) as u64;
+        Ok(())
+    }
+
+    /// Number of range deletions among the updates.
+    pub(crate) fn range_deletions(&self) -> u32 {
+        self.range_deletions
+    }
+
     /// Number of updates.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -107,6 +145,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.truncate(HEADER_LEN);
         self.count = 0;
+        self.range_deletions = 0;
         self.user_bytes = 0;
     }
 
@@ -124,6 +163,7 @@ impl WriteBatch {
     pub(crate) fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.count += other.count;
+        self.range_deletions += other.range_deletions;
         self.user_bytes += other.user_bytes;
     }
 
@@ -178,11 +218,21 @@ impl<'a> DecodedBatch<'a> {
         let mut cur = self.body;
         while let Some((&tag, rest)) = cur.split_first() {
             cur = rest;
-            let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("bad op kind {tag}"))?;
+            let kind = match tag {
+                RANGE_DELETION => OpKind::RangeDeletion,
+                _ => OpKind::Point(
+                    ValueKind::from_u8(tag).ok_or_else(|| format!("bad op kind {tag}"))?,
+                ),
+            };
             let key = get_length_prefixed(&mut cur).ok_or("truncated key")?;
             let value = match kind {
-                ValueKind::Value => get_length_prefixed(&mut cur).ok_or("truncated value")?,
-                ValueKind::Deletion => &[][..],
+                OpKind::Point(ValueKind::Value) => {
+                    get_length_prefixed(&mut cur).ok_or("truncated value")?
+                }
+                OpKind::RangeDeletion => {
+                    get_length_prefixed(&mut cur).ok_or("truncated range end")?
+                }
+                OpKind::Point(ValueKind::Deletion) => &[][..],
             };
             f(BatchOp { kind, key, value });
             seen += 1;
@@ -217,9 +267,35 @@ mod tests {
         assert_eq!(d.first_sequence, 100);
         let ops = d.ops().unwrap();
         assert_eq!(ops.len(), 4);
-        assert_eq!(ops[1].kind, ValueKind::Deletion);
+        assert_eq!(ops[1].kind, OpKind::Point(ValueKind::Deletion));
         assert_eq!(ops[1].key, b"k2");
         assert_eq!(ops[3].value.len(), 300);
+    }
+
+    #[test]
+    fn range_deletions_round_trip() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1").unwrap();
+        b.delete_range(b"b", b"d").unwrap();
+        let mut other = WriteBatch::new();
+        other.delete_range(b"x", b"").unwrap();
+        b.append(&other);
+        assert_eq!((b.len(), b.range_deletions()), (3, 2));
+        let rep = b.encode(7).to_vec();
+        let ops = DecodedBatch::parse(&rep).unwrap().ops().unwrap();
+        assert_eq!(
+            ops[1],
+            BatchOp {
+                kind: OpKind::RangeDeletion,
+                key: b"b",
+                value: b"d"
+            }
+        );
+        assert_eq!((ops[2].key, ops[2].value), (&b"x"[..], &b""[..]));
+        let cut = &rep[..rep.len() - 1];
+        assert!(DecodedBatch::parse(cut).unwrap().ops().is_err());
+        b.clear();
+        assert_eq!(b.range_deletions(), 0);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::DecodedBatch;
 use crate::error::{Error, Result};
+use crate::format::range_tombstone::successor;
 use crate::format::KeyOrder;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs};
@@ -101,6 +102,19 @@ pub fn check_ordered_store(
             },
         )?;
         table.verify_checksums()?;
+        if let Some((start, end)) = table.range_deletions().bounds() {
+            // Readers find a table's tombstones through its key range: it
+            // must hold every key they cover (those below `end`).
+            if start < meta.smallest_user_key()
+                || end > successor(meta.largest_user_key()).as_slice()
+            {
+                return Err(Error::corruption(
+                    table.path(),
+                    meta.offset,
+                    "range tombstones outside the table's recorded key range",
+                ));
+            }
+        }
         report.tables += 1;
         report.log_tables += usize::from(meta.is_log_table());
     }

@@ -16,6 +16,7 @@ use crate::compaction::output::{OutputSink, OutputSpec};
 use crate::compaction::Claim;
 use crate::error::Result;
 use crate::format::internal_key::user_key;
+use crate::format::range_tombstone::Fragments;
 use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::memtable::hot::{hottest, keys_of};
@@ -58,6 +59,7 @@ impl FlushEnv<'_> {
         hot: &HashSet<Vec<u8>>,
         edit: &mut VersionEdit,
     ) -> Result<()> {
+        let range_dels = Fragments::clone(&mem.range_deletions());
         let log_table = self.options.triad_log && mem.values_located();
         let mut table_options = self.options.table_options();
         if log_table {
@@ -70,7 +72,8 @@ impl FlushEnv<'_> {
             false => &mut values,
         };
         source.seek_to_first();
-        let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false);
+        let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false)
+            .with_range_deletions(range_dels.clone());
         let mut keep = |k: &[u8]| (hot.is_empty() || !hot.contains(user_key(k))) && rule.keep(k);
         let mut sink = OutputSink::new(OutputSpec {
             fs: self.fs,
@@ -84,6 +87,8 @@ impl FlushEnv<'_> {
             segment_tables: self.options.segment_tables(),
             new_file_number: self.new_file_number,
         });
+        // Older tables may hold what the tombstones delete: all stay.
+        sink.set_range_deletions(range_dels, None);
         sink.add_stream(source, &mut keep)?;
         let output = sink.finish()?;
         let c = self.counters;

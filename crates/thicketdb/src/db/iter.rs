@@ -1,6 +1,8 @@
 //! The user-facing iterator: a merge of every memtable and run, filtered to
 //! one sequence number, collapsed to the newest version of each user key,
-//! with deletions hidden, within optional bounds, in both directions.
+//! with deletions hidden, within optional bounds, in both directions. A
+//! value a newer range tombstone covers reads as a deletion
+//! (`version::range_del_view`).
 //!
 //! It follows LevelDB's `DBIter`: going forward the merged cursor sits on the
 //! entry being returned; going backward it sits just before all entries of
@@ -19,6 +21,7 @@ use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::MemtableIterator;
 use crate::version::piece_iter::PieceIterator;
+use crate::version::range_del_view::{Cover, RangeDelView};
 use crate::version::run_iter::RunIterator;
 use crate::version::Version;
 
@@ -47,6 +50,8 @@ pub struct DbIterator {
     parallel_seek: Option<Arc<SearchPool>>,
     /// The store's key order.
     order: KeyOrder,
+    /// The range tombstones of the merged sources.
+    range_dels: RangeDelView,
 }
 
 pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
@@ -58,11 +63,27 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
     let sv = inner.super_version();
     let order = &inner.options.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut range_dels = RangeDelView::new(
+        snapshot.sequence(),
+        inner.table_cache.clone(),
+        order.is_bytewise(),
+    );
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        range_dels.add_memtable(children.len(), mem.range_deletions());
         children.push(Box::new(MemtableIterator::new(mem.clone())));
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
         if let Some(pieces) = buffer_pieces(inner, &sv.version, depth, opts.fill_cache) {
+            // The pieces read the level's run and its buffer, so the
+            // tombstones of both hide older entries (sequence numbers
+            // decide). Buffer tables are copies beside the run, so the
+            // tree's order that lets a scan seek older sources past a
+            // tombstone is not argued for them: covering only, no skip.
+            let source = children.len();
+            let buffer = level.buffer.iter().map(|b| b.present().cloned().collect());
+            for tables in level.runs.iter().map(|r| r.tables.clone()).chain(buffer) {
+                range_dels.add_unskippable_run(source, tables);
+            }
             children.push(pieces);
             continue;
         }
@@ -82,6 +103,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                     tables.partition_point(|t| order.le(t.largest_user_key(), through));
                 let inputs = tables.split_off(straddling);
                 if !inputs.is_empty() {
+                    range_dels.add_run(children.len(), inputs.clone(), Some(through.to_vec()));
                     children.push(Box::new(AboveKey::new(
                         iter(inputs),
                         through.to_vec(),
@@ -90,6 +112,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
                 }
             }
             if !tables.is_empty() {
+                range_dels.add_run(children.len(), tables.clone(), None);
                 children.push(Box::new(iter(tables)));
             }
         }
@@ -112,6 +135,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         _super_version: sv,
         parallel_seek,
         order: order.clone(),
+        range_dels,
     })
 }
 
@@ -276,6 +300,22 @@ impl DbIterator {
         }
     }
 
+    /// What covers the current entry, a value at `seq`, if a newer range
+    /// tombstone does. An error reading a table's tombstones is kept in
+    /// `error`, which ends the scan.
+    fn cover(&mut self, seq: u64) -> Option<Cover> {
+        if self.range_dels.is_empty() {
+            return None;
+        }
+        match self.range_dels.covering(user_key(self.iter.key())) {
+            Ok(cover) => cover.filter(|c| c.seq > seq),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.valid = false;
         while self.iter.valid() && self.error.is_none() {
@@ -289,14 +329,34 @@ impl DbIterator {
                     {
                         break;
                     }
+                    let hidden = skipping && self.order.le(ukey, &self.saved_key);
+                    let cover = match (hidden, kind) {
+                        (false, ValueKind::Value) => self.cover(seq),
+                        _ => None,
+                    };
+                    let kind = if cover.is_some() || self.error.is_some() {
+                        ValueKind::Deletion
+                    } else {
+                        kind
+                    };
+                    let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(ukey);
                             skipping = true;
+                            // Older sources hold only what the tombstone
+                            // covers up to its end: seek them past it.
+                            if let Some(c) = cover.filter(|c| c.skippable) {
+                                let seq = self.snapshot.sequence();
+                                let end = InternalKey::new(&c.end, seq, ValueKind::SEEK);
+                                if self.iter.seek_older(c.source + 1, end.encoded()) {
+                                    continue;
+                                }
+                            }
                         }
                         ValueKind::Value => {
-                            if !(skipping && self.order.le(ukey, &self.saved_key)) {
+                            if !hidden {
                                 self.valid = true;
                                 self.saved_key.clear();
                                 return;
@@ -326,7 +386,11 @@ impl DbIterator {
                     {
                         break;
                     }
-                    kind = this_kind;
+                    kind = match this_kind {
+                        ValueKind::Value if self.cover(seq).is_some() => ValueKind::Deletion,
+                        _ => this_kind,
+                    };
+                    let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {
                             self.saved_key.clear();

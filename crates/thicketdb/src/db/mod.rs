@@ -35,7 +35,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub(crate) use batch::DecodedBatch;
+pub(crate) use batch::{DecodedBatch, OpKind};
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
 pub use checkpoint::CheckpointReport;
@@ -306,6 +306,27 @@ impl Db {
         self.write_opt(batch, opts)
     }
 
+    /// Deletes every key in `[start, end)` (RocksDB's `DeleteRange`) with
+    /// one range tombstone, however many keys the range holds. Snapshots
+    /// taken before it still see the keys. Needs the built-in byte order:
+    /// a store with a custom comparator returns `InvalidArgument`.
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(start, end, WriteOptions::default())
+    }
+
+    /// `delete_range` with per-write options.
+    pub fn delete_range_opt(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        opts: WriteOptions,
+    ) -> Result<()> {
+        let (start, end) = (start.as_ref(), end.as_ref());
+        let mut batch = WriteBatch::with_capacity(start.len() + end.len());
+        batch.delete_range(start, end)?;
+        self.write_opt(batch, opts)
+    }
+
     /// Applies a batch atomically.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, WriteOptions::default())
@@ -314,6 +335,12 @@ impl Db {
     /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         self.inner().check_writable("write")?;
+        if batch.range_deletions() > 0 && !self.inner().options.comparator.is_bytewise() {
+            return Err(Error::InvalidArgument(
+                "range deletes need the built-in byte order; this store has a custom comparator"
+                    .into(),
+            ));
+        }
         write::write(self.inner(), batch, opts)
     }
 

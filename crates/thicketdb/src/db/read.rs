@@ -95,10 +95,14 @@ fn lookup_with<R>(
             // filter that rules it out rules out the level's table too
             // (checked once: the probe below would check it again).
             if !candidate.buffer.is_empty() {
-                if !table.may_contain(key) {
+                if !table.may_answer(key) {
                     continue;
                 }
-                for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
+                let buffer = match table.may_contain(key) && !covers(&table, key, seq) {
+                    true => candidate.buffer,
+                    false => &[],
+                };
+                for meta in buffer_tables(buffer, key, seq, &sv.version.order) {
                     let table = inner.table_cache.table(meta)?;
                     match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))?
                     {
@@ -129,12 +133,16 @@ fn lookup_with<R>(
     let mut in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> = SmallVec::new();
     for candidate in candidate_tables(&sv.version, key, seq) {
         let table = inner.table_cache.table(candidate.meta)?;
-        if !table.may_contain(key) {
+        if !table.may_answer(key) {
             continue;
         }
-        for meta in buffer_tables(candidate.buffer, key, seq, &sv.version.order) {
+        let buffer = match covers(&table, key, seq) {
+            true => &[],
+            false => candidate.buffer,
+        };
+        for meta in buffer_tables(buffer, key, seq, &sv.version.order) {
             let table = inner.table_cache.table(meta)?;
-            if table.may_contain(key) {
+            if table.may_answer(key) {
                 tables.push(table);
                 in_buffer.push(true);
             }
@@ -221,4 +229,15 @@ fn buffer_tables<'a>(
             BufferProbe::Stop => None,
         })
         .filter(move |meta| meta.min_seq <= seq)
+}
+
+/// Whether a range tombstone of `table` visible at `seq` covers `key`. An
+/// LSbM buffer copy of the key may then be a version the tombstone deleted
+/// when the buffer's table was merged into this one, so the buffer is
+/// passed over and the table, which holds the merge's result, answers.
+fn covers(table: &Table, key: &[u8], seq: u64) -> bool {
+    table
+        .range_deletions()
+        .find(key)
+        .is_some_and(|f| f.visible_seq(seq).is_some())
 }

@@ -295,3 +295,47 @@ fn repair_keeps_log_tables_and_their_logs() {
     assert_eq!(db.get(key(10)).unwrap(), Some(b"new10".to_vec()));
     assert!(logs_referenced(&db).is_empty());
 }
+
+/// A memtable's range tombstones go into the log table its flush writes
+/// (its range-deletion block), and hide the older versions they cover in
+/// log tables and regular tables alike, across reopen and compaction.
+#[test]
+fn a_log_table_carries_the_memtables_range_tombstones() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), log_options()).unwrap();
+        for i in 0..100 {
+            db.put(key(i), b"first").unwrap();
+        }
+        db.flush().unwrap();
+        db.delete_range(key(10), key(20)).unwrap();
+        db.put(key(15), b"after the tombstone").unwrap();
+        db.flush().unwrap();
+        let newest = tables(&db)
+            .into_iter()
+            .map(|(_, t)| t)
+            .max_by_key(|t| t.max_seq)
+            .unwrap();
+        assert!(newest.is_log_table());
+        let table = db.inner().table_cache.table(&newest).unwrap();
+        assert!(
+            table.range_deletions().find(&key(12)).is_some(),
+            "the log table holds the tombstone"
+        );
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), log_options()).unwrap();
+    let check = |db: &Db| {
+        assert_eq!(db.get(key(9)).unwrap(), Some(b"first".to_vec()));
+        assert_eq!(db.get(key(12)).unwrap(), None);
+        assert_eq!(
+            db.get(key(15)).unwrap(),
+            Some(b"after the tombstone".to_vec())
+        );
+        assert_eq!(db.get(key(20)).unwrap(), Some(b"first".to_vec()));
+    };
+    check(&db);
+    db.compact_range(None, None).unwrap();
+    assert!(logs_referenced(&db).is_empty());
+    check(&db);
+}

@@ -16,7 +16,7 @@ use parking_lot::MutexGuard;
 
 use super::lock_order::RankedGuard;
 
-use super::batch::{DecodedBatch, WriteBatch};
+use super::batch::{DecodedBatch, OpKind, WriteBatch};
 use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
@@ -208,8 +208,13 @@ pub(crate) fn insert_into_memtable(
     batch.for_each(|_| ())?;
     let mut seq = batch.first_sequence;
     batch.for_each(|op| {
-        let at = location_in(record, record_offset, op.value);
-        mem.add_at(seq, op.kind, op.key, op.value, at);
+        match op.kind {
+            OpKind::Point(kind) => {
+                let at = location_in(record, record_offset, op.value);
+                mem.add_at(seq, kind, op.key, op.value, at);
+            }
+            OpKind::RangeDeletion => mem.add_range_deletion(seq, op.key, op.value),
+        }
         seq += 1;
     })?;
     Ok(seq.saturating_sub(1))

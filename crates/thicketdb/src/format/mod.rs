@@ -6,6 +6,7 @@ pub mod checksum;
 pub mod coding;
 pub mod internal_key;
 pub mod key_order;
+pub mod range_tombstone;
 
 pub use internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
 pub use key_order::{Comparator, KeyOrder};

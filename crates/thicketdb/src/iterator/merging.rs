@@ -47,6 +47,23 @@ impl MergingIterator {
         self.find_smallest();
     }
 
+    /// Forward only: moves the children from `first` on that sit before
+    /// `target` (a key past the current one) to it, as when a range
+    /// tombstone of a newer source covers everything they hold up to it.
+    /// Returns whether the current entry was one of theirs: the merge then
+    /// sits on an entry not returned yet, so the caller must not step.
+    pub fn seek_older(&mut self, first: usize, target: &[u8]) -> bool {
+        debug_assert!(self.direction == Direction::Forward);
+        let moved = self.current.is_some_and(|c| c >= first);
+        for c in self.children.iter_mut().skip(first) {
+            if c.valid() && self.order.internal(c.key(), target) == Ordering::Less {
+                c.seek(target);
+            }
+        }
+        self.find_smallest();
+        moved
+    }
+
     fn pick(&mut self, want: Ordering) {
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{Lookup, Memtable, MemtableIterator};
-use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
+use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::iterator::InternalIterator;
 use crate::log::RelogEntry;
 
@@ -15,7 +15,9 @@ use crate::log::RelogEntry;
 /// (TRIAD: "keys updated with higher frequency than the average one").
 /// A key whose newest version is above `visible_to_all` is left out: a
 /// snapshot may still read one of its older versions, which only the flush
-/// keeps.
+/// keeps. So is a key a newer range tombstone of `mem` covers: the flush
+/// writes it with the tombstone, whereas a re-logged copy in the next
+/// memtable would read as newer than the tombstone that deletes it.
 pub fn hottest(mem: &Arc<Memtable>, k: usize, visible_to_all: u64) -> Vec<RelogEntry> {
     if k == 0 {
         return Vec::new();
@@ -50,6 +52,7 @@ pub fn hottest(mem: &Arc<Memtable>, k: usize, visible_to_all: u64) -> Vec<RelogE
     counted.truncate(k);
     counted
         .into_iter()
+        .filter(|(_, seq, key)| mem.covering_seq(key, MAX_SEQUENCE) < *seq)
         .filter_map(|(_, seq, key)| {
             let found = mem.get(InternalKey::new(&key, seq, ValueKind::SEEK).encoded())?;
             let (kind, value) = match found {
@@ -121,6 +124,17 @@ mod tests {
         let mem = mem_with(&[("a", 2), ("b", 2), ("c", 2)]);
         assert!(hottest(&mem, 3, u64::MAX).is_empty());
         assert!(hottest(&mem_with(&[("a", 9)]), 0, u64::MAX).is_empty());
+    }
+
+    #[test]
+    fn a_key_under_a_newer_range_tombstone_stays_for_the_flush() {
+        let mem = mem_with(&[("a", 3), ("b", 3), ("c", 1)]);
+        mem.add_range_deletion(20, b"a", b"b");
+        let keys: Vec<Vec<u8>> = hottest(&mem, 5, u64::MAX)
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(keys, vec![b"b".to_vec()]);
     }
 
     #[test]

@@ -9,9 +9,13 @@ mod iter;
 pub mod newest;
 mod skiplist;
 
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
-use crate::format::internal_key::{pack_trailer, user_key, ParsedKey, ValueKind};
+use parking_lot::RwLock;
+
+use crate::format::internal_key::{pack_trailer, trailer, user_key, ParsedKey, ValueKind};
+use crate::format::range_tombstone::{Fragments, RangeTombstone};
 use crate::format::KeyOrder;
 use crate::io::FilePin;
 
@@ -79,6 +83,12 @@ pub struct Memtable {
     /// Entries added without a known location while locations are tracked:
     /// such a memtable cannot be flushed as a log table.
     unlocated: AtomicU64,
+    /// Range tombstones beside the point entries, fragmented (replaced
+    /// whole on each range delete, so a reader's copy never changes under
+    /// it).
+    range_dels: RwLock<Arc<Fragments>>,
+    /// Whether `range_dels` holds anything: point reads skip its lock.
+    has_range_dels: AtomicBool,
     log_number: u64,
     /// Keeps the log file while the memtable's writes may still be needed
     /// (until it is flushed and no reader holds it).
@@ -93,6 +103,8 @@ impl Memtable {
             list: SkipList::new(order),
             size: AtomicU64::new(0),
             unlocated: AtomicU64::new(0),
+            range_dels: RwLock::default(),
+            has_range_dels: AtomicBool::new(false),
             log_number,
             _log: None,
         }
@@ -151,17 +163,58 @@ impl Memtable {
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
 
+    /// Records a range deletion of `[start, end)` at `seq`. Only the write
+    /// leader (or recovery) adds, one at a time.
+    pub fn add_range_deletion(&self, seq: u64, start: &[u8], end: &[u8]) {
+        let mut dels = self.range_dels.write();
+        *dels = Arc::new(dels.with(&RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        }));
+        self.has_range_dels.store(true, AtomicOrdering::Release);
+        let charge = start.len() + end.len() + 32;
+        self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
+    }
+
+    /// The range tombstones written so far, fragmented (readers filter them
+    /// by their snapshot).
+    pub fn range_deletions(&self) -> Arc<Fragments> {
+        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+            return Arc::default();
+        }
+        self.range_dels.read().clone()
+    }
+
+    /// The newest range tombstone sequence covering `user_key` visible at
+    /// `snapshot` (0: none).
+    pub fn covering_seq(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+            return 0;
+        }
+        self.range_dels.read().covering_seq(user_key, snapshot)
+    }
+
     /// The newest version of the user key of `lookup` (an internal key
-    /// built with `ValueKind::SEEK` at the reader's snapshot) visible to it.
+    /// built with `ValueKind::SEEK` at the reader's snapshot) visible to it;
+    /// `Deleted` also when a range tombstone here covers it. Sources older
+    /// than this memtable hold only older versions, so a covering tombstone
+    /// ends the lookup.
     pub fn get(&self, lookup: &[u8]) -> Option<Lookup> {
+        let covered = self.covering_seq(user_key(lookup), trailer(lookup) >> 8);
+        let deleted = (covered > 0).then_some(Lookup::Deleted);
         let found = self.list.seek(lookup);
         if found == NIL {
-            return None;
+            return deleted;
         }
         let node = self.list.node(found);
-        let parsed = ParsedKey::parse(node.key())?;
-        if self.list.order().user(parsed.user_key, user_key(lookup)) != std::cmp::Ordering::Equal {
-            return None;
+        let Some(parsed) = ParsedKey::parse(node.key()) else {
+            return deleted;
+        };
+        if self.list.order().user(parsed.user_key, user_key(lookup)) != std::cmp::Ordering::Equal
+            || parsed.sequence < covered
+        {
+            return deleted;
         }
         Some(match parsed.kind {
             ValueKind::Value => Lookup::Value(node.value().to_vec()),
@@ -181,7 +234,7 @@ impl Memtable {
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && !self.has_range_dels.load(AtomicOrdering::Acquire)
     }
 }
 
@@ -259,6 +312,29 @@ mod tests {
         assert!(m.values_located());
         m.add_at(2, ValueKind::Value, b"b", b"v", at(7, 1 << 24));
         assert!(!m.values_located(), "a memtable with an unknown location");
+    }
+
+    #[test]
+    fn range_tombstones_hide_older_versions_at_their_snapshot() {
+        let m = Memtable::new(1, KeyOrder::Bytewise);
+        m.add(1, ValueKind::Value, b"b", b"old");
+        m.add_range_deletion(2, b"a", b"c");
+        m.add(3, ValueKind::Value, b"a", b"new");
+        assert_eq!(get(&m, b"b", 1), Some(Lookup::Value(b"old".to_vec())));
+        assert_eq!(get(&m, b"b", 2), Some(Lookup::Deleted));
+        assert_eq!(
+            get(&m, b"bb", 9),
+            Some(Lookup::Deleted),
+            "no entry, covered"
+        );
+        assert_eq!(get(&m, b"a", 9), Some(Lookup::Value(b"new".to_vec())));
+        assert_eq!(get(&m, b"a", 2), Some(Lookup::Deleted));
+        assert_eq!(get(&m, b"c", 9), None, "end is exclusive");
+        assert!(!m.is_empty());
+        let only = Memtable::new(1, KeyOrder::Bytewise);
+        only.add_range_deletion(1, b"x", b"y");
+        assert!(!only.is_empty(), "a range tombstone alone is content");
+        assert_eq!(only.len(), 0, "no point entries");
     }
 
     #[test]

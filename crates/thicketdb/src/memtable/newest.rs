@@ -16,12 +16,17 @@ fn charge(key: &[u8], value: &[u8]) -> u64 {
 
 /// The newest version of each key of `mem`, in key order, if their bytes
 /// stay below `limit` and no snapshot may read an older version (every
-/// newest version is at or below `visible_to_all`); `None` otherwise.
+/// newest version is at or below `visible_to_all`); `None` otherwise, and
+/// when `mem` holds a range tombstone (the entries could not carry it: the
+/// memtable is flushed instead).
 pub fn newest_entries(
     mem: &Arc<Memtable>,
     limit: u64,
     visible_to_all: u64,
 ) -> Option<Vec<RelogEntry>> {
+    if !mem.range_deletions().is_empty() {
+        return None;
+    }
     let mut entries: Vec<RelogEntry> = Vec::new();
     let mut bytes = 0;
     let mut it = MemtableIterator::new(mem.clone());
@@ -77,6 +82,11 @@ mod tests {
         assert!(
             newest_entries(&mem, 1000, 10).is_none(),
             "a snapshot reads an older version"
+        );
+        mem.add_range_deletion(12, b"a", b"b");
+        assert!(
+            newest_entries(&mem, 1000, 12).is_none(),
+            "a range tombstone"
         );
     }
 }

@@ -14,12 +14,15 @@ use super::compression::CompressionType;
 use super::filter::FilterBuilder;
 use super::footer::{
     Footer, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,
+    RANGE_DEL_FORMAT_VERSION,
 };
 use super::options::TableOptions;
 use super::properties::TableProperties;
 use super::separator::shortest_separator;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{self, ParsedKey, ValueKind};
+use crate::format::internal_key::{self, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::format::range_tombstone::Fragments;
+use crate::format::KeyOrder;
 use crate::io::WritableFile;
 
 /// Largest key plus value accepted, keeping block offsets well inside u32.
@@ -52,6 +55,8 @@ pub struct TableBuilder<'a> {
     separator: Vec<u8>,
     handle_buf: Vec<u8>,
     compressed: Vec<u8>,
+    /// The table's range tombstones, written as its range-deletion block.
+    range_dels: Fragments,
 }
 
 impl<'a> TableBuilder<'a> {
@@ -73,6 +78,7 @@ impl<'a> TableBuilder<'a> {
             separator: Vec::new(),
             handle_buf: Vec::new(),
             compressed: Vec::new(),
+            range_dels: Fragments::default(),
         }
     }
 
@@ -135,6 +141,26 @@ impl<'a> TableBuilder<'a> {
         self.props.entries
     }
 
+    /// Gives the table these range tombstones (fragments already cut to
+    /// the table's share of the key space). The table's key range then
+    /// covers them: its smallest key starts at the first fragment at the
+    /// latest, its largest key reaches the last fragment's (exclusive) end.
+    /// Range tombstones exist only in byte order.
+    pub fn set_range_deletions(&mut self, fragments: Fragments) -> Result<()> {
+        if !fragments.is_empty() && !self.options.order.is_bytewise() {
+            return Err(Error::invariant(
+                "range tombstones in a table with a custom key order",
+            ));
+        }
+        self.range_dels = fragments;
+        Ok(())
+    }
+
+    /// Whether the table would hold anything: entries or range tombstones.
+    pub fn has_contents(&self) -> bool {
+        self.props.entries > 0 || !self.range_dels.is_empty()
+    }
+
     /// Writes the remaining blocks and the footer. Does not sync the file.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_data_block()?;
@@ -165,10 +191,12 @@ impl<'a> TableBuilder<'a> {
                 self.props.log_refs.clone_from(logs);
                 LOG_TABLE_FORMAT_VERSION
             }
+            _ if !self.range_dels.is_empty() => RANGE_DEL_FORMAT_VERSION,
             (None, Some(_)) => NAMED_FILTER_FORMAT_VERSION,
             (None, None) => FORMAT_VERSION,
         };
         self.props.largest_key.clone_from(&self.last_key);
+        self.write_range_deletions()?;
         let properties = self.write_raw(&self.props.encode(), self.options.compression)?;
         let index_raw = self.index_block.finish();
         let index = write_block(
@@ -190,6 +218,40 @@ impl<'a> TableBuilder<'a> {
             length: self.file.len() - self.start,
             properties: self.props,
         })
+    }
+
+    /// Writes the range-deletion block, widens the key and sequence ranges
+    /// to the tombstones and records the block in the properties.
+    fn write_range_deletions(&mut self) -> Result<()> {
+        let Some((start, end)) = self.range_dels.bounds() else {
+            return Ok(());
+        };
+        let (min_seq, max_seq) = self
+            .range_dels
+            .seq_range()
+            .expect("fragments have sequences");
+        // A bound key with the largest sequence sorts before every entry of
+        // its user key, so the smallest key covers `start`.
+        let start = InternalKey::new(start, MAX_SEQUENCE, ValueKind::SEEK).into_vec();
+        let end = largest_covered(end);
+        let order = KeyOrder::Bytewise;
+        let p = &mut self.props;
+        if p.entries == 0 {
+            (p.smallest_key, p.largest_key, p.min_seq, p.max_seq) = (start, end, min_seq, max_seq);
+        } else {
+            if order.internal(&start, &p.smallest_key).is_lt() {
+                p.smallest_key = start;
+            }
+            if order.internal(&end, &p.largest_key).is_gt() {
+                p.largest_key = end;
+            }
+            (p.min_seq, p.max_seq) = (p.min_seq.min(min_seq), p.max_seq.max(max_seq));
+        }
+        p.range_deletions = self.range_dels.stacked();
+        let encoded = self.range_dels.encode();
+        let handle = self.write_raw(&encoded, self.options.compression)?;
+        self.props.range_del_block = Some(handle);
+        Ok(())
     }
 
     fn record(&mut self, key: &[u8], value: &[u8], parsed: &ParsedKey<'_>) {
@@ -242,6 +304,19 @@ impl<'a> TableBuilder<'a> {
             compression,
             &mut self.compressed,
         )
+    }
+}
+
+/// The largest internal key a table whose tombstones end at `end`
+/// (exclusive) must reach. An end of `x ++ 0x00` is the successor of `x`
+/// (how outputs cut tombstones at a table's last key): `x`'s oldest
+/// possible entry, so the next table may start right after `x`. Otherwise
+/// `end` itself with the largest sequence, below every entry of `end`:
+/// user-key range tests then count `end` in, which only costs a look.
+fn largest_covered(end: &[u8]) -> Vec<u8> {
+    match end.split_last() {
+        Some((0, before)) => InternalKey::new(before, 0, ValueKind::Deletion).into_vec(),
+        _ => InternalKey::new(end, MAX_SEQUENCE, ValueKind::SEEK).into_vec(),
     }
 }
 

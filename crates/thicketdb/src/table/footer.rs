@@ -14,10 +14,16 @@ pub const FORMAT_VERSION: u32 = 1;
 /// (the name is in its properties). Readers that predate it refuse such a
 /// table instead of taking its filter for a Bloom filter.
 pub const NAMED_FILTER_FORMAT_VERSION: u32 = 2;
-/// The table format of a log table (TRIAD-LOG): a value is the encoded
+/// The table format of a table with a range-deletion block (its handle is
+/// in the properties; the filter may be named or built in, as the
+/// properties say). Older readers refuse it rather than miss its
+/// tombstones.
+pub const RANGE_DEL_FORMAT_VERSION: u32 = 3;
+/// The table format of a log table (TRIAD-LOG, with or without a
+/// range-deletion block): a value is the encoded
 /// address of the value in a log the properties list. Readers that predate
 /// it refuse such a table instead of returning addresses as values.
-pub const LOG_TABLE_FORMAT_VERSION: u32 = 3;
+pub const LOG_TABLE_FORMAT_VERSION: u32 = 4;
 
 const VERSION_POS: usize = 48;
 const MAGIC_POS: usize = 52;
@@ -31,7 +37,7 @@ pub struct Footer {
     pub properties: BlockHandle,
     pub index: BlockHandle,
     /// [`FORMAT_VERSION`], [`NAMED_FILTER_FORMAT_VERSION`] or
-    /// [`LOG_TABLE_FORMAT_VERSION`].
+    /// [`RANGE_DEL_FORMAT_VERSION`] or [`LOG_TABLE_FORMAT_VERSION`].
     pub version: u32,
 }
 
@@ -66,9 +72,12 @@ impl Footer {
             return Err("table footer checksum mismatch");
         }
         let version = match decode_fixed32(src, VERSION_POS) {
-            Some(v @ (FORMAT_VERSION | NAMED_FILTER_FORMAT_VERSION | LOG_TABLE_FORMAT_VERSION)) => {
-                v
-            }
+            Some(
+                v @ (FORMAT_VERSION
+                | NAMED_FILTER_FORMAT_VERSION
+                | RANGE_DEL_FORMAT_VERSION
+                | LOG_TABLE_FORMAT_VERSION),
+            ) => v,
             _ => return Err("unsupported table format version"),
         };
         let handle = |i: usize| -> Result<BlockHandle, &'static str> {
@@ -111,6 +120,11 @@ mod tests {
             ..sample()
         };
         assert_eq!(Footer::decode(&named.encode()), Ok(named));
+        let range_dels = Footer {
+            version: RANGE_DEL_FORMAT_VERSION,
+            ..sample()
+        };
+        assert_eq!(Footer::decode(&range_dels.encode()), Ok(range_dels));
         let later = Footer {
             version: LOG_TABLE_FORMAT_VERSION + 1,
             ..sample()

@@ -42,7 +42,7 @@ pub use context::{TableContext, ValueLog};
 pub use filter_policy::FilterPolicy;
 pub use footer::{
     Footer, FOOTER_LEN, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,
-    TABLE_MAGIC,
+    RANGE_DEL_FORMAT_VERSION, TABLE_MAGIC,
 };
 pub use hll::HyperLogLog;
 pub use options::TableOptions;

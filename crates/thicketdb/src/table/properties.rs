@@ -5,6 +5,7 @@
 //! fields whose tag they do not know, so later versions can add fields
 //! without breaking older readers; a missing field reads as its default.
 
+use super::block_handle::BlockHandle;
 use super::hll::HyperLogLog;
 use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 
@@ -20,7 +21,9 @@ const TAG_MAX_SEQ: u64 = 9;
 const TAG_HLL: u64 = 10;
 const TAG_FORMAT_VERSION: u64 = 11;
 const TAG_FILTER_POLICY: u64 = 12;
-const TAG_LOG_REFS: u64 = 13;
+const TAG_RANGE_DELETIONS: u64 = 13;
+const TAG_RANGE_DEL_BLOCK: u64 = 14;
+const TAG_LOG_REFS: u64 = 15;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableProperties {
@@ -46,6 +49,11 @@ pub struct TableProperties {
     /// Name of the filter policy that built the filter block; `None` for
     /// the built-in Bloom filter (or no filter).
     pub filter_policy: Option<String>,
+    /// Range tombstones in the range-deletion block, counted once per
+    /// fragment and stacked sequence (0 without a block).
+    pub range_deletions: u64,
+    /// Where the range-deletion block is; `None` when the table has none.
+    pub range_del_block: Option<BlockHandle>,
     /// The logs a log table's values are in (TRIAD-LOG); empty for a
     /// regular table.
     pub log_refs: Vec<u64>,
@@ -65,6 +73,7 @@ impl TableProperties {
             (TAG_MIN_SEQ, self.min_seq),
             (TAG_MAX_SEQ, self.max_seq),
             (TAG_FORMAT_VERSION, u64::from(self.format_version)),
+            (TAG_RANGE_DELETIONS, self.range_deletions),
         ];
         let mut payload = Vec::new();
         for (tag, v) in ints {
@@ -79,6 +88,11 @@ impl TableProperties {
         put_field(&mut out, TAG_HLL, &payload);
         if let Some(name) = &self.filter_policy {
             put_field(&mut out, TAG_FILTER_POLICY, name.as_bytes());
+        }
+        if let Some(handle) = self.range_del_block {
+            payload.clear();
+            handle.encode_to(&mut payload);
+            put_field(&mut out, TAG_RANGE_DEL_BLOCK, &payload);
         }
         if !self.log_refs.is_empty() {
             payload.clear();
@@ -115,6 +129,12 @@ impl TableProperties {
                     let name = std::str::from_utf8(payload)
                         .map_err(|_| "filter policy name is not UTF-8")?;
                     p.filter_policy = Some(name.to_string());
+                }
+                TAG_RANGE_DELETIONS => p.range_deletions = int(payload)?,
+                TAG_RANGE_DEL_BLOCK => {
+                    p.range_del_block = Some(
+                        BlockHandle::decode(payload).ok_or("bad range-deletion block handle")?,
+                    )
                 }
                 TAG_LOG_REFS => {
                     let mut logs = payload;
@@ -165,6 +185,8 @@ mod tests {
             hll,
             format_version: 1,
             filter_policy: None,
+            range_deletions: 0,
+            range_del_block: None,
             log_refs: Vec::new(),
         }
     }
@@ -194,6 +216,17 @@ mod tests {
             TableProperties::decode(&buf),
             Err("filter policy name is not UTF-8")
         );
+    }
+
+    #[test]
+    fn range_deletion_fields_round_trip() {
+        let p = TableProperties {
+            range_deletions: 3,
+            range_del_block: Some(BlockHandle::new(4096, 77)),
+            format_version: 3,
+            ..sample()
+        };
+        assert_eq!(TableProperties::decode(&p.encode()), Ok(p));
     }
 
     #[test]

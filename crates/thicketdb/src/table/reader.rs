@@ -20,6 +20,7 @@ use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
+use crate::format::range_tombstone::Fragments;
 use crate::format::KeyOrder;
 use crate::io::RandomAccessFile;
 use crate::iterator::InternalIterator;
@@ -42,6 +43,8 @@ pub struct Table {
     index: BlockIndex,
     filter: Option<TableFilter>,
     properties: TableProperties,
+    /// The range-deletion block, decoded at open (empty without one).
+    range_dels: Arc<Fragments>,
     order: KeyOrder,
     /// Where a log table's values are read; `None` for a regular table.
     value_log: Option<Arc<dyn ValueLog>>,
@@ -122,6 +125,12 @@ impl Table {
                     .map_err(|r| tf.corruption(footer.filter, r))?,
             ),
         };
+        let range_dels = match properties.range_del_block {
+            None => Arc::default(),
+            Some(handle) => Arc::new(
+                Fragments::decode(&tf.read_block(handle)?).map_err(|r| tf.corruption(handle, r))?,
+            ),
+        };
         Ok(Table {
             file,
             path,
@@ -133,6 +142,7 @@ impl Table {
             index,
             filter,
             properties,
+            range_dels,
             order,
             value_log,
         })
@@ -167,6 +177,11 @@ impl Table {
         &self.properties
     }
 
+    /// The table's range tombstones (held in memory while it is open).
+    pub fn range_deletions(&self) -> &Arc<Fragments> {
+        &self.range_dels
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -195,6 +210,13 @@ impl Table {
             return 0.0;
         }
         cache.resident_blocks(self.segment_id, self.offset) as f64 / blocks as f64
+    }
+
+    /// False when the filter proves `user_key` absent and no range
+    /// tombstone of the table covers it: the table has nothing to say
+    /// about the key.
+    pub fn may_answer(&self, user_key: &[u8]) -> bool {
+        self.may_contain(user_key) || self.range_dels.find(user_key).is_some()
     }
 
     /// False when the filter proves `user_key` absent; true without a filter.

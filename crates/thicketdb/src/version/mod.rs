@@ -8,6 +8,7 @@ pub mod files;
 pub mod log_values;
 pub mod meta;
 pub mod piece_iter;
+pub mod range_del_view;
 pub mod run_iter;
 pub mod set;
 pub mod table_cache;

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::db::read_only::ReadOnlyFs;
-use crate::db::DecodedBatch;
+use crate::db::{DecodedBatch, OpKind};
 use crate::error::{Error, Result};
 use crate::format::internal_key::ParsedKey;
+pub use crate::format::range_tombstone::{Fragment, RangeTombstone};
 use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
@@ -62,6 +63,8 @@ pub struct TableDump {
     /// A log table's (TRIAD-LOG) stored addresses, one per entry (`None`
     /// for a deletion); empty for a regular table.
     pub log_addresses: Vec<Option<ValueAddress>>,
+    /// The range-deletion block's fragments, in key order.
+    pub range_deletions: Vec<Fragment>,
 }
 
 /// An index entry: the separator key (at or above every key of its block,
@@ -96,8 +99,11 @@ pub struct LogDump {
 pub struct LogRecord {
     pub offset: u64,
     pub first_sequence: u64,
-    /// Operations in order; `sequence` counts up from `first_sequence`.
+    /// Point operations in order; `sequence` counts up from
+    /// `first_sequence` over these and the range deletions together.
     pub ops: Vec<Entry>,
+    /// The record's range deletions, with their sequence numbers.
+    pub range_deletions: Vec<RangeTombstone>,
 }
 
 fn read_only_fs() -> Arc<dyn FileSystem> {
@@ -210,6 +216,7 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         index,
         entries,
         log_addresses: log_addresses(&table)?,
+        range_deletions: table.range_deletions().iter().cloned().collect(),
     })
 }
 
@@ -285,21 +292,30 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
                         value: e.value,
                     })
                     .collect(),
+                range_deletions: Vec::new(),
             });
             continue;
         }
         let batch =
             DecodedBatch::parse(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
         let mut ops = Vec::new();
+        let mut range_deletions = Vec::new();
         let mut sequence = batch.first_sequence;
         batch
             .for_each(|op| {
-                ops.push(Entry {
-                    key: op.key.to_vec(),
-                    sequence,
-                    kind: op.kind,
-                    value: op.value.to_vec(),
-                });
+                match op.kind {
+                    OpKind::Point(kind) => ops.push(Entry {
+                        key: op.key.to_vec(),
+                        sequence,
+                        kind,
+                        value: op.value.to_vec(),
+                    }),
+                    OpKind::RangeDeletion => range_deletions.push(RangeTombstone {
+                        start: op.key.to_vec(),
+                        end: op.value.to_vec(),
+                        seq: sequence,
+                    }),
+                }
                 sequence += 1;
             })
             .map_err(|why| Error::corruption(&path, offset, why))?;
@@ -307,6 +323,7 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
             offset,
             first_sequence: batch.first_sequence,
             ops,
+            range_deletions,
         });
     }
     Ok(LogDump { path, records })

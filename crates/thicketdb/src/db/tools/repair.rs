@@ -30,6 +30,7 @@ use std::sync::Arc;
 use crate::compaction::output::{OutputSink, OutputSpec};
 use crate::error::{Error, Result};
 use crate::format::internal_key::ParsedKey;
+use crate::format::range_tombstone::Fragments;
 use crate::io::backing::Backings;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
@@ -135,6 +136,7 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
                 Ok(Recovery::Damaged {
                     why,
                     entries,
+                    range_dels,
                     lost_blocks,
                     blocks,
                 }) => {
@@ -142,16 +144,16 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
                         "{why}: salvaged {} entries, lost {lost_blocks} of {blocks} blocks",
                         entries.len()
                     ));
-                    if !entries.is_empty() {
-                        salvaged.push(entries);
+                    if !entries.is_empty() || !range_dels.is_empty() {
+                        salvaged.push((entries, range_dels));
                     }
                 }
                 Err(e) => report.dropped.push(format!("{e}: table dropped")),
             }
         }
     }
-    for entries in salvaged {
-        let written = write_salvaged(fs.as_ref(), dir, options, entries, &new_number)?;
+    for (entries, range_dels) in salvaged {
+        let written = write_salvaged(fs.as_ref(), dir, options, entries, range_dels, &new_number)?;
         report.salvaged += written.len();
         tables.extend(written);
     }
@@ -249,6 +251,8 @@ enum Recovery {
     Damaged {
         why: Error,
         entries: Entries,
+        /// The table's range tombstones (their block verified at open).
+        range_dels: Fragments,
         lost_blocks: usize,
         blocks: usize,
     },
@@ -274,12 +278,13 @@ fn recover_table(
         return Ok(Recovery::Damaged {
             why,
             entries,
+            range_dels: Fragments::clone(table.range_deletions()),
             lost_blocks,
             blocks: table.index().len(),
         });
     }
     let p = table.properties();
-    if p.entries == 0 {
+    if p.entries == 0 && table.range_deletions().is_empty() {
         return Ok(Recovery::Intact(None));
     }
     Ok(Recovery::Intact(Some(TableMeta {
@@ -346,6 +351,7 @@ fn write_salvaged(
     dir: &Path,
     options: &Options,
     entries: Entries,
+    range_dels: Fragments,
     new_number: &dyn Fn() -> u64,
 ) -> Result<Vec<TableMeta>> {
     let mut source = VecIterator::new(entries, options.comparator.clone());
@@ -358,6 +364,7 @@ fn write_salvaged(
         segment_tables: usize::MAX,
         new_file_number: new_number,
     });
+    sink.set_range_deletions(range_dels, None);
     sink.add_stream(&mut source, &mut |_| true)?;
     let output = sink.finish()?;
     Ok(output.tables.iter().map(|t| TableMeta::clone(t)).collect())
@@ -491,6 +498,28 @@ mod tests {
             4999 - lost,
             "4999 live keys less the lost ones"
         );
+    }
+
+    #[test]
+    fn repair_keeps_range_tombstones_and_tables_of_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        fill(dir.path(), 50);
+        let db = Db::open(dir.path(), options()).unwrap();
+        let key = |i: u32| format!("key{i:06}");
+        db.delete_range(key(10), key(20)).unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+        remove_manifests(dir.path());
+        let report = repair(dir.path(), &options()).unwrap();
+        assert!(report.dropped.is_empty(), "{report}");
+        let db = Db::open(dir.path(), options()).unwrap();
+        assert_eq!(
+            db.get(key(15)).unwrap(),
+            None,
+            "the tombstone-only table came back"
+        );
+        assert!(db.get(key(9)).unwrap().is_some());
+        assert!(db.get(key(20)).unwrap().is_some());
     }
 
     #[test]
