@@ -129,19 +129,29 @@ fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
         level_size_multiplier: 100,
         ..options()
     };
-    let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
-    assert!(stats.buffer_range_pieces > 0, "{stats:?}");
-    // The same with range reads kept off the buffer (`lsbm_range_reads`).
-    let (without, control) = range_reads_after_a_merge_into_l2(Options {
-        lsbm_range_reads: false,
-        ..options
-    });
-    assert_eq!(control.buffer_range_pieces, 0);
-    assert!(without > 20, "the merge rewrote L2's run: {without} misses");
-    assert!(
-        misses * 10 <= without,
-        "{misses} misses with the buffer, {without} without {stats:?}"
-    );
+    // Which tables the background compactions merge depends on how they
+    // interleave with flushes: under a loaded test run the odd keys may not
+    // reach L2 by the time of the reads. Such a round proves nothing and
+    // is run again.
+    for _ in 0..5 {
+        let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
+        assert!(stats.buffer_range_pieces > 0, "{stats:?}");
+        // The same with range reads kept off the buffer (`lsbm_range_reads`).
+        let (without, control) = range_reads_after_a_merge_into_l2(Options {
+            lsbm_range_reads: false,
+            ..options.clone()
+        });
+        assert_eq!(control.buffer_range_pieces, 0);
+        if without <= 20 {
+            continue;
+        }
+        assert!(
+            misses * 10 <= without,
+            "{misses} misses with the buffer, {without} without {stats:?}"
+        );
+        return;
+    }
+    panic!("in five rounds the merge never rewrote L2's run");
 }
 
 #[test]
