@@ -263,7 +263,9 @@ impl Fragments {
             let mut seqs = Vec::with_capacity(n as usize);
             for _ in 0..n {
                 let s = get_varint64(&mut src).ok_or("truncated sequence")?;
-                if s > MAX_SEQUENCE {
+                // Writes are numbered from 1; 0 would read as "nothing
+                // covers" (`covering_seq`).
+                if s == 0 || s > MAX_SEQUENCE {
                     return Err("sequence number out of range");
                 }
                 if seqs
@@ -394,6 +396,8 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(Fragments::decode(&longer).is_err());
+        // Found by the fuzz target: one fragment [\x01, b) at sequence 0.
+        assert!(Fragments::decode(b"\x01\x01\x01\x00\x01b\x01\x00").is_err());
         let mut bad_version = bytes.clone();
         bad_version[0] = 9;
         assert!(Fragments::decode(&bad_version).is_err());
