@@ -22,16 +22,17 @@ pub enum Profile {
     Bolt,
     /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
     Sifr,
-    /// LSbM-tree: the default leveled tree with a compaction buffer
-    /// (buffered merge, trim), victims taken round-robin in key order so
+    /// LSbM-tree: the default leveled tree with fixed level targets and a
+    /// compaction buffer (buffered merge, trim, freeze, range reads through
+    /// the buffer, super-files), victims taken round-robin in key order so
     /// that buffer runs fill in key order, and a table cache for 5000
     /// tables (the buffer's are opened by lookups too).
     Lsbm,
-    /// TRIAD: the `default` leveled tree with every TRIAD technique built so
-    /// far: TRIAD-MEM (hot keys stay in memory at flush, and FLUSH_TH: a
-    /// full memtable of few distinct keys rewrites its log instead of
-    /// flushing) and TRIAD-DISK (deferred L0 compaction). TRIAD-LOG is not
-    /// built yet.
+    /// TRIAD: the `default` leveled tree with fixed level targets and every
+    /// TRIAD technique: TRIAD-MEM (hot keys stay in memory at flush, and
+    /// FLUSH_TH: a full memtable of few distinct keys rewrites its log
+    /// instead of flushing), TRIAD-DISK (deferred L0 compaction) and
+    /// TRIAD-LOG (a flush writes a log table indexing the log).
     Triad,
 }
 
