@@ -293,7 +293,7 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     // SAFETY: `name` is NUL-terminated; `errptr` follows the convention.
     unsafe {
         guard(errptr, (), || {
-            thicketdb::db::destroy(path(name)?).map_err(|e| status(&e))
+            thicketdb::destroy(path(name)?).map_err(|e| status(&e))
         })
     }
 }
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn leveldb_repair_db(
                 None => thicketdb::Options::default(),
             };
             let dir = path(name)?;
-            let report = thicketdb::db::repair(&dir, &options).map_err(|e| status(&e))?;
+            let report = thicketdb::repair(&dir, &options).map_err(|e| status(&e))?;
             eprintln!("thicketdb: repaired {}: {report}", dir.display());
             Ok(())
         })

@@ -33,6 +33,25 @@ enum Direction {
 
 /// A cursor over user keys. Call `seek_to_first`, `seek_to_last` or `seek`
 /// before reading. It sees one consistent state and never blocks writers.
+/// For plain range scans, [`Db::range`](crate::Db::range) is simpler.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+/// for k in ["a", "c", "e"] {
+///     db.put(k, k.to_uppercase())?;
+/// }
+/// let mut it = db.iter(thicketdb::ReadOptions::default())?;
+/// it.seek(b"b");
+/// assert_eq!((it.key(), it.value()), (&b"c"[..], &b"C"[..]));
+/// it.next();
+/// assert_eq!(it.key(), b"e");
+/// it.prev();
+/// it.prev();
+/// assert_eq!(it.key(), b"a");
+/// it.status()?; // an I/O error or corruption ends iteration early
+/// # Ok::<(), thicketdb::Error>(())
+/// ```
 pub struct DbIterator {
     iter: MergingIterator,
     snapshot: Snapshot,
