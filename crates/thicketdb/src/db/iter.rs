@@ -405,10 +405,25 @@ impl DbIterator {
                     {
                         break;
                     }
-                    kind = match this_kind {
-                        ValueKind::Value if self.cover(seq).is_some() => ValueKind::Deletion,
-                        _ => this_kind,
+                    let cover = match this_kind {
+                        ValueKind::Value => self.cover(seq),
+                        ValueKind::Deletion => None,
                     };
+                    kind = if cover.is_some() {
+                        ValueKind::Deletion
+                    } else {
+                        this_kind
+                    };
+                    // Older sources hold only what the tombstone covers
+                    // from its start up to here: move them before it.
+                    if let Some(c) = cover.filter(|c| c.skippable) {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                        let start = InternalKey::new(&c.start, MAX_SEQUENCE, ValueKind::SEEK);
+                        if self.iter.seek_older_before(c.source + 1, start.encoded()) {
+                            continue;
+                        }
+                    }
                     let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {
