@@ -7,6 +7,7 @@
 pub mod hot;
 mod iter;
 pub mod newest;
+mod mapped_vec;
 mod skiplist;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
