@@ -39,7 +39,10 @@ fn main() -> Result<(), thicketdb::Error> {
         .filter(|(n, _)| (n + 1) % (per_thousand.len() / 5).max(1) == 0)
         .map(|(n, us)| format!("{}k: {us:.1}", n + 1))
         .collect();
-    println!("us per range delete, by thousands written: {}", shown.join(", "));
+    println!(
+        "us per range delete, by thousands written: {}",
+        shown.join(", ")
+    );
     let start = Instant::now();
     let mut it = db.iter(ReadOptions::default())?;
     it.seek_to_first();
@@ -48,6 +51,10 @@ fn main() -> Result<(), thicketdb::Error> {
     let start = Instant::now();
     assert!(db.get(key(1))?.is_none());
     println!("a get: {} us", start.elapsed().as_micros());
-    assert_eq!(db.stats().flushes, 0, "the memtable must hold every range delete");
+    assert_eq!(
+        db.stats().flushes,
+        0,
+        "the memtable must hold every range delete"
+    );
     Ok(())
 }
