@@ -40,9 +40,8 @@ impl FragmentMap {
             .chain(inside)
             .filter_map(|k| self.by_start.remove(&k))
             .collect();
-        let mut tombstones: Vec<RangeTombstone> = Fragments::from_sorted(overlapped)
-            .tombstones()
-            .collect();
+        let mut tombstones: Vec<RangeTombstone> =
+            Fragments::from_sorted(overlapped).tombstones().collect();
         tombstones.push(t.clone());
         for f in Fragments::fragment(&tombstones).into_list() {
             self.by_start.insert(f.start.clone(), f);

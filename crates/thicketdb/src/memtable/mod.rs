@@ -4,10 +4,11 @@
 //! readers and iterators proceed concurrently without locks. Short keys live
 //! inside their skiplist node; see `skiplist.rs`.
 
+mod byte_arena;
 pub mod hot;
 mod iter;
-pub mod newest;
 mod mapped_vec;
+pub mod newest;
 mod skiplist;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
@@ -15,8 +16,8 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::format::internal_key::{pack_trailer, trailer, user_key, ParsedKey, ValueKind};
 use crate::format::fragment_map::FragmentMap;
+use crate::format::internal_key::{pack_trailer, trailer, user_key, ParsedKey, ValueKind};
 use crate::format::range_tombstone::{Fragments, RangeTombstone};
 use crate::format::KeyOrder;
 use crate::io::FilePin;

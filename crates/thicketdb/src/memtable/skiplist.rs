@@ -12,8 +12,8 @@
 //!
 //! A short key (up to [`INLINE_KEY`] bytes, a user key of up to 24) lives in
 //! its node, so a search compares it on the line it reads the links from;
-//! only the value is allocated separately. Longer keys are allocated with
-//! their value.
+//! only the value is copied into the list's byte arena (`byte_arena.rs`).
+//! Longer keys are copied there with their value.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use crate::format::internal_key::TRAILER_LEN;
 use crate::format::KeyOrder;
 
+use super::byte_arena::{ArenaBytes, ByteArena};
 use super::mapped_vec::MappedVec;
 use super::PackedLocation;
 
@@ -37,23 +38,29 @@ pub struct Node {
     inline: [u8; INLINE_KEY],
     key_len: u32,
     next: [AtomicU32; MAX_HEIGHT],
-    /// The value, preceded by the key when the key is not inline.
-    buf: Box<[u8]>,
+    /// The value, preceded by the key when the key is not inline, in the
+    /// list's arena.
+    buf: ArenaBytes,
 }
 
 impl Node {
     /// A node for the internal key `user_key ++ trailer` and `value`, not
     /// yet linked.
-    fn new(user_key: &[u8], trailer: [u8; TRAILER_LEN], value: &[u8]) -> Node {
+    fn new(
+        user_key: &[u8],
+        trailer: [u8; TRAILER_LEN],
+        value: &[u8],
+        arena: &mut ByteArena,
+    ) -> Node {
         let key_len = user_key.len() + TRAILER_LEN;
         let mut inline = [0u8; INLINE_KEY];
         let buf = match inline.get_mut(..key_len) {
             Some(key) => {
                 key[..user_key.len()].copy_from_slice(user_key);
                 key[user_key.len()..].copy_from_slice(&trailer);
-                Box::from(value)
+                arena.copy_in(&[value])
             }
-            None => [user_key, &trailer, value].concat().into_boxed_slice(),
+            None => arena.copy_in(&[user_key, &trailer, value]),
         };
         Node {
             inline,
@@ -67,18 +74,26 @@ impl Node {
         self.key_len as usize <= INLINE_KEY
     }
 
+    /// The node's bytes in the arena.
+    fn buf(&self) -> &[u8] {
+        // SAFETY: a node is only reachable through its skiplist (`node`
+        // borrows it), which owns the arena `buf` points into; the arena
+        // is dropped with the list, after every borrow of a node ends.
+        unsafe { self.buf.as_slice() }
+    }
+
     pub fn key(&self) -> &[u8] {
         let len = self.key_len as usize;
         match self.is_inline() {
             true => &self.inline[..len],
-            false => &self.buf[..len],
+            false => &self.buf()[..len],
         }
     }
 
     pub fn value(&self) -> &[u8] {
         match self.is_inline() {
-            true => &self.buf,
-            false => &self.buf[self.key_len as usize..],
+            true => self.buf(),
+            false => &self.buf()[self.key_len as usize..],
         }
     }
 
@@ -89,6 +104,8 @@ impl Node {
 }
 
 struct Writer {
+    /// Where the nodes' keys and values are copied.
+    arena: ByteArena,
     rng: u64,
     /// Index of the last inserted node, if any.
     last: u32,
@@ -116,6 +133,7 @@ impl SkipList {
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
+                arena: ByteArena::default(),
                 rng: 0x2545_f491_4f6c_dd1d,
                 last: NIL,
                 prev: [NIL; MAX_HEIGHT],
@@ -185,8 +203,8 @@ impl SkipList {
         value: &[u8],
         location: PackedLocation,
     ) -> usize {
-        let mut node = Node::new(user_key, trailer, value);
         let mut w = self.writer.lock();
+        let mut node = Node::new(user_key, trailer, value, &mut w.arena);
         let height = random_height(&mut w.rng);
         let key = node.key();
         let mut prev = [NIL; MAX_HEIGHT];
