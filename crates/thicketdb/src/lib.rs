@@ -28,6 +28,7 @@ pub mod version;
 pub use db::check;
 pub use db::dump;
 pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
+pub use db::{Keyspace, DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
 pub use format::{Comparator, KeyOrder};

@@ -19,20 +19,20 @@ use std::sync::Arc;
 use super::write::{create_log, insert_relogged, set_background_error};
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::Backing;
 use crate::log::{encode_relogged, LogWriter};
 use crate::memtable::newest::newest_entries;
-use crate::memtable::Memtable;
 use crate::stats::Counters;
 use crate::version::files::log_path;
 
-/// Rewrites the log of the full memtable of `sv` when its newest versions
+/// Rewrites the log of the default keyspace's full memtable (`sv`; the
+/// caller checked no other keyspace exists) when its newest versions
 /// are below `triad_flush_threshold`; returns whether it did (then the
 /// memtable has room again).
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `log`, then `versions`, then `super_version`.
 pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Result<bool> {
-    let opts = &inner.options;
+    let tree = &inner.default;
+    let opts = &tree.options;
     let limit = (opts.triad_flush_threshold * opts.write_buffer_size as f64) as u64;
     if limit == 0 {
         return Ok(false);
@@ -66,11 +66,7 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     Counters::add(&c.fsyncs_log, 2);
     Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.log_rewrites, 1);
-    let mem = Memtable::with_log(
-        inner.backings.pin_file(Backing::log(number)),
-        inner.options.comparator.clone(),
-    )
-    .tracking_locations(opts.triad_log);
+    let mem = tree.memtable_on_log(&inner.backings, number);
     insert_relogged(&mem, &record, offset).map_err(|why| {
         Error::invariant(format!(
             "a record this process encoded failed to decode: {why}"
@@ -78,7 +74,7 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     })?;
     log.writer = writer;
     log.number = number;
-    let mut current = inner.super_version.write();
+    let mut current = tree.super_version.write();
     let next = SuperVersion {
         mem: Arc::new(mem),
         imms: current.imms.clone(),

@@ -35,8 +35,8 @@ pub struct ManifestRecord {
     /// Offset of the record in the MANIFEST.
     pub offset: u64,
     pub edit: VersionEdit,
-    /// The version after the edit: per level (L0 first), its runs, newest
-    /// first as the version orders them.
+    /// The version of the edit's keyspace after the edit: per level (L0
+    /// first), its runs, newest first as the version orders them.
     pub levels: Vec<Vec<RunSummary>>,
 }
 
@@ -122,18 +122,27 @@ pub fn manifest(dir: &Path) -> Result<ManifestDump> {
         path.clone(),
         RecoveryMode::TolerateTailCorruption,
     );
-    let mut version = Version::empty(order);
+    // Each keyspace's version; an edit changes the one it names.
+    let mut versions = std::collections::BTreeMap::new();
+    versions.insert(0, Version::empty(order.clone()));
     let mut records = Vec::new();
     while let Some((offset, record)) = reader.read_record()? {
         let edit =
             VersionEdit::decode(&record).map_err(|why| Error::corruption(&path, offset, why))?;
-        version = version
+        let version = versions
+            .entry(edit.keyspace)
+            .or_insert_with(|| Version::empty(order.clone()));
+        *version = version
             .apply(&edit)
             .map_err(|why| Error::corruption(&path, offset, why))?;
+        let levels = summarize(version);
+        if edit.drop_keyspace {
+            versions.remove(&edit.keyspace);
+        }
         records.push(ManifestRecord {
             offset,
             edit,
-            levels: summarize(&version),
+            levels,
         });
     }
     Ok(ManifestDump { path, records })
@@ -161,13 +170,15 @@ fn summarize(version: &Version) -> Vec<Vec<RunSummary>> {
 pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
     let fs = read_only_fs();
     let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
-    let version = VersionSet::recover(fs.as_ref(), dir, order.clone())?.version;
-    let found = version.levels.iter().enumerate().find_map(|(level, l)| {
-        l.runs.iter().find_map(|run| {
-            run.tables
-                .iter()
-                .find(|t| t.segment == segment && t.offset == offset)
-                .map(|t| (level, run.id, t.clone()))
+    let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
+    let found = recovered.versions().find_map(|version| {
+        version.levels.iter().enumerate().find_map(|(level, l)| {
+            l.runs.iter().find_map(|run| {
+                run.tables
+                    .iter()
+                    .find(|t| t.segment == segment && t.offset == offset)
+                    .map(|t| (level, run.id, t.clone()))
+            })
         })
     });
     let Some((level, run, meta)) = found else {

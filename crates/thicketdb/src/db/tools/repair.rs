@@ -178,6 +178,8 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
     let recovered = Recovered {
         version,
         log_number: flushed_logs.map_or(0, |log| log + 1),
+        keyspaces: Vec::new(),
+        next_keyspace_id: 1,
         next_file_number: next_file.load(std::sync::atomic::Ordering::SeqCst),
         last_sequence,
         stats: Vec::new(),
