@@ -16,6 +16,7 @@ macro_rules! data_api {
             value: impl AsRef<[u8]>,
             opts: WriteOptions,
         ) -> Result<()> {
+            self.tree().check_live()?;
             let (key, value) = (key.as_ref(), value.as_ref());
             let mut batch = WriteBatch::with_capacity(key.len() + value.len());
             batch.put_to(self.tree().id, key, value)?;
@@ -29,6 +30,7 @@ macro_rules! data_api {
 
         /// `delete` with per-write options.
         pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: WriteOptions) -> Result<()> {
+            self.tree().check_live()?;
             let key = key.as_ref();
             let mut batch = WriteBatch::with_capacity(key.len());
             batch.delete_to(self.tree().id, key)?;
@@ -50,6 +52,7 @@ macro_rules! data_api {
             end: impl AsRef<[u8]>,
             opts: WriteOptions,
         ) -> Result<()> {
+            self.tree().check_live()?;
             let (start, end) = (start.as_ref(), end.as_ref());
             let mut batch = WriteBatch::with_capacity(start.len() + end.len());
             batch.delete_range_to(self.tree().id, start, end)?;
