@@ -162,7 +162,7 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     let hot = if hot.is_empty() {
         hot
     } else {
-        relog(inner, &imm, hot)?
+        relog(inner, &tree, &imm, hot)?
     };
     Counters::add(&inner.counters.hot_entries_kept, hot.len() as u64);
     env.flush_cold(imm.clone(), smallest_snapshot, &keys_of(&hot), &mut edit)?;

@@ -88,9 +88,7 @@ impl Db {
     /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...); the
     /// store-wide ones (key order, log, caches, threads) are the store's.
     /// The keyspace is durable once this returns. `InvalidArgument` when
-    /// the name is taken, empty or longer than 255 bytes, or the options
-    /// ask for a technique only the default keyspace has (`triad_mem`,
-    /// `triad_flush_threshold`).
+    /// the name is taken, empty or longer than 255 bytes.
     pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
         let inner = self.inner();
         inner.check_open()?;
@@ -101,7 +99,7 @@ impl Db {
             )));
         }
         options.validate()?;
-        let tree_options = keyspace_options(&inner.options, &options)?;
+        let tree_options = keyspace_options(&inner.options, &options);
         // Under `log` no write group is mid-commit and no memtable switch
         // runs: the keyspace's first log is the current one.
         let log = inner.log.lock();

@@ -141,7 +141,7 @@ pub(super) fn replay_targets(
         targets.push(ReplayTarget {
             id,
             name: def.name.clone(),
-            options: keyspace_options(options, &recorded)?,
+            options: keyspace_options(options, &recorded),
             log_number: versions.log_number_of(id).unwrap_or(0),
         });
     }
@@ -531,7 +531,7 @@ impl Replay<'_> {
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
             let applied = if is_relogged(&record) {
-                self.relogged(&record, offset)
+                self.relogged(number, &record, offset)
             } else {
                 // A keyspace takes the writes of the logs it has not flushed.
                 let mems: Vec<(u32, &Memtable)> = self
@@ -553,17 +553,32 @@ impl Replay<'_> {
         Ok(last)
     }
 
-    /// Applies a re-logged record (TRIAD-MEM's carried entries, always of
-    /// the default keyspace) unless its source log is replayed too: that
-    /// log holds every version of them, and the same entry twice in a
-    /// memtable would be a duplicate key. Returns the largest sequence
-    /// number applied (0 for none).
-    fn relogged(&self, record: &[u8], offset: u64) -> std::result::Result<u64, String> {
+    /// Applies a re-logged record (TRIAD-MEM's carried entries), the
+    /// record at `offset` of log `number`, to its keyspace unless the
+    /// keyspace flushed this log already, or its source log is replayed
+    /// into the keyspace too: that log holds every version of them, and the
+    /// same entry twice in a memtable would be a duplicate key. Returns the
+    /// largest sequence number applied (0 for none).
+    fn relogged(
+        &self,
+        number: u64,
+        record: &[u8],
+        offset: u64,
+    ) -> std::result::Result<u64, String> {
         let source = for_each_relogged(record, |_, _, _, _| ())?;
-        if self.replayed.contains(&source) {
+        let Some(tree) = self
+            .trees
+            .iter()
+            .find(|t| t.target.id == source.keyspace && number >= t.target.log_number)
+        else {
+            return Ok(0); // dropped, or flushed
+        };
+        let source_replayed =
+            self.replayed.contains(&source.log) && source.log >= tree.target.log_number;
+        if source_replayed {
             return Ok(0);
         }
-        Ok(insert_relogged(&self.trees[0].mem, record, offset)?)
+        Ok(insert_relogged(&tree.mem, record, offset)?)
     }
 
     /// An empty memtable of keyspace `i` for the writes of the log being

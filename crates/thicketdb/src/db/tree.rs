@@ -97,23 +97,8 @@ pub(crate) fn memtable_on_log(
 /// keyspace may choose (profile, policy, table and block sizes,
 /// compression, Bloom bits, memtable size, LSbM, TRIAD-DISK, ...), the
 /// store's `store` options for what is store-wide (the key order, the log,
-/// caches, threads, file handling). Refuses the techniques that cannot run
-/// outside the default keyspace, naming why.
-pub(crate) fn keyspace_options(store: &Options, requested: &Options) -> Result<Options> {
-    if requested.triad_mem {
-        return Err(Error::InvalidArgument(
-            "triad_mem is available in the default keyspace only: its re-logged records \
-             name no keyspace"
-                .into(),
-        ));
-    }
-    if requested.triad_flush_threshold > 0.0 {
-        return Err(Error::InvalidArgument(
-            "triad_flush_threshold is available in the default keyspace only: rewriting a \
-             log would drop the other keyspaces' writes in it"
-                .into(),
-        ));
-    }
+/// caches, threads, file handling).
+pub(crate) fn keyspace_options(store: &Options, requested: &Options) -> Options {
     let mut o = requested.clone();
     o.comparator = store.comparator.clone();
     o.wal_recovery_mode = store.wal_recovery_mode;
@@ -130,5 +115,5 @@ pub(crate) fn keyspace_options(store: &Options, requested: &Options) -> Result<O
     o.search_threads = store.search_threads;
     o.create_if_missing = store.create_if_missing;
     o.error_if_exists = store.error_if_exists;
-    Ok(o)
+    o
 }

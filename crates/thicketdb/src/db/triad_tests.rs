@@ -117,6 +117,7 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     };
     let carried = super::write::relog(
         &inner,
+        &inner.default,
         &older,
         vec![
             entry(1, b"shadowed", b"old"),

@@ -23,7 +23,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
 use crate::io::{FileSystem, WritableFile};
-use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry};
+use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry, RelogSource};
 use crate::memtable::{LogLocation, Memtable};
 use crate::options::Options;
 use crate::stats::Counters;
@@ -333,8 +333,7 @@ fn make_room(
             );
             continue;
         }
-        // FLUSH_TH rewrites the one log: only with no other keyspace in it.
-        if !force && svs.len() == 1 && super::log_rewrite::rewrite_small_log(inner, &svs[0].1)? {
+        if !force && super::log_rewrite::rewrite_small_log(inner, &svs)? {
             // No flush follows to delete the old log, unpinned with the old
             // memtable once readers let go of it: delete it now, with the
             // queue still ours but its mutex released for the file I/O.
@@ -448,8 +447,8 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
-/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`)
-/// into the active memtable: appends them to the active log as one
+/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`
+/// of `tree`) into the tree's active memtable: appends them to the active log as one
 /// re-logged record, syncs it, and inserts them with their own sequence
 /// numbers. Returns the entries carried.
 ///
@@ -463,13 +462,13 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
 /// Takes `log`, then `super_version` (read).
 pub(crate) fn relog(
     inner: &DbInner,
+    tree: &Tree,
     from: &Arc<Memtable>,
     entries: Vec<RelogEntry>,
 ) -> Result<Vec<RelogEntry>> {
     let mut log = inner.log.lock();
     inner.check_background_error()?;
-    // TRIAD-MEM runs in the default keyspace only (`tree::keyspace_options`).
-    let sv = inner.default.super_version();
+    let sv = tree.super_version();
     let newer: Vec<&Arc<Memtable>> = sv
         .imms
         .iter()
@@ -485,7 +484,11 @@ pub(crate) fn relog(
     if entries.is_empty() {
         return Ok(entries);
     }
-    let record = encode_relogged(from.log_number(), &entries);
+    let source = RelogSource {
+        log: from.log_number(),
+        keyspace: tree.id,
+    };
+    let record = encode_relogged(source, &entries);
     let written = log.writer.add_record(&record).and_then(|offset| {
         log.writer.flush()?;
         log.writer.sync()?;
