@@ -47,6 +47,7 @@ pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
         let _ = out.write_fmt(args);
         out.push('\n');
     };
+    line(format_args!("keyspaces:        {}", s.keyspaces));
     line(format_args!(
         "memtables:        {} ({} immutable)",
         s.memtables, s.immutable_memtables

@@ -102,8 +102,12 @@ pub struct LogRecord {
     /// Point operations in order; `sequence` counts up from
     /// `first_sequence` over these and the range deletions together.
     pub ops: Vec<Entry>,
+    /// The keyspace id of each of `ops` (0: the default keyspace).
+    pub op_keyspaces: Vec<u32>,
     /// The record's range deletions, with their sequence numbers.
     pub range_deletions: Vec<RangeTombstone>,
+    /// The keyspace id of each of `range_deletions`.
+    pub range_deletion_keyspaces: Vec<u32>,
 }
 
 fn read_only_fs() -> Arc<dyn FileSystem> {
@@ -289,11 +293,12 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
     while let Some(offset) = reader.read_record_into(&mut bytes)? {
         if is_relogged(&bytes) {
             // TRIAD's re-logged record: entries with their own sequences.
-            let (_source, entries) =
+            let (source, entries) =
                 decode_relogged(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
             records.push(LogRecord {
                 offset,
                 first_sequence: entries.first().map_or(0, |e| e.seq),
+                op_keyspaces: vec![source.keyspace; entries.len()],
                 ops: entries
                     .into_iter()
                     .map(|e| Entry {
@@ -304,6 +309,7 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
                     })
                     .collect(),
                 range_deletions: Vec::new(),
+                range_deletion_keyspaces: Vec::new(),
             });
             continue;
         }
@@ -311,21 +317,28 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
             DecodedBatch::parse(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
         let mut ops = Vec::new();
         let mut range_deletions = Vec::new();
+        let (mut op_keyspaces, mut range_deletion_keyspaces) = (Vec::new(), Vec::new());
         let mut sequence = batch.first_sequence;
         batch
             .for_each(|op| {
                 match op.kind {
-                    OpKind::Point(kind) => ops.push(Entry {
-                        key: op.key.to_vec(),
-                        sequence,
-                        kind,
-                        value: op.value.to_vec(),
-                    }),
-                    OpKind::RangeDeletion => range_deletions.push(RangeTombstone {
-                        start: op.key.to_vec(),
-                        end: op.value.to_vec(),
-                        seq: sequence,
-                    }),
+                    OpKind::Point(kind) => {
+                        op_keyspaces.push(op.keyspace);
+                        ops.push(Entry {
+                            key: op.key.to_vec(),
+                            sequence,
+                            kind,
+                            value: op.value.to_vec(),
+                        })
+                    }
+                    OpKind::RangeDeletion => {
+                        range_deletion_keyspaces.push(op.keyspace);
+                        range_deletions.push(RangeTombstone {
+                            start: op.key.to_vec(),
+                            end: op.value.to_vec(),
+                            seq: sequence,
+                        })
+                    }
                 }
                 sequence += 1;
             })
@@ -334,7 +347,9 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
             offset,
             first_sequence: batch.first_sequence,
             ops,
+            op_keyspaces,
             range_deletions,
+            range_deletion_keyspaces,
         });
     }
     Ok(LogDump { path, records })
