@@ -3,6 +3,7 @@
 //! what the buffer's edits did.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::{collect_obsolete_files, install};
@@ -24,7 +25,11 @@ pub(crate) fn count(inner: &DbInner, change: BufferChange) {
 /// Takes `versions`, then `super_version` through `install`.
 pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
     for tree in inner.trees() {
-        trim_tree(inner, &tree)?;
+        match trim_tree(inner, &tree) {
+            // Dropped meanwhile: its tables may be gone already.
+            Err(_) if tree.dropped.load(Ordering::Acquire) => {}
+            other => other?,
+        }
     }
     Ok(())
 }

@@ -17,8 +17,9 @@ use crate::stats::Counters;
 use crate::version::{TableMeta, Version, VersionSet};
 
 /// Runs a task and commits it.
-/// A task of a keyspace dropped meanwhile commits nothing: its outputs are
-/// garbage for open's sweep.
+/// A task of a keyspace dropped meanwhile commits nothing and fails
+/// nothing (its inputs may be gone already): its outputs are garbage for
+/// open's sweep.
 pub(crate) fn compact(
     inner: &Arc<DbInner>,
     tree: &Tree,
@@ -33,7 +34,7 @@ pub(crate) fn compact(
         commit(inner, tree, &task, &executed, journal.as_ref(), &released)
     })();
     match result {
-        Err(Error::KeyspaceNotFound(_)) if tree.dropped.load(Ordering::Acquire) => Ok(()),
+        Err(_) if tree.dropped.load(Ordering::Acquire) => Ok(()),
         other => other,
     }
 }
@@ -242,13 +243,14 @@ pub(crate) fn compact_range(
     })();
     collect_obsolete_files(inner);
     let result = match result {
-        // Dropped meanwhile: nothing is left to compact.
-        Err(Error::KeyspaceNotFound(_)) if tree.dropped.load(Ordering::Acquire) => Ok(()),
-        other => other,
+        // Dropped meanwhile: nothing is left to compact, and the store is fine.
+        Err(_) if tree.dropped.load(Ordering::Acquire) => tree.check_live(),
+        Err(e) => {
+            super::write::set_background_error(inner, e.clone());
+            Err(e)
+        }
+        ok => ok,
     };
-    if let Err(e) = &result {
-        super::write::set_background_error(inner, e.clone());
-    }
     super::write::wake_background(inner);
     result
 }
