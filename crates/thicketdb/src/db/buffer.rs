@@ -24,7 +24,7 @@ pub(crate) fn count(inner: &DbInner, change: BufferChange) {
 /// under `lsbm_trim_threshold` are removed and their data released.
 /// Takes `versions`, then `super_version` through `install`.
 pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
-    for tree in inner.trees() {
+    for tree in inner.trees().iter() {
         match trim_tree(inner, &tree) {
             // Dropped meanwhile: its tables may be gone already.
             Err(_) if tree.dropped.load(Ordering::Acquire) => {}

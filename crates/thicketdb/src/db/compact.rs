@@ -14,6 +14,7 @@ use crate::compaction::journal::{self, Journaling, MergeJournal};
 use crate::compaction::{execute, Bottommost, CompactionTask};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
+use crate::table::TableOptions;
 use crate::version::{TableMeta, Version, VersionSet};
 
 /// Runs a task and commits it.
@@ -95,7 +96,10 @@ fn run(
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         table_cache: &inner.table_cache,
-        table_options: opts.table_options(),
+        table_options: TableOptions {
+            keyspace: tree.id,
+            ..opts.table_options()
+        },
         target_table_size: opts.target_table_size,
         segment_tables: opts.segment_tables(),
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),

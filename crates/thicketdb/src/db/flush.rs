@@ -31,6 +31,8 @@ pub(crate) struct FlushEnv<'a> {
     pub fs: &'a dyn FileSystem,
     pub dir: &'a Path,
     pub options: &'a Options,
+    /// The keyspace the tables are for (recorded in their properties).
+    pub keyspace: u32,
     pub counters: &'a Counters,
     pub new_file_number: &'a dyn Fn() -> u64,
 }
@@ -63,6 +65,7 @@ impl FlushEnv<'_> {
         let range_dels = Fragments::clone(&mem.range_deletions());
         let log_table = self.options.triad_log && mem.values_located();
         let mut table_options = self.options.table_options();
+        table_options.keyspace = self.keyspace;
         if log_table {
             table_options.log_refs = Some(vec![mem.log_number()]);
         }
@@ -129,10 +132,10 @@ impl FlushEnv<'_> {
 pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     let oldest = inner
         .trees()
-        .into_iter()
+        .iter()
         .filter_map(|tree| {
             let imm = tree.super_version().imms.last().cloned()?;
-            Some((tree, imm))
+            Some((tree.clone(), imm))
         })
         .min_by_key(|(_, imm)| imm.log_number());
     let Some((tree, imm)) = oldest else {
@@ -144,6 +147,7 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         options: &tree.options,
+        keyspace: tree.id,
         counters: &inner.counters,
         new_file_number: &numbers,
     };

@@ -125,7 +125,7 @@ impl Db {
         let mem = memtable_on_log(&tree_options, &inner.backings, log.number);
         let tree = Tree::new(id, name.to_string(), tree_options, version, mem, Vec::new());
         let tree = Arc::new(tree);
-        inner.trees.write().push(tree.clone());
+        Arc::make_mut(&mut inner.trees.write()).push(tree.clone());
         Ok(Keyspace {
             db: self.clone(),
             tree,
@@ -181,7 +181,7 @@ impl Db {
                 ..VersionEdit::default()
             })?;
             tree.dropped.store(true, Ordering::Release);
-            inner.trees.write().retain(|t| !Arc::ptr_eq(t, &tree));
+            Arc::make_mut(&mut inner.trees.write()).retain(|t| !Arc::ptr_eq(t, &tree));
             // Handles may outlive the drop: let go of the memtables (and
             // their logs) and the version (and its tables) now.
             *tree.super_version.write() = Arc::new(SuperVersion {
@@ -196,6 +196,10 @@ impl Db {
     }
 
     fn find(&self, name: &str) -> Option<Arc<Tree>> {
-        self.inner().trees().into_iter().find(|t| t.name == name)
+        self.inner()
+            .trees()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 }

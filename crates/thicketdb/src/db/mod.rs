@@ -121,7 +121,8 @@ pub(crate) struct DbInner {
     pub default: Arc<Tree>,
     /// Every live keyspace's tree, the default one first. Changed under
     /// `versions` (with the MANIFEST edit); like `super_version`, taken last.
-    pub trees: RwLock<Vec<Arc<Tree>>>,
+    /// Replaced whole (copy on write), so a reader clones one `Arc`.
+    pub trees: RwLock<Arc<Vec<Arc<Tree>>>>,
     pub write: Ranked<WriteState>,
     /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
     pub write_cv: Condvar,
@@ -146,7 +147,7 @@ pub(crate) struct DbInner {
 
 impl DbInner {
     /// Every live keyspace's tree, the default one first.
-    pub fn trees(&self) -> Vec<Arc<Tree>> {
+    pub fn trees(&self) -> Arc<Vec<Arc<Tree>>> {
         self.trees.read().clone()
     }
 

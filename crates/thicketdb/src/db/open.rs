@@ -232,7 +232,7 @@ pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(p.last_sequence),
         default,
-        trees: RwLock::new(p.trees),
+        trees: RwLock::new(Arc::new(p.trees)),
         write: Ranked::new(Rank::Write, WriteState::default()),
         write_cv: Condvar::new(),
         log: Ranked::new(
@@ -603,6 +603,7 @@ impl Replay<'_> {
                     fs: self.fs,
                     dir: self.dir,
                     options: &tree.target.options,
+                    keyspace: tree.target.id,
                     counters: self.counters,
                     new_file_number: self.new_file_number,
                 };

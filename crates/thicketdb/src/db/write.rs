@@ -294,11 +294,8 @@ fn make_room(
         // one keyspace's stall holds up every write.
         let svs: Vec<(Arc<Tree>, Arc<SuperVersion>)> = inner
             .trees()
-            .into_iter()
-            .map(|t| {
-                let sv = t.super_version();
-                (t, sv)
-            })
+            .iter()
+            .map(|t| (t.clone(), t.super_version()))
             .collect();
         let room = |(t, sv): &(Arc<Tree>, Arc<SuperVersion>)| Room::of(&t.options, sv, force);
         let rooms: Vec<Room> = svs.iter().map(room).collect();
@@ -427,7 +424,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.
-    for tree in inner.trees() {
+    for tree in inner.trees().iter() {
         let mem = Arc::new(tree.memtable_on_log(&inner.backings, number));
         let mut current = tree.super_version.write();
         let mut imms = Vec::with_capacity(current.imms.len() + 1);
