@@ -203,6 +203,7 @@ mod tests {
     #[test]
     fn json_keys_and_values_are_pinned() {
         let stats = Stats {
+            keyspaces: 3,
             memtables: 1,
             immutable_memtables: 2,
             tables_per_level: vec![3, 4],
@@ -273,6 +274,7 @@ mod tests {
         };
         let expected: Value = serde_json::from_str(
             r#"{
+                "keyspaces": 3,
                 "memtables": 1,
                 "immutable_memtables": 2,
                 "tables_per_level": [3, 4],

@@ -30,6 +30,25 @@ fn stress(db: &Path, extra: &[&str]) -> Output {
     thicket(&args)
 }
 
+/// A run SIGKILLed after 300 ms, which first verified the store.
+fn killed_run_verifies(db: &Path, seed: &str) {
+    let args = [
+        "--duration",
+        "3600",
+        "--kill-after-ms",
+        "300",
+        "--seed",
+        seed,
+    ];
+    let o = stress(db, &args);
+    assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
+    assert!(
+        text(&o).contains("stress: verified 2000 keys"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn a_killed_run_is_verified_by_the_next() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,23 +65,7 @@ fn a_killed_run_is_verified_by_the_next() {
     assert!(range_deletes > 0, "range deletes are in the op mix");
     assert!(dir.path().join("store.expected").exists());
     for seed in ["2", "3"] {
-        let o = stress(
-            &db,
-            &[
-                "--duration",
-                "3600",
-                "--kill-after-ms",
-                "300",
-                "--seed",
-                seed,
-            ],
-        );
-        assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
-        assert!(
-            text(&o).contains("stress: verified 2000 keys"),
-            "{}",
-            text(&o)
-        );
+        killed_run_verifies(&db, seed);
     }
     let o = stress(&db, &["--duration", "0", "--threads", "1"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -217,23 +220,7 @@ fn keyspaces_are_stressed_and_verified_across_kills_and_power_loss() {
     assert!(o.status.success(), "{out}");
     assert!(out.contains("keyspace stress-1: profile leveldb"), "{out}");
     assert!(out.contains("keyspace stress-2: profile bolt"), "{out}");
-    let o = stress(
-        &db,
-        &[
-            "--duration",
-            "3600",
-            "--kill-after-ms",
-            "300",
-            "--seed",
-            "2",
-        ],
-    );
-    assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
-    assert!(
-        text(&o).contains("stress: verified 2000 keys"),
-        "{}",
-        text(&o)
-    );
+    killed_run_verifies(&db, "2");
     let listed = thicket(&["keyspace", "list", "--db", db.to_str().unwrap()]);
     assert_eq!(text(&listed), "default\nstress-1\nstress-2\n");
     let o = stress(&db, &["--duration", "0", "--threads", "1"]);

@@ -100,6 +100,32 @@ fn keyspaces_are_separate_namespaces_with_their_own_options_and_survive_reopen()
     check(&read_only);
 }
 
+/// A checkpoint copies every keyspace: its tables, its unflushed writes
+/// (in the copied logs) and its definition.
+#[test]
+fn a_checkpoint_holds_every_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let users = db.create_keyspace("users", keyspace_options()).unwrap();
+    for i in 0..2000 {
+        users.put(key(i), format!("u{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    users.put("unflushed", "yes").unwrap();
+    db.put("default-key", "d").unwrap();
+    let copy = dir.path().join("copy");
+    db.checkpoint(&copy).unwrap();
+    users.put("after", "no").unwrap();
+    check_store(&copy).unwrap();
+    let copied = Db::open(&copy, small()).unwrap();
+    let users = copied.keyspace("users").unwrap();
+    assert_eq!(users.get("unflushed").unwrap(), Some(b"yes".to_vec()));
+    assert_eq!(users.get("after").unwrap(), None);
+    assert_eq!(users.get(key(1999)).unwrap(), Some(b"u1999".to_vec()));
+    assert_eq!(scan_keyspace(&users).len(), 2001);
+    assert_eq!(copied.get("default-key").unwrap(), Some(b"d".to_vec()));
+}
+
 #[test]
 fn a_dropped_keyspace_stays_dropped_and_its_name_starts_empty_again() {
     let dir = tempfile::tempdir().unwrap();
