@@ -25,7 +25,7 @@ pub(crate) fn count(inner: &DbInner, change: BufferChange) {
 /// Takes `versions`, then `super_version` through `install`.
 pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
     for tree in inner.trees().iter() {
-        match trim_tree(inner, &tree) {
+        match trim_tree(inner, tree) {
             // Dropped meanwhile: its tables may be gone already.
             Err(_) if tree.dropped.load(Ordering::Acquire) => {}
             other => other?,

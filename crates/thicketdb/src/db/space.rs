@@ -31,7 +31,7 @@ stat_struct! {
 pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
     let (mut live_keys, mut logical_bytes) = (0u64, 0u64);
     for tree in inner.trees().iter() {
-        let mut it = iter::new(inner, &tree, ReadOptions::default())?;
+        let mut it = iter::new(inner, tree, ReadOptions::default())?;
         it.seek_to_first();
         while it.valid() {
             live_keys += 1;
