@@ -31,6 +31,8 @@ pub struct WriteBatch {
     count: u32,
     range_deletions: u32,
     user_bytes: u64,
+    /// Some op is in a keyspace other than the default one.
+    other_keyspaces: bool,
 }
 
 impl Default for WriteBatch {
@@ -87,6 +89,7 @@ impl WriteBatch {
             count: 0,
             range_deletions: 0,
             user_bytes: 0,
+            other_keyspaces: false,
         }
     }
 
@@ -142,6 +145,7 @@ impl WriteBatch {
         } else {
             self.rep.push(kind | IN_KEYSPACE);
             put_varint64(&mut self.rep, keyspace.into());
+            self.other_keyspaces = true;
         }
     }
 
@@ -222,6 +226,12 @@ impl WriteBatch {
         self.count = 0;
         self.range_deletions = 0;
         self.user_bytes = 0;
+        self.other_keyspaces = false;
+    }
+
+    /// Whether every op is in the default keyspace.
+    pub(crate) fn default_keyspace_only(&self) -> bool {
+        !self.other_keyspaces
     }
 
     /// Bytes of user keys and values in the batch.
@@ -240,6 +250,7 @@ impl WriteBatch {
         self.count += other.count;
         self.range_deletions += other.range_deletions;
         self.user_bytes += other.user_bytes;
+        self.other_keyspaces |= other.other_keyspaces;
     }
 
     /// Stamps the first sequence number and count, returning the encoding.

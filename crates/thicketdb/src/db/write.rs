@@ -129,11 +129,16 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
     let count = merged.len() as u64;
     let user_bytes = merged.user_bytes();
     let result = MutexGuard::unlocked(state.raw(), || {
-        let svs: Vec<(u32, Arc<SuperVersion>)> = inner
-            .trees()
-            .iter()
-            .map(|t| (t.id, t.super_version()))
-            .collect();
+        // The memtables the group writes to (a group of the default
+        // keyspace alone reads one super version).
+        let svs: Vec<(u32, Arc<SuperVersion>)> = match merged.default_keyspace_only() {
+            true => vec![(inner.default.id, inner.default.super_version())],
+            false => inner
+                .trees()
+                .iter()
+                .map(|t| (t.id, t.super_version()))
+                .collect(),
+        };
         let mems: Vec<(u32, &Memtable)> = svs.iter().map(|(id, sv)| (*id, &*sv.mem)).collect();
         let first = inner.last_sequence.load(Ordering::Acquire) + 1;
         let mut log = inner.log.lock();
