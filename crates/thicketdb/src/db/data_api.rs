@@ -41,6 +41,18 @@ macro_rules! data_api {
         /// one range tombstone, however many keys the range holds. Snapshots
         /// taken before it still see the keys. Needs the built-in byte order:
         /// a store with a custom comparator returns `InvalidArgument`.
+        ///
+        /// ```
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+        /// for k in ["a", "b", "c", "d"] {
+        ///     db.put(k, "v")?;
+        /// }
+        /// db.delete_range("b", "d")?;
+        /// let keys: Vec<_> = db.range::<&str, _>(..)?.map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+        /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
+        /// # Ok::<(), thicketdb::Error>(())
+        /// ```
         pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
             self.delete_range_opt(start, end, WriteOptions::default())
         }
@@ -106,6 +118,15 @@ macro_rules! data_api {
 
         /// The values of `keys`, in order, all read at one point of the write
         /// order (one snapshot), as RocksDB's `MultiGet`.
+        ///
+        /// ```
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+        /// db.put("a", "1")?;
+        /// let values: Vec<_> = db.multi_get(["a", "b"]).into_iter().collect::<Result<_, _>>()?;
+        /// assert_eq!(values, [Some(b"1".to_vec()), None]);
+        /// # Ok::<(), thicketdb::Error>(())
+        /// ```
         pub fn multi_get<K: AsRef<[u8]>>(
             &self,
             keys: impl IntoIterator<Item = K>,
@@ -162,7 +183,7 @@ macro_rules! data_api {
             &self,
             range: R,
         ) -> Result<Range> {
-            self.range_opt(range, ReadOptions::default())
+            self.range_opt(range, &ReadOptions::default())
         }
 
         /// `range` with per-read options (a snapshot, `fill_cache`); the range
@@ -173,21 +194,21 @@ macro_rules! data_api {
         pub fn range_opt<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
             &self,
             range: R,
-            opts: ReadOptions,
+            opts: &ReadOptions,
         ) -> Result<Range> {
-            range::range_in(self.db(), self.tree(), range, opts)
+            range::range_in(self.db(), self.tree(), range, opts.clone())
         }
 
         /// The pairs whose keys start with `prefix`, as `range`.
         pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
-            self.prefix_opt(prefix, ReadOptions::default())
+            self.prefix_opt(prefix, &ReadOptions::default())
         }
 
         /// `prefix` with per-read options; the prefix replaces their bounds.
         /// Refused under a custom comparator, whose keys sharing a prefix need
         /// not be adjacent.
-        pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: ReadOptions) -> Result<Range> {
-            range::prefix_in(self.db(), self.tree(), prefix.as_ref(), opts)
+        pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Range> {
+            range::prefix_in(self.db(), self.tree(), prefix.as_ref(), opts.clone())
         }
 
         /// Flushes, then compacts every table overlapping `[start, end]` (`None`

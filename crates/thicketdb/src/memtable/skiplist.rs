@@ -1,9 +1,9 @@
 //! A skiplist of memtable entries for one writer and many lock-free readers.
 //!
-//! Nodes live in an append-only `boxcar::Vec` and link to each other by
-//! index, so readers need neither locks nor `unsafe`: a node is fully built
-//! before it is pushed, and becomes reachable only when a predecessor's
-//! `next` is stored with `Release` after the push. Nodes are never removed;
+//! Nodes live in an append-only vector of memory maps (`mapped_vec.rs`)
+//! and link to each other by index, so readers need no locks: a node is
+//! fully built before it is pushed, and becomes reachable only when a
+//! predecessor's `next` is stored with `Release` after the push. Nodes are never removed;
 //! the whole list is dropped with its memtable.
 //!
 //! Inserts remember the predecessors of the last insert at every level, so
@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use crate::format::internal_key::TRAILER_LEN;
 use crate::format::KeyOrder;
 
+use super::mapped_vec::MappedVec;
 use super::PackedLocation;
 
 pub const MAX_HEIGHT: usize = 12;
@@ -96,10 +97,10 @@ struct Writer {
 }
 
 pub struct SkipList {
-    nodes: boxcar::Vec<Node>,
+    nodes: MappedVec<Node>,
     /// Where each node's value is in the memtable's log, by node index
     /// (TRIAD-LOG); `None` when the memtable does not track them.
-    locations: Option<boxcar::Vec<PackedLocation>>,
+    locations: Option<MappedVec<PackedLocation>>,
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -110,7 +111,7 @@ impl SkipList {
     /// An empty list ordered by `order`.
     pub fn new(order: KeyOrder) -> SkipList {
         SkipList {
-            nodes: boxcar::Vec::new(),
+            nodes: MappedVec::default(),
             locations: None,
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
             height: AtomicUsize::new(1),
@@ -127,7 +128,7 @@ impl SkipList {
     /// insert).
     pub fn track_locations(&mut self) {
         debug_assert!(self.is_empty());
-        self.locations = Some(boxcar::Vec::new());
+        self.locations = Some(MappedVec::default());
     }
 
     pub fn tracks_locations(&self) -> bool {
@@ -145,7 +146,7 @@ impl SkipList {
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.count()
+        self.nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,7 +155,10 @@ impl SkipList {
 
     /// The node at `index` (an index obtained from this list).
     pub fn node(&self, index: u32) -> &Node {
-        &self.nodes[index as usize]
+        match self.nodes.get(index as usize) {
+            Some(node) => node,
+            None => unreachable!("node {index} read before it was pushed"),
+        }
     }
 
     fn next_of(&self, node: u32, level: usize) -> u32 {
