@@ -41,15 +41,23 @@ pub enum Command {
         /// fdatasync the log before returning.
         #[arg(long)]
         sync: bool,
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
     },
     /// Prints the value of KEY; exit status 1 when absent.
-    Get { key: String },
+    Get {
+        key: String,
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
+    },
     /// Removes KEY.
     Delete {
         key: String,
         /// fdatasync the log before returning.
         #[arg(long)]
         sync: bool,
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
     },
     /// Removes every key in [FROM, TO) with one range tombstone.
     DeleteRange {
@@ -58,6 +66,8 @@ pub enum Command {
         /// fdatasync the log before returning.
         #[arg(long)]
         sync: bool,
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
     },
     /// Prints `key<TAB>value` lines in key order.
     Scan(ScanArgs),
@@ -74,10 +84,17 @@ pub enum Command {
     Dump(DumpArgs),
     /// Writes generated keys `key%016d`, reporting `acked N` progress.
     Load(LoadArgs),
-    /// Flushes the memtable to a table.
+    /// Flushes the memtables (of every keyspace) to tables.
     Flush,
     /// Compacts the whole key range into the bottom of the tree.
-    Compact,
+    Compact {
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
+    },
+    /// Creates, lists or drops keyspaces (independent namespaces of the
+    /// store, sharing its log).
+    #[command(subcommand)]
+    Keyspace(KeyspaceCommand),
     /// Writes a consistent, openable copy of the store into the new
     /// directory DIR2 (segments hard-linked where possible).
     Checkpoint {
@@ -97,6 +114,35 @@ pub enum Command {
     Serve(thicket_server::ServeArgs),
 }
 
+/// The keyspace a data command works on.
+#[derive(Debug, Args, Default)]
+pub struct KeyspaceArg {
+    /// The keyspace (the default keyspace when absent); it must exist
+    /// (`thicket keyspace create`).
+    #[arg(long, value_name = "NAME")]
+    pub keyspace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyspaceCommand {
+    /// Creates keyspace NAME with its own options: the profile's, then the
+    /// `--keyspace-option` overrides (store-wide options stay the store's).
+    Create {
+        name: String,
+        /// The profile the keyspace's options start from (default:
+        /// `default`).
+        #[arg(long, value_name = "NAME")]
+        keyspace_profile: Option<String>,
+        /// Overrides one of the keyspace's options (repeatable).
+        #[arg(long = "keyspace-option", value_name = "NAME=VALUE")]
+        keyspace_options: Vec<String>,
+    },
+    /// Prints every keyspace's name, one per line, the default one first.
+    List,
+    /// Drops keyspace NAME and all its data.
+    Drop { name: String },
+}
+
 #[derive(Debug, Args)]
 pub struct ScanArgs {
     /// Inclusive lower bound.
@@ -111,6 +157,8 @@ pub struct ScanArgs {
     /// Scans from the top down.
     #[arg(long)]
     pub reverse: bool,
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +198,8 @@ pub struct LoadArgs {
     /// Seed of the random order.
     #[arg(long, value_name = "X", default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
 }
 
 #[cfg(test)]
@@ -172,5 +222,14 @@ mod tests {
         assert_eq!(cli.global.options, ["a=1", "b=2"]);
         let cli = Cli::try_parse_from(["thicket", "get", "k", "--db", "d"]).unwrap();
         assert_eq!(cli.global.db, Some(PathBuf::from("d")));
+    }
+
+    #[test]
+    fn the_keyspace_flag_parses() {
+        let cli = Cli::try_parse_from(["thicket", "put", "k", "v", "--keyspace", "users"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Put { keyspace: KeyspaceArg { keyspace: Some(ref k) }, .. } if k == "users"
+        ));
     }
 }

@@ -47,6 +47,7 @@ pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
         let _ = out.write_fmt(args);
         out.push('\n');
     };
+    line(format_args!("keyspaces:        {}", s.keyspaces));
     line(format_args!(
         "memtables:        {} ({} immutable)",
         s.memtables, s.immutable_memtables
@@ -199,6 +200,7 @@ mod tests {
     #[test]
     fn json_keys_and_values_are_pinned() {
         let mut stats = Stats::default();
+        stats.keyspaces = 3;
         stats.memtables = 1;
         stats.immutable_memtables = 2;
         stats.tables_per_level = vec![3, 4];
@@ -267,6 +269,7 @@ mod tests {
         space.space_amplification = 0.75;
         let expected: Value = serde_json::from_str(
             r#"{
+                "keyspaces": 3,
                 "memtables": 1,
                 "immutable_memtables": 2,
                 "tables_per_level": [3, 4],

@@ -251,6 +251,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
     let mut keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
     let mut pinned = vec![
+        "keyspaces",
         "memtables",
         "immutable_memtables",
         "tables_per_level",
@@ -321,6 +322,84 @@ fn stats_json_lists_exactly_the_pinned_keys() {
     assert_eq!(causes, ["compaction", "flush", "log", "manifest"]);
     assert_eq!(s["user_writes"], 1);
     assert_eq!(s["background_error"], serde_json::Value::Null);
+}
+
+/// `keyspace create|list|drop` and `--keyspace` on the data commands; the
+/// default keyspace when absent; `dump` shows the keyspace's edits and ops.
+#[test]
+fn keyspaces_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    ok(db, &["put", "k", "default-value"]);
+    let created = ok(
+        db,
+        &[
+            "keyspace",
+            "create",
+            "users",
+            "--keyspace-profile",
+            "sifr",
+            "--keyspace-option",
+            "bloom_bits_per_key=16",
+        ],
+    );
+    assert_eq!(created, "created keyspace users\n");
+    assert_eq!(ok(db, &["keyspace", "list"]), "default\nusers\n");
+    ok(db, &["put", "k", "user-value", "--keyspace", "users"]);
+    ok(db, &["put", "j", "x", "--keyspace", "users"]);
+    ok(db, &["delete", "j", "--keyspace", "users"]);
+    ok(db, &["load", "--count", "50", "--keyspace", "users"]);
+    ok(
+        db,
+        &[
+            "delete-range",
+            "key0000000000000010",
+            "key0000000000000040",
+            "--keyspace",
+            "users",
+        ],
+    );
+    assert_eq!(ok(db, &["get", "k"]), "default-value\n");
+    assert_eq!(ok(db, &["get", "k", "--keyspace", "users"]), "user-value\n");
+    assert_eq!(
+        thicket(db, &["get", "j", "--keyspace", "users"])
+            .status
+            .code(),
+        Some(1)
+    );
+    let scanned = ok(db, &["scan", "--keyspace", "users"]);
+    assert_eq!(scanned.lines().count(), 21, "{scanned}");
+    assert_eq!(ok(db, &["scan"]), "k\tdefault-value\n");
+    let manifest = ok(db, &["dump", "--manifest"]);
+    assert!(
+        manifest.contains("create keyspace 1 named \"users\""),
+        "{manifest}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(db, &["dump", "--manifest", "--json"])).unwrap();
+    let created = json["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["edit"]["create_keyspace"]["name"] == "users")
+        .expect("a record creates the keyspace");
+    assert_eq!(created["edit"]["keyspace"], 1);
+    ok(db, &["compact", "--keyspace", "users"]);
+    ok(db, &["check"]);
+    assert_eq!(stats_json(db)["keyspaces"], 2);
+    let err = fails(db, &["get", "k", "--keyspace", "nope"]);
+    assert!(err.contains("no such keyspace"), "{err}");
+    let err = fails(db, &["put", "k", "v", "--keyspace", "nope"]);
+    assert!(err.contains("no such keyspace"), "{err}");
+    ok(db, &["keyspace", "drop", "users"]);
+    assert_eq!(ok(db, &["keyspace", "list"]), "default\n");
+    let err = fails(db, &["keyspace", "drop", "default"]);
+    assert!(err.contains("cannot be dropped"), "{err}");
+    let manifest = ok(db, &["dump", "--manifest"]);
+    assert!(
+        !manifest.contains("named \"users\""),
+        "a rolled MANIFEST forgets it: {manifest}"
+    );
 }
 
 #[test]
@@ -483,7 +562,7 @@ fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
     );
     let records = manifest["records"].as_array().unwrap();
     let first = &records[0]["edit"];
-    assert_eq!(first["format_version"], 5, "{first}");
+    assert_eq!(first["format_version"], 6, "{first}");
     let table = records
         .iter()
         .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())

@@ -30,6 +30,25 @@ fn stress(db: &Path, extra: &[&str]) -> Output {
     thicket(&args)
 }
 
+/// A run SIGKILLed after 300 ms, which first verified the store.
+fn killed_run_verifies(db: &Path, seed: &str) {
+    let args = [
+        "--duration",
+        "3600",
+        "--kill-after-ms",
+        "300",
+        "--seed",
+        seed,
+    ];
+    let o = stress(db, &args);
+    assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
+    assert!(
+        text(&o).contains("stress: verified 2000 keys"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn a_killed_run_is_verified_by_the_next() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,23 +65,7 @@ fn a_killed_run_is_verified_by_the_next() {
     assert!(range_deletes > 0, "range deletes are in the op mix");
     assert!(dir.path().join("store.expected").exists());
     for seed in ["2", "3"] {
-        let o = stress(
-            &db,
-            &[
-                "--duration",
-                "3600",
-                "--kill-after-ms",
-                "300",
-                "--seed",
-                seed,
-            ],
-        );
-        assert_eq!(o.status.signal(), Some(9), "{}", text(&o));
-        assert!(
-            text(&o).contains("stress: verified 2000 keys"),
-            "{}",
-            text(&o)
-        );
+        killed_run_verifies(&db, seed);
     }
     let o = stress(&db, &["--duration", "0", "--threads", "1"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -200,4 +203,50 @@ fn crashtest_reports_a_failing_run() {
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(out.contains("MISMATCH"), "{out}");
     assert!(out.contains("stores kept in"), "{out}");
+}
+
+/// `--keyspaces 3`: keys spread over the default keyspace and two more with
+/// the next profiles' options; batches span them; a killed run is verified
+/// per keyspace by the next, and so is every simulated power loss.
+#[test]
+fn keyspaces_are_stressed_and_verified_across_kills_and_power_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let o = stress(
+        &db,
+        &["--keyspaces", "3", "--duration", "0.5", "--seed", "1"],
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("keyspace stress-1: profile leveldb"), "{out}");
+    assert!(out.contains("keyspace stress-2: profile bolt"), "{out}");
+    killed_run_verifies(&db, "2");
+    let listed = thicket(&["keyspace", "list", "--db", db.to_str().unwrap()]);
+    assert_eq!(text(&listed), "default\nstress-1\nstress-2\n");
+    let o = stress(&db, &["--duration", "0", "--threads", "1"]);
+    assert!(
+        text(&o).contains("stress: verified 2000 keys"),
+        "{}",
+        text(&o)
+    );
+
+    let o = thicket(&[
+        "stress",
+        "--power-loss-cycles",
+        "3",
+        "--keyspaces",
+        "3",
+        "--profile",
+        "triad",
+        "--duration",
+        "2",
+        "--keys",
+        "2000",
+        "--seed",
+        "6",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("keyspace stress-2: profile leveldb"), "{out}");
+    assert!(out.contains("stress: done: 3 power losses"), "{out}");
 }

@@ -64,6 +64,9 @@ pub enum Error {
     /// compactions are refused.
     #[error("store is open read-only: {0} refused")]
     ReadOnly(String),
+    /// No keyspace of that name (or id) exists: never created, or dropped.
+    #[error("no such keyspace: {0}")]
+    KeyspaceNotFound(String),
     /// A background flush or compaction failed; writes are refused until reopen.
     #[error("background error, writes refused until reopen: {0}")]
     Background(Box<Error>),

@@ -55,6 +55,7 @@ pub use db::check;
 pub use db::dump;
 pub use db::{destroy, repair, RepairReport};
 pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
+pub use db::{Keyspace, DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use db::{ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use common::*;
@@ -16,7 +16,8 @@ use thicketdb::check::check_ordered_store;
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::PosixFs;
 use thicketdb::{
-    Db, DbIterator, KeyOrder, Options, Profile, ReadOptions, Snapshot, Stats, WriteOptions,
+    Db, DbIterator, KeyOrder, Keyspace, Options, Profile, ReadOptions, Snapshot, Stats, WriteBatch,
+    WriteOptions, DEFAULT_KEYSPACE_NAME,
 };
 
 const KEYS: usize = 200;
@@ -36,6 +37,9 @@ struct Config {
     /// Whether bursts of puts (several memtables back to back) are among
     /// the operations, so that levels fill while compactions run.
     write_bursts: bool,
+    /// Whether keyspaces are created (each with a random profile's options),
+    /// dropped, switched between and written by cross-keyspace batches.
+    keyspaces: bool,
 }
 
 /// Background flushes and L0 compactions, no manual compaction.
@@ -44,6 +48,7 @@ fn background_compaction() -> Config {
         options: small_options(),
         manual_compaction: false,
         write_bursts: false,
+        keyspaces: false,
     }
 }
 
@@ -58,6 +63,7 @@ fn manual_compaction() -> Config {
             .l0_stop_writes_trigger(1000),
         manual_compaction: true,
         write_bursts: false,
+        keyspaces: false,
     }
 }
 
@@ -67,6 +73,7 @@ fn all_compactions() -> Config {
         options: small_options(),
         manual_compaction: true,
         write_bursts: false,
+        keyspaces: false,
     }
 }
 
@@ -106,7 +113,19 @@ struct Harness {
     backend: Backend,
     db: Option<Db>,
     keys: Vec<Vec<u8>>,
+    /// The model of the keyspace operations work on (`current`).
     model: Model,
+    /// The keyspace operations work on, and its handle.
+    current: String,
+    ks: Option<Keyspace>,
+    /// The models of the other keyspaces, by name.
+    parked: BTreeMap<String, Model>,
+    /// Keyspaces created so far (names are never reused, so a model is
+    /// never confused with a dropped keyspace's).
+    created: u32,
+    /// Keyspaces dropped and cross-keyspace batches written.
+    dropped: u32,
+    cross_batches: u32,
     snapshots: Vec<(Snapshot, Model)>,
     /// An iterator created earlier and the state it must show.
     old_iter: Option<(DbIterator, Entries)>,
@@ -140,6 +159,7 @@ impl Harness {
         let mut rng = StdRng::seed_from_u64(seed);
         let keys = random_keys(&mut rng);
         let db = backend.open(&config.options);
+        let ks = db.keyspace(DEFAULT_KEYSPACE_NAME).unwrap();
         Harness {
             rng,
             config,
@@ -149,6 +169,12 @@ impl Harness {
             db: Some(db),
             keys,
             model: Model::new(),
+            current: DEFAULT_KEYSPACE_NAME.to_string(),
+            ks: Some(ks),
+            parked: BTreeMap::new(),
+            created: 0,
+            dropped: 0,
+            cross_batches: 0,
             snapshots: Vec::new(),
             old_iter: None,
             writes: 0,
@@ -158,6 +184,11 @@ impl Harness {
 
     fn db(&self) -> &Db {
         self.db.as_ref().unwrap()
+    }
+
+    /// The keyspace operations work on.
+    fn ks(&self) -> &Keyspace {
+        self.ks.as_ref().unwrap()
     }
 
     fn key(&mut self) -> Vec<u8> {
@@ -203,12 +234,12 @@ impl Harness {
         match self.rng.random_range(0..1000) {
             0..300 => {
                 let (k, v, o) = (self.key(), self.value(), self.write_options());
-                self.db().put_opt(&k, &v, o).unwrap();
+                self.ks().put_opt(&k, &v, o).unwrap();
                 self.model.insert(k, v);
             }
             300..400 => {
                 let (k, o) = (self.key(), self.write_options());
-                self.db().delete_opt(&k, o).unwrap();
+                self.ks().delete_opt(&k, o).unwrap();
                 self.model.remove(&k);
             }
             400..480 => {
@@ -224,7 +255,9 @@ impl Harness {
                     ops.push((k, v));
                 }
                 let o = self.write_options();
-                self.db().write_opt(batch_of(&ops), o).unwrap();
+                let mut batch = WriteBatch::new();
+                add_ops(&mut batch, self.ks(), &ops);
+                self.db().write_opt(batch, o).unwrap();
                 apply(&mut self.model, &ops);
             }
             480..640 => self.check_get(),
@@ -253,7 +286,7 @@ impl Harness {
                         vs(&got, &want)
                     );
                 } else {
-                    let it = self.db().iter(ReadOptions::default()).unwrap();
+                    let it = self.ks().iter(ReadOptions::default()).unwrap();
                     let mut want = model_vec(&self.model);
                     let order = &self.config.options.comparator;
                     want.sort_by(|a, b| order.user(&a.0, &b.0));
@@ -270,7 +303,7 @@ impl Harness {
                     // Sometimes an empty (inverted) range.
                     _ => (Some(a), Some(b)),
                 };
-                self.db()
+                self.ks()
                     .compact_range(start.as_deref(), end.as_deref())
                     .unwrap();
             }
@@ -279,11 +312,106 @@ impl Harness {
             845..855 if self.config.write_bursts => {
                 for _ in 0..self.rng.random_range(200..600) {
                     let (k, v) = (self.key(), self.value());
-                    self.db().put(&k, &v).unwrap();
+                    self.ks().put(&k, &v).unwrap();
                     self.model.insert(k, v);
                 }
             }
+            885..905 if self.config.keyspaces => self.keyspace_step(),
             _ => self.check_get(),
+        }
+    }
+
+    /// Creates, drops or switches to a keyspace, or writes one batch across
+    /// several.
+    fn keyspace_step(&mut self) {
+        match self.rng.random_range(0..10) {
+            0..2 if self.parked.len() + 1 < 4 => {
+                self.created += 1;
+                let name = format!("ks{}", self.created);
+                let profile = Profile::ALL[self.rng.random_range(0..Profile::ALL.len())];
+                let options = profile_config(profile).options;
+                self.db().create_keyspace(&name, options).unwrap();
+                self.parked.insert(name, Model::new());
+            }
+            2 => {
+                let names: Vec<String> = self
+                    .parked
+                    .keys()
+                    .chain([&self.current])
+                    .filter(|n| *n != DEFAULT_KEYSPACE_NAME)
+                    .cloned()
+                    .collect();
+                if names.is_empty() {
+                    return;
+                }
+                let name = &names[self.rng.random_range(0..names.len())];
+                if *name == self.current {
+                    self.switch_to(DEFAULT_KEYSPACE_NAME);
+                }
+                self.db().drop_keyspace(name).unwrap();
+                self.parked.remove(name);
+                self.dropped += 1;
+                let gone = self.db().keyspace(name);
+                assert!(
+                    matches!(gone, Err(thicketdb::Error::KeyspaceNotFound(_))),
+                    "{}: dropped keyspace {name} still there",
+                    self.ctx
+                );
+            }
+            3..6 => {
+                let mut names: Vec<String> = self.parked.keys().cloned().collect();
+                names.push(DEFAULT_KEYSPACE_NAME.to_string());
+                let name = names[self.rng.random_range(0..names.len())].clone();
+                self.switch_to(&name);
+            }
+            _ => self.cross_keyspace_batch(),
+        }
+    }
+
+    /// Makes `name` the keyspace operations work on. Snapshots and the old
+    /// iterator hold one keyspace's state, so they go.
+    fn switch_to(&mut self, name: &str) {
+        if name == self.current {
+            return;
+        }
+        self.snapshots.clear();
+        self.old_iter = None;
+        let model = self
+            .parked
+            .remove(name)
+            .expect("switching to a known keyspace");
+        let old = std::mem::replace(&mut self.model, model);
+        let old_name = std::mem::replace(&mut self.current, name.to_string());
+        self.parked.insert(old_name, old);
+        self.ks = Some(self.db().keyspace(name).unwrap());
+    }
+
+    /// One batch with ops in the current keyspace and every other one.
+    fn cross_keyspace_batch(&mut self) {
+        let mut batch = WriteBatch::new();
+        let mut per_space: Vec<(String, Vec<Op>)> = Vec::new();
+        let names: Vec<String> = std::iter::once(self.current.clone())
+            .chain(self.parked.keys().cloned())
+            .collect();
+        for name in names {
+            let ops: Vec<Op> = (0..self.rng.random_range(1..5))
+                .map(|_| {
+                    let k = self.key();
+                    let v = self.rng.random_bool(0.8).then(|| self.value());
+                    (k, v)
+                })
+                .collect();
+            add_ops(&mut batch, &self.db().keyspace(&name).unwrap(), &ops);
+            per_space.push((name, ops));
+        }
+        let o = self.write_options();
+        self.db().write_opt(batch, o).unwrap();
+        self.cross_batches += u32::from(per_space.len() > 1);
+        for (name, ops) in per_space {
+            match self.parked.get_mut(&name) {
+                Some(model) => apply(model, &ops),
+                None => apply(&mut self.model, &ops),
+            }
         }
     }
 
@@ -314,7 +442,7 @@ impl Harness {
         let (start, end) = self.range();
         let o = self.write_options();
         if !self.config.options.comparator.is_bytewise() {
-            let refused = self.db().delete_range_opt(&start, &end, o);
+            let refused = self.ks().delete_range_opt(&start, &end, o);
             assert!(
                 matches!(refused, Err(thicketdb::Error::InvalidArgument(_))),
                 "{}: a custom comparator refuses range deletes: {refused:?}",
@@ -324,16 +452,16 @@ impl Harness {
         }
         let in_range = |k: &Vec<u8>| start <= *k && *k < end;
         if self.rng.random_bool(0.7) {
-            self.db().delete_range_opt(&start, &end, o).unwrap();
+            self.ks().delete_range_opt(&start, &end, o).unwrap();
             self.model.retain(|k, _| !in_range(k));
             return;
         }
         let (before, after) = (self.key(), self.key());
         let (v1, v2) = (self.value(), self.value());
-        let mut batch = thicketdb::WriteBatch::new();
-        batch.put(&before, &v1).unwrap();
-        batch.delete_range(&start, &end).unwrap();
-        batch.put(&after, &v2).unwrap();
+        let mut batch = WriteBatch::new();
+        batch.put_in(self.ks(), &before, &v1).unwrap();
+        batch.delete_range_in(self.ks(), &start, &end).unwrap();
+        batch.put_in(self.ks(), &after, &v2).unwrap();
         self.db().write_opt(batch, o).unwrap();
         self.model.insert(before, v1);
         self.model.retain(|k, _| !in_range(k));
@@ -342,7 +470,7 @@ impl Harness {
 
     fn check_get(&mut self) {
         let k = self.probe();
-        let got = self.db().get(&k).unwrap();
+        let got = self.ks().get(&k).unwrap();
         assert_eq!(
             got.as_ref(),
             self.model.get(&k),
@@ -358,7 +486,7 @@ impl Harness {
                 fill_cache: self.rng.random_bool(0.5),
                 ..ReadOptions::default()
             };
-            let got = self.db().get_opt(&k, &opts).unwrap();
+            let got = self.ks().get_opt(&k, &opts).unwrap();
             assert_eq!(
                 got.as_ref(),
                 want.get(&k),
@@ -409,7 +537,7 @@ impl Harness {
             upper_bound: upper,
             fill_cache: self.rng.random_bool(0.5),
         };
-        let mut it = self.db().iter(opts).unwrap();
+        let mut it = self.ks().iter(opts).unwrap();
         match self.rng.random_range(0..3) {
             0 => {
                 it.seek_to_first();
@@ -473,6 +601,7 @@ impl Harness {
     fn reopen(&mut self) {
         self.snapshots.clear();
         self.old_iter = None;
+        self.ks = None;
         let db = self.db.take().unwrap();
         match (self.rng.random_range(0..3), &self.backend) {
             (0, _) => {
@@ -487,25 +616,55 @@ impl Harness {
             _ => drop(db),
         }
         self.reopens += 1;
+        self.ks = None;
         self.db = Some(self.backend.open(&self.config.options));
+        self.ks = Some(self.db().keyspace(&self.current).unwrap());
         self.check_all("after reopen");
     }
 
+    /// Every keyspace against its model, and the set of keyspaces.
     fn check_all(&self, what: &str) {
-        let order = &self.config.options.comparator;
-        let scanned = scan(self.db(), ReadOptions::default()).unwrap();
-        assert!(
-            scanned.windows(2).all(|w| order.lt(&w[0].0, &w[1].0)),
-            "{} {what}: a scan is not in {order:?}",
+        let mut names = self.db().list_keyspaces();
+        names.sort_unstable();
+        let mut want: Vec<&String> = self.parked.keys().chain([&self.current]).collect();
+        want.sort_unstable();
+        assert_eq!(
+            names.iter().collect::<Vec<_>>(),
+            want,
+            "{} {what}",
             self.ctx
         );
-        let got: Model = scanned.into_iter().collect();
-        assert!(
-            got == self.model,
-            "{} {what}: {}",
-            self.ctx,
-            diff(&got, &self.model)
-        );
+        let spaces = self.parked.iter().chain([(&self.current, &self.model)]);
+        let order = &self.config.options.comparator;
+        for (name, model) in spaces {
+            let ks = self.db().keyspace(name).unwrap();
+            let mut it = ks.iter(ReadOptions::default()).unwrap();
+            it.seek_to_first();
+            let (scanned, status) = drain(&mut it, true);
+            status.unwrap();
+            assert!(
+                scanned.windows(2).all(|w| order.lt(&w[0].0, &w[1].0)),
+                "{} {what}: a scan of keyspace {name} is not in {order:?}",
+                self.ctx
+            );
+            let got: Model = scanned.into_iter().collect();
+            assert!(
+                got == *model,
+                "{} {what}: keyspace {name}: {}",
+                self.ctx,
+                diff(&got, model)
+            );
+        }
+    }
+}
+
+/// Adds `ops` to `batch`, in keyspace `ks`.
+fn add_ops(batch: &mut WriteBatch, ks: &Keyspace, ops: &[Op]) {
+    for (k, v) in ops {
+        match v {
+            Some(v) => batch.put_in(ks, k, v).unwrap(),
+            None => batch.delete_in(ks, k).unwrap(),
+        }
     }
 }
 
@@ -543,6 +702,16 @@ fn run(seed: u64, ops: usize, backend: Backend, config: Config) -> Stats {
         h.ctx
     );
     assert!(h.reopens > 0);
+    if h.config.keyspaces {
+        assert!(
+            h.created > 0 && h.dropped > 0 && h.cross_batches > 0,
+            "{}: {} keyspaces created, {} dropped, {} cross-keyspace batches",
+            h.ctx,
+            h.created,
+            h.dropped,
+            h.cross_batches
+        );
+    }
     eprintln!(
         "{}: {} writes, {} reopens, {} flushes, {} merge compactions, {} moves, {} started beside another",
         h.base,
@@ -633,6 +802,7 @@ fn profile_config(profile: Profile) -> Config {
             .lsbm_trim_interval(0),
         manual_compaction: true,
         write_bursts: false,
+        keyspaces: false,
     }
 }
 
@@ -698,6 +868,22 @@ fn concurrent_config(profile: Profile) -> Config {
         options: config.options.compaction_threads(3).runs_per_level(2),
         write_bursts: true,
         ..config
+    }
+}
+
+/// Keyspaces under every store profile, each created with a random
+/// profile's options: created, dropped (a dropped keyspace never comes
+/// back), switched between and written by cross-keyspace batches, across
+/// crashes and reopens; every keyspace is checked against its model.
+#[test]
+fn model_keyspaces_under_every_profile() {
+    for &profile in Profile::ALL {
+        let mut config = profile_config(profile);
+        config.keyspaces = true;
+        for seed in seeds(&[801]) {
+            run(seed, ops(OPS), fault(), config.clone());
+        }
+        run(802, ops(OPS), posix(), config);
     }
 }
 

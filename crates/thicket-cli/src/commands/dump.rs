@@ -176,8 +176,16 @@ fn edit_json(e: &VersionEdit) -> Value {
         .iter()
         .map(|(name, value)| (name.clone(), json!(value)))
         .collect();
+    let create_keyspace = e
+        .create_keyspace
+        .as_ref()
+        .map(|def| json!({ "name": def.name, "options": def.options }));
     json!({
         "format_version": e.format_version,
+        "keyspace": e.keyspace,
+        "create_keyspace": create_keyspace,
+        "drop_keyspace": e.drop_keyspace,
+        "next_keyspace_id": e.next_keyspace_id,
         "log_number": e.log_number,
         "next_file_number": e.next_file_number,
         "last_sequence": e.last_sequence,
@@ -256,8 +264,18 @@ fn manifest_text(dump: &ManifestDump) -> String {
     for r in &dump.records {
         let e = &r.edit;
         out += &format!("record at {}:\n", r.offset);
+        if e.keyspace != 0 {
+            out += &format!("  keyspace {}\n", e.keyspace);
+        }
+        if let Some(def) = &e.create_keyspace {
+            out += &format!("  create keyspace {} named {:?}\n", e.keyspace, def.name);
+        }
+        if e.drop_keyspace {
+            out += &format!("  drop keyspace {}\n", e.keyspace);
+        }
         for (name, value) in [
             ("format_version", e.format_version),
+            ("next_keyspace_id", e.next_keyspace_id.map(u64::from)),
             ("log_number", e.log_number),
             ("next_file_number", e.next_file_number),
             ("last_sequence", e.last_sequence),
@@ -478,12 +496,28 @@ fn log_json(dump: &LogDump) -> Value {
             json!({
                 "offset": r.offset,
                 "sequence": r.first_sequence,
-                "ops": r.ops.iter().map(entry_json).collect::<Vec<_>>(),
-                "range_deletions": r.range_deletions.iter().map(range_deletion_json).collect::<Vec<_>>(),
+                "ops": r.ops.iter().zip(&r.op_keyspaces).map(|(e, &ks)| in_keyspace(entry_json(e), ks)).collect::<Vec<_>>(),
+                "range_deletions": r.range_deletions.iter().zip(&r.range_deletion_keyspaces).map(|(t, &ks)| in_keyspace(range_deletion_json(t), ks)).collect::<Vec<_>>(),
             })
         })
         .collect();
     json!({ "log": dump.path.display().to_string(), "records": records })
+}
+
+/// A log op's JSON object with its keyspace id added.
+fn in_keyspace(mut op: Value, keyspace: u32) -> Value {
+    if let Value::Object(fields) = &mut op {
+        fields.insert("keyspace".to_string(), json!(keyspace));
+    }
+    op
+}
+
+/// ` in keyspace N` for an op outside the default keyspace.
+fn keyspace_text(keyspace: u32) -> String {
+    match keyspace {
+        0 => String::new(),
+        n => format!(" in keyspace {n}"),
+    }
 }
 
 fn log_text(dump: &LogDump) -> String {
@@ -495,15 +529,16 @@ fn log_text(dump: &LogDump) -> String {
             r.ops.len() + r.range_deletions.len(),
             r.first_sequence
         );
-        for e in &r.ops {
-            out += &format!("  {}\n", entry_text(e));
+        for (e, &ks) in r.ops.iter().zip(&r.op_keyspaces) {
+            out += &format!("  {}{}\n", entry_text(e), keyspace_text(ks));
         }
-        for t in &r.range_deletions {
+        for (t, &ks) in r.range_deletions.iter().zip(&r.range_deletion_keyspaces) {
             out += &format!(
-                "  range deletion [{}, {}) @{}\n",
+                "  range deletion [{}, {}) @{}{}\n",
                 bytes(&t.start),
                 bytes(&t.end),
-                t.seq
+                t.seq,
+                keyspace_text(ks)
             );
         }
     }

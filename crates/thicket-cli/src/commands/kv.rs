@@ -4,20 +4,28 @@ use std::io::Write;
 
 use thicketdb::WriteOptions;
 
-use super::{open, Access, Status};
-use crate::cli::GlobalArgs;
+use super::{open_keyspace, Access, Status};
+use crate::cli::{GlobalArgs, KeyspaceArg};
 use crate::error::CliResult;
 
-pub fn put(g: &GlobalArgs, key: &[u8], value: &[u8], sync: bool) -> CliResult<Status> {
-    let db = open(g, Access::Create)?;
-    db.put_opt(key, value, WriteOptions { sync })?;
+pub fn put(
+    g: &GlobalArgs,
+    ks: &KeyspaceArg,
+    key: &[u8],
+    value: &[u8],
+    sync: bool,
+) -> CliResult<Status> {
+    let (db, ks) = open_keyspace(g, ks, Access::Create)?;
+    ks.put_opt(key, value, WriteOptions { sync })?;
+    drop(ks);
     db.close()?;
     Ok(Status::Success)
 }
 
-pub fn get(g: &GlobalArgs, key: &[u8]) -> CliResult<Status> {
-    let db = open(g, Access::ReadOnly)?;
-    let value = db.get(key)?;
+pub fn get(g: &GlobalArgs, ks: &KeyspaceArg, key: &[u8]) -> CliResult<Status> {
+    let (db, ks) = open_keyspace(g, ks, Access::ReadOnly)?;
+    let value = ks.get(key)?;
+    drop(ks);
     db.close()?;
     match value {
         Some(v) => {
@@ -31,16 +39,24 @@ pub fn get(g: &GlobalArgs, key: &[u8]) -> CliResult<Status> {
     }
 }
 
-pub fn delete(g: &GlobalArgs, key: &[u8], sync: bool) -> CliResult<Status> {
-    let db = open(g, Access::Create)?;
-    db.delete_opt(key, WriteOptions { sync })?;
+pub fn delete(g: &GlobalArgs, ks: &KeyspaceArg, key: &[u8], sync: bool) -> CliResult<Status> {
+    let (db, ks) = open_keyspace(g, ks, Access::Create)?;
+    ks.delete_opt(key, WriteOptions { sync })?;
+    drop(ks);
     db.close()?;
     Ok(Status::Success)
 }
 
-pub fn delete_range(g: &GlobalArgs, from: &[u8], to: &[u8], sync: bool) -> CliResult<Status> {
-    let db = open(g, Access::Create)?;
-    db.delete_range_opt(from, to, WriteOptions { sync })?;
+pub fn delete_range(
+    g: &GlobalArgs,
+    ks: &KeyspaceArg,
+    from: &[u8],
+    to: &[u8],
+    sync: bool,
+) -> CliResult<Status> {
+    let (db, ks) = open_keyspace(g, ks, Access::Create)?;
+    ks.delete_range_opt(from, to, WriteOptions { sync })?;
+    drop(ks);
     db.close()?;
     Ok(Status::Success)
 }

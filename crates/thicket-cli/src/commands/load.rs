@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use thicketdb::WriteOptions;
 
-use super::{open, Access, Status};
+use super::{open_keyspace, Access, Status};
 use crate::cli::{GlobalArgs, LoadArgs};
 use crate::error::{CliError, CliResult};
 use crate::keys::{key_into, value_into};
@@ -26,7 +26,7 @@ pub fn run(g: &GlobalArgs, args: &LoadArgs) -> CliResult<Status> {
     let order = args
         .random
         .then(|| permutation(args.start, args.count, args.seed));
-    let db = open(g, Access::Create)?;
+    let (db, ks) = open_keyspace(g, &args.keyspace, Access::Create)?;
     let opts = WriteOptions { sync: args.sync };
     let mut out = std::io::stdout().lock();
     let mut key = Vec::with_capacity(32);
@@ -41,7 +41,7 @@ pub fn run(g: &GlobalArgs, args: &LoadArgs) -> CliResult<Status> {
         };
         key_into(&mut key, i);
         value_into(&mut value, i, args.value_size);
-        db.put_opt(&key, &value, opts)?;
+        ks.put_opt(&key, &value, opts)?;
         let done = n + 1;
         if done % PROGRESS_CHECK == 0
             && (done % PROGRESS_EVERY == 0 || last_report.elapsed() >= PROGRESS_INTERVAL)
@@ -57,6 +57,7 @@ pub fn run(g: &GlobalArgs, args: &LoadArgs) -> CliResult<Status> {
         writeln!(out, "acked {}", args.count)?;
         out.flush()?;
     }
+    drop(ks);
     db.close()?;
     let rate = if elapsed > 0.0 {
         args.count as f64 / elapsed

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::{open, Access, Status};
-use crate::cli::GlobalArgs;
+use super::{open, open_keyspace, Access, Status};
+use crate::cli::{GlobalArgs, KeyspaceArg};
 use crate::error::CliResult;
 
 pub fn flush(g: &GlobalArgs) -> CliResult<Status> {
@@ -15,10 +15,11 @@ pub fn flush(g: &GlobalArgs) -> CliResult<Status> {
     Ok(Status::Success)
 }
 
-pub fn compact(g: &GlobalArgs) -> CliResult<Status> {
-    let db = open(g, Access::Existing)?;
-    db.compact_range(None, None)?;
+pub fn compact(g: &GlobalArgs, ks: &KeyspaceArg) -> CliResult<Status> {
+    let (db, ks) = open_keyspace(g, ks, Access::Existing)?;
+    ks.compact_range(None, None)?;
     let s = db.stats();
+    drop(ks);
     db.close()?;
     println!("compacted: {} tables in {} segments", s.tables, s.segments);
     Ok(Status::Success)

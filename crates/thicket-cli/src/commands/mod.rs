@@ -2,6 +2,7 @@
 
 mod check;
 mod dump;
+mod keyspace;
 mod kv;
 mod load;
 mod maintenance;
@@ -11,9 +12,9 @@ mod stats;
 use std::path::Path;
 
 use thicketdb::version::files::{current_path, options_path};
-use thicketdb::{Db, Options, Profile};
+use thicketdb::{Db, Keyspace, Options, Profile, DEFAULT_KEYSPACE_NAME};
 
-use crate::cli::{Cli, Command, GlobalArgs};
+use crate::cli::{Cli, Command, GlobalArgs, KeyspaceArg};
 use crate::error::{CliError, CliResult};
 
 /// How a command ended when it did not fail.
@@ -27,19 +28,32 @@ pub enum Status {
 pub fn run(cli: Cli) -> CliResult<Status> {
     let g = &cli.global;
     match cli.command {
-        Command::Put { key, value, sync } => kv::put(g, key.as_bytes(), value.as_bytes(), sync),
-        Command::Get { key } => kv::get(g, key.as_bytes()),
-        Command::Delete { key, sync } => kv::delete(g, key.as_bytes(), sync),
-        Command::DeleteRange { from, to, sync } => {
-            kv::delete_range(g, from.as_bytes(), to.as_bytes(), sync)
-        }
+        Command::Put {
+            key,
+            value,
+            sync,
+            keyspace,
+        } => kv::put(g, &keyspace, key.as_bytes(), value.as_bytes(), sync),
+        Command::Get { key, keyspace } => kv::get(g, &keyspace, key.as_bytes()),
+        Command::Delete {
+            key,
+            sync,
+            keyspace,
+        } => kv::delete(g, &keyspace, key.as_bytes(), sync),
+        Command::DeleteRange {
+            from,
+            to,
+            sync,
+            keyspace,
+        } => kv::delete_range(g, &keyspace, from.as_bytes(), to.as_bytes(), sync),
         Command::Scan(args) => scan::run(g, &args),
         Command::Stats { json } => stats::run(g, json),
         Command::Check => check::run(g),
         Command::Dump(args) => dump::run(g, &args),
         Command::Load(args) => load::run(g, &args),
         Command::Flush => maintenance::flush(g),
-        Command::Compact => maintenance::compact(g),
+        Command::Compact { keyspace } => maintenance::compact(g, &keyspace),
+        Command::Keyspace(command) => keyspace::run(g, &command),
         Command::Checkpoint { to } => maintenance::checkpoint(g, &to),
         Command::Bench(args) => crate::bench::run(g, *args).map(|()| Status::Success),
         Command::Stress(args) => crate::stress::run(g, &args),
@@ -118,4 +132,17 @@ pub fn open(g: &GlobalArgs, access: Access) -> CliResult<Db> {
         Access::ReadOnly => Db::open_read_only(dir, options)?,
         Access::Create | Access::Existing => Db::open(dir, options)?,
     })
+}
+
+/// Opens the store named by `--db` and the keyspace `--keyspace` names
+/// (the default one when absent).
+pub fn open_keyspace(
+    g: &GlobalArgs,
+    ks: &KeyspaceArg,
+    access: Access,
+) -> CliResult<(Db, Keyspace)> {
+    let db = open(g, access)?;
+    let name = ks.keyspace.as_deref().unwrap_or(DEFAULT_KEYSPACE_NAME);
+    let keyspace = db.keyspace(name)?;
+    Ok((db, keyspace))
 }

@@ -4,13 +4,13 @@ use std::io::{BufWriter, Write};
 
 use thicketdb::ReadOptions;
 
-use super::{open, Access, Status};
+use super::{open_keyspace, Access, Status};
 use crate::cli::{GlobalArgs, ScanArgs};
 use crate::error::CliResult;
 
 pub fn run(g: &GlobalArgs, args: &ScanArgs) -> CliResult<Status> {
-    let db = open(g, Access::ReadOnly)?;
-    let mut iter = db.iter(ReadOptions {
+    let (db, ks) = open_keyspace(g, &args.keyspace, Access::ReadOnly)?;
+    let mut iter = ks.iter(ReadOptions {
         lower_bound: args.from.as_ref().map(|k| k.as_bytes().to_vec()),
         upper_bound: args.to.as_ref().map(|k| k.as_bytes().to_vec()),
         ..ReadOptions::default()
@@ -37,7 +37,7 @@ pub fn run(g: &GlobalArgs, args: &ScanArgs) -> CliResult<Status> {
     }
     iter.status()?;
     out.flush()?;
-    drop(iter);
+    drop((iter, ks));
     db.close()?;
     Ok(Status::Success)
 }

@@ -25,6 +25,11 @@ pub struct StressArgs {
     /// Size of the key space when creating the expected state.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub keys: u32,
+    /// Keyspaces the keys are spread over when creating the expected state
+    /// (key i lives in keyspace i % N: the default one, then `stress-1`,
+    /// ... with the next profiles' options), so batches span keyspaces.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub keyspaces: u32,
     /// The expected-state file (default: DIR.expected next to the store).
     #[arg(long, value_name = "PATH")]
     pub expected_state: Option<PathBuf>,
@@ -65,6 +70,9 @@ pub struct CrashtestArgs {
     /// Key space of the stress runs.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub keys: u32,
+    /// Keyspaces of the stress runs (`stress --keyspaces`).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub keyspaces: u32,
     /// On a failing run, set its store and log aside (under
     /// DIR/failed-N), go on with a fresh store, and fail at the end.
     #[arg(long)]

@@ -90,6 +90,7 @@ impl Driver<'_> {
             ("--seed", seed.to_string()),
             ("--threads", self.args.threads.to_string()),
             ("--keys", self.args.keys.to_string()),
+            ("--keyspaces", self.args.keyspaces.to_string()),
         ] {
             a.push(flag.into());
             a.push(value.into());

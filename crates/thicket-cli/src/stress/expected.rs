@@ -4,9 +4,10 @@
 //! file with `pwrite` before and after the store's write, so after a SIGKILL
 //! the file says, per key, which values the store may hold.
 //!
-//! File layout: `THKSTRS1`, key count (u32 LE), 4 zero bytes, then 16 bytes
-//! per key: acknowledged base, in-flight base (`NONE` when idle), batch id
-//! (0 for single-key writes), all little endian.
+//! File layout: `THKSTRS1`, key count (u32 LE), keyspace count (u32 LE; 0,
+//! in files that predate keyspaces, means 1), then 16 bytes per key:
+//! acknowledged base, in-flight base (`NONE` when idle), batch id (0 for
+//! single-key writes), all little endian.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -82,6 +83,8 @@ pub struct HistoryEntry {
 
 pub struct Expected {
     slots: Vec<Mutex<Slot>>,
+    /// Keyspaces the keys are spread over (`spaces.rs`).
+    keyspaces: u32,
     file: Option<File>,
     /// Writers hold it shared for a whole write; `capture` holds it
     /// exclusively, so a snapshot and a copy of the slots agree.
@@ -103,9 +106,10 @@ fn bad_file(path: &Path, why: &str) -> io::Error {
 }
 
 impl Expected {
-    fn from_slots(slots: Vec<Slot>, file: Option<File>) -> Expected {
+    fn from_slots(slots: Vec<Slot>, keyspaces: u32, file: Option<File>) -> Expected {
         Expected {
             slots: slots.into_iter().map(Mutex::new).collect(),
+            keyspaces: keyspaces.max(1),
             file,
             gate: RwLock::new(()),
             next_batch: AtomicU64::new(1),
@@ -114,20 +118,20 @@ impl Expected {
     }
 
     /// A shadow kept in memory only (power-loss mode, tests).
-    pub fn in_memory(keys: u32) -> Expected {
-        Expected::from_slots(vec![Slot::EMPTY; keys as usize], None)
+    pub fn in_memory(keys: u32, keyspaces: u32) -> Expected {
+        Expected::from_slots(vec![Slot::EMPTY; keys as usize], keyspaces, None)
     }
 
-    /// Creates the file for `keys` empty keys (via a temporary file and a
-    /// rename, so a crash never leaves half a file).
-    pub fn create(path: &Path, keys: u32) -> io::Result<Expected> {
+    /// Creates the file for `keys` empty keys spread over `keyspaces` (via a
+    /// temporary file and a rename, so a crash never leaves half a file).
+    pub fn create(path: &Path, keys: u32, keyspaces: u32) -> io::Result<Expected> {
         let mut tmp_name = path.as_os_str().to_owned();
         tmp_name.push(".tmp");
         let tmp = Path::new(&tmp_name);
         let mut out = Vec::with_capacity((HEADER_LEN + SLOT_LEN * u64::from(keys)) as usize);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&keys.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&keyspaces.to_le_bytes());
         for _ in 0..keys {
             out.extend_from_slice(&Slot::EMPTY.encode());
         }
@@ -144,6 +148,7 @@ impl Expected {
             return Err(bad_file(path, "bad header"));
         }
         let keys = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes"));
+        let keyspaces = u32::from_le_bytes(data[12..16].try_into().expect("4 bytes"));
         if data.len() as u64 != HEADER_LEN + SLOT_LEN * u64::from(keys) {
             return Err(bad_file(path, "wrong length for its key count"));
         }
@@ -152,11 +157,16 @@ impl Expected {
             .map(Slot::decode)
             .collect();
         let file = File::options().write(true).open(path)?;
-        Ok(Expected::from_slots(slots, Some(file)))
+        Ok(Expected::from_slots(slots, keyspaces, Some(file)))
     }
 
     pub fn keys(&self) -> u32 {
         self.slots.len() as u32
+    }
+
+    /// The number of keyspaces the keys are spread over.
+    pub fn keyspaces(&self) -> u32 {
+        self.keyspaces
     }
 
     pub fn slot(&self, i: u32) -> Slot {
@@ -271,7 +281,7 @@ mod tests {
     fn slots_survive_reopen_with_in_flight_writes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.expected");
-        let e = Expected::create(&path, 10).unwrap();
+        let e = Expected::create(&path, 10, 3).unwrap();
         e.write(&[(3, 7)], false, || Ok::<(), ()>(()))
             .unwrap()
             .unwrap();
@@ -280,7 +290,7 @@ mod tests {
             .unwrap_err();
         drop(e);
         let e = Expected::open(&path).unwrap();
-        assert_eq!(e.keys(), 10);
+        assert_eq!((e.keys(), e.keyspaces()), (10, 3));
         assert_eq!(
             e.slot(3),
             Slot {
@@ -310,7 +320,7 @@ mod tests {
     fn damaged_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.expected");
-        Expected::create(&path, 3).unwrap();
+        Expected::create(&path, 3, 1).unwrap();
         let mut data = std::fs::read(&path).unwrap();
         data.pop();
         std::fs::write(&path, &data).unwrap();
@@ -319,7 +329,7 @@ mod tests {
 
     #[test]
     fn history_records_writes_in_order() {
-        let e = Expected::in_memory(4);
+        let e = Expected::in_memory(4, 1);
         e.start_history();
         e.write(&[(1, 5)], true, || Ok::<(), ()>(()))
             .unwrap()

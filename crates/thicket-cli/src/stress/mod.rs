@@ -11,6 +11,7 @@ mod crashtest;
 mod expected;
 mod fs;
 mod keys;
+mod spaces;
 mod verify;
 mod worker;
 
@@ -32,6 +33,7 @@ use crate::commands::{apply_overrides, build_options, db_dir, Access, Status};
 use crate::error::{CliError, CliResult};
 use expected::Expected;
 use fs::{Crash, ProcessFs};
+use spaces::Spaces;
 use worker::{Counts, Shared};
 
 /// Tunables the stress test picks from per run (unless `--option` sets
@@ -127,9 +129,16 @@ fn run_workers(shared: &Shared, threads: usize, deadline: Instant, on_deadline: 
     });
 }
 
-fn new_shared(db: Db, expected: Arc<Expected>, seed: u64, args: &StressArgs) -> Shared {
+fn new_shared(
+    db: Db,
+    spaces: Spaces,
+    expected: Arc<Expected>,
+    seed: u64,
+    args: &StressArgs,
+) -> Shared {
     Shared {
         db,
+        spaces,
         expected,
         seed,
         sync_fraction: args.sync_fraction,
@@ -157,10 +166,11 @@ fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
         .expected_state
         .clone()
         .unwrap_or_else(|| default_expected_path(dir));
-    let expected = if path.exists() {
+    let (expected, spaces) = if path.exists() {
         let e = Expected::open(&path)?;
-        verify_after_crash(&db, &e, seed)?;
-        e
+        let spaces = Spaces::open(&db, e.keyspaces(), &g.options, &mut rng)?;
+        verify_after_crash(&spaces, &e, seed)?;
+        (e, spaces)
     } else {
         // A crash can come between creating the store and its shadow; an
         // empty store is fine, anything else has lost its shadow.
@@ -174,9 +184,11 @@ fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
                 path.display()
             )));
         }
-        Expected::create(&path, args.keys)?
+        // Keyspaces before the shadow: a shadow always finds its keyspaces.
+        let spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
+        (Expected::create(&path, args.keys, args.keyspaces)?, spaces)
     };
-    let shared = new_shared(db, Arc::new(expected), seed, args);
+    let shared = new_shared(db, spaces, Arc::new(expected), seed, args);
     if let Some(ms) = args.kill_after_ms {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(ms));
@@ -193,21 +205,22 @@ fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
         return Err(failed(&failures, seed));
     }
     let state =
-        verify::read_state(&shared.db, shared.expected.keys()).map_err(|p| failed(&p, seed))?;
+        verify::read_state(&shared.spaces, shared.expected.keys()).map_err(|p| failed(&p, seed))?;
     let problems = verify::check_recovered(&state, &shared.expected);
     if !problems.is_empty() {
         return Err(failed(&problems, seed));
     }
     println!("stress: done: {}", shared.counts.summary());
-    let Shared { db, .. } = shared;
+    let Shared { db, spaces, .. } = shared;
+    drop(spaces);
     db.close()?;
     Ok(Status::Success)
 }
 
 /// The first thing a run on an existing shadow does: check every key, then
 /// settle in-flight writes to what the store holds.
-fn verify_after_crash(db: &Db, expected: &Expected, seed: u64) -> CliResult<()> {
-    let state = verify::read_state(db, expected.keys()).map_err(|p| failed(&p, seed))?;
+fn verify_after_crash(spaces: &Spaces, expected: &Expected, seed: u64) -> CliResult<()> {
+    let state = verify::read_state(spaces, expected.keys()).map_err(|p| failed(&p, seed))?;
     let in_flight = (0..expected.keys())
         .filter(|&i| expected.slot(i).pending != expected::NONE)
         .count();
@@ -249,11 +262,12 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
     );
     let dir = Path::new("stress-db");
     let fault = FaultFs::new();
-    let expected = Arc::new(Expected::in_memory(args.keys));
+    let expected = Arc::new(Expected::in_memory(args.keys, args.keyspaces));
     let per_cycle = args.duration.max(0.0) / f64::from(cycles.max(1));
     let (mut power_losses, mut process_crashes) = (0, 0);
     let mut process = ProcessFs::new(fault.clone());
     let mut db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))?;
+    let mut spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
     for cycle in 0..cycles {
         let how = if rng.random_bool(0.75) {
             Crash::PowerLoss
@@ -262,7 +276,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         };
         let start = verify::acked_bases(&expected.capture(|| ()).1);
         expected.start_history();
-        let shared = new_shared(db, expected.clone(), seed ^ u64::from(cycle), args);
+        let shared = new_shared(db, spaces, expected.clone(), seed ^ u64::from(cycle), args);
         let run_for = Duration::from_secs_f64(per_cycle * rng.random_range(0.2..1.0));
         run_workers(&shared, args.threads, Instant::now() + run_for, || {
             shared.crashed.store(true, Ordering::SeqCst);
@@ -274,14 +288,19 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
             return Err(failed(&failures, seed));
         }
         let Shared {
-            db: dead, counts, ..
+            db: dead,
+            spaces: dead_spaces,
+            counts,
+            ..
         } = shared;
         // Dropping the dead process's handle: its shutdown fails, harmlessly.
-        drop(dead);
+        drop((dead, dead_spaces));
         process = ProcessFs::new(fault.clone());
         db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))
             .map_err(|e| failed(&[format!("reopen after a simulated crash: {e}")], seed))?;
-        let state = verify::read_state(&db, args.keys).map_err(|p| failed(&p, seed))?;
+        // The keyspaces were created before the first cycle: none is missing.
+        spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
+        let state = verify::read_state(&spaces, args.keys).map_err(|p| failed(&p, seed))?;
         let min = verify::required_prefix(&history, how == Crash::PowerLoss);
         let kept = verify::check_prefix(&start, &history, min, &state).map_err(|mut p| {
             p.insert(0, format!("cycle {cycle} ({how:?})"));
@@ -298,6 +317,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
             counts.summary()
         );
     }
+    drop(spaces);
     db.close()?;
     println!(
         "stress: done: {power_losses} power losses, {process_crashes} process crashes survived"

@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
-use thicketdb::{Db, ReadOptions};
+use thicketdb::ReadOptions;
 
 use super::expected::{Expected, HistoryEntry, Slot, NONE};
 use super::keys::{describe, describe_base, key, parse_key, parse_value, ABSENT};
+use super::spaces::Spaces;
 
 /// Problems found, one line each.
 pub type Problems = Vec<String>;
@@ -15,13 +16,45 @@ pub type Problems = Vec<String>;
 /// Key-value pairs in key order.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// The base every key holds, read by a forward scan, checked against a
-/// reverse scan and a point lookup of every key.
-pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
+/// The base every key holds, read by a forward scan of every keyspace,
+/// checked against a reverse scan and a point lookup of every key.
+pub fn read_state(spaces: &Spaces, keys: u32) -> Result<Vec<u32>, Problems> {
     let mut problems = Vec::new();
     let mut state = vec![ABSENT; keys as usize];
+    for c in 0..spaces.count() {
+        read_keyspace(spaces, c, &mut state, &mut problems);
+    }
+    for i in 0..keys {
+        let got = match spaces.of(i).get(key(i)) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("get {}: {e}", describe(&key(i))));
+                continue;
+            }
+        };
+        let base = got.as_deref().map_or(Some(ABSENT), |v| parse_value(i, v));
+        if base != Some(state[i as usize]) {
+            problems.push(format!(
+                "key {}: get returns {} but the scan saw {}",
+                describe(&key(i)),
+                got.as_deref().map_or("absent".into(), describe),
+                describe_base(state[i as usize]),
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(state)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Scans keyspace number `c` both ways into `state`.
+fn read_keyspace(spaces: &Spaces, c: u32, state: &mut [u32], problems: &mut Problems) {
+    let keys = state.len() as u32;
     let scan = |reverse: bool| -> Result<Entries, String> {
-        let mut iter = db
+        let mut iter = spaces
+            .get(c)
             .iter(ReadOptions::default())
             .map_err(|e| format!("iterator: {e}"))?;
         let mut out = Vec::new();
@@ -44,8 +77,10 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
         }
         Ok(out)
     };
-    let forward = scan(false).map_err(|e| vec![e])?;
-    let backward = scan(true).map_err(|e| vec![e])?;
+    let (forward, backward) = match (scan(false), scan(true)) {
+        (Ok(f), Ok(b)) => (f, b),
+        (Err(e), _) | (_, Err(e)) => return problems.push(format!("keyspace {c}: {e}")),
+    };
     if forward != backward {
         let n = forward
             .iter()
@@ -53,7 +88,7 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
             .take_while(|(a, b)| a == b)
             .count();
         problems.push(format!(
-            "forward and reverse scans differ ({} vs {} entries) at entry {n}: {} vs {}",
+            "keyspace {c}: forward and reverse scans differ ({} vs {} entries) at entry {n}: {} vs {}",
             forward.len(),
             backward.len(),
             forward.get(n).map_or("end".into(), |e| describe(&e.0)),
@@ -62,8 +97,8 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
     }
     let mut last = None;
     for (k, v) in &forward {
-        match parse_key(k).filter(|&i| i < keys) {
-            None => problems.push(format!("stray key {} in the store", describe(k))),
+        match parse_key(k).filter(|&i| i < keys && spaces.holds(c, i)) {
+            None => problems.push(format!("stray key {} in keyspace {c}", describe(k))),
             Some(i) => {
                 if last >= Some(i) {
                     problems.push(format!("scan out of order at key {}", describe(k)));
@@ -79,29 +114,6 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<u32>, Problems> {
                 }
             }
         }
-    }
-    for i in 0..keys {
-        let got = match db.get(key(i)) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(format!("get {}: {e}", describe(&key(i))));
-                continue;
-            }
-        };
-        let base = got.as_deref().map_or(Some(ABSENT), |v| parse_value(i, v));
-        if base != Some(state[i as usize]) {
-            problems.push(format!(
-                "key {}: get returns {} but the scan saw {}",
-                describe(&key(i)),
-                got.as_deref().map_or("absent".into(), describe),
-                describe_base(state[i as usize]),
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Ok(state)
-    } else {
-        Err(problems)
     }
 }
 
@@ -281,7 +293,7 @@ mod tests {
 
     #[test]
     fn recovery_check_allows_old_or_new_and_whole_batches() {
-        let e = Expected::in_memory(4);
+        let e = Expected::in_memory(4, 1);
         e.write(&[(0, 3)], false, || Ok::<(), ()>(()))
             .unwrap()
             .unwrap();

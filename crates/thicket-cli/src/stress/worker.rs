@@ -1,7 +1,8 @@
 //! The stress workers: random puts, deletes, range deletes, batches, gets,
 //! iterators (both directions, random bounds) and snapshots, every read
 //! checked against the shadow (a range delete writes "absent" to every key
-//! of its range at once).
+//! of its range at once). Each key is read and written in its keyspace
+//! (`spaces.rs`): batches span keyspaces, snapshots read several.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thicketdb::{Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+use super::spaces::Spaces;
 
 use super::expected::{Expected, Slot, NONE};
 use super::keys::{describe, describe_base, key, parse_key, parse_value, value, ABSENT, MAX_BASE};
@@ -46,6 +49,8 @@ impl Counts {
 /// What the workers share.
 pub struct Shared {
     pub db: Db,
+    /// The keyspaces the keys live in.
+    pub spaces: Spaces,
     pub expected: Arc<Expected>,
     pub seed: u64,
     pub sync_fraction: f64,
@@ -188,12 +193,18 @@ impl Worker<'_> {
         self.apply_with(ops, None)
     }
 
-    /// Deletes keys `[i, j)` with one range tombstone (`key` keeps the key
-    /// order of the numbers, so the range holds exactly those keys).
+    /// Deletes keys `[i, j)` of the keyspace of `i` with one range
+    /// tombstone (`key` keeps the key order of the numbers, so the range
+    /// holds exactly those keys of that keyspace).
     fn delete_range(&mut self) -> Step {
         let i = self.random_key();
         let j = (i + self.rng.random_range(1..=16)).min(self.keys);
-        let ops: Vec<(u32, u32)> = (i..j).map(|k| (k, ABSENT)).collect();
+        let spaces = &self.s.spaces;
+        let c = i % spaces.count();
+        let ops: Vec<(u32, u32)> = (i..j)
+            .filter(|&k| spaces.holds(c, k))
+            .map(|k| (k, ABSENT))
+            .collect();
         if ops.is_empty() {
             return Ok(());
         }
@@ -206,22 +217,22 @@ impl Worker<'_> {
     /// keys `i..j`) one `delete_range`.
     fn apply_with(&mut self, ops: &[(u32, u32)], range: Option<(u32, u32)>) -> Step {
         let sync = self.sync();
-        let db = &self.s.db;
+        let (db, spaces) = (&self.s.db, &self.s.spaces);
         let outcome = self.s.expected.write(ops, sync, || {
             let opts = WriteOptions { sync };
             if let Some((i, j)) = range {
-                return db.delete_range_opt(key(i), key(j), opts);
+                return spaces.of(i).delete_range_opt(key(i), key(j), opts);
             }
             match ops {
-                [(i, ABSENT)] => db.delete_opt(key(*i), opts),
-                [(i, base)] => db.put_opt(key(*i), value(*i, *base), opts),
+                [(i, ABSENT)] => spaces.of(*i).delete_opt(key(*i), opts),
+                [(i, base)] => spaces.of(*i).put_opt(key(*i), value(*i, *base), opts),
                 _ => {
                     let mut batch = WriteBatch::new();
                     for &(i, base) in ops {
                         if base == ABSENT {
-                            batch.delete(key(i))?;
+                            batch.delete_in(spaces.of(i), key(i))?;
                         } else {
-                            batch.put(key(i), value(i, base))?;
+                            batch.put_in(spaces.of(i), key(i), value(i, base))?;
                         }
                     }
                     db.write_opt(batch, opts)
@@ -267,7 +278,7 @@ impl Worker<'_> {
     fn get(&mut self) -> Step {
         let i = self.random_key();
         let slot = self.s.expected.lock_key(i);
-        let got = self.s.db.get(key(i));
+        let got = self.s.spaces.of(i).get(key(i));
         let checked = match &got {
             Ok(v) => check_value(i, v.as_deref(), &slot),
             Err(e) => Err(format!("get {}: {e}", describe(&key(i)))),
@@ -291,7 +302,9 @@ impl Worker<'_> {
         r
     }
 
+    /// Checks a random range of one random keyspace.
     fn check_range(&mut self, held: &HeldSnapshot) -> Step {
+        let space = self.rng.random_range(0..self.s.spaces.count());
         let lo = self
             .rng
             .random_bool(0.5)
@@ -306,7 +319,7 @@ impl Worker<'_> {
             upper_bound: hi.map(key),
             ..ReadOptions::default()
         };
-        let mut iter = match self.s.db.iter(opts) {
+        let mut iter = match self.s.spaces.get(space).iter(opts) {
             Ok(iter) => iter,
             Err(e) => return Err(self.s.fail(format!("iterator: {e}"))),
         };
@@ -314,6 +327,8 @@ impl Worker<'_> {
         let end = hi.unwrap_or(self.keys);
         let checker = RangeChecker {
             slots: &held.slots,
+            spaces: &self.s.spaces,
+            space,
             first,
             end,
         };
@@ -344,7 +359,7 @@ impl Worker<'_> {
         for step in 0..steps {
             checker.check(&iter, pos).map_err(|e| {
                 self.s.fail(format!(
-                    "{e} (key bounds {lo:?}..{hi:?}, snapshot {}, after {trace})",
+                    "{e} (keyspace {space}, key bounds {lo:?}..{hi:?}, snapshot {}, after {trace})",
                     held.snapshot.sequence()
                 ))
             })?;
@@ -382,7 +397,7 @@ impl Worker<'_> {
                 snapshot: Some(held.snapshot.clone()),
                 ..ReadOptions::default()
             };
-            let checked = match self.s.db.get_opt(key(i), &opts) {
+            let checked = match self.s.spaces.of(i).get_opt(key(i), &opts) {
                 Ok(v) => check_value(i, v.as_deref(), &held.slots[i as usize]),
                 Err(e) => Err(format!("get at snapshot {}: {e}", describe(&key(i)))),
             };
@@ -412,19 +427,26 @@ impl Worker<'_> {
         let b = self.rng.random_range(a..self.keys);
         let (start, end) = (key(a), key(b));
         let whole = self.rng.random_bool(0.2);
+        let space = self
+            .s
+            .spaces
+            .get(self.rng.random_range(0..self.s.spaces.count()));
         self.s.counts.compactions.fetch_add(1, Ordering::Relaxed);
         let r = if whole {
-            self.s.db.compact_range(None, None)
+            space.compact_range(None, None)
         } else {
-            self.s.db.compact_range(Some(&start), Some(&end))
+            space.compact_range(Some(&start), Some(&end))
         };
         r.map_err(|e| self.s.fail(format!("compact_range: {e}")))
     }
 }
 
-/// The expected contents of one iterator's range, as of its snapshot.
+/// The expected contents of one iterator's range in keyspace `space`, as
+/// of its snapshot.
 struct RangeChecker<'a> {
     slots: &'a [Slot],
+    spaces: &'a Spaces,
+    space: u32,
     /// First key index within bounds, and one past the last.
     first: u32,
     end: u32,
@@ -433,7 +455,8 @@ struct RangeChecker<'a> {
 impl RangeChecker<'_> {
     fn present(&self, i: u32) -> bool {
         let s = &self.slots[i as usize];
-        s.acked != ABSENT || (s.pending != NONE && s.pending != ABSENT)
+        self.spaces.holds(self.space, i)
+            && (s.acked != ABSENT || (s.pending != NONE && s.pending != ABSENT))
     }
 
     fn next_from(&self, from: u32) -> Option<u32> {

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 
 use super::compact::compact;
 use super::flush::flush_oldest;
+use super::tree::Tree;
 use super::{BackgroundState, DbInner, SuperVersion};
 use crate::compaction::busy::ClaimId;
 use crate::compaction::journal::{self, Journaling, Pending};
@@ -59,9 +60,9 @@ enum Job {
     Flush,
     /// LSbM's periodic trim of the compaction buffer.
     Trim,
-    /// A task, how it journals, and its claim (boxed: the other jobs are
-    /// empty).
-    Compact(Box<CompactionTask>, Journaling, ClaimId),
+    /// A task in a keyspace's tree, how it journals, and its claim (boxed:
+    /// the other jobs are empty).
+    Compact(Box<(Arc<Tree>, CompactionTask)>, Journaling, ClaimId),
 }
 
 fn run(inner: &Arc<DbInner>, worker: Worker) {
@@ -97,11 +98,16 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                 &inner.counters.compaction_micros,
             ),
             Job::Compact(task, journaling, claim) => {
-                let mut result = compact(inner, *task, journaling);
+                let (tree, task) = *task;
+                let mut result = compact(inner, &tree, task, journaling);
                 if result.is_ok() && trim_due(inner, worker) {
                     result = super::buffer::trim(inner);
                 }
-                (result, Some(claim), &inner.counters.compaction_micros)
+                (
+                    result,
+                    Some((tree, claim)),
+                    &inner.counters.compaction_micros,
+                )
             }
         };
         Counters::add(spent, start.elapsed().as_micros() as u64);
@@ -110,8 +116,8 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
             let mut bg = inner.background.lock();
             // Released only now, after the task's version is installed: a
             // task picked later sees that version, not the inputs it deleted.
-            if let Some(claim) = claim {
-                bg.busy.remove(claim);
+            if let Some((tree, claim)) = claim {
+                bg.busy_in(&tree).remove(claim);
             }
             if let Err(e) = result {
                 bg.error.get_or_insert(e);
@@ -129,22 +135,41 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
 /// The next job for `worker`, its claim registered in `bg.busy`. An
 /// interrupted journaled merge resumes before anything else is picked.
 /// REQUIRES: `inner.background` held (as `bg`).
+/// Keyspaces take turns: the search starts after the keyspace that got the
+/// last task.
 fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Option<Job> {
-    let sv = inner.super_version();
+    let trees = inner.trees();
     if worker == Worker::Flush {
-        return (!sv.imms.is_empty()).then_some(Job::Flush);
+        let due = trees.iter().any(|t| !t.super_version().imms.is_empty());
+        return due.then_some(Job::Flush);
     }
-    if bg.manual_compaction || inner.options.disable_auto_compactions {
+    if bg.manual_compaction {
         return None;
     }
+    let start = bg.next_tree;
+    (0..trees.len()).find_map(|i| {
+        let at = (start + i) % trees.len();
+        let job = claim_task(inner, &trees[at], bg)?;
+        bg.next_tree = at + 1;
+        Some(job)
+    })
+}
 
-    let (task, journaling, claim) = match journal::pending(&sv.version, &bg.busy) {
+/// The next compaction task in `tree`, its claim registered.
+/// REQUIRES: `inner.background` held (as `bg`).
+fn claim_task(inner: &DbInner, tree: &Arc<Tree>, bg: &mut BackgroundState) -> Option<Job> {
+    if tree.options.disable_auto_compactions {
+        return None;
+    }
+    let sv = tree.super_version();
+    let busy = bg.busy_in(tree);
+    let (task, journaling, claim) = match journal::pending(&sv.version, busy) {
         Pending::Ready(ready) => *ready,
         // Nothing else may take the journal's runs before it resumes.
         Pending::Blocked => return None,
         Pending::None => {
-            let task = inner.policy.pick(&sv.version, &bg.busy)?;
-            let claim = inner.policy.claim(&task, &bg.busy);
+            let task = tree.policy.pick(&sv.version, busy)?;
+            let claim = tree.policy.claim(&task, busy);
             let journaling = if claim.journaled {
                 Journaling::Fresh
             } else {
@@ -153,40 +178,50 @@ fn claim_job(inner: &DbInner, worker: Worker, bg: &mut BackgroundState) -> Optio
             (task, journaling, claim)
         }
     };
-    if !bg.busy.is_empty() {
+    if !bg.idle() {
         Counters::add(&inner.counters.compactions_concurrent, 1);
     }
-    let id = bg.busy.insert(claim);
-    Some(Job::Compact(Box::new(task), journaling, id))
+    let id = bg.busy_in(tree).insert(claim);
+    Some(Job::Compact(Box::new((tree.clone(), task)), journaling, id))
 }
 
 /// How long the first compaction thread may sleep before the compaction
 /// buffer's next trim; `None` for other threads, stores without a buffer,
 /// and a zero interval (trims then follow every compaction, not a clock).
+/// The soonest trim over every keyspace with a buffer.
 fn trim_wait(inner: &DbInner, worker: Worker) -> Option<std::time::Duration> {
-    let buffer = inner.policy.buffer()?;
-    (worker == Worker::Compaction(0) && !buffer.trims_after_every_compaction())
-        .then(|| buffer.until_trim())
+    if worker != Worker::Compaction(0) {
+        return None;
+    }
+    inner
+        .trees()
+        .iter()
+        .filter_map(|t| t.policy.buffer())
+        .filter(|b| !b.trims_after_every_compaction())
+        .map(|b| b.until_trim())
+        .min()
 }
 
-/// Whether the first compaction thread should trim the buffer now.
+/// Whether the first compaction thread should trim a buffer now.
 fn trim_due(inner: &DbInner, worker: Worker) -> bool {
     worker == Worker::Compaction(0)
         && inner
-            .policy
-            .buffer()
-            .is_some_and(|b| b.until_trim().is_zero())
+            .trees()
+            .iter()
+            .filter_map(|t| t.policy.buffer())
+            .any(|b| b.until_trim().is_zero())
 }
 
 pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
     move || inner.versions.lock().new_file_number()
 }
 
-/// Publishes a new version, dropping `flushed` from the immutable list.
+/// Publishes a new version of `tree`, dropping `flushed` from its
+/// immutable list.
 /// REQUIRES: `inner.versions` held, so versions are installed in the
 /// order the MANIFEST records them. Takes `super_version` (write).
-pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
-    let mut sv = inner.super_version.write();
+pub(crate) fn install(tree: &Tree, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
+    let mut sv = tree.super_version.write();
     let imms = sv
         .imms
         .iter()
@@ -196,7 +231,7 @@ pub(crate) fn install(inner: &DbInner, version: Arc<Version>, flushed: Option<&A
     *sv = Arc::new(SuperVersion {
         mem: sv.mem.clone(),
         imms,
-        pending_compaction_bytes: inner.policy.pending_bytes(&version),
+        pending_compaction_bytes: tree.policy.pending_bytes(&version),
         version,
     });
 }

@@ -2,13 +2,20 @@
 //! also the payload of a log record (see `docs/format.md`):
 //! `fixed64 first_sequence | fixed32 count | count × (kind u8 | key | [value])`
 //! with keys and values length-prefixed by varints. A range deletion
-//! (kind 2) stores its start as the key and its end as the value.
+//! (kind 2) stores its start as the key and its end as the value. An op in
+//! a keyspace other than the default one sets bit 0x80 of its kind byte and
+//! puts the keyspace id (varint) right after it; default-keyspace ops keep
+//! the old bytes, so old logs read unchanged.
 
 use crate::error::{Error, Result};
 use crate::format::coding::{
-    decode_fixed32, decode_fixed64, get_length_prefixed, put_length_prefixed, varint_len,
+    decode_fixed32, decode_fixed64, get_length_prefixed, get_varint64, put_length_prefixed,
+    put_varint64, varint_len,
 };
 use crate::format::internal_key::ValueKind;
+
+use super::tree::DEFAULT_KEYSPACE;
+use super::Keyspace;
 
 /// Largest accepted user key.
 pub const MAX_KEY_SIZE: usize = 64 << 10;
@@ -38,6 +45,8 @@ pub struct WriteBatch {
     count: u32,
     range_deletions: u32,
     user_bytes: u64,
+    /// Some op is in a keyspace other than the default one.
+    other_keyspaces: bool,
 }
 
 impl Default for WriteBatch {
@@ -58,6 +67,8 @@ impl std::fmt::Debug for WriteBatch {
 /// The kind byte of a range deletion in a batch (after the point kinds
 /// `ValueKind::Deletion` = 0 and `ValueKind::Value` = 1).
 const RANGE_DELETION: u8 = 2;
+/// Set in an op's kind byte when a keyspace id (varint) follows it.
+const IN_KEYSPACE: u8 = 0x80;
 
 /// What one update of a batch does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +82,8 @@ pub enum OpKind {
 /// One decoded update of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOp<'a> {
+    /// The keyspace id (0: the default keyspace).
+    pub keyspace: u32,
     pub kind: OpKind,
     pub key: &'a [u8],
     pub value: &'a [u8],
@@ -91,12 +104,67 @@ impl WriteBatch {
             count: 0,
             range_deletions: 0,
             user_bytes: 0,
+            other_keyspaces: false,
         }
     }
 
     /// Adds a put; `InvalidArgument` when the key or value is too large.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
+        self.put_to(DEFAULT_KEYSPACE, key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a put in `keyspace`: the batch stays atomic across keyspaces
+    /// (they share the log), also across a crash.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+    /// let users = db.create_keyspace("users", thicketdb::Options::default())?;
+    /// let mut batch = thicketdb::WriteBatch::new();
+    /// batch.put("user-count", "1")?;
+    /// batch.put_in(&users, "alice", "admin")?;
+    /// db.write(batch)?;
+    /// assert_eq!(users.get("alice")?, Some(b"admin".to_vec()));
+    /// assert_eq!(db.get("alice")?, None);
+    /// # Ok::<(), thicketdb::Error>(())
+    /// ```
+    pub fn put_in(
+        &mut self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.put_to(keyspace.id(), key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a delete in `keyspace`.
+    pub fn delete_in(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_to(keyspace.id(), key.as_ref())
+    }
+
+    /// Adds a range deletion of `[start, end)` in `keyspace`.
+    pub fn delete_range_in(
+        &mut self,
+        keyspace: &Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.delete_range_to(keyspace.id(), start.as_ref(), end.as_ref())
+    }
+
+    /// The kind byte of an op, and the keyspace id after it when not the
+    /// default keyspace.
+    fn push_kind(&mut self, kind: u8, keyspace: u32) {
+        if keyspace == DEFAULT_KEYSPACE {
+            self.rep.push(kind);
+        } else {
+            self.rep.push(kind | IN_KEYSPACE);
+            put_varint64(&mut self.rep, keyspace.into());
+            self.other_keyspaces = true;
+        }
+    }
+
+    pub(crate) fn put_to(&mut self, keyspace: u32, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         if value.len() > MAX_VALUE_SIZE {
             return Err(Error::InvalidArgument(format!(
@@ -106,7 +174,7 @@ impl WriteBatch {
         }
         self.rep
             .reserve(1 + varint_len(key.len() as u64) + key.len() + 5 + value.len());
-        self.rep.push(ValueKind::Value as u8);
+        self.push_kind(ValueKind::Value as u8, keyspace);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.count += 1;
@@ -116,9 +184,12 @@ impl WriteBatch {
 
     /// Adds a delete; `InvalidArgument` when the key is too large.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
+        self.delete_to(DEFAULT_KEYSPACE, key.as_ref())
+    }
+
+    pub(crate) fn delete_to(&mut self, keyspace: u32, key: &[u8]) -> Result<()> {
         check_key(key)?;
-        self.rep.push(ValueKind::Deletion as u8);
+        self.push_kind(ValueKind::Deletion as u8, keyspace);
         put_length_prefixed(&mut self.rep, key);
         self.count += 1;
         self.user_bytes += key.len() as u64;
@@ -130,10 +201,18 @@ impl WriteBatch {
     /// still counts as an update. `InvalidArgument` when a key is too
     /// large. Stores with a custom comparator refuse the batch.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let (start, end) = (start.as_ref(), end.as_ref());
+        self.delete_range_to(DEFAULT_KEYSPACE, start.as_ref(), end.as_ref())
+    }
+
+    pub(crate) fn delete_range_to(
+        &mut self,
+        keyspace: u32,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<()> {
         check_key(start)?;
         check_key(end)?;
-        self.rep.push(RANGE_DELETION);
+        self.push_kind(RANGE_DELETION, keyspace);
         put_length_prefixed(&mut self.rep, start);
         put_length_prefixed(&mut self.rep, end);
         self.count += 1;
@@ -163,6 +242,12 @@ impl WriteBatch {
         self.count = 0;
         self.range_deletions = 0;
         self.user_bytes = 0;
+        self.other_keyspaces = false;
+    }
+
+    /// Whether every op is in the default keyspace.
+    pub(crate) fn default_keyspace_only(&self) -> bool {
+        !self.other_keyspaces
     }
 
     /// Bytes of user keys and values in the batch.
@@ -181,6 +266,7 @@ impl WriteBatch {
         self.count += other.count;
         self.range_deletions += other.range_deletions;
         self.user_bytes += other.user_bytes;
+        self.other_keyspaces |= other.other_keyspaces;
     }
 
     /// Stamps the first sequence number and count, returning the encoding.
@@ -234,6 +320,13 @@ impl<'a> DecodedBatch<'a> {
         let mut cur = self.body;
         while let Some((&tag, rest)) = cur.split_first() {
             cur = rest;
+            let keyspace = match tag & IN_KEYSPACE {
+                0 => DEFAULT_KEYSPACE,
+                _ => get_varint64(&mut cur)
+                    .and_then(|id| u32::try_from(id).ok())
+                    .ok_or("bad keyspace id")?,
+            };
+            let tag = tag & !IN_KEYSPACE;
             let kind = match tag {
                 RANGE_DELETION => OpKind::RangeDeletion,
                 _ => OpKind::Point(
@@ -250,7 +343,12 @@ impl<'a> DecodedBatch<'a> {
                 }
                 OpKind::Point(ValueKind::Deletion) => &[][..],
             };
-            f(BatchOp { kind, key, value });
+            f(BatchOp {
+                keyspace,
+                kind,
+                key,
+                value,
+            });
             seen += 1;
         }
         if seen != self.count as usize {
@@ -302,6 +400,7 @@ mod tests {
         assert_eq!(
             ops[1],
             BatchOp {
+                keyspace: 0,
                 kind: OpKind::RangeDeletion,
                 key: b"b",
                 value: b"d"
@@ -312,6 +411,32 @@ mod tests {
         assert!(DecodedBatch::parse(cut).unwrap().ops().is_err());
         b.clear();
         assert_eq!(b.range_deletions(), 0);
+    }
+
+    #[test]
+    fn keyspace_ops_round_trip_and_default_ops_keep_their_bytes() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1").unwrap();
+        let default_only = b.clone().encode(1).to_vec();
+        assert_eq!(default_only[HEADER_LEN], ValueKind::Value as u8);
+        b.put_to(300, b"b", b"2").unwrap();
+        b.delete_to(7, b"c").unwrap();
+        b.delete_range_to(7, b"d", b"e").unwrap();
+        let rep = b.encode(1).to_vec();
+        let ops = DecodedBatch::parse(&rep).unwrap().ops().unwrap();
+        let seen: Vec<(u32, OpKind, &[u8])> =
+            ops.iter().map(|o| (o.keyspace, o.kind, o.key)).collect();
+        assert_eq!(
+            seen,
+            [
+                (0, OpKind::Point(ValueKind::Value), &b"a"[..]),
+                (300, OpKind::Point(ValueKind::Value), &b"b"[..]),
+                (7, OpKind::Point(ValueKind::Deletion), &b"c"[..]),
+                (7, OpKind::RangeDeletion, &b"d"[..]),
+            ]
+        );
+        assert_eq!(ops[1].value, b"2");
+        assert_eq!(ops[3].value, b"e");
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! what the buffer's edits did.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::{collect_obsolete_files, install};
+use super::tree::Tree;
 use super::DbInner;
 use crate::compaction::buffer::BufferChange;
 use crate::error::{Error, Result};
@@ -17,19 +19,30 @@ pub(crate) fn count(inner: &DbInner, change: BufferChange) {
     Counters::add(&inner.counters.freezes, change.froze);
 }
 
-/// Trims the compaction buffer now, if the store has one: buffer tables
-/// outside their level's newest run whose share of cached blocks is under
-/// `lsbm_trim_threshold` are removed and their data released.
+/// Trims the compaction buffer of every keyspace that has one now: buffer
+/// tables outside their level's newest run whose share of cached blocks is
+/// under `lsbm_trim_threshold` are removed and their data released.
 /// Takes `versions`, then `super_version` through `install`.
 pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
-    let Some(buffer) = inner.policy.buffer() else {
+    for tree in inner.trees().iter() {
+        match trim_tree(inner, tree) {
+            // Dropped meanwhile: its tables may be gone already.
+            Err(_) if tree.dropped.load(Ordering::Acquire) => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+fn trim_tree(inner: &Arc<DbInner>, tree: &Tree) -> Result<()> {
+    let Some(buffer) = tree.policy.buffer() else {
         return Ok(());
     };
     buffer.trimmed();
     // Shares are read without locks (opening a table may read its file);
     // the edit is built against the version current at commit, and
     // tables that left the buffer meanwhile are simply not named.
-    let version = inner.super_version().version.clone();
+    let version = tree.super_version().version.clone();
     let mut cached_ratio = HashMap::new();
     for level in &version.levels {
         for run in level.buffer.iter().skip(1) {
@@ -42,16 +55,20 @@ pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
     drop(version);
     {
         let mut versions = inner.versions.lock();
-        let current = versions.current();
-        let (edit, change) = buffer
+        let Some(current) = versions.current_of(tree.id) else {
+            return Ok(()); // dropped meanwhile
+        };
+        let (mut edit, change) = buffer
             .trim_edit(&current, &cached_ratio)
             .map_err(|why| Error::invariant(format!("trim edit does not apply: {why}")))?;
         if edit.is_empty() {
             return Ok(());
         }
         count(inner, change);
-        let version = versions.log_and_apply(edit)?;
-        install(inner, version, None);
+        edit.keyspace = tree.id;
+        if let Some(version) = versions.log_and_apply(edit)? {
+            install(tree, version, None);
+        }
     }
     collect_obsolete_files(inner);
     Ok(())

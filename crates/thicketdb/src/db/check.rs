@@ -82,7 +82,10 @@ pub fn check_ordered_store(
     };
 
     let logs_of_tables = Arc::new(StoreLogs::new(dir, fs.clone(), 0));
-    let segments = recovered.version.segment_table_counts();
+    let mut segments = std::collections::HashMap::new();
+    for version in recovered.versions() {
+        segments.extend(version.segment_table_counts());
+    }
     for &segment in segments.keys() {
         let path = segment_path(dir, segment);
         let file = fs.open_random(&path)?;
@@ -91,7 +94,7 @@ pub fn check_ordered_store(
         verify_header(&path, &header)?;
     }
     report.segments = segments.len();
-    for meta in recovered.version.tables() {
+    for meta in recovered.versions().flat_map(|v| v.tables()) {
         let path = segment_path(dir, meta.segment);
         let file = fs.open_random(&path)?;
         let table = Table::open(
@@ -128,7 +131,7 @@ pub fn check_ordered_store(
         .list(dir)?
         .iter()
         .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Log(x) if x >= recovered.log_number => Some(x),
+            FileKind::Log(x) if x >= recovered.min_log_number() => Some(x),
             _ => None,
         })
         .collect();

@@ -78,17 +78,21 @@ impl Db {
             }
         }
 
-        let (version, last_sequence, manifest, files) = {
+        let (versions_held, last_sequence, manifest, files) = {
             let mut log = inner.log.lock();
             log.writer.flush()?;
             let versions = inner.versions.lock();
             let last_sequence = inner.last_sequence.load(Ordering::Acquire);
             let manifest = manifest_name(versions.manifest_number());
             let mut files = vec![open_prefix(fs, &inner.dir, manifest.clone())?];
-            let current = versions.current();
+            // Every keyspace's version, pinned until the segments are linked.
+            let current: Vec<_> = versions.currents().map(|(_, v)| v.clone()).collect();
             // Log tables' logs (TRIAD-LOG) are their data.
-            let referenced: std::collections::HashSet<u64> =
-                current.referenced_logs().map(|b| b.number).collect();
+            let referenced: std::collections::HashSet<u64> = current
+                .iter()
+                .flat_map(|v| v.referenced_logs())
+                .map(|b| b.number)
+                .collect();
             for name in fs.list(&inner.dir)? {
                 let Some(FileKind::Log(n)) = parse_file_name(&name) else {
                     continue;
@@ -115,8 +119,12 @@ impl Db {
             logs: files.len() - 1,
             ..CheckpointReport::default()
         };
-        let mut segments: Vec<u64> = version.segment_table_counts().into_keys().collect();
+        let mut segments: Vec<u64> = versions_held
+            .iter()
+            .flat_map(|v| v.segment_table_counts().into_keys())
+            .collect();
         segments.sort_unstable();
+        segments.dedup();
         for segment in segments {
             let from = segment_path(&inner.dir, segment);
             let to = segment_path(&building, segment);
@@ -129,7 +137,7 @@ impl Db {
             }
         }
         // The version pinned the segments' extents until they were linked.
-        drop(version);
+        drop(versions_held);
         for prefix in files {
             copy_prefix(fs, prefix.file, prefix.len, &building.join(&prefix.name))?;
         }

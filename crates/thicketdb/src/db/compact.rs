@@ -3,76 +3,103 @@
 //! early cleaning.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::{collect_obsolete_files, install, new_file_number};
+use super::tree::Tree;
 use super::DbInner;
 use crate::compaction::executor::{ExecContext, Executed, Journal};
 use crate::compaction::journal::{self, Journaling, MergeJournal};
 use crate::compaction::{execute, Bottommost, CompactionTask};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
-use crate::version::TableMeta;
+use crate::table::TableOptions;
+use crate::version::{TableMeta, Version, VersionSet};
 
 /// Runs a task and commits it.
+/// A task of a keyspace dropped meanwhile commits nothing and fails
+/// nothing (its inputs may be gone already): its outputs are garbage for
+/// open's sweep.
 pub(crate) fn compact(
     inner: &Arc<DbInner>,
+    tree: &Tree,
     task: CompactionTask,
     journaling: Journaling,
 ) -> Result<()> {
-    let mut journal = start_journal(inner, &task, journaling);
-    let mut released: HashSet<u64> = HashSet::new();
-    let executed = run(inner, &task, journal.as_mut(), &mut released)?;
-    count(inner, &task, &executed);
-    commit(inner, &task, &executed, journal.as_ref(), &released)
+    let result = (|| {
+        let mut journal = start_journal(inner, tree, &task, journaling)?;
+        let mut released: HashSet<u64> = HashSet::new();
+        let executed = run(inner, tree, &task, journal.as_mut(), &mut released)?;
+        count(inner, &task, &executed);
+        commit(inner, tree, &task, &executed, journal.as_ref(), &released)
+    })();
+    match result {
+        Err(_) if tree.dropped.load(Ordering::Acquire) => Ok(()),
+        other => other,
+    }
+}
+
+/// The current version of `tree`, or `KeyspaceNotFound` once dropped.
+fn current_of(versions: &VersionSet, tree: &Tree) -> Result<Arc<Version>> {
+    versions
+        .current_of(tree.id)
+        .ok_or_else(|| Error::KeyspaceNotFound(tree.name.clone()))
 }
 
 /// The journal the task runs under, if any.
 fn start_journal(
     inner: &DbInner,
+    tree: &Tree,
     task: &CompactionTask,
     journaling: Journaling,
-) -> Option<MergeJournal> {
-    match journaling {
+) -> Result<Option<MergeJournal>> {
+    Ok(match journaling {
         Journaling::Off => None,
         Journaling::Fresh => {
             // Checked and allocated under one lock: a run committed later
             // gets a higher id, so it sorts above the interim run, as its
             // newer data must.
             let versions = inner.versions.lock();
-            journal::fresh(&versions.current(), task, || versions.new_file_number())
+            journal::fresh(&*current_of(&versions, tree)?, task, || {
+                versions.new_file_number()
+            })
         }
         Journaling::Resume(journal) => {
             Counters::add(&inner.counters.merges_resumed, 1);
             Some(journal)
         }
-    }
+    })
 }
 
 /// Merges the task's inputs into output tables; a journaled merge commits
 /// checkpoints as it goes, adding the inputs they release to `released`.
 fn run(
     inner: &Arc<DbInner>,
+    tree: &Tree,
     task: &CompactionTask,
     journal: Option<&mut MergeJournal>,
     released: &mut HashSet<u64>,
 ) -> Result<Executed> {
-    let opts = &inner.options;
+    let opts = &tree.options;
     let numbers = new_file_number(inner);
     // Copied out of the version: holding the version would pin the inputs
     // a journaled merge releases as it goes.
     let (bottommost, (grandparents, grandparent_limit)) = {
-        let version = inner.versions.lock().current();
+        let version = current_of(&inner.versions.lock(), tree)?;
         (
             Bottommost::of(&version, task),
-            inner.policy.grandparents(&version, task),
+            tree.policy.grandparents(&version, task),
         )
     };
     let ctx = ExecContext {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         table_cache: &inner.table_cache,
-        table_options: opts.table_options(),
+        table_options: TableOptions {
+            keyspace: tree.id,
+            ..opts.table_options()
+        },
         target_table_size: opts.target_table_size,
         segment_tables: opts.segment_tables(),
         smallest_snapshot: inner.snapshots.oldest(&inner.last_sequence),
@@ -84,8 +111,9 @@ fn run(
         return execute(task, &bottommost, &ctx, None);
     };
     let resume_after = (!j.resume_after.is_empty()).then(|| j.resume_after.clone());
-    let mut checkpoint =
-        |fresh: &[Arc<TableMeta>], last: &[u8]| checkpoint(inner, task, j, released, fresh, last);
+    let mut checkpoint = |fresh: &[Arc<TableMeta>], last: &[u8]| {
+        checkpoint(inner, tree, task, j, released, fresh, last)
+    };
     execute(
         task,
         &bottommost,
@@ -125,6 +153,7 @@ fn count(inner: &DbInner, task: &CompactionTask, executed: &Executed) {
 /// Takes `versions`, then `super_version` through `install`.
 fn commit(
     inner: &DbInner,
+    tree: &Tree,
     task: &CompactionTask,
     executed: &Executed,
     journal: Option<&MergeJournal>,
@@ -135,21 +164,23 @@ fn commit(
     // tables or ranges (their claims said so), and the edit names only this
     // task's inputs, outputs and interim run.
     let mut versions = inner.versions.lock();
-    let current = versions.current();
+    let current = current_of(&versions, tree)?;
     let output_run = task
         .output_run
         .unwrap_or_else(|| versions.new_file_number());
     let parked = journal.and_then(|j| journal::parked(&current, j));
     let mut edit = task.final_edit(output_run, &executed.output.tables, released, parked);
     edit.merge_done = journal.is_some();
-    if let Some(buffer) = inner.policy.buffer() {
+    edit.keyspace = tree.id;
+    if let Some(buffer) = tree.policy.buffer() {
         let change = buffer
             .extend_task_edit(&current, task, &mut edit, || versions.new_file_number())
             .map_err(|why| Error::invariant(format!("buffer edit does not apply: {why}")))?;
         super::buffer::count(inner, change);
     }
-    let version = versions.log_and_apply(edit)?;
-    install(inner, version, None);
+    if let Some(version) = versions.log_and_apply(edit)? {
+        install(tree, version, None);
+    }
     Ok(())
 }
 
@@ -158,18 +189,21 @@ fn commit(
 /// where to resume.
 fn checkpoint(
     inner: &DbInner,
+    tree: &Tree,
     task: &CompactionTask,
     journal: &mut MergeJournal,
     released: &mut HashSet<u64>,
     fresh: &[Arc<TableMeta>],
     last: &[u8],
 ) -> Result<()> {
-    let order = &inner.options.comparator;
-    let edit = journal::checkpoint_edit(task, journal, released, fresh, last, order);
+    let order = &tree.options.comparator;
+    let mut edit = journal::checkpoint_edit(task, journal, released, fresh, last, order);
+    edit.keyspace = tree.id;
     {
         let mut versions = inner.versions.lock();
-        let version = versions.log_and_apply(edit)?;
-        install(inner, version, None);
+        if let Some(version) = versions.log_and_apply(edit)? {
+            install(tree, version, None);
+        }
     }
     Counters::add(&inner.counters.merge_checkpoints, 1);
     collect_obsolete_files(inner);
@@ -181,6 +215,7 @@ fn checkpoint(
 /// done: it walks every level, which no claim could describe more simply.
 pub(crate) fn compact_range(
     inner: &Arc<DbInner>,
+    tree: &Tree,
     start: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
@@ -190,30 +225,36 @@ pub(crate) fn compact_range(
         inner.check_background_error()?;
         let mut level = 0;
         loop {
-            let version = inner.versions.lock().current();
-            if level >= inner.policy.manual_end(&version) {
+            let version = current_of(&inner.versions.lock(), tree)?;
+            if level >= tree.policy.manual_end(&version) {
                 break;
             }
             // A merge a crash interrupted finishes first; the level it was
             // on is then looked at again.
             if let Some((task, journaling)) = journal::resume(&version) {
                 drop(version);
-                compact(inner, task, journaling)?;
+                compact(inner, tree, task, journaling)?;
                 continue;
             }
-            if let Some(task) = inner.policy.manual(&version, level, start, end) {
+            if let Some(task) = tree.policy.manual(&version, level, start, end) {
                 drop(version);
-                let journaling = Journaling::for_task(&inner.policy, &task);
-                compact(inner, task, journaling)?;
+                let journaling = Journaling::for_task(&tree.policy, &task);
+                compact(inner, tree, task, journaling)?;
             }
             level += 1;
         }
         Ok(())
     })();
     collect_obsolete_files(inner);
-    if let Err(e) = &result {
-        super::write::set_background_error(inner, e.clone());
-    }
+    let result = match result {
+        // Dropped meanwhile: nothing is left to compact, and the store is fine.
+        Err(_) if tree.dropped.load(Ordering::Acquire) => tree.check_live(),
+        Err(e) => {
+            super::write::set_background_error(inner, e.clone());
+            Err(e)
+        }
+        ok => ok,
+    };
     super::write::wake_background(inner);
     result
 }
@@ -232,7 +273,7 @@ impl<'a> ExclusiveCompaction<'a> {
             inner.background_cv.wait(bg.raw());
         }
         bg.manual_compaction = true;
-        while !bg.busy.is_empty() {
+        while !bg.idle() {
             inner.background_cv.wait(bg.raw());
         }
         ExclusiveCompaction { inner }

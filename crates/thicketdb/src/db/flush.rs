@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::background::install;
 use super::lock_order::RankedGuard;
 use super::log_table::LogAddresses;
+use super::tree::Tree;
 use super::write::relog;
 use super::{BackgroundState, DbInner};
 use crate::compaction::drop_rule::DropRule;
@@ -30,6 +31,8 @@ pub(crate) struct FlushEnv<'a> {
     pub fs: &'a dyn FileSystem,
     pub dir: &'a Path,
     pub options: &'a Options,
+    /// The keyspace the tables are for (recorded in their properties).
+    pub keyspace: u32,
     pub counters: &'a Counters,
     pub new_file_number: &'a dyn Fn() -> u64,
 }
@@ -62,6 +65,7 @@ impl FlushEnv<'_> {
         let range_dels = Fragments::clone(&mem.range_deletions());
         let log_table = self.options.triad_log && mem.values_located();
         let mut table_options = self.options.table_options();
+        table_options.keyspace = self.keyspace;
         if log_table {
             table_options.log_refs = Some(vec![mem.log_number()]);
         }
@@ -122,9 +126,19 @@ impl FlushEnv<'_> {
 /// the flushed table holds could be, so what survives is a prefix.
 /// REQUIRES: called by the flush thread only (it flushes the oldest
 /// immutable memtable; nothing else removes one). Takes `versions`.
+///
+/// Across keyspaces it takes the immutable memtable on the oldest log, so
+/// logs are let go in order and every keyspace gets its turn.
 pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
-    let sv = inner.super_version();
-    let Some(imm) = sv.imms.last().cloned() else {
+    let oldest = inner
+        .trees()
+        .iter()
+        .filter_map(|tree| {
+            let imm = tree.super_version().imms.last().cloned()?;
+            Some((tree.clone(), imm))
+        })
+        .min_by_key(|(_, imm)| imm.log_number());
+    let Some((tree, imm)) = oldest else {
         return Ok(());
     };
     let latest = inner.last_sequence.load(Ordering::Acquire);
@@ -132,14 +146,18 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     let env = FlushEnv {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
-        options: &inner.options,
+        options: &tree.options,
+        keyspace: tree.id,
         counters: &inner.counters,
         new_file_number: &numbers,
     };
-    let mut edit = VersionEdit::default();
+    let mut edit = VersionEdit {
+        keyspace: tree.id,
+        ..VersionEdit::default()
+    };
     let smallest_snapshot = inner.snapshots.oldest(&inner.last_sequence);
-    let hot = if inner.options.triad_mem {
-        let k = (inner.options.triad_hot_fraction * imm.len() as f64) as usize;
+    let hot = if tree.options.triad_mem {
+        let k = (tree.options.triad_hot_fraction * imm.len() as f64) as usize;
         hottest(&imm, k, smallest_snapshot)
     } else {
         Vec::new()
@@ -148,14 +166,14 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     let hot = if hot.is_empty() {
         hot
     } else {
-        relog(inner, &imm, hot)?
+        relog(inner, &tree, &imm, hot)?
     };
     Counters::add(&inner.counters.hot_entries_kept, hot.len() as u64);
     env.flush_cold(imm.clone(), smallest_snapshot, &keys_of(&hot), &mut edit)?;
     edit.last_sequence = Some(latest);
     let mut versions = inner.versions.lock();
     // The oldest memtable still unflushed decides which logs are needed.
-    let now = inner.super_version();
+    let now = tree.super_version();
     let still_needed = now
         .imms
         .iter()
@@ -163,11 +181,16 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         .find(|m| !Arc::ptr_eq(m, &imm))
         .unwrap_or(&now.mem);
     edit.log_number = Some(still_needed.log_number());
-    let placed = place_flushed_run(inner, &versions.current(), &mut edit, || {
+    let Some(current) = versions.current_of(tree.id) else {
+        // Dropped meanwhile: the tables written are garbage for open's sweep.
+        return Ok(());
+    };
+    let placed = place_flushed_run(inner, &tree, &current, &mut edit, || {
         versions.new_file_number()
     });
-    let version = versions.log_and_apply(edit)?;
-    install(inner, version, Some(&imm));
+    if let Some(version) = versions.log_and_apply(edit)? {
+        install(&tree, version, Some(&imm));
+    }
     drop(placed);
     Ok(())
 }
@@ -179,6 +202,7 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
 /// REQUIRES: `inner.versions` held. Takes `background`.
 fn place_flushed_run<'a>(
     inner: &'a DbInner,
+    tree: &Tree,
     current: &Version,
     edit: &mut VersionEdit,
     new_run: impl FnOnce() -> u64,
@@ -188,17 +212,17 @@ fn place_flushed_run<'a>(
         return None; // log tables stay in L0 (TRIAD-LOG)
     }
     let (smallest, largest) = (first.meta.smallest_user_key(), last.meta.largest_user_key());
-    let (level, run) = inner.policy.flush_target(current, smallest, largest)?;
+    let (level, run) = tree.policy.flush_target(current, smallest, largest)?;
     // Running tasks may be moving data into this range of the levels
     // above (older data would then sit over the flushed run) or reading
     // the run it joins; a manual compaction holds no claims at all.
     let runs: Vec<u64> = (1..=level)
         .map(|l| current.levels[l].runs.first().map_or(0, |r| r.id))
         .collect();
-    let bg = inner.background.lock();
+    let mut bg = inner.background.lock();
     if bg.manual_compaction
         || !bg
-            .busy
+            .busy_in(tree)
             .admits(&Claim::flush_placement(&runs, smallest, largest))
     {
         return None;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::search::SearchPool;
 use super::snapshot::Snapshot;
+use super::tree::Tree;
 use super::ReadOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
@@ -73,14 +74,15 @@ pub struct DbIterator {
     range_dels: RangeDelView,
 }
 
-pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
+pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, opts: ReadOptions) -> Result<DbIterator> {
     inner.check_open()?;
+    tree.check_live()?;
     let snapshot = match opts.snapshot {
         Some(s) => s,
         None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
     };
-    let sv = inner.super_version();
-    let order = &inner.options.comparator;
+    let sv = tree.super_version();
+    let order = &tree.options.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut range_dels = RangeDelView::new(
         snapshot.sequence(),
@@ -92,7 +94,7 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         children.push(Box::new(MemtableIterator::new(mem.clone())));
     }
     for (depth, level) in sv.version.levels.iter().enumerate() {
-        if let Some(pieces) = buffer_pieces(inner, &sv.version, depth, opts.fill_cache) {
+        if let Some(pieces) = buffer_pieces(inner, tree, &sv.version, depth, opts.fill_cache) {
             // The pieces read the level's run and its buffer, so the
             // tombstones of both hide older entries (sequence numbers
             // decide). Buffer tables are copies beside the run, so the
@@ -163,11 +165,12 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
 /// level's data, from its own run elsewhere (`version::buffer_range`).
 fn buffer_pieces(
     inner: &DbInner,
+    tree: &Tree,
     version: &Arc<Version>,
     level: usize,
     fill_cache: bool,
 ) -> Option<Box<dyn InternalIterator>> {
-    if !inner.options.lsbm_range_reads {
+    if !tree.options.lsbm_range_reads {
         return None;
     }
     version.range_plan(level)?;

@@ -16,46 +16,69 @@
 
 use std::sync::Arc;
 
+use super::tree::Tree;
 use super::write::{create_log, insert_relogged, set_background_error};
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::io::Backing;
-use crate::log::{encode_relogged, LogWriter};
+use crate::log::{encode_relogged, LogWriter, RelogSource};
 use crate::memtable::newest::newest_entries;
-use crate::memtable::Memtable;
 use crate::stats::Counters;
 use crate::version::files::log_path;
 
-/// Rewrites the log of the full memtable of `sv` when its newest versions
-/// are below `triad_flush_threshold`; returns whether it did (then the
-/// memtable has room again).
+/// Rewrites the log when the newest versions of every keyspace's memtable
+/// (`svs`: each keyspace and its super version) fit under that keyspace's
+/// `triad_flush_threshold` (all keyspaces share the log, so all are
+/// carried or none); returns whether it did (then the memtables have room
+/// again). One re-logged record per non-empty memtable.
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `log`, then `versions`, then `super_version`.
-pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Result<bool> {
-    let opts = &inner.options;
-    let limit = (opts.triad_flush_threshold * opts.write_buffer_size as f64) as u64;
-    if limit == 0 {
+pub(crate) fn rewrite_small_log(
+    inner: &Arc<DbInner>,
+    svs: &[(Arc<Tree>, Arc<SuperVersion>)],
+) -> Result<bool> {
+    let limit = |tree: &Tree| {
+        let opts = &tree.options;
+        (opts.triad_flush_threshold * opts.write_buffer_size as f64) as u64
+    };
+    if svs.iter().any(|(tree, _)| limit(tree) == 0) {
         return Ok(false);
     }
-    // Under `log` no re-logged record of a flush can land in the memtable
+    // Under `log` no re-logged record of a flush can land in a memtable
     // after it was read here.
     let mut log = inner.log.lock();
     let visible_to_all = inner.snapshots.oldest(&inner.last_sequence);
-    let Some(entries) = newest_entries(&sv.mem, limit, visible_to_all) else {
-        return Ok(false);
-    };
+    let mut records = Vec::with_capacity(svs.len());
+    for (tree, sv) in svs {
+        let Some(entries) = newest_entries(&sv.mem, limit(tree), visible_to_all) else {
+            return Ok(false);
+        };
+        let source = RelogSource {
+            log: sv.mem.log_number(),
+            keyspace: tree.id,
+        };
+        records.push((!entries.is_empty()).then(|| encode_relogged(source, &entries)));
+    }
     let number = inner.versions.lock().new_file_number();
-    let record = encode_relogged(sv.mem.log_number(), &entries);
-    let written =
-        create_log(inner.fs.as_ref(), opts, &log_path(&inner.dir, number)).and_then(|f| {
-            inner.fs.sync_dir(&inner.dir)?;
-            let mut writer = LogWriter::new(f);
-            let offset = writer.add_record(&record)?;
-            writer.flush()?;
-            writer.sync()?;
-            Ok((writer, offset))
-        });
-    let (writer, offset) = match written {
+    let written = create_log(
+        inner.fs.as_ref(),
+        &inner.options,
+        &log_path(&inner.dir, number),
+    )
+    .and_then(|f| {
+        inner.fs.sync_dir(&inner.dir)?;
+        let mut writer = LogWriter::new(f);
+        let mut offsets = Vec::with_capacity(records.len());
+        for record in &records {
+            offsets.push(match record {
+                Some(record) => Some(writer.add_record(record)?),
+                None => None,
+            });
+        }
+        writer.flush()?;
+        writer.sync()?;
+        Ok((writer, offsets))
+    });
+    let (writer, offsets) = match written {
         Ok(w) => w,
         Err(e) => {
             set_background_error(inner, e.clone());
@@ -64,27 +87,31 @@ pub(crate) fn rewrite_small_log(inner: &Arc<DbInner>, sv: &SuperVersion) -> Resu
     };
     let c = &inner.counters;
     Counters::add(&c.fsyncs_log, 2);
-    Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
     Counters::add(&c.log_rewrites, 1);
-    let mem = Memtable::with_log(
-        inner.backings.pin_file(Backing::log(number)),
-        inner.options.comparator.clone(),
-    )
-    .tracking_locations(opts.triad_log);
-    insert_relogged(&mem, &record, offset).map_err(|why| {
-        Error::invariant(format!(
-            "a record this process encoded failed to decode: {why}"
-        ))
-    })?;
+    let mut mems = Vec::with_capacity(svs.len());
+    for ((tree, _), (record, offset)) in svs.iter().zip(records.iter().zip(offsets)) {
+        let mem = tree.memtable_on_log(&inner.backings, number);
+        if let (Some(record), Some(offset)) = (record, offset) {
+            Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
+            insert_relogged(&mem, record, offset).map_err(|why| {
+                Error::invariant(format!(
+                    "a record this process encoded failed to decode: {why}"
+                ))
+            })?;
+        }
+        mems.push(mem);
+    }
     log.writer = writer;
     log.number = number;
-    let mut current = inner.super_version.write();
-    let next = SuperVersion {
-        mem: Arc::new(mem),
-        imms: current.imms.clone(),
-        version: current.version.clone(),
-        pending_compaction_bytes: current.pending_compaction_bytes,
-    };
-    *current = Arc::new(next);
+    for ((tree, _), mem) in svs.iter().zip(mems) {
+        let mut current = tree.super_version.write();
+        let next = SuperVersion {
+            mem: Arc::new(mem),
+            imms: current.imms.clone(),
+            version: current.version.clone(),
+            pending_compaction_bytes: current.pending_compaction_bytes,
+        };
+        *current = Arc::new(next);
+    }
     Ok(true)
 }

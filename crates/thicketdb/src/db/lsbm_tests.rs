@@ -41,7 +41,7 @@ fn superfiles_group_outputs_and_victims_while_trim_takes_single_tables() {
     let version = loop {
         fill(&db, 'z', round * 1000..round * 1000 + 800);
         round += 1;
-        let version = db.inner().super_version().version.clone();
+        let version = db.inner().default.super_version().version.clone();
         if round >= 3 && version.levels.iter().any(|l| l.buffer.len() >= 2) {
             break version;
         }
@@ -79,7 +79,12 @@ fn superfiles_group_outputs_and_victims_while_trim_takes_single_tables() {
         .iter()
         .map(|t| (t.id, if t.id == cold { 0.0 } else { 1.0 }))
         .collect();
-    let buffer = db.inner().policy.buffer().expect("lsbm has a buffer");
+    let buffer = db
+        .inner()
+        .default
+        .policy
+        .buffer()
+        .expect("lsbm has a buffer");
     let (edit, change) = buffer.trim_edit(&version, &ratios).unwrap();
     assert_eq!(change.removed, 1);
     let after = version.apply(&edit).unwrap();
@@ -108,7 +113,7 @@ fn reopen_keeps_the_freeze_accounting() {
         for round in 0..3 {
             fill(&db, 'a', round * 800..round * 800 + 800);
         }
-        let version = db.inner().super_version().version.clone();
+        let version = db.inner().default.super_version().version.clone();
         db.close().unwrap();
         version
     };
@@ -118,7 +123,7 @@ fn reopen_keeps_the_freeze_accounting() {
         "no level took arrivals: {rounds:?}"
     );
     let db = Db::open(dir.path(), options).unwrap();
-    let after = db.inner().super_version().version.clone();
+    let after = db.inner().default.super_version().version.clone();
     let reopened: Vec<_> = after.levels.iter().map(|l| (l.round, l.frozen)).collect();
     assert_eq!(reopened, rounds);
 }

@@ -4,6 +4,8 @@
 //! background threads and iterators lives in `DbInner`; the last `Db` handle
 //! to go stops the background threads and persists the counters.
 
+#[macro_use]
+mod data_api;
 mod background;
 mod batch;
 mod buffer;
@@ -13,6 +15,7 @@ mod checkpoint;
 mod compact;
 mod flush;
 mod iter;
+mod keyspace;
 mod lock_order;
 mod log_rewrite;
 mod log_table;
@@ -26,6 +29,7 @@ mod snapshot;
 mod space;
 mod stats;
 mod tools;
+mod tree;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -40,11 +44,13 @@ pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
 pub use checkpoint::CheckpointReport;
 pub use iter::DbIterator;
+pub use keyspace::{Keyspace, MAX_KEYSPACE_NAME};
 pub use range::Range;
 pub use snapshot::Snapshot;
 pub use space::SpaceUsage;
 pub use stats::Stats;
 pub use tools::{destroy, dump, repair, RepairReport};
+pub use tree::DEFAULT_KEYSPACE_NAME;
 
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
@@ -55,6 +61,7 @@ use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
 use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
+use tree::Tree;
 use write::WriteState;
 
 /// What a read needs, swapped as one unit: the mutable memtable, the
@@ -74,10 +81,26 @@ pub(crate) struct BackgroundState {
     /// A failed flush or compaction; writes are refused until reopen.
     pub error: Option<Error>,
     pub shutting_down: bool,
-    /// What the running background compactions hold.
-    pub busy: crate::compaction::Busy,
+    /// What the running background compactions hold, per keyspace id.
+    pub busy: std::collections::BTreeMap<u32, crate::compaction::Busy>,
     /// A manual compaction runs or waits: no background compaction starts.
     pub manual_compaction: bool,
+    /// Where the next round-robin pick over keyspaces starts.
+    pub next_tree: usize,
+}
+
+impl BackgroundState {
+    /// The claims of running tasks in `tree`.
+    pub fn busy_in(&mut self, tree: &Tree) -> &mut crate::compaction::Busy {
+        self.busy
+            .entry(tree.id)
+            .or_insert_with(|| crate::compaction::Busy::new(tree.options.comparator.clone()))
+    }
+
+    /// Whether no background compaction runs in any keyspace.
+    pub fn idle(&self) -> bool {
+        self.busy.values().all(|b| b.is_empty())
+    }
 }
 
 /// Lock order (checked in debug builds and unit tests, `lock_order.rs`):
@@ -91,11 +114,15 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn FileSystem>,
     pub counters: Arc<Counters>,
     pub table_cache: Arc<TableCache>,
-    pub policy: crate::compaction::Policy,
     pub snapshots: Arc<SnapshotRegistry>,
     /// Sequence number of the last write visible to readers.
     pub last_sequence: AtomicU64,
-    pub super_version: RwLock<Arc<SuperVersion>>,
+    /// The default keyspace's tree (also in `trees`).
+    pub default: Arc<Tree>,
+    /// Every live keyspace's tree, the default one first. Changed under
+    /// `versions` (with the MANIFEST edit); like `super_version`, taken last.
+    /// Replaced whole (copy on write), so a reader clones one `Arc`.
+    pub trees: RwLock<Arc<Vec<Arc<Tree>>>>,
     pub write: Ranked<WriteState>,
     /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
     pub write_cv: Condvar,
@@ -119,8 +146,9 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
-    pub fn super_version(&self) -> Arc<SuperVersion> {
-        self.super_version.read().clone()
+    /// Every live keyspace's tree, the default one first.
+    pub fn trees(&self) -> Arc<Vec<Arc<Tree>>> {
+        self.trees.read().clone()
     }
 
     /// The background error, if any, as the error writers get. The flag
@@ -265,6 +293,18 @@ impl Db {
         &self.handle.inner
     }
 
+    /// For `data_api!`: the store itself.
+    fn db(&self) -> &Db {
+        self
+    }
+
+    /// For `data_api!`: the data methods of `Db` work on the default keyspace.
+    fn tree(&self) -> &Arc<Tree> {
+        &self.inner().default
+    }
+
+    data_api!();
+
     /// The store's directory.
     pub fn path(&self) -> &Path {
         &self.inner().dir
@@ -273,70 +313,6 @@ impl Db {
     /// The options this store runs with.
     pub fn options(&self) -> &Options {
         &self.inner().options
-    }
-
-    /// Sets `key` to `value`.
-    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.put_opt(key, value, WriteOptions::default())
-    }
-
-    /// `put` with per-write options.
-    pub fn put_opt(
-        &self,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-        opts: WriteOptions,
-    ) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len());
-        batch.put(key, value)?;
-        self.write_opt(batch, opts)
-    }
-
-    /// Removes `key` (a no-op when absent).
-    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.delete_opt(key, WriteOptions::default())
-    }
-
-    /// `delete` with per-write options.
-    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: WriteOptions) -> Result<()> {
-        let key = key.as_ref();
-        let mut batch = WriteBatch::with_capacity(key.len());
-        batch.delete(key)?;
-        self.write_opt(batch, opts)
-    }
-
-    /// Deletes every key in `[start, end)` (RocksDB's `DeleteRange`) with
-    /// one range tombstone, however many keys the range holds. Snapshots
-    /// taken before it still see the keys. Needs the built-in byte order:
-    /// a store with a custom comparator returns `InvalidArgument`.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
-    /// for k in ["a", "b", "c", "d"] {
-    ///     db.put(k, "v")?;
-    /// }
-    /// db.delete_range("b", "d")?;
-    /// let keys: Vec<_> = db.range::<&str, _>(..)?.map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
-    /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
-    /// # Ok::<(), thicketdb::Error>(())
-    /// ```
-    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        self.delete_range_opt(start, end, WriteOptions::default())
-    }
-
-    /// `delete_range` with per-write options.
-    pub fn delete_range_opt(
-        &self,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        opts: WriteOptions,
-    ) -> Result<()> {
-        let (start, end) = (start.as_ref(), end.as_ref());
-        let mut batch = WriteBatch::with_capacity(start.len() + end.len());
-        batch.delete_range(start, end)?;
-        self.write_opt(batch, opts)
     }
 
     /// Applies a batch atomically.
@@ -356,112 +332,17 @@ impl Db {
         write::write(self.inner(), batch, opts)
     }
 
-    /// The value of `key`, or `None`.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.get_opt(key, &ReadOptions::default())
-    }
-
-    /// `get` with per-read options (a snapshot; bounds do not apply).
-    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(self.inner(), key.as_ref(), opts)
-    }
-
-    /// Hands the value of `key` to `f` without copying it when it is read
-    /// from a table (it is borrowed from the cached block); `None` when
-    /// absent. Cheaper than `get` when the caller needs no owned value
-    /// (`docs/benchmarks.md`, *Borrowed get*).
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
-    /// db.put("k", "a long value")?;
-    /// assert_eq!(db.get_with("k", |v| v.len())?, Some(12));
-    /// assert_eq!(db.get_with("absent", |v| v.len())?, None);
-    /// # Ok::<(), thicketdb::Error>(())
-    /// ```
-    pub fn get_with<R>(
-        &self,
-        key: impl AsRef<[u8]>,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        self.get_with_opt(key, &ReadOptions::default(), f)
-    }
-
-    /// `get_with` with per-read options.
-    pub fn get_with_opt<R>(
-        &self,
-        key: impl AsRef<[u8]>,
-        opts: &ReadOptions,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        read::get_with(self.inner(), key.as_ref(), opts, f)
-    }
-
-    /// The values of `keys`, in order, all read at one point of the write
-    /// order (one snapshot), as RocksDB's `MultiGet`.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
-    /// db.put("a", "1")?;
-    /// let values: Vec<_> = db.multi_get(["a", "b"]).into_iter().collect::<Result<_, _>>()?;
-    /// assert_eq!(values, [Some(b"1".to_vec()), None]);
-    /// # Ok::<(), thicketdb::Error>(())
-    /// ```
-    pub fn multi_get<K: AsRef<[u8]>>(
-        &self,
-        keys: impl IntoIterator<Item = K>,
-    ) -> Vec<Result<Option<Vec<u8>>>> {
-        self.multi_get_opt(keys, &ReadOptions::default())
-    }
-
-    /// `multi_get` with per-read options; without a snapshot in `opts` it
-    /// takes one, so that every key is read at the same point.
-    pub fn multi_get_opt<K: AsRef<[u8]>>(
-        &self,
-        keys: impl IntoIterator<Item = K>,
-        opts: &ReadOptions,
-    ) -> Vec<Result<Option<Vec<u8>>>> {
-        let pinned;
-        let opts = match opts.snapshot {
-            Some(_) => opts,
-            None => {
-                pinned = ReadOptions {
-                    snapshot: Some(self.snapshot()),
-                    ..opts.clone()
-                };
-                &pinned
-            }
-        };
-        keys.into_iter().map(|k| self.get_opt(k, opts)).collect()
-    }
-
     /// A consistent read view at the current point of the write order.
     pub fn snapshot(&self) -> Snapshot {
         let inner = self.inner();
         Snapshot::latest(&inner.last_sequence, inner.snapshots.clone())
     }
 
-    /// An iterator over user keys within the bounds of `opts`; call a seek
-    /// method before reading.
-    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
-        iter::new(self.inner(), opts)
-    }
-
-    /// Flushes the memtable and waits until every immutable memtable is on
-    /// disk.
+    /// Flushes the memtables (of every keyspace: they share the log) and
+    /// waits until every immutable memtable is on disk.
     pub fn flush(&self) -> Result<()> {
         self.inner().check_writable("flush")?;
         write::flush(self.inner())
-    }
-
-    /// Flushes, then compacts every table overlapping `[start, end]` (`None`
-    /// is unbounded) into the bottom of the tree, dropping overwritten
-    /// versions and deletions no snapshot needs.
-    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner().check_writable("compact_range")?;
-        self.flush()?;
-        compact::compact_range(self.inner(), start, end)
     }
 
     /// Trims LSbM's compaction buffer now instead of at the next

@@ -11,8 +11,11 @@ use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
 use super::search::SearchPool;
 use super::snapshot::SnapshotRegistry;
-use super::write::{insert_into_memtable, insert_relogged, LogState, WriteState};
-use super::{BackgroundState, DbInner, SuperVersion};
+use super::tree::{
+    keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE, DEFAULT_KEYSPACE_NAME,
+};
+use super::write::{insert_into_memtables, insert_relogged, LogState, WriteState};
+use super::{BackgroundState, DbInner};
 use crate::compaction::buffer;
 use crate::compaction::leveled::LevelTargets;
 use crate::error::{Error, Result};
@@ -38,42 +41,60 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(Backings::default());
     let mut versions = recover_versions(&fs, dir, exists, &options, &counters, &backings)?;
+    let targets = replay_targets(&options, &versions)?;
     let replayed = replay_logs(
         fs.as_ref(),
         dir,
-        &options,
+        &targets,
         &versions,
         &counters,
         FullMemtable::Flush,
     )?;
-    let mut edit = replayed.edit;
 
     // Writes go to a fresh log from now on; the replayed ones are flushed.
+    // One edit per keyspace: each moves its own log number, so a crash
+    // between them replays the old logs into the keyspaces not yet moved.
     let log_number = versions.new_file_number();
     let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
     fs.sync_dir(dir)?;
     Counters::add(&counters.fsyncs_log, 1);
-    edit.log_number = Some(log_number);
-    edit.last_sequence = Some(replayed.last_sequence);
-    buffer::open_edit(
-        &versions.current(),
-        options.lsbm_buffer,
-        replayed.last_sequence,
-        &mut edit,
-    );
-    let version = versions.log_and_apply(edit)?;
-    sweep(fs.as_ref(), dir, &version, log_number);
+    let mut trees = Vec::with_capacity(targets.len());
+    for (target, tree) in targets.into_iter().zip(replayed.trees) {
+        let mut edit = tree.edit;
+        edit.keyspace = target.id;
+        edit.log_number = Some(log_number);
+        edit.last_sequence = Some(replayed.last_sequence);
+        let current = versions
+            .current_of(target.id)
+            .ok_or_else(|| Error::invariant("a recovered keyspace has no version"))?;
+        buffer::open_edit(
+            &current,
+            target.options.lsbm_buffer,
+            replayed.last_sequence,
+            &mut edit,
+        );
+        let version = versions
+            .log_and_apply(edit)?
+            .ok_or_else(|| Error::invariant("a recovered keyspace has no version"))?;
+        trees.push((target, version));
+    }
+    sweep(fs.as_ref(), dir, &versions);
 
     let table_cache = new_table_cache(dir, &fs, &options)?;
-    release_dead_space(&table_cache, &version);
-    if options.triad_disk {
-        load_l0_sketches(&table_cache, &version, &options);
-    }
-    let mem = Memtable::with_log(
-        backings.pin_file(Backing::log(log_number)),
-        options.comparator.clone(),
-    )
-    .tracking_locations(options.triad_log);
+    let trees = trees
+        .into_iter()
+        .map(|(target, version)| {
+            release_dead_space(&table_cache, &version);
+            if target.options.triad_disk {
+                load_l0_sketches(&table_cache, &version, &target.options);
+            }
+            let ReplayTarget {
+                id, name, options, ..
+            } = target;
+            let mem = memtable_on_log(&options, &backings, log_number);
+            Arc::new(Tree::new(id, name, options, version, mem, Vec::new()))
+        })
+        .collect();
     assemble(Parts {
         dir,
         options,
@@ -82,15 +103,49 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         backings,
         table_cache,
         versions,
-        version,
-        mem,
-        imms: Vec::new(),
+        trees,
         last_sequence: replayed.last_sequence,
         log: LogWriter::new(log_file),
         log_number,
         lock: Some(lock),
         read_only: false,
     })
+}
+
+/// A keyspace whose writes log replay routes into its memtables.
+pub(super) struct ReplayTarget {
+    pub id: u32,
+    pub name: String,
+    /// The options its tree runs with (`tree::keyspace_options`).
+    pub options: Options,
+    /// Its writes in older logs are in its tables already.
+    pub log_number: u64,
+}
+
+/// Every keyspace the MANIFEST knows, the default one first, with the
+/// options its tree runs with: the store's for the default keyspace, the
+/// recorded ones (store-wide fields from `options`) for the others.
+pub(super) fn replay_targets(
+    options: &Options,
+    versions: &VersionSet,
+) -> Result<Vec<ReplayTarget>> {
+    let mut targets = vec![ReplayTarget {
+        id: DEFAULT_KEYSPACE,
+        name: DEFAULT_KEYSPACE_NAME.to_string(),
+        options: options.clone(),
+        log_number: versions.log_number_of(DEFAULT_KEYSPACE).unwrap_or(0),
+    }];
+    for (id, def) in versions.keyspace_defs() {
+        let what = format!("options of keyspace {:?} in the MANIFEST", def.name);
+        let recorded = Options::decode(&what, def.options.as_bytes())?;
+        targets.push(ReplayTarget {
+            id,
+            name: def.name.clone(),
+            options: keyspace_options(options, &recorded),
+            log_number: versions.log_number_of(id).unwrap_or(0),
+        });
+    }
+    Ok(targets)
 }
 
 /// Loads the key sketches TRIAD-DISK reads (the tables of L0 and of the
@@ -152,10 +207,8 @@ pub(super) struct Parts<'a> {
     pub backings: Arc<Backings>,
     pub table_cache: Arc<TableCache>,
     pub versions: VersionSet,
-    pub version: Arc<Version>,
-    pub mem: Memtable,
-    /// Immutable memtables, newest first.
-    pub imms: Vec<Arc<Memtable>>,
+    /// Every keyspace's tree, the default one first.
+    pub trees: Vec<Arc<Tree>>,
     pub last_sequence: u64,
     pub log: LogWriter,
     /// The number of the log `log` writes (0: none, read-only).
@@ -165,22 +218,21 @@ pub(super) struct Parts<'a> {
 }
 
 pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
-    let policy = crate::compaction::Policy::new(&p.options, &p.version);
-    let pending_compaction_bytes = policy.pending_bytes(&p.version);
     let search = start_search_pool(&p.options, &p.counters)?;
+    let default = p
+        .trees
+        .first()
+        .filter(|t| t.id == DEFAULT_KEYSPACE)
+        .cloned()
+        .ok_or_else(|| Error::invariant("the default keyspace comes first"))?;
     Ok(DbInner {
         dir: p.dir.to_path_buf(),
         counters: p.counters,
         table_cache: p.table_cache,
-        policy,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(p.last_sequence),
-        super_version: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(p.mem),
-            imms: p.imms,
-            pending_compaction_bytes,
-            version: p.version,
-        })),
+        default,
+        trees: RwLock::new(Arc::new(p.trees)),
         write: Ranked::new(Rank::Write, WriteState::default()),
         write_cv: Condvar::new(),
         log: Ranked::new(
@@ -196,8 +248,9 @@ pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
             BackgroundState {
                 error: None,
                 shutting_down: false,
-                busy: crate::compaction::Busy::new(p.options.comparator.clone()),
+                busy: Default::default(),
                 manual_compaction: false,
+                next_tree: 0,
             },
         ),
         background_cv: Condvar::new(),
@@ -301,22 +354,30 @@ pub(super) enum FullMemtable {
     Keep,
 }
 
-/// What log replay produced.
-pub(super) struct Replayed {
+/// What log replay produced for one keyspace.
+pub(super) struct ReplayedTree {
     /// The L0 runs flushed (`FullMemtable::Flush`).
     pub edit: VersionEdit,
     /// The memtables kept (`FullMemtable::Keep`), newest first.
     pub memtables: Vec<Arc<Memtable>>,
+}
+
+/// What log replay produced.
+pub(super) struct Replayed {
+    /// Per keyspace, in the order of the targets.
+    pub trees: Vec<ReplayedTree>,
     /// The last sequence number found (or the MANIFEST's).
     pub last_sequence: u64,
 }
 
-/// Replays every log the MANIFEST still needs, in order, into memtables
-/// that are flushed into L0 runs or kept, as `full` says.
+/// Replays every log some keyspace still needs, in order, into memtables
+/// that are flushed into L0 runs or kept, as `full` says. Each write goes
+/// to the keyspace its batch op names, unless that keyspace is gone
+/// (dropped) or flushed it already (the log is older than its log number).
 pub(super) fn replay_logs(
     fs: &dyn FileSystem,
     dir: &Path,
-    options: &Options,
+    targets: &[ReplayTarget],
     versions: &VersionSet,
     counters: &Counters,
     full: FullMemtable,
@@ -332,29 +393,40 @@ pub(super) fn replay_logs(
     logs.sort_unstable();
     let numbers = || versions.new_file_number();
     let mut replay = Replay {
-        env: FlushEnv {
-            fs,
-            dir,
-            options,
-            counters,
-            new_file_number: &numbers,
-        },
+        fs,
+        dir,
+        counters,
+        new_file_number: &numbers,
         full,
-        mem: Arc::new(Memtable::new(0, options.comparator.clone())),
+        trees: targets
+            .iter()
+            .map(|t| TreeReplay {
+                target: t,
+                mem: Arc::new(Memtable::new(0, t.options.comparator.clone())),
+                edit: VersionEdit::default(),
+                kept: Vec::new(),
+            })
+            .collect(),
         log: 0,
-        edit: VersionEdit::default(),
-        kept: Vec::new(),
         replayed: logs.clone(),
     };
     let mut last_sequence = versions.last_sequence();
     for &log in &logs {
         last_sequence = last_sequence.max(replay.log(log)?);
     }
-    replay.memtable_full()?;
-    replay.kept.reverse();
+    let mut trees = Vec::with_capacity(replay.trees.len());
+    for i in 0..replay.trees.len() {
+        replay.memtable_full(i)?;
+    }
+    for mut tree in replay.trees {
+        tree.kept.reverse();
+        trees.push(ReplayedTree {
+            edit: tree.edit,
+            memtables: tree.kept,
+        });
+    }
     Ok(Replayed {
-        edit: replay.edit,
-        memtables: replay.kept,
+        trees,
         last_sequence,
     })
 }
@@ -408,16 +480,25 @@ pub(super) fn check_stored_identity(
 
 /// Replays logs into memtables, flushing or keeping each full one.
 struct Replay<'a> {
-    env: FlushEnv<'a>,
+    fs: &'a dyn FileSystem,
+    dir: &'a Path,
+    counters: &'a Counters,
+    new_file_number: &'a dyn Fn() -> u64,
     full: FullMemtable,
-    mem: Arc<Memtable>,
+    trees: Vec<TreeReplay<'a>>,
     /// The log being replayed.
     log: u64,
+    /// Every log this replay reads.
+    replayed: Vec<u64>,
+}
+
+/// One keyspace's side of a replay.
+struct TreeReplay<'a> {
+    target: &'a ReplayTarget,
+    mem: Arc<Memtable>,
     edit: VersionEdit,
     /// Memtables kept in memory, oldest first.
     kept: Vec<Arc<Memtable>>,
-    /// Every log this replay reads.
-    replayed: Vec<u64>,
 }
 
 impl Replay<'_> {
@@ -426,78 +507,127 @@ impl Replay<'_> {
     /// log tables of that log (the log becomes their data, not rewritten);
     /// the log is synced first, as the tables will rely on it.
     fn log(&mut self, number: u64) -> Result<u64> {
-        let path = log_path(self.env.dir, number);
-        if self.env.options.triad_log {
-            self.memtable_full()?;
+        let path = log_path(self.dir, number);
+        let triad_log = self.trees[0].target.options.triad_log;
+        if triad_log {
+            for i in 0..self.trees.len() {
+                self.memtable_full(i)?;
+            }
             if matches!(self.full, FullMemtable::Flush) {
-                self.env.fs.sync_file(&path)?;
+                self.fs.sync_file(&path)?;
             }
             self.log = number;
-            self.mem = Arc::new(self.fresh_memtable());
+            for i in 0..self.trees.len() {
+                self.trees[i].mem = Arc::new(self.fresh_memtable(i));
+            }
         }
+        let options = &self.trees[0].target.options;
         let mut reader = LogReader::new(
-            self.env.fs.open_sequential(&path)?,
+            self.fs.open_sequential(&path)?,
             path.clone(),
-            self.env.options.wal_recovery_mode,
+            options.wal_recovery_mode,
         );
         let mut last = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
             let applied = if is_relogged(&record) {
-                self.relogged(&record, offset)
+                self.relogged(number, &record, offset)
             } else {
-                insert_into_memtable(&self.mem, &record, offset)
+                // A keyspace takes the writes of the logs it has not flushed.
+                let mems: Vec<(u32, &Memtable)> = self
+                    .trees
+                    .iter()
+                    .filter(|t| number >= t.target.log_number)
+                    .map(|t| (t.target.id, &*t.mem))
+                    .collect();
+                insert_into_memtables(&mems, &record, offset)
             };
             last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
-            if self.mem.approximate_size() >= self.env.options.write_buffer_size {
-                self.memtable_full()?;
+            for i in 0..self.trees.len() {
+                let t = &self.trees[i];
+                if t.mem.approximate_size() >= t.target.options.write_buffer_size {
+                    self.memtable_full(i)?;
+                }
             }
         }
         Ok(last)
     }
 
-    /// Applies a re-logged record (TRIAD-MEM's carried entries) unless its
-    /// source log is replayed too: that log holds every version of them, and
-    /// the same entry twice in a memtable would be a duplicate key. Returns
-    /// the largest sequence number applied (0 for none).
-    fn relogged(&self, record: &[u8], offset: u64) -> std::result::Result<u64, String> {
+    /// Applies a re-logged record (TRIAD-MEM's carried entries), the
+    /// record at `offset` of log `number`, to its keyspace unless the
+    /// keyspace flushed this log already, or its source log is replayed
+    /// into the keyspace too: that log holds every version of them, and the
+    /// same entry twice in a memtable would be a duplicate key. Returns the
+    /// largest sequence number applied (0 for none).
+    fn relogged(
+        &self,
+        number: u64,
+        record: &[u8],
+        offset: u64,
+    ) -> std::result::Result<u64, String> {
         let source = for_each_relogged(record, |_, _, _, _| ())?;
-        if self.replayed.contains(&source) {
+        let Some(tree) = self
+            .trees
+            .iter()
+            .find(|t| t.target.id == source.keyspace && number >= t.target.log_number)
+        else {
+            return Ok(0); // dropped, or flushed
+        };
+        let source_replayed =
+            self.replayed.contains(&source.log) && source.log >= tree.target.log_number;
+        if source_replayed {
             return Ok(0);
         }
-        Ok(insert_relogged(&self.mem, record, offset)?)
+        Ok(insert_relogged(&tree.mem, record, offset)?)
     }
 
-    /// An empty memtable for the writes of the log being replayed (with
-    /// `triad_log`; otherwise for those of every log).
-    fn fresh_memtable(&self) -> Memtable {
-        let options = self.env.options;
+    /// An empty memtable of keyspace `i` for the writes of the log being
+    /// replayed (with `triad_log`; otherwise for those of every log).
+    fn fresh_memtable(&self, i: usize) -> Memtable {
+        let options = &self.trees[i].target.options;
         Memtable::new(self.log, options.comparator.clone()).tracking_locations(options.triad_log)
     }
 
-    fn memtable_full(&mut self) -> Result<()> {
-        if self.mem.is_empty() {
+    fn memtable_full(&mut self, i: usize) -> Result<()> {
+        if self.trees[i].mem.is_empty() {
             return Ok(());
         }
-        let fresh = Arc::new(self.fresh_memtable());
-        let mem = std::mem::replace(&mut self.mem, fresh);
+        let fresh = Arc::new(self.fresh_memtable(i));
+        let tree = &mut self.trees[i];
+        let mem = std::mem::replace(&mut tree.mem, fresh);
         match self.full {
             // Recovery runs before any snapshot exists: only the newest
             // version of each key matters, but keep them all, as a flush does.
-            FullMemtable::Flush => self.env.flush(mem, 0, &mut self.edit),
+            FullMemtable::Flush => {
+                let env = FlushEnv {
+                    fs: self.fs,
+                    dir: self.dir,
+                    options: &tree.target.options,
+                    keyspace: tree.target.id,
+                    counters: self.counters,
+                    new_file_number: self.new_file_number,
+                };
+                env.flush(mem, 0, &mut tree.edit)
+            }
             FullMemtable::Keep => {
-                self.kept.push(mem);
+                tree.kept.push(mem);
                 Ok(())
             }
         }
     }
 }
 
-/// Deletes files that no version needs: old logs and MANIFESTs, temporary
-/// files and unreferenced segments left by an interrupted flush or compaction.
-fn sweep(fs: &dyn FileSystem, dir: &Path, version: &Version, log_number: u64) {
-    let live = version.segment_table_counts();
-    let referenced: std::collections::HashSet<Backing> = version.referenced_logs().collect();
+/// Deletes files that no keyspace's version needs: old logs and MANIFESTs,
+/// temporary files and unreferenced segments left by an interrupted flush
+/// or compaction, or by a dropped keyspace.
+fn sweep(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet) {
+    let log_number = versions.log_number();
+    let mut live = std::collections::HashMap::new();
+    let mut referenced = std::collections::HashSet::new();
+    for (_, version) in versions.currents() {
+        live.extend(version.segment_table_counts());
+        referenced.extend(version.referenced_logs());
+    }
     let Ok(names) = fs.list(dir) else { return };
     for name in names {
         let doomed = match parse_file_name(&name) {

@@ -7,8 +7,10 @@
 //! backward, and they stop where they meet, so each pair comes out once.
 
 use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
 
-use super::{Db, DbIterator, ReadOptions};
+use super::tree::Tree;
+use super::{iter, Db, DbIterator, ReadOptions};
 use crate::error::{Error, Result};
 use crate::format::KeyOrder;
 
@@ -16,6 +18,8 @@ use crate::format::KeyOrder;
 /// from the back; an error ends the iteration after it is returned.
 pub struct Range {
     db: Db,
+    /// The keyspace read.
+    tree: Arc<Tree>,
     /// Bounds and the snapshot both cursors read.
     opts: ReadOptions,
     front: Option<DbIterator>,
@@ -61,98 +65,77 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-impl Db {
-    /// The pairs whose keys lie in `range` (`..`, `a..b`, `a..=b`, …),
-    /// read at one snapshot, as a double-ended iterator.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
-    /// for k in ["a", "b", "c", "d"] {
-    ///     db.put(k, k.to_uppercase())?;
-    /// }
-    /// let keys: Vec<Vec<u8>> = db
-    ///     .range("b"..="c")?
-    ///     .map(|pair| pair.map(|(k, _)| k))
-    ///     .collect::<thicketdb::Result<_>>()?;
-    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
-    /// let last = db.range::<&str, _>(..)?.next_back().transpose()?;
-    /// assert_eq!(last, Some((b"d".to_vec(), b"D".to_vec())));
-    /// # Ok::<(), thicketdb::Error>(())
-    /// ```
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
-        self.range_opt(range, &ReadOptions::default())
+/// `Db::range_opt` and `Keyspace::range_opt` in `tree`.
+pub(super) fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    db: &Db,
+    tree: &Arc<Tree>,
+    range: R,
+    opts: ReadOptions,
+) -> Result<Range> {
+    let bytewise_only = matches!(range.start_bound(), Bound::Excluded(_))
+        || matches!(range.end_bound(), Bound::Included(_));
+    if bytewise_only {
+        require_bytewise(db, "a range with an excluded start or an included end")?;
     }
-
-    /// `range` with per-read options (a snapshot, `fill_cache`); the range
-    /// replaces the options' bounds.
-    ///
-    /// Under a custom comparator an excluded start or an included end is
-    /// refused: those bounds are computed in byte order.
-    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        range: R,
-        opts: &ReadOptions,
-    ) -> Result<Range> {
-        let bytewise_only = matches!(range.start_bound(), Bound::Excluded(_))
-            || matches!(range.end_bound(), Bound::Included(_));
-        if bytewise_only {
-            self.require_bytewise("a range with an excluded start or an included end")?;
-        }
-        let (lower_bound, upper_bound) = bounds(&range);
-        self.ranged(ReadOptions {
+    let (lower_bound, upper_bound) = bounds(&range);
+    ranged(
+        db,
+        tree,
+        ReadOptions {
             lower_bound,
             upper_bound,
-            ..opts.clone()
-        })
-    }
+            ..opts
+        },
+    )
+}
 
-    /// The pairs whose keys start with `prefix`, as `range`.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
-        self.prefix_opt(prefix, &ReadOptions::default())
-    }
-
-    /// `prefix` with per-read options; the prefix replaces their bounds.
-    /// Refused under a custom comparator, whose keys sharing a prefix need
-    /// not be adjacent.
-    pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Range> {
-        self.require_bytewise("a prefix iteration")?;
-        let prefix = prefix.as_ref();
-        self.ranged(ReadOptions {
+/// `Db::prefix_opt` and `Keyspace::prefix_opt` in `tree`.
+pub(super) fn prefix_in(
+    db: &Db,
+    tree: &Arc<Tree>,
+    prefix: &[u8],
+    opts: ReadOptions,
+) -> Result<Range> {
+    require_bytewise(db, "a prefix iteration")?;
+    ranged(
+        db,
+        tree,
+        ReadOptions {
             lower_bound: Some(prefix.to_vec()),
             upper_bound: prefix_end(prefix),
-            ..opts.clone()
-        })
-    }
+            ..opts
+        },
+    )
+}
 
-    fn require_bytewise(&self, what: &str) -> Result<()> {
-        let order = &self.inner().options.comparator;
-        if order.is_bytewise() {
-            return Ok(());
-        }
-        Err(Error::InvalidArgument(format!(
-            "{what} needs the built-in byte order; this store orders keys by {:?}",
-            order.name()
-        )))
+fn require_bytewise(db: &Db, what: &str) -> Result<()> {
+    let order = &db.inner().options.comparator;
+    if order.is_bytewise() {
+        return Ok(());
     }
+    Err(Error::InvalidArgument(format!(
+        "{what} needs the built-in byte order; this store orders keys by {:?}",
+        order.name()
+    )))
+}
 
-    fn ranged(&self, mut opts: ReadOptions) -> Result<Range> {
-        if opts.snapshot.is_none() {
-            opts.snapshot = Some(self.snapshot());
-        }
-        let mut front = self.iter(opts.clone())?;
-        front.seek_to_first();
-        Ok(Range {
-            order: self.inner().options.comparator.clone(),
-            db: self.clone(),
-            opts,
-            front: Some(front),
-            back: None,
-            last_front: None,
-            last_back: None,
-            done: false,
-        })
+fn ranged(db: &Db, tree: &Arc<Tree>, mut opts: ReadOptions) -> Result<Range> {
+    if opts.snapshot.is_none() {
+        opts.snapshot = Some(db.snapshot());
     }
+    let mut front = iter::new(db.inner(), tree, opts.clone())?;
+    front.seek_to_first();
+    Ok(Range {
+        order: db.inner().options.comparator.clone(),
+        db: db.clone(),
+        tree: tree.clone(),
+        opts,
+        front: Some(front),
+        back: None,
+        last_front: None,
+        last_back: None,
+        done: false,
+    })
 }
 
 impl Range {
@@ -210,7 +193,7 @@ impl DoubleEndedIterator for Range {
         }
         match self.back.as_mut() {
             Some(back) => back.prev(),
-            None => match self.db.iter(self.opts.clone()) {
+            None => match iter::new(self.db.inner(), &self.tree, self.opts.clone()) {
                 Ok(mut back) => {
                     back.seek_to_last();
                     self.back = Some(back);

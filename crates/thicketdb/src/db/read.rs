@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::search::{probe_table, Probe, Query};
+use super::tree::Tree;
 use super::DbInner;
 use super::ReadOptions;
 use crate::error::Result;
@@ -27,8 +28,13 @@ const CANDIDATES_ON_STACK: usize = 8;
 /// Longest lookup key (user key plus trailer) built on the stack.
 const STACK_LOOKUP_KEY: usize = 128;
 
-pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    get_with(inner, key, opts, <[u8]>::to_vec)
+pub(crate) fn get(
+    inner: &Arc<DbInner>,
+    tree: &Tree,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    get_with(inner, tree, key, opts, <[u8]>::to_vec)
 }
 
 /// Looks `key` up and hands its value to `f` where it lies: in a table's
@@ -36,12 +42,13 @@ pub(crate) fn get(inner: &Arc<DbInner>, key: &[u8], opts: &ReadOptions) -> Resul
 /// Counts the lookup and the blocks it read.
 pub(crate) fn get_with<R>(
     inner: &Arc<DbInner>,
+    tree: &Tree,
     key: &[u8],
     opts: &ReadOptions,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>> {
     let before = blocks_read_on_this_thread();
-    let found = lookup_with(inner, key, opts, f);
+    let found = lookup_with(inner, tree, key, opts, f);
     let c = &inner.counters;
     Counters::add(&c.gets, 1);
     Counters::add(&c.get_blocks_read, blocks_read_on_this_thread() - before);
@@ -50,18 +57,20 @@ pub(crate) fn get_with<R>(
 
 fn lookup_with<R>(
     inner: &Arc<DbInner>,
+    tree: &Tree,
     key: &[u8],
     opts: &ReadOptions,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>> {
     inner.check_open()?;
+    tree.check_live()?;
     // Read the sequence before the super version: every write at or below
     // it is then in one of the memtables or tables we look at.
     let seq = match &opts.snapshot {
         Some(s) => s.sequence(),
         None => inner.last_sequence.load(Ordering::Acquire),
     };
-    let sv = inner.super_version();
+    let sv = tree.super_version();
     // Typical keys build their lookup key on the stack: a get allocates
     // nothing but the value it returns.
     let mut stack = [0u8; STACK_LOOKUP_KEY];

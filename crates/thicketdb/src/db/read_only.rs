@@ -28,8 +28,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::open::{
-    assemble, check_stored_identity, new_table_cache, replay_logs, FullMemtable, Parts,
+    assemble, check_stored_identity, new_table_cache, replay_logs, replay_targets, FullMemtable,
+    Parts,
 };
+use super::tree::Tree;
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
@@ -98,7 +100,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
     let counters = Arc::new(Counters::default());
     let backings = Arc::new(crate::io::Backings::default());
     let recovered = VersionSet::recover(fs.as_ref(), dir, options.comparator.clone())?;
-    let log_number = recovered.log_number;
+    let log_numbers = recovered.log_numbers();
     counters.restore(&recovered.stats);
     let next_file_number = Arc::new(AtomicU64::new(recovered.next_file_number));
     let versions = VersionSet::without_manifest(
@@ -109,21 +111,36 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
         next_file_number,
         backings.clone(),
     );
+    let targets = replay_targets(&options, &versions)?;
     let replayed = replay_logs(
         fs.as_ref(),
         dir,
-        &options,
+        &targets,
         &versions,
         &counters,
         FullMemtable::Keep,
     )?;
-    // Logs are deleted only after a flush moved the log number past them:
-    // if it has not moved, every log this view needs was read.
-    if VersionSet::recover(fs.as_ref(), dir, options.comparator.clone())?.log_number != log_number {
+    // Logs are deleted only after flushes moved the log numbers past them:
+    // if none moved, every log this view needs was read.
+    let now = VersionSet::recover(fs.as_ref(), dir, options.comparator.clone())?;
+    if now.log_numbers() != log_numbers {
         return Ok(Attempt::Raced);
     }
-    let version = versions.current();
-    let mem = Memtable::new(0, options.comparator.clone());
+    let mut trees = Vec::with_capacity(targets.len());
+    for (target, replayed) in targets.into_iter().zip(replayed.trees) {
+        let version = versions
+            .current_of(target.id)
+            .ok_or_else(|| Error::invariant("a recovered keyspace has no version"))?;
+        let mem = Memtable::new(0, target.options.comparator.clone());
+        trees.push(Arc::new(Tree::new(
+            target.id,
+            target.name,
+            target.options,
+            version,
+            mem,
+            replayed.memtables,
+        )));
+    }
     Ok(Attempt::Opened(Box::new(assemble(Parts {
         dir,
         table_cache: new_table_cache(dir, fs, &options)?,
@@ -132,9 +149,7 @@ fn open_once(dir: &Path, options: Options, fs: &Arc<dyn FileSystem>) -> Result<A
         counters,
         backings,
         versions,
-        version,
-        mem,
-        imms: replayed.memtables,
+        trees,
         last_sequence: replayed.last_sequence,
         log: LogWriter::new(Box::new(NoLog)),
         log_number: 0,

@@ -34,12 +34,14 @@ fn wait_until_settled(inner: &DbInner) -> Result<()> {
         // Claims and their release happen under this mutex, and every
         // finished flush or compaction signals `background_cv` under it after
         // installing its version: a state seen here as busy wakes us later.
-        let sv = inner.super_version();
-        let settled = sv.imms.is_empty()
-            && bg.busy.is_empty()
+        let settled = bg.idle()
             && !bg.manual_compaction
-            && sv.version.merge_journal.is_none()
-            && inner.policy.pick(&sv.version, &bg.busy).is_none();
+            && inner.trees().iter().all(|tree| {
+                let sv = tree.super_version();
+                sv.imms.is_empty()
+                    && sv.version.merge_journal.is_none()
+                    && tree.policy.pick(&sv.version, bg.busy_in(tree)).is_none()
+            });
         if settled {
             return Ok(());
         }
@@ -81,8 +83,9 @@ mod tests {
         assert_eq!(settled.immutable_memtables, 0);
         assert!(settled.compactions_merge > 0, "the load needed compactions");
         let version = inner.versions.lock().current();
-        assert_eq!(inner.policy.pending_bytes(&version), 0);
+        assert_eq!(inner.default.policy.pending_bytes(&version), 0);
         assert!(inner
+            .default
             .policy
             .pick(&version, &crate::compaction::Busy::default())
             .is_none());

@@ -26,19 +26,20 @@ stat_struct! {
     }
 }
 
-/// Scans every live key, then adds up the directory's allocated bytes.
+/// Scans every live key of every keyspace, then adds up the directory's allocated bytes.
 /// Background work running meanwhile may change both a little.
 pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
-    let mut it = iter::new(inner, ReadOptions::default())?;
-    it.seek_to_first();
     let (mut live_keys, mut logical_bytes) = (0u64, 0u64);
-    while it.valid() {
-        live_keys += 1;
-        logical_bytes += (it.key().len() + it.value().len()) as u64;
-        it.next();
+    for tree in inner.trees().iter() {
+        let mut it = iter::new(inner, tree, ReadOptions::default())?;
+        it.seek_to_first();
+        while it.valid() {
+            live_keys += 1;
+            logical_bytes += (it.key().len() + it.value().len()) as u64;
+            it.next();
+        }
+        it.status()?;
     }
-    it.status()?;
-    drop(it);
     let disk_bytes = disk_bytes(inner)?;
     Ok(SpaceUsage {
         disk_bytes,

@@ -10,6 +10,9 @@ with_counters!(stat_struct! {
     /// `Stats::fields` lists every statistic by name.
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Stats {
+        /// Keyspaces, the default one included. The shape figures below
+        /// (memtables, tables, levels, bytes) add up every keyspace.
+        pub keyspaces: usize,
         /// Memtables in memory (the mutable one plus immutable ones).
         pub memtables: usize,
         /// Memtables waiting to be flushed.
@@ -82,35 +85,49 @@ impl Stats {
 }
 
 pub(crate) fn collect(inner: &DbInner) -> Stats {
-    let sv = inner.super_version();
+    let trees = inner.trees();
+    let svs: Vec<_> = trees.iter().map(|t| t.super_version()).collect();
     let c = &inner.counters;
-    let levels = &sv.version.levels;
+    let levels = || {
+        svs.iter()
+            .flat_map(|sv| sv.version.levels.iter().enumerate())
+    };
+    let per_level = |f: &dyn Fn(&crate::version::Level) -> u64| {
+        let mut out = vec![0u64; crate::version::NUM_LEVELS];
+        for (i, l) in levels() {
+            out[i] += f(l);
+        }
+        out
+    };
+    let as_counts = |v: Vec<u64>| v.into_iter().map(|n| n as usize).collect();
     let block_cache = inner.table_cache.block_cache();
+    let triad_disk = inner.default.policy.triad_disk();
+    let mut segments = std::collections::HashSet::new();
+    for sv in &svs {
+        segments.extend(sv.version.segment_table_counts().into_keys());
+    }
     let mut s = Stats {
-        memtables: 1 + sv.imms.len(),
-        immutable_memtables: sv.imms.len(),
-        tables_per_level: levels.iter().map(|l| l.table_count()).collect(),
-        runs_per_level: levels.iter().map(|l| l.runs.len()).collect(),
-        bytes_per_level: levels.iter().map(|l| l.bytes()).collect(),
-        tables: sv.version.table_count(),
-        segments: sv.version.segment_table_counts().len(),
-        live_table_bytes: levels.iter().map(|l| l.bytes()).sum(),
+        keyspaces: trees.len(),
+        memtables: svs.iter().map(|sv| 1 + sv.imms.len()).sum(),
+        immutable_memtables: svs.iter().map(|sv| sv.imms.len()).sum(),
+        tables_per_level: as_counts(per_level(&|l| l.table_count() as u64)),
+        runs_per_level: as_counts(per_level(&|l| l.runs.len() as u64)),
+        bytes_per_level: per_level(&|l| l.bytes()),
+        tables: svs.iter().map(|sv| sv.version.table_count()).sum(),
+        segments: segments.len(),
+        live_table_bytes: levels().map(|(_, l)| l.bytes()).sum(),
         last_sequence: inner.last_sequence.load(Ordering::Acquire),
-        compaction_buffer_bytes: sv.version.buffer_bytes(),
-        buffer_tables: levels.iter().map(|l| l.buffer_tables().count()).sum(),
-        merge_in_progress: sv.version.merge_journal.is_some(),
+        compaction_buffer_bytes: svs.iter().map(|sv| sv.version.buffer_bytes()).sum(),
+        buffer_tables: levels().map(|(_, l)| l.buffer_tables().count()).sum(),
+        merge_in_progress: svs.iter().any(|sv| sv.version.merge_journal.is_some()),
         level_bytes_read: c.level_bytes_read.iter().map(Counters::get).collect(),
         level_bytes_written: c.level_bytes_written.iter().map(Counters::get).collect(),
         block_cache_hits: block_cache.hits(),
         block_cache_misses: block_cache.misses(),
         block_cache_bytes: block_cache.usage(),
         open_segment_files: inner.table_cache.open_files(),
-        l0_compactions_deferred: inner.policy.triad_disk().map_or(0, |t| t.deferred()),
-        l0_overlap_ratio: inner
-            .policy
-            .triad_disk()
-            .and_then(|t| t.last_ratio())
-            .unwrap_or(-1.0),
+        l0_compactions_deferred: triad_disk.map_or(0, |t| t.deferred()),
+        l0_overlap_ratio: triad_disk.and_then(|t| t.last_ratio()).unwrap_or(-1.0),
         background_error: inner
             .background
             .lock()

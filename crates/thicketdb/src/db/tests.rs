@@ -356,7 +356,7 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
         }
         db.flush().unwrap();
     }
-    let held = db.inner().super_version();
+    let held = db.inner().default.super_version();
     let held_segments = segment_names(&held.version);
     db.compact_range(None, None).unwrap();
     let during = files_of_kind(dir.path(), ".seg");
@@ -364,14 +364,14 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
         held_segments.iter().all(|s| during.contains(s)),
         "segments a reader's version holds must stay: {held_segments:?} vs {during:?}"
     );
-    let live = segment_names(&db.inner().super_version().version);
+    let live = segment_names(&db.inner().default.super_version().version);
     assert!(
         held_segments.iter().any(|s| !live.contains(s)),
         "the compaction replaced some segment"
     );
     drop(held);
     background::collect_obsolete_files(db.inner());
-    let live = segment_names(&db.inner().super_version().version);
+    let live = segment_names(&db.inner().default.super_version().version);
     assert_eq!(
         files_of_kind(dir.path(), ".seg"),
         live,
@@ -388,7 +388,7 @@ fn tables_written_by_this_process_carry_their_key_sketch() {
         db.put(key(i), b"v").unwrap();
     }
     db.flush().unwrap();
-    let sv = db.inner().super_version();
+    let sv = db.inner().default.super_version();
     let mut estimated = 0.0;
     for t in sv.version.tables() {
         let sketch = t.sketch.get().expect("a flushed table has its sketch");

@@ -21,7 +21,7 @@ fn log_options() -> Options {
 
 /// Every table of the current version, with its level.
 fn tables(db: &Db) -> Vec<(usize, Arc<crate::version::TableMeta>)> {
-    let sv = db.inner().super_version();
+    let sv = db.inner().default.super_version();
     sv.version
         .levels
         .iter()
@@ -183,7 +183,7 @@ fn recovery_turns_a_replayed_log_into_log_tables() {
         for i in 0..500 {
             db.put(key(i), format!("v{i}")).unwrap();
         }
-        written_log = db.inner().super_version().mem.log_number();
+        written_log = db.inner().default.super_version().mem.log_number();
         // Not flushed: the next open replays the log.
         db.close().unwrap();
     }

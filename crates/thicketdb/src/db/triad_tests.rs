@@ -41,7 +41,7 @@ fn triad_disk_defers_disjoint_flushes_and_compacts_repeated_keys_after_reopen() 
         db.close().unwrap();
     }
     let db = Db::open(dir.path(), disk_options()).unwrap();
-    let sv = db.inner().super_version();
+    let sv = db.inner().default.super_version();
     assert!(
         sv.version.levels[0]
             .runs
@@ -100,7 +100,7 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     let newer = Arc::new(Memtable::new(902, crate::format::KeyOrder::Bytewise));
     newer.add(3, ValueKind::Value, b"shadowed", b"new");
     {
-        let mut current = inner.super_version.write();
+        let mut current = inner.default.super_version.write();
         let next = SuperVersion {
             mem: current.mem.clone(),
             imms: vec![newer.clone(), older.clone()],
@@ -117,6 +117,7 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     };
     let carried = super::write::relog(
         &inner,
+        &inner.default,
         &older,
         vec![
             entry(1, b"shadowed", b"old"),
@@ -125,7 +126,7 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     )
     .unwrap();
     assert_eq!(carried, vec![entry(2, b"alone", b"carried")]);
-    let mem = inner.super_version().mem.clone();
+    let mem = inner.default.super_version().mem.clone();
     let lookup = |key: &[u8]| mem.get(InternalKey::new(key, 10, ValueKind::SEEK).encoded());
     assert_eq!(
         lookup(b"shadowed"),

@@ -17,12 +17,13 @@ use parking_lot::MutexGuard;
 use super::lock_order::RankedGuard;
 
 use super::batch::{DecodedBatch, OpKind, WriteBatch};
+use super::tree::Tree;
 use super::WriteOptions;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
-use crate::io::{Backing, FileSystem, WritableFile};
-use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry};
+use crate::io::{FileSystem, WritableFile};
+use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry, RelogSource};
 use crate::memtable::{LogLocation, Memtable};
 use crate::options::Options;
 use crate::stats::Counters;
@@ -128,7 +129,17 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
     let count = merged.len() as u64;
     let user_bytes = merged.user_bytes();
     let result = MutexGuard::unlocked(state.raw(), || {
-        let sv = inner.super_version();
+        // The memtables the group writes to (a group of the default
+        // keyspace alone reads one super version).
+        let svs: Vec<(u32, Arc<SuperVersion>)> = match merged.default_keyspace_only() {
+            true => vec![(inner.default.id, inner.default.super_version())],
+            false => inner
+                .trees()
+                .iter()
+                .map(|t| (t.id, t.super_version()))
+                .collect(),
+        };
+        let mems: Vec<(u32, &Memtable)> = svs.iter().map(|(id, sv)| (*id, &*sv.mem)).collect();
         let first = inner.last_sequence.load(Ordering::Acquire) + 1;
         let mut log = inner.log.lock();
         let record = merged.encode(first);
@@ -149,7 +160,7 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
             }
         };
         Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
-        insert_into_memtable(&sv.mem, record, offset).map_err(|why| {
+        insert_into_memtables(&mems, record, offset).map_err(|why| {
             Error::invariant(format!(
                 "a batch this process encoded failed to decode: {why}"
             ))
@@ -197,10 +208,12 @@ fn form_group(state: &mut RankedGuard<'_, WriteState>) -> (WriteBatch, usize, bo
 }
 
 /// Applies an encoded batch, the log record at `record_offset` of the
-/// memtable's log, to the memtable; returns its last sequence. A malformed
-/// batch is rejected before anything is inserted.
-pub(crate) fn insert_into_memtable(
-    mem: &Memtable,
+/// memtables' log, to the memtable of each op's keyspace in `mems` (an op
+/// of a keyspace not there, dropped or already flushed past this log, is
+/// skipped; it still takes its sequence number); returns the batch's last
+/// sequence. A malformed batch is rejected before anything is inserted.
+pub(crate) fn insert_into_memtables(
+    mems: &[(u32, &Memtable)],
     record: &[u8],
     record_offset: u64,
 ) -> std::result::Result<u64, String> {
@@ -208,12 +221,14 @@ pub(crate) fn insert_into_memtable(
     batch.for_each(|_| ())?;
     let mut seq = batch.first_sequence;
     batch.for_each(|op| {
-        match op.kind {
-            OpKind::Point(kind) => {
-                let at = location_in(record, record_offset, op.value);
-                mem.add_at(seq, kind, op.key, op.value, at);
+        if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == op.keyspace) {
+            match op.kind {
+                OpKind::Point(kind) => {
+                    let at = location_in(record, record_offset, op.value);
+                    mem.add_at(seq, kind, op.key, op.value, at);
+                }
+                OpKind::RangeDeletion => mem.add_range_deletion(seq, op.key, op.value),
             }
-            OpKind::RangeDeletion => mem.add_range_deletion(seq, op.key, op.value),
         }
         seq += 1;
     })?;
@@ -276,21 +291,20 @@ fn make_room(
     state: &mut RankedGuard<'_, WriteState>,
     force: bool,
 ) -> Result<()> {
-    let opts = &inner.options;
     let mut slowed = false;
     loop {
         inner.check_background_error()?;
         inner.check_open()?;
-        let sv = inner.super_version();
-        let l0_runs = sv.version.levels[0].runs.len();
-        let pending = sv.pending_compaction_bytes;
-        let compacting = !opts.disable_auto_compactions;
-        if !slowed
-            && !force
-            && compacting
-            && (l0_runs >= opts.l0_slowdown_writes_trigger
-                || pending >= opts.soft_pending_compaction_bytes)
-        {
+        // Keyspaces share the log, so they switch memtables together, and
+        // one keyspace's stall holds up every write.
+        let svs: Vec<(Arc<Tree>, Arc<SuperVersion>)> = inner
+            .trees()
+            .iter()
+            .map(|t| (t.clone(), t.super_version()))
+            .collect();
+        let room = |(t, sv): &(Arc<Tree>, Arc<SuperVersion>)| Room::of(&t.options, sv, force);
+        let rooms: Vec<Room> = svs.iter().map(room).collect();
+        if !slowed && rooms.iter().any(|r| r.slow) {
             // Delay each write a little rather than stopping all of them
             // later; this hands the CPU to compaction.
             slowed = true;
@@ -302,19 +316,14 @@ fn make_room(
             );
             continue;
         }
-        let full = sv.mem.approximate_size() >= opts.write_buffer_size;
-        if !force && !full {
+        let switch = match force {
+            true => svs.iter().any(|(_, sv)| !sv.mem.is_empty()),
+            false => rooms.iter().any(|r| r.full),
+        };
+        if !switch {
             return Ok(());
         }
-        if force && sv.mem.is_empty() {
-            return Ok(());
-        }
-        if sv.imms.len() >= opts.max_immutable_memtables
-            || (!force
-                && compacting
-                && (l0_runs >= opts.l0_stop_writes_trigger
-                    || pending >= opts.hard_pending_compaction_bytes))
-        {
+        if rooms.iter().any(|r| r.stop) {
             let start = Instant::now();
             wake_background(inner);
             inner
@@ -326,11 +335,11 @@ fn make_room(
             );
             continue;
         }
-        if !force && super::log_rewrite::rewrite_small_log(inner, &sv)? {
+        if !force && super::log_rewrite::rewrite_small_log(inner, &svs)? {
             // No flush follows to delete the old log, unpinned with the old
             // memtable once readers let go of it: delete it now, with the
             // queue still ours but its mutex released for the file I/O.
-            drop(sv);
+            drop(svs);
             MutexGuard::unlocked(state.raw(), || {
                 super::background::collect_obsolete_files(inner)
             });
@@ -339,6 +348,37 @@ fn make_room(
         switch_memtable(inner)?;
         wake_background(inner);
         return Ok(());
+    }
+}
+
+/// What one keyspace's memtable and tree say about room for a write.
+struct Room {
+    /// Writes should slow down (L0 runs or pending compaction bytes).
+    slow: bool,
+    /// The memtable is full.
+    full: bool,
+    /// A switch must wait (too many immutable memtables or L0 runs, too
+    /// many pending compaction bytes).
+    stop: bool,
+}
+
+impl Room {
+    fn of(opts: &Options, sv: &SuperVersion, force: bool) -> Room {
+        let l0_runs = sv.version.levels[0].runs.len();
+        let pending = sv.pending_compaction_bytes;
+        let compacting = !opts.disable_auto_compactions;
+        Room {
+            slow: !force
+                && compacting
+                && (l0_runs >= opts.l0_slowdown_writes_trigger
+                    || pending >= opts.soft_pending_compaction_bytes),
+            full: sv.mem.approximate_size() >= opts.write_buffer_size,
+            stop: sv.imms.len() >= opts.max_immutable_memtables
+                || (!force
+                    && compacting
+                    && (l0_runs >= opts.l0_stop_writes_trigger
+                        || pending >= opts.hard_pending_compaction_bytes)),
+        }
     }
 }
 
@@ -355,7 +395,9 @@ pub(crate) fn create_log(
     }
 }
 
-/// Starts a new log and memtable; the old memtable becomes immutable.
+/// Starts a new log and, in every keyspace, a new memtable on it; each
+/// non-empty old memtable becomes immutable (an empty one just goes), so
+/// every memtable holds the writes of one log.
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `versions`, then `log`, then `super_version` (write).
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
@@ -371,8 +413,8 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         }
     };
     Counters::add(&inner.counters.fsyncs_log, 1);
-    // The log writer and the memtable change together under `log`: whoever
-    // holds it sees the memtable whose log it appends to (`relog`).
+    // The log writer and the memtables change together under `log`: whoever
+    // holds it sees the memtables whose log it appends to (`relog`).
     let mut log = inner.log.lock();
     // A later sync write syncs only the new log; syncing the old one now
     // keeps every synced write's predecessors durable too (the state after
@@ -387,30 +429,28 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.
-    let mut current = inner.super_version.write();
-    let mut imms = Vec::with_capacity(current.imms.len() + 1);
-    imms.push(current.mem.clone());
-    imms.extend(current.imms.iter().cloned());
-    let next = SuperVersion {
-        mem: Arc::new(
-            Memtable::with_log(
-                inner.backings.pin_file(Backing::log(number)),
-                inner.options.comparator.clone(),
-            )
-            .tracking_locations(inner.options.triad_log),
-        ),
-        imms,
-        version: current.version.clone(),
-        pending_compaction_bytes: current.pending_compaction_bytes,
-    };
-    *current = Arc::new(next);
-    drop(current);
+    for tree in inner.trees().iter() {
+        let mem = Arc::new(tree.memtable_on_log(&inner.backings, number));
+        let mut current = tree.super_version.write();
+        let mut imms = Vec::with_capacity(current.imms.len() + 1);
+        if !current.mem.is_empty() {
+            imms.push(current.mem.clone());
+        }
+        imms.extend(current.imms.iter().cloned());
+        let next = SuperVersion {
+            mem,
+            imms,
+            version: current.version.clone(),
+            pending_compaction_bytes: current.pending_compaction_bytes,
+        };
+        *current = Arc::new(next);
+    }
     drop(log);
     Ok(())
 }
 
-/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`)
-/// into the active memtable: appends them to the active log as one
+/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`
+/// of `tree`) into the tree's active memtable: appends them to the active log as one
 /// re-logged record, syncs it, and inserts them with their own sequence
 /// numbers. Returns the entries carried.
 ///
@@ -424,12 +464,13 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
 /// Takes `log`, then `super_version` (read).
 pub(crate) fn relog(
     inner: &DbInner,
+    tree: &Tree,
     from: &Arc<Memtable>,
     entries: Vec<RelogEntry>,
 ) -> Result<Vec<RelogEntry>> {
     let mut log = inner.log.lock();
     inner.check_background_error()?;
-    let sv = inner.super_version();
+    let sv = tree.super_version();
     let newer: Vec<&Arc<Memtable>> = sv
         .imms
         .iter()
@@ -445,7 +486,11 @@ pub(crate) fn relog(
     if entries.is_empty() {
         return Ok(entries);
     }
-    let record = encode_relogged(from.log_number(), &entries);
+    let source = RelogSource {
+        log: from.log_number(),
+        keyspace: tree.id,
+    };
+    let record = encode_relogged(source, &entries);
     let written = log.writer.add_record(&record).and_then(|offset| {
         log.writer.flush()?;
         log.writer.sync()?;
@@ -496,7 +541,11 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.write.lock();
     loop {
         inner.check_background_error()?;
-        if inner.super_version().imms.is_empty() {
+        if inner
+            .trees()
+            .iter()
+            .all(|t| t.super_version().imms.is_empty())
+        {
             return Ok(());
         }
         wake_background(inner);

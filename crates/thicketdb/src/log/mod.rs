@@ -24,5 +24,7 @@ pub use format::{FragmentType, BLOCK_SIZE, HEADER_SIZE};
 pub use mode::RecoveryMode;
 pub use random_access::RandomAccessLogReader;
 pub use reader::{LogReader, Skipped, DEFAULT_MAX_RECORD_SIZE};
-pub use relogged::{decode_relogged, encode_relogged, for_each_relogged, is_relogged, RelogEntry};
+pub use relogged::{
+    decode_relogged, encode_relogged, for_each_relogged, is_relogged, RelogEntry, RelogSource,
+};
 pub use writer::LogWriter;

@@ -3,9 +3,11 @@
 //! sequence numbers (a write batch assumes consecutive ones). Layout in the
 //! log section of `docs/format.md`:
 //!
-//! `fixed64 MARKER | u8 version | varint64 source log | varint32 count |
-//! count × (varint64 seq | u8 kind | key | [value])`, keys and values
-//! length-prefixed by varints. The log framing checksums it.
+//! `fixed64 MARKER | u8 version | varint64 source log | [varint32 keyspace]
+//! | varint32 count | count × (varint64 seq | u8 kind | key | [value])`,
+//! keys and values length-prefixed by varints. Version 1 carries entries of
+//! the default keyspace and has no keyspace field; version 2 names the
+//! keyspace. The log framing checksums it.
 //!
 //! `MARKER` is where a batch holds its first sequence number; sequence
 //! numbers fit in 56 bits, so no batch starts with it.
@@ -18,7 +20,18 @@ use crate::format::internal_key::ValueKind;
 
 /// First eight bytes of every re-logged record.
 const MARKER: u64 = u64::MAX;
+/// Entries of the default keyspace (no keyspace field).
 const VERSION: u8 = 1;
+/// Entries of the keyspace the record names.
+const VERSION_KEYSPACE: u8 = 2;
+
+/// Where a re-logged record's entries come from: the log of the flushed
+/// memtable and its keyspace (0: the default one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelogSource {
+    pub log: u64,
+    pub keyspace: u32,
+}
 
 /// One carried entry: its original sequence number, kind, key and value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,18 +47,24 @@ pub fn is_relogged(record: &[u8]) -> bool {
     record.len() >= 8 && record[..8] == MARKER.to_le_bytes()
 }
 
-/// Encodes entries carried from the memtable of log `source`. Replay skips
-/// the record when it replays `source` too: that log already holds every
-/// version of them.
-pub fn encode_relogged(source: u64, entries: &[RelogEntry]) -> Vec<u8> {
+/// Encodes entries carried from the memtable of log `source.log` in
+/// keyspace `source.keyspace`. Replay skips the record when it replays that
+/// log into that keyspace too: the log already holds every version of them.
+pub fn encode_relogged(source: RelogSource, entries: &[RelogEntry]) -> Vec<u8> {
     let bytes: usize = entries
         .iter()
         .map(|e| e.key.len() + e.value.len() + 16)
         .sum();
     let mut out = Vec::with_capacity(24 + bytes);
     put_fixed64(&mut out, MARKER);
-    out.push(VERSION);
-    put_varint64(&mut out, source);
+    if source.keyspace == 0 {
+        out.push(VERSION);
+        put_varint64(&mut out, source.log);
+    } else {
+        out.push(VERSION_KEYSPACE);
+        put_varint64(&mut out, source.log);
+        put_varint32(&mut out, source.keyspace);
+    }
     put_varint32(&mut out, entries.len() as u32);
     for e in entries {
         put_varint64(&mut out, e.seq);
@@ -60,7 +79,9 @@ pub fn encode_relogged(source: u64, entries: &[RelogEntry]) -> Vec<u8> {
 
 /// A decoded re-logged record: the source log and the carried entries.
 /// The error string explains what is malformed.
-pub fn decode_relogged(src: &[u8]) -> std::result::Result<(u64, Vec<RelogEntry>), &'static str> {
+pub fn decode_relogged(
+    src: &[u8],
+) -> std::result::Result<(RelogSource, Vec<RelogEntry>), &'static str> {
     let mut entries = Vec::new();
     let source = for_each_relogged(src, |seq, kind, key, value| {
         entries.push(RelogEntry {
@@ -75,21 +96,26 @@ pub fn decode_relogged(src: &[u8]) -> std::result::Result<(u64, Vec<RelogEntry>)
 
 /// Hands every entry of a re-logged record to `f` as `(seq, kind, key,
 /// value)`, the slices borrowed from `src` (so a value's offset in the
-/// record is known: TRIAD-LOG's addresses); returns the source log. On a
-/// malformed record `f` may have seen a prefix of it.
+/// record is known: TRIAD-LOG's addresses); returns where they come from.
+/// On a malformed record `f` may have seen a prefix of it.
 pub fn for_each_relogged<'a>(
     mut src: &'a [u8],
     mut f: impl FnMut(u64, ValueKind, &'a [u8], &'a [u8]),
-) -> std::result::Result<u64, &'static str> {
+) -> std::result::Result<RelogSource, &'static str> {
     if get_fixed64(&mut src) != Some(MARKER) {
         return Err("not a re-logged record");
     }
     let (&version, rest) = src.split_first().ok_or("re-logged record truncated")?;
-    if version != VERSION {
+    if version != VERSION && version != VERSION_KEYSPACE {
         return Err("unknown re-logged record version");
     }
     src = rest;
-    let source = get_varint64(&mut src).ok_or("re-logged record: bad source log")?;
+    let log = get_varint64(&mut src).ok_or("re-logged record: bad source log")?;
+    let keyspace = match version {
+        VERSION_KEYSPACE => get_varint32(&mut src).ok_or("re-logged record: bad keyspace")?,
+        _ => 0,
+    };
+    let source = RelogSource { log, keyspace };
     let count = get_varint32(&mut src).ok_or("re-logged record: bad count")?;
     for _ in 0..count {
         let seq = get_varint64(&mut src).ok_or("re-logged entry: bad sequence")?;
@@ -144,9 +170,23 @@ mod tests {
 
     #[test]
     fn round_trip_and_told_apart_from_batches() {
-        let record = encode_relogged(42, &entries());
+        let default = RelogSource {
+            log: 42,
+            keyspace: 0,
+        };
+        let record = encode_relogged(default, &entries());
         assert!(is_relogged(&record));
-        assert_eq!(decode_relogged(&record).unwrap(), (42, entries()));
+        assert_eq!(
+            record[8], VERSION,
+            "default-keyspace records keep version 1"
+        );
+        assert_eq!(decode_relogged(&record).unwrap(), (default, entries()));
+        let other = RelogSource {
+            log: 42,
+            keyspace: 300,
+        };
+        let record = encode_relogged(other, &entries());
+        assert_eq!(decode_relogged(&record).unwrap(), (other, entries()));
         // A write batch starts with its first sequence number (< 2^56).
         let mut batch = Vec::new();
         put_fixed64(&mut batch, (1 << 56) - 1);
@@ -157,12 +197,16 @@ mod tests {
 
     #[test]
     fn damage_is_an_error() {
-        let record = encode_relogged(42, &entries());
+        let source = RelogSource {
+            log: 42,
+            keyspace: 5,
+        };
+        let record = encode_relogged(source, &entries());
         for cut in 0..record.len() {
             assert!(decode_relogged(&record[..cut]).is_err(), "cut at {cut}");
         }
         let mut bad = record.clone();
-        bad[8] = 2;
+        bad[8] = 3;
         assert!(decode_relogged(&bad).is_err(), "version");
         let mut longer = record;
         longer.push(0);

@@ -406,6 +406,8 @@ impl Options {
             filter_policy: self.filter_policy.clone(),
             order: self.comparator.clone(),
             log_refs: None,
+            // A keyspace's flushes and compactions set their own.
+            keyspace: 0,
         }
     }
 

@@ -196,6 +196,7 @@ impl<'a> TableBuilder<'a> {
             (None, None) => FORMAT_VERSION,
         };
         self.props.largest_key.clone_from(&self.last_key);
+        self.props.keyspace = self.options.keyspace;
         self.write_range_deletions()?;
         let properties = self.write_raw(&self.props.encode(), self.options.compression)?;
         let index_raw = self.index_block.finish();

@@ -25,6 +25,8 @@ pub struct TableOptions {
     /// `Some(logs)` builds a log table (TRIAD-LOG): each value is the
     /// encoded address of the value in one of `logs`.
     pub log_refs: Option<Vec<u64>>,
+    /// The keyspace the table is written for, recorded in its properties.
+    pub keyspace: u32,
 }
 
 impl TableOptions {
@@ -38,6 +40,7 @@ impl TableOptions {
         filter_policy: None,
         order: KeyOrder::Bytewise,
         log_refs: None,
+        keyspace: 0,
     };
 }
 

@@ -24,6 +24,7 @@ const TAG_FILTER_POLICY: u64 = 12;
 const TAG_RANGE_DELETIONS: u64 = 13;
 const TAG_RANGE_DEL_BLOCK: u64 = 14;
 const TAG_LOG_REFS: u64 = 15;
+const TAG_KEYSPACE: u64 = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableProperties {
@@ -57,6 +58,9 @@ pub struct TableProperties {
     /// The logs a log table's values are in (TRIAD-LOG); empty for a
     /// regular table.
     pub log_refs: Vec<u64>,
+    /// The id of the keyspace the table was written for (0: the default
+    /// keyspace; only other ids are stored), so `repair` puts it back.
+    pub keyspace: u32,
 }
 
 impl TableProperties {
@@ -101,6 +105,11 @@ impl TableProperties {
             }
             put_field(&mut out, TAG_LOG_REFS, &payload);
         }
+        if self.keyspace != 0 {
+            payload.clear();
+            put_varint64(&mut payload, self.keyspace.into());
+            put_field(&mut out, TAG_KEYSPACE, &payload);
+        }
         out
     }
 
@@ -142,6 +151,10 @@ impl TableProperties {
                         let log = get_varint64(&mut logs).ok_or("bad log reference property")?;
                         p.log_refs.push(log);
                     }
+                }
+                TAG_KEYSPACE => {
+                    p.keyspace =
+                        u32::try_from(int(payload)?).map_err(|_| "bad keyspace property")?
                 }
                 _ => {}
             }
@@ -188,6 +201,7 @@ mod tests {
             range_deletions: 0,
             range_del_block: None,
             log_refs: Vec::new(),
+            keyspace: 0,
         }
     }
 
@@ -198,6 +212,7 @@ mod tests {
         let log_table = TableProperties {
             format_version: 3,
             log_refs: vec![7, 1 << 40],
+            keyspace: 9,
             ..sample()
         };
         assert_eq!(TableProperties::decode(&log_table.encode()), Ok(log_table));

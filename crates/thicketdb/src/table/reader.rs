@@ -717,6 +717,7 @@ mod tests {
                     filter_policy: None,
                     order: KeyOrder::Bytewise,
                     log_refs: None,
+                    keyspace: 0,
                 },
             )
     }

@@ -11,8 +11,9 @@ use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefix
 /// Format version written in every MANIFEST's first edit. Version 2 adds
 /// the compaction buffer's tags (10–13), version 3 the compaction pointer
 /// (14), version 4 the buffer's freeze accounting (15) and recording (16),
-/// version 5 log tables (17); older MANIFESTs still open.
-pub const MANIFEST_FORMAT_VERSION: u64 = 5;
+/// version 5 log tables (17), version 6 keyspaces (18–21); older
+/// MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 6;
 /// The oldest format version this build reads.
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
@@ -35,6 +36,15 @@ const TAG_BUFFER_RECORDING: u64 = 16;
 /// A new table that is a log table: a new table's fields, then the logs it
 /// references (count, numbers).
 const TAG_NEW_LOG_TABLE: u64 = 17;
+/// The keyspace the edit's table changes and log number belong to (absent:
+/// the default keyspace, 0).
+const TAG_KEYSPACE: u64 = 18;
+/// The edit creates its keyspace: name and persisted options text.
+const TAG_CREATE_KEYSPACE: u64 = 19;
+/// The edit drops its keyspace and every table in it.
+const TAG_DROP_KEYSPACE: u64 = 20;
+/// The next keyspace id to hand out (ids are never reused).
+const TAG_NEXT_KEYSPACE_ID: u64 = 21;
 /// Most logs one log table may reference (a flush references one).
 const MAX_LOG_REFS: u64 = 1 << 16;
 
@@ -102,6 +112,23 @@ pub struct VersionEdit {
     pub buffer_rounds: Vec<(usize, BufferRound)>,
     /// Levels whose buffer recording changed (LSbM range reads).
     pub buffer_recording: Vec<(usize, BufferRecording)>,
+    /// The keyspace this edit's tree changes (and `log_number`) belong to;
+    /// 0 is the default keyspace.
+    pub keyspace: u32,
+    /// The edit creates `keyspace` with this name and options.
+    pub create_keyspace: Option<KeyspaceDef>,
+    /// The edit drops `keyspace`.
+    pub drop_keyspace: bool,
+    /// The next keyspace id to hand out.
+    pub next_keyspace_id: Option<u32>,
+}
+
+/// What a keyspace is created with: its name and its options as the text
+/// of an `OPTIONS` file (`Options::encode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyspaceDef {
+    pub name: String,
+    pub options: String,
 }
 
 impl VersionEdit {
@@ -142,6 +169,19 @@ impl VersionEdit {
         field(TAG_LOG_NUMBER, self.log_number);
         field(TAG_NEXT_FILE_NUMBER, self.next_file_number);
         field(TAG_LAST_SEQUENCE, self.last_sequence);
+        field(TAG_NEXT_KEYSPACE_ID, self.next_keyspace_id.map(u64::from));
+        field(
+            TAG_KEYSPACE,
+            (self.keyspace != 0).then_some(self.keyspace.into()),
+        );
+        if let Some(def) = &self.create_keyspace {
+            put_varint64(&mut out, TAG_CREATE_KEYSPACE);
+            put_length_prefixed(&mut out, def.name.as_bytes());
+            put_length_prefixed(&mut out, def.options.as_bytes());
+        }
+        if self.drop_keyspace {
+            put_varint64(&mut out, TAG_DROP_KEYSPACE);
+        }
         for t in &self.new_tables {
             if t.meta.logs.is_empty() {
                 put_new_table(&mut out, TAG_NEW_TABLE, t);
@@ -291,6 +331,20 @@ impl VersionEdit {
                     });
                 }
                 TAG_MERGE_DONE => edit.merge_done = true,
+                TAG_KEYSPACE => edit.keyspace = keyspace_id(num(src, "keyspace id")?)?,
+                TAG_NEXT_KEYSPACE_ID => {
+                    edit.next_keyspace_id = Some(keyspace_id(num(src, "next keyspace id")?)?)
+                }
+                TAG_CREATE_KEYSPACE => {
+                    let mut text = |what: &str| {
+                        let bytes = get_length_prefixed(src).ok_or(format!("truncated {what}"))?;
+                        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{what} not UTF-8"))
+                    };
+                    let name = text("keyspace name")?;
+                    let options = text("keyspace options")?;
+                    edit.create_keyspace = Some(KeyspaceDef { name, options });
+                }
+                TAG_DROP_KEYSPACE => edit.drop_keyspace = true,
                 TAG_COMPACT_POINTER => {
                     let level = level(num(src, "compact pointer level")?)?;
                     let key = get_length_prefixed(src).ok_or("truncated compact pointer")?;
@@ -388,6 +442,10 @@ fn get_deleted_table(src: &mut &[u8]) -> Result<DeletedTable, String> {
     })
 }
 
+fn keyspace_id(v: u64) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("keyspace id {v} out of range"))
+}
+
 fn level(v: u64) -> Result<usize, String> {
     if v < super::NUM_LEVELS as u64 {
         Ok(v as usize)
@@ -451,6 +509,14 @@ mod tests {
         let mut log_table = (*table(13, "e", "f")).clone();
         log_table.logs = vec![21, 22];
         e.add_table(0, 14, Arc::new(log_table));
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        e.keyspace = 3;
+        e.next_keyspace_id = Some(4);
+        e.create_keyspace = Some(KeyspaceDef {
+            name: "users".into(),
+            options: "profile=default\n".into(),
+        });
+        e.drop_keyspace = true;
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     }
 

@@ -5,11 +5,12 @@
 //! points `CURRENT` at it with an atomic rename; later edits are appended
 //! and synced before they take effect.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION};
+use super::edit::{KeyspaceDef, VersionEdit, MANIFEST_FORMAT_VERSION};
 use super::files::{current_path, manifest_name, temp_path};
 use super::version::Version;
 use crate::error::{Error, Result};
@@ -25,12 +26,13 @@ pub struct VersionSet {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     counters: Arc<Counters>,
-    current: Arc<Version>,
+    /// Every live keyspace's tree by id; 0, the default keyspace, always.
+    trees: BTreeMap<u32, TreeState>,
+    next_keyspace_id: u32,
     manifest: Option<LogWriter>,
     manifest_number: u64,
     /// Shared with the write path, which allocates log numbers.
     next_file_number: Arc<AtomicU64>,
-    log_number: u64,
     last_sequence: u64,
     /// The store's file reference counts: every installed version pins its
     /// tables and their files until it drops.
@@ -40,16 +42,70 @@ pub struct VersionSet {
     unsure: Vec<Arc<Version>>,
 }
 
-/// What recovery read from the MANIFEST.
-pub struct Recovered {
+/// One keyspace's tree as the MANIFEST records it.
+#[derive(Clone)]
+struct TreeState {
+    /// `None` for the default keyspace (its options are the `OPTIONS` file).
+    def: Option<KeyspaceDef>,
+    current: Arc<Version>,
+    /// Logs numbered below this hold nothing of this keyspace that is not in
+    /// its tables.
+    log_number: u64,
+}
+
+/// A keyspace other than the default one, as recovery read it.
+pub struct RecoveredKeyspace {
+    pub id: u32,
+    pub def: KeyspaceDef,
     pub version: Version,
     pub log_number: u64,
+}
+
+/// What recovery read from the MANIFEST.
+pub struct Recovered {
+    /// The default keyspace's version and log number.
+    pub version: Version,
+    pub log_number: u64,
+    /// The other keyspaces, by id.
+    pub keyspaces: Vec<RecoveredKeyspace>,
+    pub next_keyspace_id: u32,
     pub next_file_number: u64,
     pub last_sequence: u64,
     pub stats: Vec<(String, u64)>,
     pub manifest_number: u64,
     /// Records read from the MANIFEST.
     pub records: u64,
+}
+
+impl Recovered {
+    /// Every keyspace's version, the default one first.
+    pub fn versions(&self) -> impl Iterator<Item = &Version> {
+        std::iter::once(&self.version).chain(self.keyspaces.iter().map(|k| &k.version))
+    }
+
+    /// The oldest log any keyspace still needs.
+    pub fn min_log_number(&self) -> u64 {
+        self.log_numbers()
+            .into_iter()
+            .map(|(_, n)| n)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Every keyspace's id and log number, the default one first.
+    pub fn log_numbers(&self) -> Vec<(u32, u64)> {
+        let others = self.keyspaces.iter().map(|k| (k.id, k.log_number));
+        std::iter::once((0, self.log_number))
+            .chain(others)
+            .collect()
+    }
+}
+
+/// A keyspace's state while the MANIFEST is replayed.
+struct Replaying {
+    def: Option<KeyspaceDef>,
+    version: Version,
+    log_number: u64,
 }
 
 impl VersionSet {
@@ -71,27 +127,58 @@ impl VersionSet {
             path.clone(),
             RecoveryMode::TolerateTailCorruption,
         );
-        let mut version = Version::empty(order.clone());
-        let mut rec = Recovered {
-            version: Version::empty(order),
-            log_number: 0,
-            next_file_number: 0,
-            last_sequence: 0,
-            stats: Vec::new(),
-            manifest_number,
-            records: 0,
-        };
+        let mut trees = BTreeMap::new();
+        trees.insert(
+            0,
+            Replaying {
+                def: None,
+                version: Version::empty(order.clone()),
+                log_number: 0,
+            },
+        );
+        let mut rec = VersionSet::empty(order.clone());
+        rec.next_file_number = 0;
+        rec.manifest_number = manifest_number;
         let mut saw_format = false;
         while let Some((offset, record)) = reader.read_record()? {
-            let edit = VersionEdit::decode(&record)
-                .map_err(|why| Error::corruption(&path, offset, why))?;
+            let corrupt = |why: String| Error::corruption(&path, offset, why);
+            let edit = VersionEdit::decode(&record).map_err(corrupt)?;
             saw_format |= edit.format_version.is_some();
             rec.records += 1;
-            version = version
-                .apply(&edit)
-                .map_err(|why| Error::corruption(&path, offset, why))?;
-            if let Some(n) = edit.log_number {
-                rec.log_number = n;
+            let id = edit.keyspace;
+            if let Some(def) = &edit.create_keyspace {
+                if id == 0 || trees.contains_key(&id) {
+                    return Err(corrupt(format!("keyspace {id} created twice")));
+                }
+                let version = Version::empty(order.clone());
+                let def = Some(def.clone());
+                trees.insert(
+                    id,
+                    Replaying {
+                        def,
+                        version,
+                        log_number: 0,
+                    },
+                );
+                rec.next_keyspace_id = rec.next_keyspace_id.max(id + 1);
+            }
+            if edit.drop_keyspace {
+                if id == 0 || trees.remove(&id).is_none() {
+                    return Err(corrupt(format!(
+                        "drop of keyspace {id}, which does not exist"
+                    )));
+                }
+            } else {
+                let tree = trees.get_mut(&id).ok_or_else(|| {
+                    corrupt(format!("edit of keyspace {id}, which does not exist"))
+                })?;
+                tree.version = tree.version.apply(&edit).map_err(corrupt)?;
+                if let Some(n) = edit.log_number {
+                    tree.log_number = n;
+                }
+            }
+            if let Some(n) = edit.next_keyspace_id {
+                rec.next_keyspace_id = rec.next_keyspace_id.max(n);
             }
             if let Some(n) = edit.next_file_number {
                 rec.next_file_number = n;
@@ -110,7 +197,20 @@ impl VersionSet {
                 "MANIFEST has no format version record",
             ));
         }
-        rec.version = version;
+        for (id, tree) in trees {
+            match tree.def {
+                None => {
+                    rec.version = tree.version;
+                    rec.log_number = tree.log_number;
+                }
+                Some(def) => rec.keyspaces.push(RecoveredKeyspace {
+                    id,
+                    def,
+                    version: tree.version,
+                    log_number: tree.log_number,
+                }),
+            }
+        }
         Ok(rec)
     }
 
@@ -141,18 +241,35 @@ impl VersionSet {
         next_file_number: Arc<AtomicU64>,
         backings: Arc<Backings>,
     ) -> VersionSet {
-        let mut current = rec.version;
-        current.pin(backings.clone());
+        let pinned = |mut version: Version| {
+            version.pin(backings.clone());
+            Arc::new(version)
+        };
+        let mut trees = BTreeMap::new();
+        for k in rec.keyspaces {
+            let tree = TreeState {
+                def: Some(k.def),
+                current: pinned(k.version),
+                log_number: k.log_number,
+            };
+            trees.insert(k.id, tree);
+        }
+        let default = TreeState {
+            def: None,
+            current: pinned(rec.version),
+            log_number: rec.log_number,
+        };
+        trees.insert(0, default);
         next_file_number.fetch_max(rec.next_file_number, Ordering::SeqCst);
         VersionSet {
             dir: dir.to_path_buf(),
             fs,
             counters,
-            current: Arc::new(current),
+            trees,
+            next_keyspace_id: rec.next_keyspace_id,
             manifest: None,
             manifest_number: rec.manifest_number,
             next_file_number,
-            log_number: rec.log_number,
             last_sequence: rec.last_sequence,
             backings,
             unsure: Vec::new(),
@@ -164,6 +281,8 @@ impl VersionSet {
         Recovered {
             version: Version::empty(order),
             log_number: 0,
+            keyspaces: Vec::new(),
+            next_keyspace_id: 1,
             next_file_number: 1,
             last_sequence: 0,
             stats: Vec::new(),
@@ -172,8 +291,19 @@ impl VersionSet {
         }
     }
 
+    /// The default keyspace's current version.
     pub fn current(&self) -> Arc<Version> {
-        self.current.clone()
+        self.trees[&0].current.clone()
+    }
+
+    /// Keyspace `id`'s current version; `None` once it is dropped.
+    pub fn current_of(&self, id: u32) -> Option<Arc<Version>> {
+        self.trees.get(&id).map(|t| t.current.clone())
+    }
+
+    /// Every live keyspace's current version, by id.
+    pub fn currents(&self) -> impl Iterator<Item = (u32, &Arc<Version>)> {
+        self.trees.iter().map(|(&id, t)| (id, &t.current))
     }
 
     /// The store's file reference counts.
@@ -181,8 +311,31 @@ impl VersionSet {
         &self.backings
     }
 
+    /// The oldest log any keyspace still needs: logs below it hold nothing
+    /// that is not in tables.
     pub fn log_number(&self) -> u64 {
-        self.log_number
+        self.trees.values().map(|t| t.log_number).min().unwrap_or(0)
+    }
+
+    /// The log number of keyspace `id` (`None`: no such keyspace).
+    pub fn log_number_of(&self, id: u32) -> Option<u64> {
+        self.trees.get(&id).map(|t| t.log_number)
+    }
+
+    /// The keyspaces other than the default one: id, name and options.
+    pub fn keyspace_defs(&self) -> Vec<(u32, KeyspaceDef)> {
+        self.trees
+            .iter()
+            .filter_map(|(&id, t)| Some((id, t.def.clone()?)))
+            .collect()
+    }
+
+    /// Hands out a keyspace id (never one used before: the create edit
+    /// persists the next one).
+    pub fn new_keyspace_id(&mut self) -> u32 {
+        let id = self.next_keyspace_id;
+        self.next_keyspace_id += 1;
+        id
     }
 
     pub fn last_sequence(&self) -> u64 {
@@ -198,22 +351,38 @@ impl VersionSet {
     }
 
     /// Makes `edit` durable in the MANIFEST, then installs the version it
-    /// produces. On a MANIFEST write error nothing changes and the next edit
-    /// starts a new MANIFEST.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        let next = self
-            .current
+    /// produces for the edit's keyspace (none when it drops the keyspace).
+    /// On a MANIFEST write error nothing changes and the next edit starts a
+    /// new MANIFEST. An edit of a keyspace that was dropped meanwhile (a
+    /// flush or compaction that raced the drop) is `Error::KeyspaceNotFound`.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Option<Arc<Version>>> {
+        let id = edit.keyspace;
+        let previous = match (&edit.create_keyspace, self.trees.get(&id)) {
+            (Some(_), None) => None,
+            (Some(_), Some(_)) => {
+                return Err(Error::invariant(format!("keyspace {id} created twice")))
+            }
+            (None, Some(tree)) => Some(tree.clone()),
+            (None, None) => return Err(Error::KeyspaceNotFound(format!("id {id}"))),
+        };
+        let base = match &previous {
+            Some(tree) => tree.current.clone(),
+            None => Arc::new(Version::empty(self.current().order.clone())),
+        };
+        let base_log = previous.as_ref().map_or(0, |t| t.log_number);
+        let next = base
             .apply(&edit)
             .map_err(|why| Error::invariant(format!("edit does not apply: {why}")))?;
         if let Some(n) = edit.log_number {
-            debug_assert!(n >= self.log_number);
+            debug_assert!(n >= base_log);
         }
         if let Some(n) = edit.last_sequence {
             self.last_sequence = self.last_sequence.max(n);
         }
         edit.last_sequence = Some(self.last_sequence);
-        edit.log_number = Some(edit.log_number.unwrap_or(self.log_number));
+        edit.log_number = Some(edit.log_number.unwrap_or(base_log));
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        edit.next_keyspace_id = Some(self.next_keyspace_id);
         edit.stats = self.counters.snapshot();
         let too_big = self
             .manifest
@@ -222,29 +391,35 @@ impl VersionSet {
         let mut next = next;
         next.pin(self.backings.clone());
         let next = Arc::new(next);
-        let written = if too_big {
-            let log_number = edit.log_number.unwrap_or(self.log_number);
-            let previous = std::mem::replace(&mut self.current, next.clone());
-            let previous_log = std::mem::replace(&mut self.log_number, log_number);
-            let written = self.write_new_manifest();
-            if written.is_err() {
-                self.current = previous;
-                self.log_number = previous_log;
-            }
-            written
-        } else {
-            let written = self.append(&edit);
-            if written.is_ok() {
-                self.current = next.clone();
-                self.log_number = edit.log_number.unwrap_or(self.log_number);
-            }
-            written
+        let state = TreeState {
+            def: previous
+                .as_ref()
+                .map_or(edit.create_keyspace.clone(), |t| t.def.clone()),
+            current: next.clone(),
+            log_number: edit.log_number.unwrap_or(base_log),
+        };
+        let installed = match edit.drop_keyspace {
+            true => None,
+            false => Some(state),
+        };
+        // Installed first: a rolled MANIFEST snapshots the new state.
+        let undo = match installed {
+            Some(state) => self.trees.insert(id, state),
+            None => self.trees.remove(&id),
+        };
+        let written = match too_big {
+            true => self.write_new_manifest(),
+            false => self.append(&edit),
         };
         if let Err(e) = written {
+            match undo {
+                Some(tree) => self.trees.insert(id, tree),
+                None => self.trees.remove(&id),
+            };
             self.unsure.push(next);
             return Err(e);
         }
-        Ok(self.current.clone())
+        Ok(self.current_of(id))
     }
 
     /// Persists the counters (at close) without changing the version.
@@ -274,21 +449,28 @@ impl VersionSet {
         }
     }
 
-    /// Writes a MANIFEST holding a snapshot of the current state and points
-    /// `CURRENT` at it.
+    /// Writes a MANIFEST holding a snapshot of the current state (one
+    /// record for the default keyspace, then one creating each other
+    /// keyspace with its tables) and points `CURRENT` at it.
     fn write_new_manifest(&mut self) -> Result<()> {
         let number = self.new_file_number();
         let name = manifest_name(number);
         let path = self.dir.join(&name);
-        let mut edit = self.current.snapshot_edit();
-        edit.format_version = Some(MANIFEST_FORMAT_VERSION);
-        edit.log_number = Some(self.log_number);
-        edit.last_sequence = Some(self.last_sequence);
-        edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
-        edit.stats = self.counters.snapshot();
-        let record = edit.encode();
         let mut writer = LogWriter::new(self.fs.create(&path)?);
-        writer.add_record(&record)?;
+        for (&id, tree) in &self.trees {
+            let mut edit = tree.current.snapshot_edit();
+            edit.keyspace = id;
+            edit.create_keyspace = tree.def.clone();
+            edit.log_number = Some(tree.log_number);
+            if id == 0 {
+                edit.format_version = Some(MANIFEST_FORMAT_VERSION);
+                edit.last_sequence = Some(self.last_sequence);
+                edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+                edit.next_keyspace_id = Some(self.next_keyspace_id);
+                edit.stats = self.counters.snapshot();
+            }
+            writer.add_record(&edit.encode())?;
+        }
         writer.sync()?;
         Counters::add(&self.counters.manifest_bytes_written, writer.len());
         Counters::add(&self.counters.fsyncs_manifest, 1);

@@ -10,14 +10,15 @@ use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
 impl Db {
-    /// Approximate bytes of tables holding keys in `[start, limit)`.
+    /// Approximate bytes of the default keyspace's tables holding keys in
+    /// `[start, limit)`.
     pub fn approximate_size(&self, start: &[u8], limit: &[u8]) -> Result<u64> {
         let inner = self.inner();
         let order = &inner.options.comparator;
         if !order.lt(start, limit) {
             return Ok(0);
         }
-        let sv = inner.super_version();
+        let sv = inner.default.super_version();
         let mut total = 0;
         for t in sv.version.tables() {
             if !t.overlaps(Some(start), Some(limit), order) {

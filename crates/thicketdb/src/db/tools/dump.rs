@@ -38,8 +38,8 @@ pub struct ManifestRecord {
     pub offset: u64,
     /// The decoded edit.
     pub edit: VersionEdit,
-    /// The version after the edit: per level (L0 first), its runs, newest
-    /// first as the version orders them.
+    /// The version of the edit's keyspace after the edit: per level (L0
+    /// first), its runs, newest first as the version orders them.
     pub levels: Vec<Vec<RunSummary>>,
 }
 
@@ -121,8 +121,12 @@ pub struct LogRecord {
     /// Point operations in order; `sequence` counts up from
     /// `first_sequence` over these and the range deletions together.
     pub ops: Vec<Entry>,
+    /// The keyspace id of each of `ops` (0: the default keyspace).
+    pub op_keyspaces: Vec<u32>,
     /// The record's range deletions, with their sequence numbers.
     pub range_deletions: Vec<RangeTombstone>,
+    /// The keyspace id of each of `range_deletions`.
+    pub range_deletion_keyspaces: Vec<u32>,
 }
 
 fn read_only_fs() -> Arc<dyn FileSystem> {
@@ -141,18 +145,27 @@ pub fn manifest(dir: &Path) -> Result<ManifestDump> {
         path.clone(),
         RecoveryMode::TolerateTailCorruption,
     );
-    let mut version = Version::empty(order);
+    // Each keyspace's version; an edit changes the one it names.
+    let mut versions = std::collections::BTreeMap::new();
+    versions.insert(0, Version::empty(order.clone()));
     let mut records = Vec::new();
     while let Some((offset, record)) = reader.read_record()? {
         let edit =
             VersionEdit::decode(&record).map_err(|why| Error::corruption(&path, offset, why))?;
-        version = version
+        let version = versions
+            .entry(edit.keyspace)
+            .or_insert_with(|| Version::empty(order.clone()));
+        *version = version
             .apply(&edit)
             .map_err(|why| Error::corruption(&path, offset, why))?;
+        let levels = summarize(version);
+        if edit.drop_keyspace {
+            versions.remove(&edit.keyspace);
+        }
         records.push(ManifestRecord {
             offset,
             edit,
-            levels: summarize(&version),
+            levels,
         });
     }
     Ok(ManifestDump { path, records })
@@ -180,13 +193,15 @@ fn summarize(version: &Version) -> Vec<Vec<RunSummary>> {
 pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
     let fs = read_only_fs();
     let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
-    let version = VersionSet::recover(fs.as_ref(), dir, order.clone())?.version;
-    let found = version.levels.iter().enumerate().find_map(|(level, l)| {
-        l.runs.iter().find_map(|run| {
-            run.tables
-                .iter()
-                .find(|t| t.segment == segment && t.offset == offset)
-                .map(|t| (level, run.id, t.clone()))
+    let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
+    let found = recovered.versions().find_map(|version| {
+        version.levels.iter().enumerate().find_map(|(level, l)| {
+            l.runs.iter().find_map(|run| {
+                run.tables
+                    .iter()
+                    .find(|t| t.segment == segment && t.offset == offset)
+                    .map(|t| (level, run.id, t.clone()))
+            })
         })
     });
     let Some((level, run, meta)) = found else {
@@ -297,11 +312,12 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
     while let Some(offset) = reader.read_record_into(&mut bytes)? {
         if is_relogged(&bytes) {
             // TRIAD's re-logged record: entries with their own sequences.
-            let (_source, entries) =
+            let (source, entries) =
                 decode_relogged(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
             records.push(LogRecord {
                 offset,
                 first_sequence: entries.first().map_or(0, |e| e.seq),
+                op_keyspaces: vec![source.keyspace; entries.len()],
                 ops: entries
                     .into_iter()
                     .map(|e| Entry {
@@ -312,6 +328,7 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
                     })
                     .collect(),
                 range_deletions: Vec::new(),
+                range_deletion_keyspaces: Vec::new(),
             });
             continue;
         }
@@ -319,21 +336,28 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
             DecodedBatch::parse(&bytes).map_err(|why| Error::corruption(&path, offset, why))?;
         let mut ops = Vec::new();
         let mut range_deletions = Vec::new();
+        let (mut op_keyspaces, mut range_deletion_keyspaces) = (Vec::new(), Vec::new());
         let mut sequence = batch.first_sequence;
         batch
             .for_each(|op| {
                 match op.kind {
-                    OpKind::Point(kind) => ops.push(Entry {
-                        key: op.key.to_vec(),
-                        sequence,
-                        kind,
-                        value: op.value.to_vec(),
-                    }),
-                    OpKind::RangeDeletion => range_deletions.push(RangeTombstone {
-                        start: op.key.to_vec(),
-                        end: op.value.to_vec(),
-                        seq: sequence,
-                    }),
+                    OpKind::Point(kind) => {
+                        op_keyspaces.push(op.keyspace);
+                        ops.push(Entry {
+                            key: op.key.to_vec(),
+                            sequence,
+                            kind,
+                            value: op.value.to_vec(),
+                        })
+                    }
+                    OpKind::RangeDeletion => {
+                        range_deletion_keyspaces.push(op.keyspace);
+                        range_deletions.push(RangeTombstone {
+                            start: op.key.to_vec(),
+                            end: op.value.to_vec(),
+                            seq: sequence,
+                        })
+                    }
                 }
                 sequence += 1;
             })
@@ -342,7 +366,9 @@ pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
             offset,
             first_sequence: batch.first_sequence,
             ops,
+            op_keyspaces,
             range_deletions,
+            range_deletion_keyspaces,
         });
     }
     Ok(LogDump { path, records })

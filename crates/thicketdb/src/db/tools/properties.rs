@@ -32,10 +32,14 @@ impl Db {
     /// Bytes held by memtables and the block cache.
     pub fn approximate_memory_usage(&self) -> u64 {
         let inner = self.inner();
-        let sv = inner.super_version();
-        let memtables: u64 = std::iter::once(&sv.mem)
-            .chain(sv.imms.iter())
-            .map(|m| m.approximate_size())
+        let memtables: u64 = inner
+            .trees()
+            .iter()
+            .map(|t| {
+                let sv = t.super_version();
+                let imms: u64 = sv.imms.iter().map(|m| m.approximate_size()).sum();
+                sv.mem.approximate_size() + imms
+            })
             .sum();
         memtables + inner.table_cache.block_cache().usage()
     }
@@ -66,9 +70,10 @@ impl Db {
         out
     }
 
-    /// Every live table by level and run: `id:bytes[smallest .. largest]`.
+    /// Every live table of the default keyspace by level and run:
+    /// `id:bytes[smallest .. largest]`.
     fn sstables_text(&self) -> String {
-        let sv = self.inner().super_version();
+        let sv = self.inner().default.super_version();
         let mut out = String::new();
         for (level, l) in sv.version.levels.iter().enumerate() {
             let _ = writeln!(out, "--- level {level} ---");

@@ -22,6 +22,7 @@
 //! replayed: replaying one would put its old versions above newer data in
 //! the rebuilt L0. Without log tables the new MANIFEST's log number is 0.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -38,13 +39,15 @@ use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::{
-    is_put, BlockIter, Footer, Table, TableContext, BLOCK_TRAILER_LEN, FOOTER_LEN, TABLE_MAGIC,
+    is_put, BlockIter, Footer, Table, TableContext, TableOptions, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    TABLE_MAGIC,
 };
+use crate::version::edit::KeyspaceDef;
 use crate::version::files::{
     current_path, lock_path, options_path, parse_file_name, segment_path, temp_path, FileKind,
 };
 use crate::version::log_values::StoreLogs;
-use crate::version::set::Recovered;
+use crate::version::set::RecoveredKeyspace;
 use crate::version::{Sketch, TableMeta, Version, VersionEdit, VersionSet};
 
 /// What a repair found and kept.
@@ -131,10 +134,11 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
         for (offset, length) in table_candidates(&data) {
             let at = (segment, offset, length);
             match recover_table(file.clone(), &path, at, options, &logs) {
-                Ok(Recovery::Intact(Some(t))) => tables.push(t),
+                Ok(Recovery::Intact(Some(found))) => tables.push(found),
                 Ok(Recovery::Intact(None)) => {}
                 Ok(Recovery::Damaged {
                     why,
+                    keyspace,
                     entries,
                     range_dels,
                     lost_blocks,
@@ -145,45 +149,80 @@ pub fn repair(dir: impl AsRef<Path>, options: &Options) -> Result<RepairReport> 
                         entries.len()
                     ));
                     if !entries.is_empty() || !range_dels.is_empty() {
-                        salvaged.push((entries, range_dels));
+                        salvaged.push((keyspace, entries, range_dels));
                     }
                 }
                 Err(e) => report.dropped.push(format!("{e}: table dropped")),
             }
         }
     }
-    for (entries, range_dels) in salvaged {
-        let written = write_salvaged(fs.as_ref(), dir, options, entries, range_dels, &new_number)?;
+    for (keyspace, entries, range_dels) in salvaged {
+        let written = write_salvaged(
+            fs.as_ref(),
+            dir,
+            options,
+            keyspace,
+            entries,
+            range_dels,
+            &new_number,
+        )?;
         report.salvaged += written.len();
-        tables.extend(written);
+        tables.extend(written.into_iter().map(|t| (keyspace, t)));
     }
-
-    tables.sort_by_key(|t: &TableMeta| (t.max_seq, t.min_seq));
-    let flushed_logs = tables.iter().flat_map(|t| t.logs.iter().copied()).max();
-    let mut edit = VersionEdit::default();
-    let mut last_sequence = 0;
-    for mut t in tables {
-        t.id = new_number();
-        report.tables += 1;
-        report.entries += t.entries;
-        report.bytes += t.length;
-        last_sequence = t.max_seq.max(last_sequence);
-        edit.add_table(0, new_number(), Arc::new(t));
-    }
-    let version = Version::empty(options.comparator.clone())
-        .apply(&edit)
-        .map_err(|why| Error::InvalidArgument(format!("recovered tables do not fit: {why}")))?;
 
     ensure_options(fs.as_ref(), dir, options)?;
-    let recovered = Recovered {
-        version,
-        log_number: flushed_logs.map_or(0, |log| log + 1),
-        next_file_number: next_file.load(std::sync::atomic::Ordering::SeqCst),
-        last_sequence,
-        stats: Vec::new(),
-        manifest_number: 0,
-        records: 0,
-    };
+    let mut known = known_keyspaces(fs.as_ref(), dir, options);
+    let mut by_keyspace: BTreeMap<u32, Vec<TableMeta>> = BTreeMap::new();
+    for (keyspace, t) in tables {
+        by_keyspace.entry(keyspace).or_default().push(t);
+    }
+    if !known.manifest_read {
+        // No MANIFEST to name them: every keyspace a table names comes
+        // back, under a name of its id and the options given.
+        for &id in by_keyspace.keys().filter(|&&id| id != 0) {
+            let def = KeyspaceDef {
+                name: format!("recovered-{id}"),
+                options: options.encode(),
+            };
+            known.defs.push((id, def));
+        }
+    }
+    let mut last_sequence = 0;
+    let mut recovered = VersionSet::empty(options.comparator.clone());
+    let default_tables = by_keyspace.remove(&0).unwrap_or_default();
+    (recovered.version, recovered.log_number) = rebuild(
+        default_tables,
+        options,
+        &new_number,
+        &mut report,
+        &mut last_sequence,
+    )?;
+    for (id, def) in known.defs {
+        let tables = by_keyspace.remove(&id).unwrap_or_default();
+        let (version, log_number) = rebuild(
+            tables,
+            options,
+            &new_number,
+            &mut report,
+            &mut last_sequence,
+        )?;
+        recovered.next_keyspace_id = recovered.next_keyspace_id.max(id + 1);
+        recovered.keyspaces.push(RecoveredKeyspace {
+            id,
+            def,
+            version,
+            log_number,
+        });
+    }
+    for (id, tables) in by_keyspace {
+        report.dropped.push(format!(
+            "{} tables of keyspace {id}, which the MANIFEST does not name (dropped)",
+            tables.len()
+        ));
+    }
+    recovered.next_keyspace_id = recovered.next_keyspace_id.max(known.next_id);
+    recovered.next_file_number = next_file.load(std::sync::atomic::Ordering::SeqCst);
+    recovered.last_sequence = last_sequence;
     let set = VersionSet::open(
         fs.clone(),
         dir,
@@ -245,11 +284,13 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// What a table found in a segment yields.
 enum Recovery {
-    /// Every block verified; `None` for an empty table.
-    Intact(Option<TableMeta>),
+    /// Every block verified (`None` for an empty table), with the table's
+    /// keyspace id.
+    Intact(Option<(u32, TableMeta)>),
     /// Some data blocks failed: the entries of the others, in order.
     Damaged {
         why: Error,
+        keyspace: u32,
         entries: Entries,
         /// The table's range tombstones (their block verified at open).
         range_dels: Fragments,
@@ -277,6 +318,7 @@ fn recover_table(
         let (entries, lost_blocks) = salvage(&table);
         return Ok(Recovery::Damaged {
             why,
+            keyspace: table.properties().keyspace,
             entries,
             range_dels: Fragments::clone(table.range_deletions()),
             lost_blocks,
@@ -287,21 +329,24 @@ fn recover_table(
     if p.entries == 0 && table.range_deletions().is_empty() {
         return Ok(Recovery::Intact(None));
     }
-    Ok(Recovery::Intact(Some(TableMeta {
-        id: 0,
-        segment,
-        offset,
-        length,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        entries: p.entries,
-        min_seq: p.min_seq,
-        max_seq: p.max_seq,
-        // Read from the table's properties when a policy asks, as after
-        // any reopen.
-        sketch: Sketch::default(),
-        logs: p.log_refs.clone(),
-    })))
+    Ok(Recovery::Intact(Some((
+        p.keyspace,
+        TableMeta {
+            id: 0,
+            segment,
+            offset,
+            length,
+            smallest: p.smallest_key.clone(),
+            largest: p.largest_key.clone(),
+            entries: p.entries,
+            min_seq: p.min_seq,
+            max_seq: p.max_seq,
+            // Read from the table's properties when a policy asks, as after
+            // any reopen.
+            sketch: Sketch::default(),
+            logs: p.log_refs.clone(),
+        },
+    ))))
 }
 
 /// The entries of every data block of `table` that verifies (well-formed
@@ -350,6 +395,7 @@ fn write_salvaged(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
+    keyspace: u32,
     entries: Entries,
     range_dels: Fragments,
     new_number: &dyn Fn() -> u64,
@@ -359,7 +405,10 @@ fn write_salvaged(
     let mut sink = OutputSink::new(OutputSpec {
         fs,
         dir,
-        table_options: options.table_options(),
+        table_options: TableOptions {
+            keyspace,
+            ..options.table_options()
+        },
         target_table_size: options.target_table_size,
         segment_tables: usize::MAX,
         new_file_number: new_number,
@@ -368,6 +417,58 @@ fn write_salvaged(
     sink.add_stream(&mut source, &mut |_| true)?;
     let output = sink.finish()?;
     Ok(output.tables.iter().map(|t| TableMeta::clone(t)).collect())
+}
+
+/// One keyspace's recovered tables as its version: L0, one run each,
+/// ordered by their newest sequence number; and its log number (past the
+/// newest log its log tables reference). Counts them in `report`.
+fn rebuild(
+    mut tables: Vec<TableMeta>,
+    options: &Options,
+    new_number: &dyn Fn() -> u64,
+    report: &mut RepairReport,
+    last_sequence: &mut u64,
+) -> Result<(Version, u64)> {
+    tables.sort_by_key(|t: &TableMeta| (t.max_seq, t.min_seq));
+    let flushed_logs = tables.iter().flat_map(|t| t.logs.iter().copied()).max();
+    let mut edit = VersionEdit::default();
+    for mut t in tables {
+        t.id = new_number();
+        report.tables += 1;
+        report.entries += t.entries;
+        report.bytes += t.length;
+        *last_sequence = t.max_seq.max(*last_sequence);
+        edit.add_table(0, new_number(), Arc::new(t));
+    }
+    let version = Version::empty(options.comparator.clone())
+        .apply(&edit)
+        .map_err(|why| Error::InvalidArgument(format!("recovered tables do not fit: {why}")))?;
+    Ok((version, flushed_logs.map_or(0, |log| log + 1)))
+}
+
+/// The keyspaces the store's MANIFEST names, when it still reads.
+struct KnownKeyspaces {
+    defs: Vec<(u32, KeyspaceDef)>,
+    next_id: u32,
+    /// Whether the MANIFEST was read: then a keyspace it does not name was
+    /// dropped; otherwise every keyspace found in a table is recovered.
+    manifest_read: bool,
+}
+
+/// The keyspaces of the MANIFEST `CURRENT` names, if it reads; none if not.
+fn known_keyspaces(fs: &dyn FileSystem, dir: &Path, options: &Options) -> KnownKeyspaces {
+    match VersionSet::recover(fs, dir, options.comparator.clone()) {
+        Ok(rec) => KnownKeyspaces {
+            defs: rec.keyspaces.into_iter().map(|k| (k.id, k.def)).collect(),
+            next_id: rec.next_keyspace_id,
+            manifest_read: true,
+        },
+        Err(_) => KnownKeyspaces {
+            defs: Vec::new(),
+            next_id: 1,
+            manifest_read: false,
+        },
+    }
 }
 
 /// Keeps a readable `OPTIONS` file, or writes `options` in its place.
@@ -423,6 +524,77 @@ mod tests {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name.starts_with("MANIFEST-") || name == "CURRENT" {
                 std::fs::remove_file(dir.join(name)).unwrap();
+            }
+        }
+    }
+
+    fn count(it: &mut crate::db::DbIterator) -> usize {
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        n
+    }
+
+    /// Tables record their keyspace: with the MANIFEST, repair puts them
+    /// back in the keyspaces it names, and leaves out a dropped keyspace's
+    /// (whose segments a crash kept from being deleted); without it, each
+    /// keyspace a table names comes back as `recovered-ID`.
+    #[test]
+    fn repair_puts_every_table_back_in_its_keyspace() {
+        for lose_manifest in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open(dir.path(), options()).unwrap();
+            let users = db.create_keyspace("users", options()).unwrap();
+            let gone = db.create_keyspace("gone", options()).unwrap();
+            for i in 0..2000 {
+                let key = format!("key{i:06}");
+                db.put(&key, "default").unwrap();
+                users.put(&key, format!("user{i}")).unwrap();
+                gone.put(&key, "gone").unwrap();
+            }
+            db.flush().unwrap();
+            let segments: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+                .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+                .collect();
+            drop(gone);
+            db.drop_keyspace("gone").unwrap();
+            drop(users);
+            db.close().unwrap();
+            // A crash before the dropped keyspace's segments were deleted.
+            for (path, bytes) in segments {
+                if !path.exists() {
+                    std::fs::write(path, bytes).unwrap();
+                }
+            }
+            if lose_manifest {
+                remove_manifests(dir.path());
+            }
+            let report = repair(dir.path(), &options()).unwrap();
+            let db = Db::open(dir.path(), options()).unwrap();
+            let users = match lose_manifest {
+                false => db.keyspace("users").unwrap(),
+                true => db.keyspace("recovered-1").unwrap(),
+            };
+            assert_eq!(users.get("key000005").unwrap(), Some(b"user5".to_vec()));
+            assert_eq!(db.get("key000005").unwrap(), Some(b"default".to_vec()));
+            assert_eq!(count(&mut users.iter(Default::default()).unwrap()), 2000);
+            assert_eq!(count(&mut db.iter(Default::default()).unwrap()), 2000);
+            let names = db.list_keyspaces();
+            match lose_manifest {
+                false => {
+                    assert_eq!(names, ["default", "users"]);
+                    assert!(
+                        report.dropped.iter().any(|d| d.contains("keyspace 2")),
+                        "{report}"
+                    );
+                }
+                true => assert_eq!(names, ["default", "recovered-1", "recovered-2"]),
             }
         }
     }

@@ -1,0 +1,205 @@
+//! Keyspaces (RocksDB's column families): independent ordered namespaces
+//! of one store, each a tree of its own (`tree.rs`) with its own options,
+//! all sharing the store's log, sequence numbers and snapshots, so a
+//! `WriteBatch` across keyspaces is atomic and a snapshot reads them all at
+//! one point. The MANIFEST records each keyspace's creation (id, name,
+//! options), its table changes and its drop (`docs/format.md`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::background::collect_obsolete_files;
+use super::tree::{keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE_NAME};
+use super::{compact, iter, range, read, SuperVersion};
+use super::{Db, DbIterator, Range, ReadOptions, WriteBatch, WriteOptions};
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::version::edit::KeyspaceDef;
+use crate::version::{Version, VersionEdit};
+
+/// Longest keyspace name, in bytes.
+pub const MAX_KEYSPACE_NAME: usize = 255;
+
+/// A handle on one keyspace of a store: the data API of `Db`, on this
+/// keyspace's keys. Cheap to clone; keeps the store open like a `Db`.
+/// Once the keyspace is dropped, every call returns
+/// `Error::KeyspaceNotFound`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+/// let mut options = thicketdb::Options::default();
+/// options.bloom_bits_per_key = 16;
+/// let users = db.create_keyspace("users", options)?;
+/// users.put("alice", "1")?;
+/// assert_eq!(users.get("alice")?, Some(b"1".to_vec()));
+/// assert_eq!(db.get("alice")?, None, "the default keyspace is another namespace");
+/// assert_eq!(db.list_keyspaces(), ["default", "users"]);
+/// # Ok::<(), thicketdb::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Keyspace {
+    db: Db,
+    tree: Arc<Tree>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace")
+            .field("name", &self.tree.name)
+            .finish()
+    }
+}
+
+impl Keyspace {
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.tree.name
+    }
+
+    /// The options the keyspace's tree runs with (store-wide ones, such as
+    /// the log, caches and threads, are the store's).
+    pub fn options(&self) -> &Options {
+        &self.tree.options
+    }
+
+    /// The keyspace's id in batches and the MANIFEST.
+    pub(crate) fn id(&self) -> u32 {
+        self.tree.id
+    }
+
+    /// For `data_api!`: the store the keyspace is in.
+    fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// For `data_api!`: this keyspace's tree.
+    fn tree(&self) -> &Arc<Tree> {
+        &self.tree
+    }
+
+    data_api!();
+}
+
+impl Db {
+    /// Creates keyspace `name` with its own `options` for what a keyspace
+    /// may choose (profile and compaction policy, compression, Bloom bits,
+    /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...); the
+    /// store-wide ones (key order, log, caches, threads) are the store's.
+    /// The keyspace is durable once this returns. `InvalidArgument` when
+    /// the name is taken, empty or longer than 255 bytes.
+    pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
+        let inner = self.inner();
+        inner.check_open()?;
+        inner.check_writable("create_keyspace")?;
+        if name.is_empty() || name.len() > MAX_KEYSPACE_NAME {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace name {name:?} must be 1 to {MAX_KEYSPACE_NAME} bytes"
+            )));
+        }
+        options.validate()?;
+        let tree_options = keyspace_options(&inner.options, &options);
+        // Under `log` no write group is mid-commit and no memtable switch
+        // runs: the keyspace's first log is the current one.
+        let log = inner.log.lock();
+        let mut versions = inner.versions.lock();
+        if self.find(name).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {name:?} already exists"
+            )));
+        }
+        let id = versions.new_keyspace_id();
+        let edit = VersionEdit {
+            keyspace: id,
+            create_keyspace: Some(KeyspaceDef {
+                name: name.to_string(),
+                options: tree_options.encode(),
+            }),
+            log_number: Some(log.number),
+            ..VersionEdit::default()
+        };
+        let version = versions
+            .log_and_apply(edit)?
+            .ok_or_else(|| Error::invariant("a created keyspace has no version"))?;
+        let mem = memtable_on_log(&tree_options, &inner.backings, log.number);
+        let tree = Tree::new(id, name.to_string(), tree_options, version, mem, Vec::new());
+        let tree = Arc::new(tree);
+        Arc::make_mut(&mut inner.trees.write()).push(tree.clone());
+        Ok(Keyspace {
+            db: self.clone(),
+            tree,
+        })
+    }
+
+    /// A handle on keyspace `name` (`"default"` is the store's default
+    /// keyspace); `KeyspaceNotFound` when there is none.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        self.inner().check_open()?;
+        let tree = self
+            .find(name)
+            .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?}")))?;
+        Ok(Keyspace {
+            db: self.clone(),
+            tree,
+        })
+    }
+
+    /// The names of every keyspace, the default one first, then in order
+    /// of creation.
+    pub fn list_keyspaces(&self) -> Vec<String> {
+        self.inner()
+            .trees()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// Drops keyspace `name` and all its data, durably: its tables' space
+    /// is released as soon as no reader holds them, and its writes never
+    /// come back, after a reopen or a crash either. Handles on it get
+    /// `KeyspaceNotFound` from then on; a batch op for it written after
+    /// the drop is discarded. The default keyspace cannot be dropped.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        let inner = self.inner();
+        inner.check_open()?;
+        inner.check_writable("drop_keyspace")?;
+        if name == DEFAULT_KEYSPACE_NAME {
+            return Err(Error::InvalidArgument(
+                "the default keyspace cannot be dropped".into(),
+            ));
+        }
+        {
+            let _log = inner.log.lock();
+            let mut versions = inner.versions.lock();
+            let tree = self
+                .find(name)
+                .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?}")))?;
+            versions.log_and_apply(VersionEdit {
+                keyspace: tree.id,
+                drop_keyspace: true,
+                ..VersionEdit::default()
+            })?;
+            tree.dropped.store(true, Ordering::Release);
+            Arc::make_mut(&mut inner.trees.write()).retain(|t| !Arc::ptr_eq(t, &tree));
+            // Handles may outlive the drop: let go of the memtables (and
+            // their logs) and the version (and its tables) now.
+            *tree.super_version.write() = Arc::new(SuperVersion {
+                mem: Arc::new(Memtable::new(0, tree.options.comparator.clone())),
+                imms: Vec::new(),
+                version: Arc::new(Version::empty(tree.options.comparator.clone())),
+                pending_compaction_bytes: 0,
+            });
+        }
+        collect_obsolete_files(inner);
+        Ok(())
+    }
+
+    fn find(&self, name: &str) -> Option<Arc<Tree>> {
+        self.inner()
+            .trees()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+}
