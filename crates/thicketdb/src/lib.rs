@@ -31,5 +31,5 @@ pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stat
 pub use db::{ReadOptions, WriteOptions};
 pub use error::{Error, Result};
 pub use format::{Comparator, KeyOrder};
-pub use options::{Options, Profile};
+pub use options::{Layout, Options, Profile};
 pub use stats::StatValue;

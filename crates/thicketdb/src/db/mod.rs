@@ -10,6 +10,7 @@ mod buffer;
 mod call_options;
 pub mod check;
 mod checkpoint;
+pub mod chunked;
 mod compact;
 mod flush;
 mod iter;
@@ -49,10 +50,11 @@ pub use tools::{destroy, dump, repair, RepairReport};
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
 use crate::memtable::Memtable;
-use crate::options::Options;
+use crate::options::{Layout, Options};
 use crate::stats::Counters;
 use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
+use chunked::ChunkStore;
 use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
 use write::WriteState;
@@ -195,18 +197,54 @@ impl Drop for DbHandle {
     }
 }
 
+/// Closes a chunked store when its last `Db` handle goes.
+struct ChunkedHandle(ChunkStore);
+
+impl Drop for ChunkedHandle {
+    fn drop(&mut self) {
+        // Errors here cannot be reported; `Db::close` reports them.
+        let _ = self.0.close();
+    }
+}
+
+/// The layout seam: the engine behind a `Db`, chosen by `Options::layout`.
+#[derive(Clone)]
+enum Engine {
+    /// Levels of runs (`layout=lsm`, every LSM profile).
+    Lsm(Arc<DbHandle>),
+    /// YoDB's chunks (`layout=chunked`, `db/chunked/`).
+    Chunked(Arc<ChunkedHandle>),
+}
+
 /// A ThicketDB store. Cheap to clone and share across threads.
 #[derive(Clone)]
 pub struct Db {
-    handle: Arc<DbHandle>,
+    engine: Engine,
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db")
-            .field("dir", &self.inner().dir)
-            .finish()
+        f.debug_struct("Db").field("dir", &self.path()).finish()
     }
+}
+
+/// The layout of the store in `dir` as its `OPTIONS` records it, or
+/// `options`' for a new store.
+fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Layout> {
+    let path = crate::version::files::options_path(dir);
+    if !fs.exists(&path) {
+        return Ok(options.layout);
+    }
+    let stored = Options::decode(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    if stored.layout != options.layout {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} was created with layout {}; it cannot be opened as {}",
+            dir.display(),
+            stored.layout,
+            options.layout
+        )));
+    }
+    Ok(stored.layout)
 }
 
 impl Db {
@@ -221,14 +259,24 @@ impl Db {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
+        if layout_of(fs.as_ref(), path.as_ref(), &options)? == Layout::Chunked {
+            let store = ChunkStore::open(path.as_ref(), options, fs)?;
+            return Ok(Db::chunked(store));
+        }
         let inner = Arc::new(open::open(path.as_ref(), options, fs)?);
         let threads = background::spawn(inner.clone())?;
         Ok(Db {
-            handle: Arc::new(DbHandle {
+            engine: Engine::Lsm(Arc::new(DbHandle {
                 inner,
                 background: Mutex::new(threads),
-            }),
+            })),
         })
+    }
+
+    fn chunked(store: ChunkStore) -> Db {
+        Db {
+            engine: Engine::Chunked(Arc::new(ChunkedHandle(store))),
+        }
     }
 
     /// Opens the store in `path` for reading only, without writing a byte
@@ -247,32 +295,63 @@ impl Db {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
+        if layout_of(fs.as_ref(), path.as_ref(), &options)? == Layout::Chunked {
+            let store = ChunkStore::open_read_only(path.as_ref(), options, fs)?;
+            return Ok(Db::chunked(store));
+        }
         let inner = Arc::new(read_only::open(path.as_ref(), options, fs)?);
         Ok(Db {
-            handle: Arc::new(DbHandle {
+            engine: Engine::Lsm(Arc::new(DbHandle {
                 inner,
                 background: Mutex::new(Vec::new()),
-            }),
+            })),
         })
     }
 
     /// Whether this handle was opened with `open_read_only`.
     pub fn is_read_only(&self) -> bool {
-        self.inner().read_only
+        match &self.engine {
+            Engine::Lsm(h) => h.inner.read_only,
+            Engine::Chunked(c) => c.0.is_read_only(),
+        }
     }
 
+    /// The LSM engine's state; `None` for a chunked store.
+    fn lsm(&self) -> Option<&Arc<DbInner>> {
+        match &self.engine {
+            Engine::Lsm(h) => Some(&h.inner),
+            Engine::Chunked(_) => None,
+        }
+    }
+
+    /// The LSM engine's state, or an error saying the chunked layout has
+    /// no `what`.
+    fn lsm_for(&self, what: &str) -> Result<&Arc<DbInner>> {
+        self.lsm().ok_or_else(|| {
+            Error::InvalidArgument(format!("{what} is not supported by the chunked layout"))
+        })
+    }
+
+    /// The LSM engine's state (tests of LSM behaviour).
+    #[cfg(test)]
     fn inner(&self) -> &Arc<DbInner> {
-        &self.handle.inner
+        self.lsm().expect("an LSM store")
     }
 
     /// The store's directory.
     pub fn path(&self) -> &Path {
-        &self.inner().dir
+        match &self.engine {
+            Engine::Lsm(h) => &h.inner.dir,
+            Engine::Chunked(c) => c.0.dir(),
+        }
     }
 
     /// The options this store runs with.
     pub fn options(&self) -> &Options {
-        &self.inner().options
+        match &self.engine {
+            Engine::Lsm(h) => &h.inner.options,
+            Engine::Chunked(c) => c.0.options(),
+        }
     }
 
     /// Sets `key` to `value`.
@@ -334,14 +413,18 @@ impl Db {
 
     /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        self.inner().check_writable("write")?;
-        if batch.range_deletions() > 0 && !self.inner().options.comparator.is_bytewise() {
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.write(batch, opts),
+        };
+        inner.check_writable("write")?;
+        if batch.range_deletions() > 0 && !inner.options.comparator.is_bytewise() {
             return Err(Error::InvalidArgument(
                 "range deletes need the built-in byte order; this store has a custom comparator"
                     .into(),
             ));
         }
-        write::write(self.inner(), batch, opts)
+        write::write(inner, batch, opts)
     }
 
     /// The value of `key`, or `None`.
@@ -351,7 +434,10 @@ impl Db {
 
     /// `get` with per-read options (a snapshot; bounds do not apply).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(self.inner(), key.as_ref(), opts)
+        match &self.engine {
+            Engine::Lsm(h) => read::get(&h.inner, key.as_ref(), opts),
+            Engine::Chunked(c) => c.0.get(key.as_ref(), opts),
+        }
     }
 
     /// Hands the value of `key` to `f` without copying it when it is read
@@ -382,7 +468,10 @@ impl Db {
         opts: &ReadOptions,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
-        read::get_with(self.inner(), key.as_ref(), opts, f)
+        match &self.engine {
+            Engine::Lsm(h) => read::get_with(&h.inner, key.as_ref(), opts, f),
+            Engine::Chunked(c) => Ok(c.0.get(key.as_ref(), opts)?.map(|v| f(&v))),
+        }
     }
 
     /// The values of `keys`, in order, all read at one point of the write
@@ -417,55 +506,81 @@ impl Db {
 
     /// A consistent read view at the current point of the write order.
     pub fn snapshot(&self) -> Snapshot {
-        let inner = self.inner();
-        Snapshot::latest(&inner.last_sequence, inner.snapshots.clone())
+        match &self.engine {
+            Engine::Lsm(h) => Snapshot::latest(&h.inner.last_sequence, h.inner.snapshots.clone()),
+            Engine::Chunked(c) => c.0.snapshot(),
+        }
     }
 
     /// An iterator over user keys within the bounds of `opts`; call a seek
     /// method before reading.
     pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
-        iter::new(self.inner(), opts)
+        match &self.engine {
+            Engine::Lsm(h) => iter::new(&h.inner, opts),
+            Engine::Chunked(c) => c.0.iter(opts),
+        }
     }
 
     /// Flushes the memtable and waits until every immutable memtable is on
-    /// disk.
+    /// disk (chunked layout: syncs every chunk log).
     pub fn flush(&self) -> Result<()> {
-        self.inner().check_writable("flush")?;
-        write::flush(self.inner())
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.flush(),
+        };
+        inner.check_writable("flush")?;
+        write::flush(inner)
     }
 
     /// Flushes, then compacts every table overlapping `[start, end]` (`None`
     /// is unbounded) into the bottom of the tree, dropping overwritten
-    /// versions and deletions no snapshot needs.
+    /// versions and deletions no snapshot needs (chunked layout: a funk
+    /// rebalance of every chunk in the range whose log holds anything).
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner().check_writable("compact_range")?;
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.compact_range(start, end),
+        };
+        inner.check_writable("compact_range")?;
         self.flush()?;
-        compact::compact_range(self.inner(), start, end)
+        compact::compact_range(inner, start, end)
     }
 
     /// Trims LSbM's compaction buffer now instead of at the next
-    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`).
+    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`, and in the
+    /// chunked layout).
     pub fn trim_compaction_buffer(&self) -> Result<()> {
-        self.inner().check_open()?;
-        buffer::trim(self.inner())
+        match self.lsm() {
+            Some(inner) => {
+                inner.check_open()?;
+                buffer::trim(inner)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Engine statistics.
     pub fn stats(&self) -> Stats {
-        stats::collect(self.inner())
+        match &self.engine {
+            Engine::Lsm(h) => stats::collect(&h.inner),
+            Engine::Chunked(c) => c.0.stats(),
+        }
     }
 
     /// Space amplification: allocated bytes of the store's files over the
     /// key and value bytes of the live keys. Unlike `stats`, this reads
     /// every live key.
     pub fn space_usage(&self) -> Result<SpaceUsage> {
-        space::usage(self.inner())
+        space::usage(self.lsm_for("space_usage")?)
     }
 
     /// Stops background work, persists counters and releases the store.
     /// Other clones of this handle get `Error::Closed` afterwards.
     pub fn close(self) -> Result<()> {
-        self.handle.shutdown()
+        match &self.engine {
+            Engine::Lsm(h) => h.shutdown(),
+            Engine::Chunked(c) => c.0.close(),
+        }
     }
 }
 

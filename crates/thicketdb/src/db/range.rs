@@ -126,7 +126,7 @@ impl Db {
     }
 
     fn require_bytewise(&self, what: &str) -> Result<()> {
-        let order = &self.inner().options.comparator;
+        let order = &self.options().comparator;
         if order.is_bytewise() {
             return Ok(());
         }
@@ -143,7 +143,7 @@ impl Db {
         let mut front = self.iter(opts.clone())?;
         front.seek_to_first();
         Ok(Range {
-            order: self.inner().options.comparator.clone(),
+            order: self.options().comparator.clone(),
             db: self.clone(),
             opts,
             front: Some(front),

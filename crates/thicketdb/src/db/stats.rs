@@ -34,6 +34,8 @@ with_counters!(stat_struct! {
         pub compaction_buffer_bytes: u64,
         /// Tables in the compaction buffer with their data (LSbM).
         pub buffer_tables: usize,
+        /// Chunks of a chunked store (0 for an LSM store).
+        pub chunks: usize,
         // The cumulative counters of `Counters`, one field each.
         counters,
         /// Log + tables + MANIFEST.

@@ -1,0 +1,202 @@
+//! The chunked layout through the `Db` API: splits and rebalances under
+//! tiny limits, snapshots across them, recovery, cross-chunk batches.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::db::{Db, ReadOptions, WriteBatch, WriteOptions};
+use crate::io::fault::{FaultFs, FaultKind};
+use crate::io::FileSystem;
+use crate::options::{Layout, Options};
+
+/// Options that split and rebalance constantly.
+pub(crate) fn tiny() -> Options {
+    let mut o = Options::default();
+    o.layout = Layout::Chunked;
+    o.chunk_size = 8 << 10;
+    o.funk_log_limit = 2 << 10;
+    o.log_filter_parts = 4;
+    o.block_size = 512;
+    o
+}
+
+fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(opts).unwrap();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:06}", i * 7919 % 1000).into_bytes()
+}
+
+#[test]
+fn puts_gets_and_scans_across_splits_match_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3000u64 {
+        let k = key(i);
+        if i % 7 == 3 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+    let stats = db.stats();
+    assert!(stats.chunks > 4, "{} chunks", stats.chunks);
+    assert!(stats.chunk_splits > 0 && stats.chunk_funk_rebalances > stats.chunk_splits);
+    for i in 0..1000u64 {
+        let k = format!("key{i:06}").into_bytes();
+        assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{k:?}");
+    }
+    let want: Vec<_> = model.into_iter().collect();
+    assert_eq!(scan(&db, ReadOptions::default()), want);
+    // Backwards too.
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(back, want);
+}
+
+#[test]
+fn a_snapshot_survives_rebalances_and_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    for i in 0..500u64 {
+        db.put(key(i), b"old").unwrap();
+    }
+    let snapshot = db.snapshot();
+    let before = scan(&db, ReadOptions::default());
+    let rebalances = db.stats().chunk_funk_rebalances;
+    for i in 0..2000u64 {
+        db.put(key(i), format!("new{i}")).unwrap();
+    }
+    assert!(db.stats().chunk_funk_rebalances > rebalances + 5);
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(scan(&db, opts.clone()), before);
+    assert_eq!(db.get_opt(key(3), &opts).unwrap(), Some(b"old".to_vec()));
+}
+
+#[test]
+fn reopen_finds_every_write_without_replaying_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), tiny()).unwrap();
+        for i in 0..1500u64 {
+            let v = format!("v{i}").into_bytes();
+            db.put(key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    let want: Vec<_> = model.clone().into_iter().collect();
+    assert_eq!(scan(&db, ReadOptions::default()), want);
+    // Writes continue after the reopen with higher sequence numbers.
+    db.put(key(1), b"after").unwrap();
+    assert_eq!(db.get(key(1)).unwrap(), Some(b"after".to_vec()));
+    drop(db);
+    let ro = Db::open_read_only(dir.path(), tiny()).unwrap();
+    assert_eq!(ro.get(key(1)).unwrap(), Some(b"after".to_vec()));
+    assert!(ro.put(b"x", b"y").is_err());
+}
+
+#[test]
+fn opening_with_the_other_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    let err = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(err.to_string().contains("layout chunked"), "{err}");
+    let lsm = tempfile::tempdir().unwrap();
+    Db::open(lsm.path(), Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let err = Db::open(lsm.path(), tiny()).unwrap_err();
+    assert!(err.to_string().contains("layout lsm"), "{err}");
+}
+
+#[test]
+fn range_deletes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    assert!(db.delete_range(b"a", b"b").is_err());
+}
+
+/// A batch spanning chunks is, after a power loss that cut its writes
+/// short at any byte, in every chunk or in none; acknowledged, in all.
+#[test]
+fn a_cross_chunk_batch_is_atomic_across_power_loss() {
+    let mut sync = WriteOptions::default();
+    sync.sync = true;
+    let mut batch = WriteBatch::new();
+    // Every 50th key: the batch spans every chunk.
+    for i in (0..1000u64).step_by(50) {
+        batch.put(format!("key{i:06}"), b"batch").unwrap();
+    }
+    let mut outcomes = Vec::new();
+    for budget in (0..1400).step_by(70) {
+        let fs = FaultFs::new();
+        let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
+        let dir = std::path::Path::new("/store");
+        let db = Db::open_with_fs(dir, tiny(), dynfs.clone()).unwrap();
+        for i in 0..1000u64 {
+            db.put_opt(format!("key{i:06}"), b"base", sync.clone())
+                .unwrap();
+        }
+        assert!(db.stats().chunks > 3);
+        fs.fail_after_bytes(budget, FaultKind::Io);
+        let acknowledged = db.write_opt(batch.clone(), sync.clone()).is_ok();
+        fs.drop_unsynced();
+        fs.clear_faults();
+        drop(db);
+        let db = Db::open_with_fs(dir, tiny(), dynfs).unwrap();
+        let applied = (0..1000u64)
+            .step_by(50)
+            .filter(|i| db.get(format!("key{i:06}")).unwrap().unwrap() == b"batch")
+            .count();
+        assert!(
+            applied == 0 || applied == 20,
+            "budget {budget}: {applied} of 20 applied"
+        );
+        assert!(
+            !acknowledged || applied == 20,
+            "budget {budget}: acknowledged, lost"
+        );
+        outcomes.push((acknowledged, applied));
+    }
+    // The cuts fell before the batch log held the batch, after it (the
+    // chunk logs completed at open) and after the acknowledgement.
+    assert!(outcomes.contains(&(false, 0)), "{outcomes:?}");
+    assert!(outcomes.contains(&(false, 20)), "{outcomes:?}");
+    assert!(outcomes.contains(&(true, 20)), "{outcomes:?}");
+}
+
+#[test]
+fn posix_store_is_swept_of_files_a_crash_left() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    let stray = dir.path().join("000999.ftab");
+    std::fs::write(&stray, b"left by a crash mid-rebalance").unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    assert!(!stray.exists());
+}
