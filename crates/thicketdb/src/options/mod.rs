@@ -233,6 +233,19 @@ options! {
         /// over one part of the log, so a get knows whether and where to
         /// search it (YoDB: 16).
         log_filter_parts: usize = 16,
+        /// Chunked: a chunk with a munk (its image in memory) merges its
+        /// log into its table only past this many bytes (YoDB: 20 MiB);
+        /// its gets never read the log.
+        funk_log_limit_with_munk: u64 = 20 << 20,
+        /// Chunked: bytes of munks kept in memory, the hottest chunks' by
+        /// an LFU score with exponential decay (0: no munks).
+        munk_cache_bytes: u64 = 256 << 20,
+        /// Chunked: bytes of the row cache of single key-value pairs from
+        /// munk-less chunks (0: no row cache).
+        row_cache_bytes: u64 = 64 << 20,
+        /// Chunked: hash tables in the row cache's queue; the oldest is
+        /// dropped whole when the newest fills (YoDB: 3).
+        row_cache_tables: usize = 3,
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
@@ -362,6 +375,12 @@ impl Options {
         }
         if self.funk_log_limit < 1024 {
             return bad("funk_log_limit must be at least 1024");
+        }
+        if !(2..=64).contains(&self.row_cache_tables) {
+            return bad("row_cache_tables must be between 2 and 64");
+        }
+        if self.funk_log_limit_with_munk < 1024 {
+            return bad("funk_log_limit_with_munk must be at least 1024");
         }
         if !(1..=1024).contains(&self.log_filter_parts) {
             return bad("log_filter_parts must be between 1 and 1024");

@@ -12,10 +12,12 @@ use parking_lot::{Mutex, RwLock};
 
 use super::files::{chunk_log_path, funk_table_path};
 use super::log_filter::LogFilters;
+use super::munk::Munk;
 use crate::db::batch::{DecodedBatch, OpKind};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
 use crate::io::FileSystem;
+use crate::iterator::InternalIterator;
 use crate::log::{LogReader, LogWriter, RandomAccessLogReader, RecoveryMode};
 use crate::stats::Counters;
 use crate::table::{Table, TableContext};
@@ -33,6 +35,14 @@ pub(super) struct LogEntry {
     pub kind: ValueKind,
     pub key: Vec<u8>,
     pub value: Vec<u8>,
+}
+
+impl LogEntry {
+    /// The entry as an internal key and its value.
+    pub fn into_entry(self) -> (Vec<u8>, Vec<u8>) {
+        let key = InternalKey::new(&self.key, self.sequence, self.kind).into_vec();
+        (key, self.value)
+    }
 }
 
 /// A chunk log: appended under the store's write lock, read by anyone up
@@ -253,6 +263,9 @@ pub(super) struct Chunk {
     pub table: Option<Arc<Table>>,
     pub table_number: u64,
     pub log: ChunkLog,
+    /// The munk cache's LFU score (`munk.rs`).
+    pub heat: AtomicU64,
+    munk: RwLock<Option<Arc<Munk>>>,
     /// Set when a rebalance replaced this chunk: its files are deleted on
     /// drop.
     retired: AtomicBool,
@@ -277,6 +290,8 @@ impl Chunk {
             table,
             table_number,
             log,
+            heat: AtomicU64::new(0),
+            munk: RwLock::new(None),
             retired: AtomicBool::new(false),
             fs,
             dir,
@@ -286,6 +301,36 @@ impl Chunk {
     /// Marks the chunk replaced: its files go once nobody reads it.
     pub fn retire(&self) {
         self.retired.store(true, Ordering::Release);
+    }
+
+    /// Whether a rebalance replaced the chunk.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// The chunk's munk, if resident.
+    pub fn munk(&self) -> Option<Arc<Munk>> {
+        self.munk.read().clone()
+    }
+
+    /// Replaces the munk, returning the old one.
+    pub fn set_munk(&self, munk: Option<Arc<Munk>>) -> Option<Arc<Munk>> {
+        std::mem::replace(&mut *self.munk.write(), munk)
+    }
+
+    /// Every entry of the table, sorted.
+    pub fn table_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut entries = Vec::new();
+        if let Some(table) = &self.table {
+            let mut it = table.iter_with(false);
+            it.seek_to_first();
+            while it.valid() {
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(entries)
     }
 
     /// The newest version of `key` at `sequence`: the log, then the table.

@@ -21,8 +21,10 @@ mod chunk;
 mod files;
 pub mod log_filter;
 pub mod manifest;
+mod munk;
 mod open;
 mod rebalance;
+mod row_cache;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,6 +45,8 @@ use crate::stats::Counters;
 use crate::table::TableContext;
 use batch_log::BatchLog;
 use chunk::{Chunk, Found};
+use munk::MunkCache;
+use row_cache::{Cached, RowCache};
 
 /// The chunk index and the chunk list in one: chunks sorted by start key,
 /// the first starting at the empty key. Replaced whole, never changed.
@@ -88,6 +92,8 @@ pub(crate) struct ChunkStore {
     /// `None` in a read-only store.
     writer: Mutex<Option<Writer>>,
     context: TableContext,
+    munks: MunkCache,
+    row_cache: RowCache,
     read_only: bool,
     closed: AtomicBool,
     /// A failed log append or rebalance: the logs may end in a partial
@@ -184,12 +190,36 @@ impl ChunkStore {
         }
         let mut sequence = first;
         for (index, mut sub) in groups.iter().map(|(i, b)| (*i, b.clone())) {
+            let chunk = &set.chunks[index];
             let count = sub.len() as u64;
             let keys = sub_keys(&mut sub)?;
             let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            logged += set.chunks[index]
-                .log
-                .append(sub.encode(sequence), &keys, opts.sync)?;
+            logged += chunk.log.append(sub.encode(sequence), &keys, opts.sync)?;
+            // The munk and the row cache take the writes before they are
+            // published: a reader that sees the sequence finds them there.
+            let munk = chunk.munk();
+            let before = munk.as_ref().map_or(0, |m| m.bytes());
+            let decoded = super::batch::DecodedBatch::parse(sub.encode(sequence))
+                .map_err(Error::invariant)?;
+            let mut seq = sequence;
+            decoded
+                .for_each(|op| {
+                    let value = matches!(op.kind, OpKind::Point(ValueKind::Value));
+                    self.row_cache.put(op.key, value.then_some(op.value), seq);
+                    if let Some(m) = &munk {
+                        let kind = if value {
+                            ValueKind::Value
+                        } else {
+                            ValueKind::Deletion
+                        };
+                        m.add(seq, kind, op.key, op.value);
+                    }
+                    seq += 1;
+                })
+                .map_err(Error::invariant)?;
+            if let Some(m) = &munk {
+                self.munks.grew(m.bytes() - before);
+            }
             sequence += count;
         }
         self.last_sequence.store(sequence - 1, Ordering::Release);
@@ -208,10 +238,20 @@ impl ChunkStore {
             // In reverse, so that a split does not move the chunks still
             // to be looked at.
             let set = self.chunk_set();
-            if set.chunks[*index].log.len() > self.options.funk_log_limit {
+            let chunk = &set.chunks[*index];
+            if self.munks.touch(&set, chunk, 1) {
+                self.munks.admit(self, &set, *index)?;
+            }
+            self.munks.rebalance_if_grown(self, chunk);
+            let limit = match chunk.munk() {
+                Some(_) => self.options.funk_log_limit_with_munk,
+                None => self.options.funk_log_limit,
+            };
+            if chunk.log.len() > limit {
                 rebalance::rebalance(self, writer, &set, *index)?;
             }
         }
+        self.munks.enforce_budget(self, &self.chunk_set());
         Ok(())
     }
 
@@ -221,16 +261,49 @@ impl ChunkStore {
         Counters::add(&self.counters.gets, 1);
         // The chunk set before the sequence: a set a rebalance installed
         // since keeps every version at or above the sequence read after.
-        let set = self.chunk_set();
-        let sequence = match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => self.last_sequence.load(Ordering::Acquire),
+        let (set, index, munk, sequence) = loop {
+            let set = self.chunk_set();
+            let index = set.locate(key);
+            let chunk = &set.chunks[index];
+            let munk = chunk.munk();
+            let sequence = match &opts.snapshot {
+                Some(s) => s.sequence(),
+                None => self.last_sequence.load(Ordering::Acquire),
+            };
+            // Replaced since it was taken: a put this sequence covers may
+            // be in the replacement only.
+            if !chunk.is_retired() && !munk.as_ref().is_some_and(|m| m.is_sealed()) {
+                break (set, index, munk, sequence);
+            }
         };
-        let chunk = &set.chunks[set.locate(key)];
-        match chunk.get(key, sequence, &self.counters)? {
-            Found::Value(v) => Ok(Some(v)),
-            Found::Deleted | Found::Absent => Ok(None),
+        let chunk = &set.chunks[index];
+        if self.munks.touch(&set, chunk, 1) {
+            // A get does not wait for writers to build a munk.
+            if let Some(_writer) = self.writer.try_lock().filter(|w| w.is_some()) {
+                if !chunk.is_retired() {
+                    self.munks.admit(self, &set, index)?;
+                }
+            }
         }
+        if let Some(munk) = munk {
+            Counters::add(&self.counters.chunk_gets_from_munk, 1);
+            let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
+            return Ok(match munk.mem.get(lookup.encoded()) {
+                Some(crate::memtable::Lookup::Value(v)) => Some(v),
+                _ => None,
+            });
+        }
+        if let Cached::Row(value) = self.row_cache.get(key, sequence) {
+            Counters::add(&self.counters.chunk_gets_from_row_cache, 1);
+            return Ok(value);
+        }
+        let value = match chunk.get(key, sequence, &self.counters)? {
+            Found::Value(v) => Some(v),
+            Found::Deleted => None,
+            Found::Absent => return Ok(None),
+        };
+        self.row_cache.insert(key, value.clone(), sequence);
+        Ok(value)
     }
 
     /// A consistent view at the latest write.
@@ -250,6 +323,16 @@ impl ChunkStore {
         let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut chunks = Vec::new();
         for chunk in set.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref()) {
+            self.munks.touch(&set, chunk, 1);
+            if let Some(munk) = chunk.munk() {
+                // Taken after the snapshot: it holds every version the
+                // snapshot sees (`munk.rs`).
+                sources.push(Box::new(crate::memtable::MemtableIterator::new(
+                    munk.mem.clone(),
+                )));
+                chunks.push(chunk.clone());
+                continue;
+            }
             if let Some(table) = &chunk.table {
                 sources.push(Box::new(table.iter_with(opts.fill_cache)));
             }
@@ -325,8 +408,16 @@ impl ChunkStore {
     pub fn stats(&self) -> Stats {
         let set = self.chunk_set();
         let tables: Vec<_> = set.chunks.iter().filter_map(|c| c.table.clone()).collect();
+        let (hits, misses) = self.row_cache.hits_and_misses();
         let mut s = Stats {
             chunks: set.chunks.len(),
+            munks_resident: set.chunks.iter().filter(|c| c.munk().is_some()).count(),
+            munk_bytes: self.munks.resident_bytes(),
+            row_cache_bytes: self.row_cache.bytes(),
+            row_cache_hit_ratio: match hits + misses {
+                0 => 0.0,
+                n => hits as f64 / n as f64,
+            },
             tables: tables.len(),
             live_table_bytes: tables.iter().map(|t| t.length()).sum(),
             last_sequence: self.last_sequence.load(Ordering::Acquire),
@@ -350,8 +441,8 @@ impl ChunkStore {
         s
     }
 
-    /// Bytes of memory the store holds: the block cache and the chunk
-    /// logs' filters.
+    /// Bytes of memory the store holds: the block cache, the chunk logs'
+    /// filters, the munks and the row cache.
     pub fn memory_bytes(&self) -> u64 {
         let filters: usize = self
             .chunk_set()
@@ -359,7 +450,10 @@ impl ChunkStore {
             .iter()
             .map(|c| c.log.filter_bytes())
             .sum();
-        self.context.cache.as_ref().map_or(0, |c| c.usage()) + filters as u64
+        self.context.cache.as_ref().map_or(0, |c| c.usage())
+            + filters as u64
+            + self.munks.resident_bytes()
+            + self.row_cache.bytes()
     }
 
     /// Stops writes and releases the lock; later calls get `Closed`.

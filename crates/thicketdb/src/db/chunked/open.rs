@@ -15,6 +15,8 @@ use super::chunk::{open_table, Chunk, ChunkLog};
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
 use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord};
+use super::munk::MunkCache;
+use super::row_cache::RowCache;
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::db::open::check_stored_identity;
 use crate::db::snapshot::SnapshotRegistry;
@@ -112,6 +114,8 @@ pub(super) fn open(
     if let Some((first, ops)) = batches.last() {
         last_sequence = last_sequence.max(first + ops.len() as u64 - 1);
     }
+    let munks = MunkCache::new(options.munk_cache_bytes);
+    let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
     let store = ChunkStore {
         dir: dir.to_path_buf(),
         options,
@@ -122,6 +126,8 @@ pub(super) fn open(
         chunks: RwLock::new(Arc::new(ChunkSet { chunks })),
         writer: Mutex::new(None),
         context,
+        munks,
+        row_cache,
         read_only,
         closed: AtomicBool::new(false),
         failed: Mutex::new(None),

@@ -8,14 +8,14 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::chunk::{open_table, Chunk, ChunkLog};
+use super::chunk::{open_table, Chunk, ChunkLog, LogEntry};
 use super::files::funk_table_path;
 use super::manifest::{ChunkList, ChunkRecord};
+use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::error::Result;
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind};
-use crate::iterator::InternalIterator;
 use crate::stats::Counters;
 use crate::table::TableBuilder;
 
@@ -32,28 +32,23 @@ pub(super) fn rebalance(
 ) -> Result<()> {
     let chunk = &set.chunks[index];
     let oldest = store.snapshots.oldest(&store.last_sequence);
-    let latest = store.last_sequence.load(Ordering::Acquire);
-    let mut entries = Vec::new();
+    let mut entries = chunk.table_entries()?;
     if let Some(table) = &chunk.table {
-        let mut it = table.iter_with(false);
-        it.seek_to_first();
-        while it.valid() {
-            entries.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        it.status()?;
         Counters::add(&store.counters.compaction_bytes_read, table.length());
     }
-    for e in chunk.log.entries(latest)? {
-        entries.push((
-            InternalKey::new(&e.key, e.sequence, e.kind).into_vec(),
-            e.value,
-        ));
-    }
+    // Every entry: the write lock is held, so none is unpublished.
+    entries.extend(
+        chunk
+            .log
+            .entries(u64::MAX)?
+            .into_iter()
+            .map(LogEntry::into_entry),
+    );
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
     let kept = drop_unneeded(entries, oldest);
     let pieces = split(kept, &store.options);
+    let had_munk = chunk.munk().is_some();
     let mut new_chunks = Vec::with_capacity(pieces.len());
     let mut written = 0;
     for (i, piece) in pieces.into_iter().enumerate() {
@@ -77,13 +72,15 @@ pub(super) fn rebalance(
             next_number(writer),
             filters(&store.options),
         )?;
-        new_chunks.push(Arc::new(Chunk::new(
-            start,
-            table,
-            log,
-            store.fs.clone(),
-            store.dir.clone(),
-        )));
+        let child = Chunk::new(start, table, log, store.fs.clone(), store.dir.clone());
+        child
+            .heat
+            .store(chunk.heat.load(Ordering::Relaxed), Ordering::Relaxed);
+        if had_munk {
+            // The munk splits with the chunk.
+            store.munks.install(&child, Munk::build(piece));
+        }
+        new_chunks.push(Arc::new(child));
     }
     store.fs.sync_dir(&store.dir)?;
     let c = &store.counters;
@@ -98,6 +95,7 @@ pub(super) fn rebalance(
     store.write_chunk_list_of(writer, &next)?;
     *store.chunks.write() = next;
     chunk.retire();
+    store.munks.release(chunk);
     Ok(())
 }
 
@@ -109,7 +107,7 @@ fn next_number(writer: &mut Writer) -> u64 {
 /// Keeps, per user key, every version newer than `oldest` (a snapshot
 /// may read it) and the newest at or below it unless that is a deletion
 /// (nothing older is left for it to hide). `entries` are sorted.
-fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
+pub(super) fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
     let mut kept = Vec::with_capacity(entries.len());
     let mut current: Option<Vec<u8>> = None;
     let mut settled = false;

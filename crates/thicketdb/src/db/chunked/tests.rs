@@ -17,7 +17,23 @@ pub(crate) fn tiny() -> Options {
     o.funk_log_limit = 2 << 10;
     o.log_filter_parts = 4;
     o.block_size = 512;
+    o.funk_log_limit_with_munk = 4 << 10;
+    o.munk_cache_bytes = 24 << 10;
+    o.row_cache_bytes = 4 << 10;
     o
+}
+
+/// `tiny` without munks or row cache: every get reads the funks.
+pub(crate) fn tiny_uncached() -> Options {
+    let mut o = tiny();
+    o.munk_cache_bytes = 0;
+    o.row_cache_bytes = 0;
+    o
+}
+
+/// Both, with a name for failure messages.
+fn configs() -> [(&'static str, Options); 2] {
+    [("cached", tiny()), ("uncached", tiny_uncached())]
 }
 
 fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -38,8 +54,14 @@ fn key(i: u64) -> Vec<u8> {
 
 #[test]
 fn puts_gets_and_scans_across_splits_match_a_model() {
+    for (name, options) in configs() {
+        puts_gets_and_scans_match_a_model(name, options);
+    }
+}
+
+fn puts_gets_and_scans_match_a_model(name: &str, options: Options) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3000u64 {
         let k = key(i);
@@ -53,11 +75,40 @@ fn puts_gets_and_scans_across_splits_match_a_model() {
         }
     }
     let stats = db.stats();
-    assert!(stats.chunks > 4, "{} chunks", stats.chunks);
+    assert!(stats.chunks > 4, "{name}: {} chunks", stats.chunks);
     assert!(stats.chunk_splits > 0 && stats.chunk_funk_rebalances > stats.chunk_splits);
-    for i in 0..1000u64 {
-        let k = format!("key{i:06}").into_bytes();
-        assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{k:?}");
+    for round in 0..3 {
+        for i in 0..1000u64 {
+            let k = format!("key{i:06}").into_bytes();
+            assert_eq!(
+                db.get(&k).unwrap(),
+                model.get(&k).cloned(),
+                "{name} {round}: {k:?}"
+            );
+        }
+    }
+    // A few hot keys, read again and again.
+    for _ in 0..5 {
+        for i in 0..20u64 {
+            let k = format!("key{i:06}").into_bytes();
+            assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{name}: {k:?}");
+        }
+    }
+    let stats = db.stats();
+    if name == "cached" {
+        assert!(
+            stats.chunk_munk_loads > 0 && stats.chunk_munk_evictions > 0,
+            "{stats:?}"
+        );
+        assert!(
+            stats.chunk_gets_from_munk > 0 && stats.chunk_gets_from_row_cache > 0,
+            "{stats:?}"
+        );
+    } else {
+        assert_eq!(
+            stats.chunk_gets_from_munk + stats.chunk_gets_from_row_cache,
+            0
+        );
     }
     let want: Vec<_> = model.into_iter().collect();
     assert_eq!(scan(&db, ReadOptions::default()), want);
@@ -75,8 +126,14 @@ fn puts_gets_and_scans_across_splits_match_a_model() {
 
 #[test]
 fn a_snapshot_survives_rebalances_and_splits() {
+    for (_, options) in configs() {
+        a_snapshot_survives(options);
+    }
+}
+
+fn a_snapshot_survives(options: Options) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
     for i in 0..500u64 {
         db.put(key(i), b"old").unwrap();
     }
@@ -158,7 +215,7 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
         let fs = FaultFs::new();
         let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
         let dir = std::path::Path::new("/store");
-        let db = Db::open_with_fs(dir, tiny(), dynfs.clone()).unwrap();
+        let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
         for i in 0..1000u64 {
             db.put_opt(format!("key{i:06}"), b"base", sync.clone())
                 .unwrap();
