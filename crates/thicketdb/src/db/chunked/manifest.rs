@@ -8,7 +8,9 @@
 //! fixed32 masked crc32c(body)` with body
 //! `varint64 last_sequence | varint64 next_file_number |
 //! varint64 batch_log_number | varint32 chunks | chunks ×
-//! (length-prefixed start key | varint64 table_number | varint64 log_number)`.
+//! (length-prefixed start key | varint64 table_number | varint64 log_number) |
+//! varint32 counters | counters × (length-prefixed name | varint64 value)`.
+//! The counters are the store's cumulative statistics.
 //! A table number of 0 is a chunk without a table (an empty funk).
 
 use std::path::Path;
@@ -48,6 +50,8 @@ pub struct ChunkList {
     pub batch_log_number: u64,
     /// The chunks in key order; the first one starts at the empty key.
     pub chunks: Vec<ChunkRecord>,
+    /// The store's cumulative counters by name.
+    pub counters: Vec<(String, u64)>,
 }
 
 impl ChunkList {
@@ -62,6 +66,11 @@ impl ChunkList {
             put_length_prefixed(&mut body, &c.start);
             put_varint64(&mut body, c.table_number);
             put_varint64(&mut body, c.log_number);
+        }
+        put_varint32(&mut body, self.counters.len() as u32);
+        for (name, value) in &self.counters {
+            put_length_prefixed(&mut body, name.as_bytes());
+            put_varint64(&mut body, *value);
         }
         let mut out = Vec::with_capacity(body.len() + 20);
         out.extend_from_slice(MAGIC);
@@ -118,14 +127,25 @@ impl ChunkList {
                 log_number,
             });
         }
+        let count =
+            get_varint32(&mut cur).ok_or_else(|| bad(at(cur), "truncated counter count"))?;
+        let mut counters = Vec::with_capacity(count.min(1 << 10) as usize);
+        for _ in 0..count {
+            let name = get_length_prefixed(&mut cur)
+                .and_then(|n| std::str::from_utf8(n).ok())
+                .ok_or_else(|| bad(at(cur), "bad counter name"))?
+                .to_string();
+            counters.push((name, field(&mut cur, "counter value")?));
+        }
         if !cur.is_empty() {
-            return Err(bad(at(cur), "bytes after the last chunk"));
+            return Err(bad(at(cur), "bytes after the last counter"));
         }
         let list = ChunkList {
             last_sequence,
             next_file_number,
             batch_log_number,
             chunks,
+            counters,
         };
         list.check_order().map_err(|why| bad(16, why))?;
         Ok(list)
@@ -177,6 +197,7 @@ mod tests {
                     log_number: 5,
                 },
             ],
+            counters: vec![("user_writes".into(), 7)],
         }
     }
 

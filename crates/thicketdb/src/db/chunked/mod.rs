@@ -17,6 +17,7 @@
 //! chunk keeps its files until its last reader drops it.
 
 mod batch_log;
+pub(crate) mod check;
 mod chunk;
 mod files;
 pub mod log_filter;
@@ -462,9 +463,14 @@ impl ChunkStore {
             return Ok(());
         }
         // Hold the write lock: no write is half-way through.
-        let _writer = self.writer.lock();
+        let writer = self.writer.lock();
+        // Persists the counters (a failed store keeps its last list).
+        let persisted = match (&*writer, self.failed.lock().is_some()) {
+            (Some(w), false) => self.write_chunk_list(w),
+            _ => Ok(()),
+        };
         self.lock.lock().take();
-        Ok(())
+        persisted
     }
 }
 

@@ -66,6 +66,7 @@ pub(super) fn open(
     }
     let list = ChunkList::decode(&list_path, &fs.read_to_vec(&list_path)?)?;
     let counters = Arc::new(Counters::default());
+    counters.restore(&list.counters);
     let cache = match &options.block_cache {
         Some(shared) => shared.for_new_store()?,
         None => BlockCache::new(options.block_cache_size).for_new_store()?,
@@ -177,6 +178,7 @@ fn create(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
             table_number: 0,
             log_number: 1,
         }],
+        counters: Vec::new(),
     };
     write_list(fs, dir, &list)
 }

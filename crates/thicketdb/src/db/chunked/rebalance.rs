@@ -15,7 +15,7 @@ use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::error::Result;
-use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind};
+use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
 use crate::stats::Counters;
 use crate::table::TableBuilder;
 
@@ -200,6 +200,7 @@ impl ChunkStore {
                     log_number: c.log.number,
                 })
                 .collect(),
+            counters: self.counters.snapshot(),
         };
         let bytes = list.encode().len() as u64;
         write_list(self.fs.as_ref(), &self.dir, &list)?;
@@ -212,6 +213,7 @@ impl ChunkStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::internal_key::InternalKey;
 
     fn entry(key: &str, seq: u64, kind: ValueKind) -> Entry {
         (
