@@ -191,6 +191,10 @@ impl Worker<'_> {
     /// Deletes keys `[i, j)` with one range tombstone (`key` keeps the key
     /// order of the numbers, so the range holds exactly those keys).
     fn delete_range(&mut self) -> Step {
+        if self.s.db.options().layout == thicketdb::Layout::Chunked {
+            // The chunked layout has no range deletes.
+            return self.delete();
+        }
         let i = self.random_key();
         let j = (i + self.rng.random_range(1..=16)).min(self.keys);
         let ops: Vec<(u32, u32)> = (i..j).map(|k| (k, ABSENT)).collect();

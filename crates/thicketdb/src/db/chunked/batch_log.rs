@@ -19,6 +19,8 @@ use crate::log::{LogReader, LogWriter, RecoveryMode};
 pub(super) struct BatchLog {
     pub number: u64,
     writer: LogWriter,
+    /// Appends not synced yet.
+    dirty: bool,
 }
 
 impl BatchLog {
@@ -27,6 +29,7 @@ impl BatchLog {
         Ok(BatchLog {
             number,
             writer: LogWriter::new(fs.create(&batch_log_path(dir, number))?),
+            dirty: false,
         })
     }
 
@@ -39,7 +42,19 @@ impl BatchLog {
         } else {
             self.writer.flush()?;
         }
+        self.dirty = !sync;
         Ok(self.writer.len() - before)
+    }
+
+    /// Syncs the log if an append since the last sync was not; returns
+    /// whether it did.
+    pub fn sync_if_dirty(&mut self) -> Result<bool> {
+        if !self.dirty {
+            return Ok(false);
+        }
+        self.writer.sync()?;
+        self.dirty = false;
+        Ok(true)
     }
 }
 

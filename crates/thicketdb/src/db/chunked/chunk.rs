@@ -56,6 +56,8 @@ pub(super) struct ChunkLog {
     filters: RwLock<LogFilters>,
     /// Bytes of complete records.
     len: AtomicU64,
+    /// Appends not synced yet.
+    dirty: AtomicBool,
 }
 
 impl ChunkLog {
@@ -76,6 +78,7 @@ impl ChunkLog {
             writer: Mutex::new(Some(writer)),
             filters: RwLock::new(filters),
             len: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
         })
     }
 
@@ -114,6 +117,7 @@ impl ChunkLog {
             writer: Mutex::new(None),
             filters: RwLock::new(filters),
             len: AtomicU64::new(end),
+            dirty: AtomicBool::new(false),
         };
         Ok((log, last_sequence, torn))
     }
@@ -145,6 +149,8 @@ impl ChunkLog {
         writer.flush()?;
         if sync {
             writer.sync()?;
+        } else {
+            self.dirty.store(true, Ordering::Release);
         }
         let after = writer.len();
         self.filters
@@ -157,9 +163,20 @@ impl ChunkLog {
     /// Syncs what was appended.
     pub fn sync(&self) -> Result<()> {
         match self.writer.lock().as_mut() {
-            Some(w) => w.sync(),
+            Some(w) => w
+                .sync()
+                .map(|()| self.dirty.store(false, Ordering::Release)),
             None => Ok(()),
         }
+    }
+
+    /// Syncs the log if an append since the last sync was not; returns
+    /// whether it did.
+    pub fn sync_if_dirty(&self) -> Result<bool> {
+        if !self.dirty.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.sync().map(|()| true)
     }
 
     /// The newest version of `key` at `sequence` the log holds, if any:

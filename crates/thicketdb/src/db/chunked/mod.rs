@@ -115,7 +115,8 @@ impl ChunkStore {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<ChunkStore> {
-        open::open(dir, options, fs, true)
+        // Through the read-only file system: a mistaken write cannot land.
+        open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)
     }
 
     pub fn dir(&self) -> &Path {
@@ -195,7 +196,7 @@ impl ChunkStore {
             let count = sub.len() as u64;
             let keys = sub_keys(&mut sub)?;
             let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            logged += chunk.log.append(sub.encode(sequence), &keys, opts.sync)?;
+            logged += chunk.log.append(sub.encode(sequence), &keys, false)?;
             // The munk and the row cache take the writes before they are
             // published: a reader that sees the sequence finds them there.
             let munk = chunk.munk();
@@ -223,18 +224,15 @@ impl ChunkStore {
             }
             sequence += count;
         }
+        if opts.sync {
+            self.sync_dirty_logs(writer, &set)?;
+        }
         self.last_sequence.store(sequence - 1, Ordering::Release);
         let c = &self.counters;
         Counters::add(&c.user_bytes_written, batch.user_bytes());
         Counters::add(&c.user_writes, batch.len() as u64);
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
-        if opts.sync {
-            Counters::add(
-                &c.fsyncs_log,
-                groups.len() as u64 + u64::from(groups.len() > 1),
-            );
-        }
         for (index, _) in groups.iter().rev() {
             // In reverse, so that a split does not move the chunks still
             // to be looked at.
@@ -253,6 +251,20 @@ impl ChunkStore {
             }
         }
         self.munks.enforce_budget(self, &self.chunk_set());
+        Ok(())
+    }
+
+    /// Syncs every log holding unsynced appends, the batch log first (a
+    /// cross-chunk batch's parts are never durable before it). One sync
+    /// per log covers all the writes since its last one, in every chunk:
+    /// what a power loss keeps is then always a prefix of the writes.
+    /// REQUIRES: the write lock (`writer` is its content).
+    fn sync_dirty_logs(&self, writer: &mut Writer, set: &ChunkSet) -> Result<()> {
+        let mut syncs = u64::from(writer.batch_log.sync_if_dirty()?);
+        for chunk in &set.chunks {
+            syncs += u64::from(chunk.log.sync_if_dirty()?);
+        }
+        Counters::add(&self.counters.fsyncs_log, syncs);
         Ok(())
     }
 

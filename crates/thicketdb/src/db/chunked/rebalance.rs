@@ -31,6 +31,9 @@ pub(super) fn rebalance(
     index: usize,
 ) -> Result<()> {
     let chunk = &set.chunks[index];
+    // The new funk makes this chunk's writes durable: the other chunks'
+    // earlier writes must be too, so that a power loss keeps a prefix.
+    store.sync_dirty_logs(writer, set)?;
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let mut entries = chunk.table_entries()?;
     if let Some(table) = &chunk.table {
