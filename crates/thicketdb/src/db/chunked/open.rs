@@ -134,9 +134,15 @@ pub(super) fn open(
         failed: Mutex::new(None),
         lock: Mutex::new(lock),
     };
+    let missing = missing_parts(&store, &batches, &log_ends, list.batch_log_number)?;
     if read_only {
-        // Nothing is completed: a reader sees the batch log's unfinished
-        // batches nowhere, as if they had not been written.
+        // Nothing is completed: the unfinished batch (the last write: a
+        // crash cut it short) is hidden below its first sequence number.
+        if let Some(part) = missing.first() {
+            store
+                .last_sequence
+                .store(part.batch_first - 1, std::sync::atomic::Ordering::Release);
+        }
         return Ok(store);
     }
     let mut next_file_number = list.next_file_number;
@@ -144,7 +150,7 @@ pub(super) fn open(
     for chunk in store.chunk_set().chunks.iter() {
         chunk.log.reopen_for_append(fs.as_ref())?;
     }
-    complete_batches(&store, &batches, &log_ends, list.batch_log_number)?;
+    complete_batches(&store, missing)?;
     // The old batch log's batches are now whole in the chunk logs.
     let batch_log = BatchLog::create(fs.as_ref(), dir, next_file_number)?;
     next_file_number += 1;
@@ -233,16 +239,26 @@ fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Resu
     Ok(())
 }
 
-/// Appends to each chunk the parts of logged batches its log ends before
+/// The part of a logged batch a chunk log lacks.
+struct MissingPart {
+    /// The batch's first sequence number.
+    batch_first: u64,
+    chunk: usize,
+    /// The part's first sequence number.
+    first: u64,
+    part: WriteBatch,
+}
+
+/// The parts of logged batches each chunk's log ends before
 /// (`log_ends[i]`: the last sequence number chunk `i` holds).
-fn complete_batches(
+fn missing_parts(
     store: &ChunkStore,
     batches: &[batch_log::LoggedBatch],
     log_ends: &[u64],
     batch_log_number: u64,
-) -> Result<()> {
+) -> Result<Vec<MissingPart>> {
     let set = store.chunk_set();
-    let mut touched = Vec::new();
+    let mut missing = Vec::new();
     for (first, ops) in batches {
         let mut parts: std::collections::BTreeMap<usize, (u64, WriteBatch)> = Default::default();
         for (i, (key, value)) in ops.iter().enumerate() {
@@ -266,13 +282,33 @@ fn complete_batches(
                 None => part.delete(key)?,
             }
         }
-        for (chunk, (sequence, mut part)) in parts {
-            let keys: Vec<Vec<u8>> = super::sub_keys(&mut part)?;
-            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            let log = &set.chunks[chunk].log;
-            log.append(part.encode(sequence), &keys, false)?;
-            touched.push(chunk);
-        }
+        missing.extend(parts.into_iter().map(|(chunk, (start, part))| MissingPart {
+            batch_first: *first,
+            chunk,
+            first: start,
+            part,
+        }));
+    }
+    Ok(missing)
+}
+
+/// Appends the missing parts to their chunk logs and syncs those.
+fn complete_batches(store: &ChunkStore, missing: Vec<MissingPart>) -> Result<()> {
+    let set = store.chunk_set();
+    let mut touched = Vec::new();
+    for MissingPart {
+        chunk,
+        first,
+        mut part,
+        ..
+    } in missing
+    {
+        let keys: Vec<Vec<u8>> = super::sub_keys(&mut part)?;
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        set.chunks[chunk]
+            .log
+            .append(part.encode(first), &keys, false)?;
+        touched.push(chunk);
     }
     for chunk in touched {
         set.chunks[chunk].log.sync()?;
