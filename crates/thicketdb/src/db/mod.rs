@@ -571,7 +571,13 @@ impl Db {
     /// key and value bytes of the live keys. Unlike `stats`, this reads
     /// every live key.
     pub fn space_usage(&self) -> Result<SpaceUsage> {
-        space::usage(self.lsm_for("space_usage")?)
+        match &self.engine {
+            Engine::Lsm(h) => space::usage(&h.inner),
+            Engine::Chunked(c) => {
+                let it = c.0.iter(ReadOptions::default())?;
+                space::measure(it, c.0.fs(), c.0.dir())
+            }
+        }
     }
 
     /// Stops background work, persists counters and releases the store.

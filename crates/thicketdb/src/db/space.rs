@@ -1,11 +1,13 @@
 //! Space amplification: the bytes the store occupies on the device over the
 //! key and value bytes of what a reader can see.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::ReadOptions;
-use super::{iter, DbInner};
+use super::{iter, DbInner, DbIterator};
 use crate::error::Result;
+use crate::io::FileSystem;
 use crate::stats::stat_struct;
 
 stat_struct! {
@@ -29,7 +31,13 @@ stat_struct! {
 /// Scans every live key, then adds up the directory's allocated bytes.
 /// Background work running meanwhile may change both a little.
 pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
-    let mut it = iter::new(inner, ReadOptions::default())?;
+    let it = iter::new(inner, ReadOptions::default())?;
+    measure(it, inner.fs.as_ref(), &inner.dir)
+}
+
+/// What `it` (a fresh iterator over the whole store) sees over the
+/// allocated bytes of `dir` (any layout).
+pub(crate) fn measure(mut it: DbIterator, fs: &dyn FileSystem, dir: &Path) -> Result<SpaceUsage> {
     it.seek_to_first();
     let (mut live_keys, mut logical_bytes) = (0u64, 0u64);
     while it.valid() {
@@ -39,7 +47,7 @@ pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
     }
     it.status()?;
     drop(it);
-    let disk_bytes = disk_bytes(inner)?;
+    let disk_bytes = disk_bytes(fs, dir)?;
     Ok(SpaceUsage {
         disk_bytes,
         logical_bytes,
@@ -52,14 +60,14 @@ pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
     })
 }
 
-fn disk_bytes(inner: &DbInner) -> Result<u64> {
+fn disk_bytes(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let mut total = 0;
-    for name in inner.fs.list(&inner.dir)? {
-        let path = inner.dir.join(&name);
-        match inner.fs.allocated_size(&path) {
+    for name in fs.list(dir)? {
+        let path = dir.join(&name);
+        match fs.allocated_size(&path) {
             Ok(bytes) => total += bytes,
             // Deleted since the listing (a compaction's dead segment).
-            Err(_) if !inner.fs.exists(&path) => {}
+            Err(_) if !fs.exists(&path) => {}
             Err(e) => return Err(e),
         }
     }

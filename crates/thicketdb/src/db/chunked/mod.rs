@@ -127,6 +127,10 @@ impl ChunkStore {
         &self.options
     }
 
+    pub fn fs(&self) -> &dyn FileSystem {
+        self.fs.as_ref()
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }
