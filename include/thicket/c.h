@@ -92,6 +92,15 @@ LEVELDB_EXPORT void leveldb_delete(leveldb_t* db,
                                    const char* key, size_t keylen,
                                    char** errptr);
 
+/* Extension (RocksDB's DeleteRange): deletes every key in [start, end)
+   with one range tombstone, however many keys the range holds. A store
+   with a custom comparator returns "Invalid argument". */
+LEVELDB_EXPORT void leveldb_delete_range(leveldb_t* db,
+                                         const leveldb_writeoptions_t* options,
+                                         const char* start_key,
+                                         size_t start_len, const char* end_key,
+                                         size_t end_len, char** errptr);
+
 /* Applies the batch atomically; the batch stays usable. */
 LEVELDB_EXPORT void leveldb_write(leveldb_t* db,
                                   const leveldb_writeoptions_t* options,
@@ -173,10 +182,26 @@ LEVELDB_EXPORT void leveldb_writebatch_put(leveldb_writebatch_t*,
                                            const char* val, size_t vlen);
 LEVELDB_EXPORT void leveldb_writebatch_delete(leveldb_writebatch_t*,
                                               const char* key, size_t klen);
+/* Extension: deletes every key in [start, end) when the batch is written. */
+LEVELDB_EXPORT void leveldb_writebatch_delete_range(leveldb_writebatch_t*,
+                                                    const char* start_key,
+                                                    size_t start_len,
+                                                    const char* end_key,
+                                                    size_t end_len);
+/* Range deletions are passed over (LevelDB's batches hold none); see
+   leveldb_writebatch_iterate_ranges. */
 LEVELDB_EXPORT void leveldb_writebatch_iterate(
     const leveldb_writebatch_t*, void* state,
     void (*put)(void*, const char* k, size_t klen, const char* v, size_t vlen),
     void (*deleted)(void*, const char* k, size_t klen));
+/* Extension: as leveldb_writebatch_iterate, with deleted_range (may be
+   NULL) called for every range deletion, all in batch order. */
+LEVELDB_EXPORT void leveldb_writebatch_iterate_ranges(
+    const leveldb_writebatch_t*, void* state,
+    void (*put)(void*, const char* k, size_t klen, const char* v, size_t vlen),
+    void (*deleted)(void*, const char* k, size_t klen),
+    void (*deleted_range)(void*, const char* start, size_t start_len,
+                          const char* end, size_t end_len));
 LEVELDB_EXPORT void leveldb_writebatch_append(
     leveldb_writebatch_t* destination, const leveldb_writebatch_t* source);
 

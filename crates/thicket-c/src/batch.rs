@@ -7,9 +7,12 @@ use thicketdb::WriteBatch;
 
 use crate::ffi::{bytes, guard_quiet};
 
+#[derive(Clone)]
 enum Update {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// `[start, end)`.
+    DeleteRange(Vec<u8>, Vec<u8>),
 }
 
 #[derive(Default)]
@@ -26,6 +29,7 @@ impl leveldb_writebatch_t {
             match u {
                 Update::Put(k, v) => batch.put(k, v),
                 Update::Delete(k) => batch.delete(k),
+                Update::DeleteRange(start, end) => batch.delete_range(start, end),
             }
             .map_err(|e| crate::ffi::status(&e))?;
         }
@@ -87,17 +91,53 @@ pub unsafe extern "C" fn leveldb_writebatch_delete(
     with_batch(b, |b| b.updates.push(Update::Delete(key.to_vec())));
 }
 
+/// An extension (RocksDB's `rocksdb_writebatch_delete_range`): deletes
+/// every key in `[start, end)` when the batch is written.
+#[no_mangle]
+pub unsafe extern "C" fn leveldb_writebatch_delete_range(
+    b: *mut leveldb_writebatch_t,
+    start: *const c_char,
+    start_len: size_t,
+    end: *const c_char,
+    end_len: size_t,
+) {
+    // SAFETY: both keys are valid for their lengths.
+    let (start, end) = unsafe { (bytes(start, start_len), bytes(end, end_len)) };
+    with_batch(b, |b| {
+        b.updates
+            .push(Update::DeleteRange(start.to_vec(), end.to_vec()))
+    });
+}
+
 pub type PutFn =
     Option<unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t)>;
 pub type DeletedFn = Option<unsafe extern "C" fn(*mut c_void, *const c_char, size_t)>;
+pub type DeletedRangeFn =
+    Option<unsafe extern "C" fn(*mut c_void, *const c_char, size_t, *const c_char, size_t)>;
 
-/// Calls `put` or `deleted` for every update, in order.
+/// Calls `put` or `deleted` for every update, in order; range deletions
+/// (which LevelDB's batches cannot hold) are passed over: use
+/// `leveldb_writebatch_iterate_ranges` to see them.
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_writebatch_iterate(
     b: *const leveldb_writebatch_t,
     state: *mut c_void,
     put: PutFn,
     deleted: DeletedFn,
+) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { leveldb_writebatch_iterate_ranges(b, state, put, deleted, None) }
+}
+
+/// An extension: `leveldb_writebatch_iterate` that also calls
+/// `deleted_range` for every range deletion, in order.
+#[no_mangle]
+pub unsafe extern "C" fn leveldb_writebatch_iterate_ranges(
+    b: *const leveldb_writebatch_t,
+    state: *mut c_void,
+    put: PutFn,
+    deleted: DeletedFn,
+    deleted_range: DeletedRangeFn,
 ) {
     guard_quiet((), || {
         // SAFETY: `b` is NULL or a live batch.
@@ -125,6 +165,18 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate(
                         deleted(state, k.as_ptr().cast(), k.len());
                     }
                 },
+                // SAFETY: as above.
+                Update::DeleteRange(start, end) => unsafe {
+                    if let Some(deleted_range) = deleted_range {
+                        deleted_range(
+                            state,
+                            start.as_ptr().cast(),
+                            start.len(),
+                            end.as_ptr().cast(),
+                            end.len(),
+                        );
+                    }
+                },
             }
         }
     })
@@ -140,13 +192,6 @@ pub unsafe extern "C" fn leveldb_writebatch_append(
     let Some(source) = (unsafe { source.as_ref() }) else {
         return;
     };
-    let copied: Vec<Update> = source
-        .updates
-        .iter()
-        .map(|u| match u {
-            Update::Put(k, v) => Update::Put(k.clone(), v.clone()),
-            Update::Delete(k) => Update::Delete(k.clone()),
-        })
-        .collect();
+    let copied = source.updates.clone();
     with_batch(destination, |d| d.updates.extend(copied));
 }

@@ -117,6 +117,29 @@ pub unsafe extern "C" fn leveldb_delete(
     }
 }
 
+/// An extension (RocksDB's `rocksdb_delete_range_cf` on the default
+/// column family): deletes every key in `[start, end)` with one range
+/// tombstone.
+#[no_mangle]
+pub unsafe extern "C" fn leveldb_delete_range(
+    db: *mut leveldb_t,
+    options: *const leveldb_writeoptions_t,
+    start: *const c_char,
+    start_len: size_t,
+    end: *const c_char,
+    end_len: size_t,
+    errptr: *mut *mut c_char,
+) {
+    // SAFETY: pointers and lengths follow the C header's contract.
+    unsafe {
+        guard(errptr, (), || {
+            let (db, opts) = write_args(db, options)?;
+            db.delete_range_opt(bytes(start, start_len), bytes(end, end_len), opts)
+                .map_err(|e| status(&e))
+        })
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_write(
     db: *mut leveldb_t,
@@ -293,7 +316,7 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     // SAFETY: `name` is NUL-terminated; `errptr` follows the convention.
     unsafe {
         guard(errptr, (), || {
-            thicketdb::db::destroy(path(name)?).map_err(|e| status(&e))
+            thicketdb::destroy(path(name)?).map_err(|e| status(&e))
         })
     }
 }
@@ -316,7 +339,7 @@ pub unsafe extern "C" fn leveldb_repair_db(
                 None => thicketdb::Options::default(),
             };
             let dir = path(name)?;
-            let report = thicketdb::db::repair(&dir, &options).map_err(|e| status(&e))?;
+            let report = thicketdb::repair(&dir, &options).map_err(|e| status(&e))?;
             eprintln!("thicketdb: repaired {}: {report}", dir.display());
             Ok(())
         })

@@ -28,13 +28,11 @@ pub struct leveldb_options_t {
 
 #[no_mangle]
 pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
-    let options = Options {
-        write_buffer_size: 4 << 20,
-        block_cache_size: DEFAULT_CACHE_BYTES,
-        target_table_size: 2 << 20,
-        compression: CompressionType::Lz4,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .write_buffer_size(4 << 20)
+        .block_cache_size(DEFAULT_CACHE_BYTES)
+        .target_table_size(2 << 20)
+        .compression(CompressionType::Lz4);
     Box::into_raw(Box::new(leveldb_options_t { options }))
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use serde_json::{json, Map, Value};
-use thicketdb::stats::StatValue;
+use thicketdb::StatValue;
 use thicketdb::{SpaceUsage, Stats};
 
 /// Counters named `fsyncs_<cause>` go into this object as `<cause>`.
@@ -157,18 +157,15 @@ mod tests {
 
     #[test]
     fn json_has_required_keys() {
-        let s = Stats {
-            tables_per_level: vec![1, 2],
-            fsyncs: 3,
-            fsyncs_log: 1,
-            ..Stats::default()
-        };
-        let space = SpaceUsage {
-            disk_bytes: 300,
-            logical_bytes: 200,
-            live_keys: 2,
-            space_amplification: 1.5,
-        };
+        let mut s = Stats::default();
+        s.tables_per_level = vec![1, 2];
+        s.fsyncs = 3;
+        s.fsyncs_log = 1;
+        let mut space = SpaceUsage::default();
+        space.disk_bytes = 300;
+        space.logical_bytes = 200;
+        space.live_keys = 2;
+        space.space_amplification = 1.5;
         let v = to_json(&s, &space);
         for key in [
             "tables",
@@ -201,75 +198,73 @@ mod tests {
     /// so a rename or a new nesting must show up here.
     #[test]
     fn json_keys_and_values_are_pinned() {
-        let stats = Stats {
-            memtables: 1,
-            immutable_memtables: 2,
-            tables_per_level: vec![3, 4],
-            runs_per_level: vec![5],
-            bytes_per_level: vec![6, 7],
-            tables: 8,
-            segments: 9,
-            live_table_bytes: 10,
-            last_sequence: 11,
-            user_bytes_written: 12,
-            user_writes: 13,
-            write_groups: 14,
-            log_bytes_written: 15,
-            flush_bytes_written: 16,
-            compaction_bytes_written: 17,
-            compaction_bytes_read: 18,
-            manifest_bytes_written: 19,
-            engine_bytes_written: 20,
-            write_amplification: 2.5,
-            fsyncs: 21,
-            fsyncs_log: 22,
-            fsyncs_flush: 23,
-            fsyncs_compaction: 24,
-            fsyncs_manifest: 25,
-            flushes: 26,
-            compactions_merge: 27,
-            compactions_move: 28,
-            compactions_concurrent: 29,
-            tables_moved: 30,
-            merge_checkpoints: 31,
-            merges_resumed: 32,
-            merge_in_progress: true,
-            level_bytes_read: vec![33],
-            level_bytes_written: vec![34, 35],
-            stall_micros: 36,
-            holes_punched: 37,
-            segments_deleted: 38,
-            search_lookups: 51,
-            search_probes: 52,
-            search_probes_discarded: 53,
-            buffer_hits: 46,
-            buffer_range_pieces: 54,
-            buffer_tables_removed: 47,
-            freezes: 48,
-            gets: 54,
-            get_blocks_read: 55,
-            log_table_bytes: 56,
-            log_table_data_bytes: 57,
-            compaction_buffer_bytes: 49,
-            buffer_tables: 50,
-            block_cache_hits: 39,
-            block_cache_misses: 40,
-            block_cache_bytes: 41,
-            open_segment_files: 42,
-            l0_compactions_deferred: 46,
-            hot_entries_kept: 47,
-            log_rewrites: 48,
-            flush_micros: 49,
-            compaction_micros: 50,
-            l0_overlap_ratio: 0.5,
-            background_error: Some("disk full".into()),
-        };
-        let space = SpaceUsage {
-            disk_bytes: 43,
-            logical_bytes: 44,
-            live_keys: 45,
-            space_amplification: 0.75,
-        };
+        let mut stats = Stats::default();
+        stats.memtables = 1;
+        stats.immutable_memtables = 2;
+        stats.tables_per_level = vec![3, 4];
+        stats.runs_per_level = vec![5];
+        stats.bytes_per_level = vec![6, 7];
+        stats.tables = 8;
+        stats.segments = 9;
+        stats.live_table_bytes = 10;
+        stats.last_sequence = 11;
+        stats.user_bytes_written = 12;
+        stats.user_writes = 13;
+        stats.write_groups = 14;
+        stats.log_bytes_written = 15;
+        stats.flush_bytes_written = 16;
+        stats.compaction_bytes_written = 17;
+        stats.compaction_bytes_read = 18;
+        stats.manifest_bytes_written = 19;
+        stats.engine_bytes_written = 20;
+        stats.write_amplification = 2.5;
+        stats.fsyncs = 21;
+        stats.fsyncs_log = 22;
+        stats.fsyncs_flush = 23;
+        stats.fsyncs_compaction = 24;
+        stats.fsyncs_manifest = 25;
+        stats.flushes = 26;
+        stats.compactions_merge = 27;
+        stats.compactions_move = 28;
+        stats.compactions_concurrent = 29;
+        stats.tables_moved = 30;
+        stats.merge_checkpoints = 31;
+        stats.merges_resumed = 32;
+        stats.merge_in_progress = true;
+        stats.level_bytes_read = vec![33];
+        stats.level_bytes_written = vec![34, 35];
+        stats.stall_micros = 36;
+        stats.holes_punched = 37;
+        stats.segments_deleted = 38;
+        stats.search_lookups = 51;
+        stats.search_probes = 52;
+        stats.search_probes_discarded = 53;
+        stats.buffer_hits = 46;
+        stats.buffer_range_pieces = 54;
+        stats.buffer_tables_removed = 47;
+        stats.freezes = 48;
+        stats.gets = 54;
+        stats.get_blocks_read = 55;
+        stats.log_table_bytes = 56;
+        stats.log_table_data_bytes = 57;
+        stats.compaction_buffer_bytes = 49;
+        stats.buffer_tables = 50;
+        stats.block_cache_hits = 39;
+        stats.block_cache_misses = 40;
+        stats.block_cache_bytes = 41;
+        stats.open_segment_files = 42;
+        stats.l0_compactions_deferred = 46;
+        stats.hot_entries_kept = 47;
+        stats.log_rewrites = 48;
+        stats.flush_micros = 49;
+        stats.compaction_micros = 50;
+        stats.l0_overlap_ratio = 0.5;
+        stats.background_error = Some("disk full".into());
+        let mut space = SpaceUsage::default();
+        space.disk_bytes = 43;
+        space.logical_bytes = 44;
+        space.live_keys = 45;
+        space.space_amplification = 0.75;
         let expected: Value = serde_json::from_str(
             r#"{
                 "memtables": 1,

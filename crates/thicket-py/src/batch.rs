@@ -49,6 +49,11 @@ impl WriteBatch {
         self.with(|b| b.delete(key).map_err(to_py))
     }
 
+    /// Removes every key in ``[start, end)`` when the batch is written.
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> PyResult<()> {
+        self.with(|b| b.delete_range(start, end).map_err(to_py))
+    }
+
     /// Removes every update from the batch.
     fn clear(&self) -> PyResult<()> {
         self.with(|b| {

@@ -153,6 +153,15 @@ impl DB {
             .map_err(to_py)
     }
 
+    /// Removes every key in ``[start, end)`` with one range tombstone,
+    /// however many keys the range holds (an empty range removes nothing).
+    #[pyo3(signature = (start, end, *, sync = false))]
+    fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8], sync: bool) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.delete_range_opt(start, end, write_options(sync)))
+            .map_err(to_py)
+    }
+
     fn __getitem__<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         let db = self.handle()?;
         match py.detach(|| db.get(key)).map_err(to_py)? {

@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 /// Deletes the store in `path` (its files, then the directory when empty).
 #[pyfunction]
 fn destroy(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    py.detach(|| thicketdb::db::destroy(&path))
+    py.detach(|| thicketdb::destroy(&path))
         .map_err(errors::to_py)
 }
 
@@ -28,7 +28,7 @@ fn destroy(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
 #[pyo3(signature = (path, profile = "default"))]
 fn repair(py: Python<'_>, path: std::path::PathBuf, profile: &str) -> PyResult<String> {
     let options = db::profile_options(profile)?;
-    py.detach(|| thicketdb::db::repair(&path, &options))
+    py.detach(|| thicketdb::repair(&path, &options))
         .map(|report| report.to_string())
         .map_err(errors::to_py)
 }

@@ -22,10 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(200_000);
     let value_size: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100);
     let dir = tempfile::tempdir()?;
-    let options = Options {
-        block_cache_size: 512 << 20,
-        ..Options::default()
-    };
+    let options = Options::default().block_cache_size(512 << 20);
     let db = Db::open(dir.path(), options)?;
     let value = vec![b'v'; value_size];
     for i in 0..count {

@@ -24,10 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let lookups_arg = args.next();
     let _ = std::fs::remove_dir_all(&dir);
-    let mut options = Options {
-        block_cache_size: 256 << 20,
-        ..Options::default()
-    };
+    let mut options = Options::default().block_cache_size(256 << 20);
     for setting in args.next().iter().flat_map(|s| s.split(',')) {
         let (name, value) = setting.split_once('=').ok_or("options are NAME=VALUE")?;
         options.set(name, value)?;

@@ -22,11 +22,9 @@ fn key(i: u64) -> String {
 
 fn load(count: u64, value_size: usize) -> Result<(tempfile::TempDir, Db), thicketdb::Error> {
     let dir = tempfile::tempdir().map_err(|e| thicketdb::Error::InvalidArgument(e.to_string()))?;
-    let options = Options {
-        block_cache_size: 512 << 20,
-        write_buffer_size: 64 << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .block_cache_size(512 << 20)
+        .write_buffer_size(64 << 20);
     let db = Db::open(dir.path(), options)?;
     let value = vec![b'v'; value_size];
     for i in 0..count {

@@ -17,18 +17,29 @@ pub enum Error {
     /// An operating-system I/O error other than a full disk.
     #[error("I/O error{}: {message}", context_suffix(.context))]
     Io {
+        /// The operating system's classification.
         kind: io::ErrorKind,
+        /// The operating system's message.
         message: String,
+        /// What the engine was doing, with the file (may be empty).
         context: String,
     },
     /// The device is full (ENOSPC or EDQUOT).
     #[error("no space left on device{}: {message}", context_suffix(.context))]
-    NoSpace { message: String, context: String },
+    NoSpace {
+        /// The operating system's message.
+        message: String,
+        /// What the engine was doing, with the file (may be empty).
+        context: String,
+    },
     /// Stored bytes failed a checksum or could not be decoded.
     #[error("corruption in {file} at offset {offset}: {reason}")]
     Corruption {
+        /// The file holding the bad bytes.
         file: String,
+        /// Where in it they start.
         offset: u64,
+        /// What is wrong with them.
         reason: String,
     },
     /// The caller passed something the engine does not accept.
@@ -37,7 +48,12 @@ pub enum Error {
     /// The engine broke one of its own invariants: a bug, not bad input.
     /// `location` is the source line that noticed, `message` what broke.
     #[error("internal invariant violated at {location}: {message}")]
-    Invariant { message: String, location: String },
+    Invariant {
+        /// What broke.
+        message: String,
+        /// The source line that noticed.
+        location: String,
+    },
     /// Another process (or another `Db` in this process) holds the store.
     #[error("store is locked by another process: {0}")]
     Locked(String),

@@ -1,35 +1,72 @@
 //! ThicketDB: a persistent, ordered, write-optimized key-value store.
 //!
-//! ```no_run
-//! use thicketdb::{Db, Options};
-//! let db = Db::open("/tmp/example-db", Options::default())?;
-//! db.put(b"hello", b"world")?;
-//! assert_eq!(db.get(b"hello")?, Some(b"world".to_vec()));
+//! ```
+//! use thicketdb::{Db, Options, Profile};
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path();
+//! // A profile picks the techniques; builder methods tune the rest.
+//! let db = Db::open(path, Profile::Default.options().write_buffer_size(4 << 20))?;
+//! db.put("hello", "world")?;
+//! assert_eq!(db.get("hello")?.as_deref(), Some(&b"world"[..]));
+//! db.delete("hello")?;
+//! assert_eq!(db.get("hello")?, None);
+//! db.close()?;
+//!
+//! // The store remembers its profile: reopen with its defaults.
+//! let db = Db::open(path, Options::default())?;
+//! assert!(db.get("hello")?.is_none());
 //! # Ok::<(), thicketdb::Error>(())
 //! ```
 //!
-//! Layers, lowest first (see `docs/architecture.md`): `error`, `format`,
-//! `io`, `iterator`, `log`, `table`, `memtable`, `stats`, `options`,
-//! `version`, `compaction`, `db`.
+//! The API is what this crate root exports: [`Db`] (reads, writes,
+//! [`WriteBatch`], [`Snapshot`], the [`Range`] iterator and the
+//! [`DbIterator`] cursor, checkpoints, statistics), [`Options`] and
+//! [`Profile`], [`Error`]. Layers, lowest first (see
+//! `docs/architecture.md`): `error`, `format`, `io`, `iterator`, `log`,
+//! `table`, `memtable`, `stats`, `options`, `version`, `compaction`, `db`.
 
+#![deny(missing_docs)]
+
+// The API is what this file re-exports. The hidden modules are public only
+// so the workspace's own tools (CLI, stress and fault tests, fuzz targets)
+// can reach the internals; they are not part of the API and may change.
+#[doc(hidden)]
 pub mod compaction;
-pub mod db;
-pub mod error;
+mod db;
+mod error;
+#[doc(hidden)]
 pub mod format;
+#[doc(hidden)]
 pub mod io;
+#[doc(hidden)]
 pub mod iterator;
+#[doc(hidden)]
 pub mod log;
+#[doc(hidden)]
 pub mod memtable;
-pub mod options;
-pub mod stats;
+mod options;
+mod stats;
+#[doc(hidden)]
 pub mod table;
+#[doc(hidden)]
 pub mod version;
 
 pub use db::check;
 pub use db::dump;
+pub use db::{destroy, repair, RepairReport};
 pub use db::{CheckpointReport, Db, DbIterator, Range, Snapshot, SpaceUsage, Stats, WriteBatch};
-pub use db::{ReadOptions, WriteOptions};
-pub use error::{Error, Result};
+pub use db::{ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};
-pub use options::{Layout, Options, Profile};
+pub use io::{FileSystem, PosixFs};
+pub use log::RecoveryMode;
+pub use options::{Layout, Options, PolicyKind, Profile};
 pub use stats::StatValue;
+
+pub use table::{BlockCache, CompressionType, FilterPolicy};
+
+// Internals the workspace's tests and tools reach; not part of the API.
+#[doc(hidden)]
+pub use db::chunked::manifest::ChunkList;
+#[doc(hidden)]
+pub use stats::Counters;

@@ -124,20 +124,24 @@ pub(crate) use with_counters;
 with_counters!(counters! {});
 
 impl Counters {
+    /// Adds `n` to `counter`.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// The value of `counter`.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
 
+    /// Counts `bytes` read by a compaction from `level`.
     pub fn level_read(&self, level: usize, bytes: u64) {
         if let Some(c) = self.level_bytes_read.get(level) {
             Counters::add(c, bytes);
         }
     }
 
+    /// Counts `bytes` written by a flush or compaction into `level`.
     pub fn level_written(&self, level: usize, bytes: u64) {
         if let Some(c) = self.level_bytes_written.get(level) {
             Counters::add(c, bytes);

@@ -4,9 +4,9 @@
 mod common;
 
 use common::*;
-use thicketdb::db::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use thicketdb::io::fault::FaultFs;
 use thicketdb::{Db, Error, ReadOptions, WriteBatch};
+use thicketdb::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 #[test]
 fn second_open_in_the_same_process_is_locked() {
@@ -309,10 +309,9 @@ fn get_with_borrows_values_from_memtables_and_tables_alike() {
 #[test]
 fn a_store_keeps_its_comparator_and_refuses_another() {
     let dir = tempfile::tempdir().unwrap();
-    let custom = thicketdb::Options {
-        comparator: thicketdb::KeyOrder::custom(std::sync::Arc::new(ReverseBytes)),
-        ..thicketdb::Options::default()
-    };
+    let custom = thicketdb::Options::default().comparator(thicketdb::KeyOrder::custom(
+        std::sync::Arc::new(ReverseBytes),
+    ));
     let db = Db::open(dir.path(), custom.clone()).unwrap();
     for k in ["a", "c", "b"] {
         db.put(k, k).unwrap();
@@ -351,11 +350,9 @@ fn a_store_keeps_its_comparator_and_refuses_another() {
 #[test]
 fn direct_reads_return_what_buffered_reads_do() {
     let dir = tempfile::tempdir().unwrap();
-    let options = thicketdb::Options {
-        use_direct_reads: true,
-        block_cache_size: 16 << 10,
-        ..small_options()
-    };
+    let options = small_options()
+        .use_direct_reads(true)
+        .block_cache_size(16 << 10);
     let db = Db::open(dir.path(), options).unwrap();
     let value = |i: u32| format!("value-{i}-").repeat(1 + (i % 40) as usize);
     for i in 0..3000u32 {

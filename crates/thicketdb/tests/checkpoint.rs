@@ -14,13 +14,11 @@ use thicketdb::{Db, Error, Options, ReadOptions};
 const KEYS: u64 = 1500;
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(512)
+        .l0_compaction_trigger(2)
 }
 
 fn key(k: u64) -> Vec<u8> {

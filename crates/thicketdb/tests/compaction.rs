@@ -8,16 +8,14 @@ use thicketdb::{Db, Options, Profile};
 /// A profile's options, shrunk so a small load spans several levels.
 fn small(profile: Profile) -> Options {
     let base = profile.options();
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        max_bytes_for_level_base: 64 << 10,
-        level_size_multiplier: 4,
-        group_compaction_bytes: base.group_compaction_bytes.min(64 << 10),
-        ..base
-    }
+    let group_compaction_bytes = base.group_compaction_bytes.min(64 << 10);
+    base.write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(1024)
+        .l0_compaction_trigger(2)
+        .max_bytes_for_level_base(64 << 10)
+        .level_size_multiplier(4)
+        .group_compaction_bytes(group_compaction_bytes)
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -87,10 +85,7 @@ fn tiered_levels_stay_within_their_run_limit_and_leveled_hold_one() {
     let scrambled = (0..30_000u64).map(|i| (i * 7919) % 30_000);
     // One compaction thread: with more, runs from the level above arrive
     // while a level's own merge runs, and the level briefly holds more.
-    let one_thread = Options {
-        compaction_threads: 1,
-        ..small(Profile::Sifr)
-    };
+    let one_thread = small(Profile::Sifr).compaction_threads(1);
     let (_d, sifr) = load_with(one_thread, scrambled.clone());
     let s = sifr.stats();
     // How many runs a level holds at the end depends on timing; that a
@@ -139,10 +134,7 @@ fn dynamic_level_sizing_fills_the_last_level_and_leaves_the_upper_ones_empty() {
     );
     assert_all(&db, 30_000);
 
-    let fixed_targets = Options {
-        dynamic_level_bytes: false,
-        ..small(Profile::Default)
-    };
+    let fixed_targets = small(Profile::Default).dynamic_level_bytes(false);
     let (_d, fixed) = load_with(fixed_targets, scrambled);
     let tables = fixed.stats().tables_per_level;
     assert!(tables[1] > 0, "a static tree fills L1: {tables:?}");
@@ -150,10 +142,7 @@ fn dynamic_level_sizing_fills_the_last_level_and_leaves_the_upper_ones_empty() {
 }
 
 fn sifr_journaled() -> Options {
-    Options {
-        early_cleaning_threshold: 2,
-        ..small(Profile::Sifr)
-    }
+    small(Profile::Sifr).early_cleaning_threshold(2)
 }
 
 fn assert_all(db: &Db, n: u64) {
@@ -187,14 +176,12 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
     let fs = FaultFs::new();
     // No background merges: L0 collects runs until the manual compaction,
     // which also resumes the interrupted merge.
-    let options = Options {
-        disable_auto_compactions: true,
-        runs_per_level: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        l0_compaction_trigger: 1000,
-        ..sifr_journaled()
-    };
+    let options = sifr_journaled()
+        .disable_auto_compactions(true)
+        .runs_per_level(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+        .l0_compaction_trigger(1000);
     let db = open_fault(&fs, options.clone()).unwrap();
     let n = 12_000u64;
     for i in (0..n).map(|i| (i * 7919) % n) {
@@ -236,11 +223,9 @@ fn sifr_merge_interrupted_by_a_full_disk_resumes_after_reopen() {
 
 #[test]
 fn pending_compaction_bytes_slow_writes_down() {
-    let opts = Options {
-        soft_pending_compaction_bytes: 1,
-        hard_pending_compaction_bytes: u64::MAX,
-        ..small(Profile::LevelDb)
-    };
+    let opts = small(Profile::LevelDb)
+        .soft_pending_compaction_bytes(1)
+        .hard_pending_compaction_bytes(u64::MAX);
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
     let mut delayed = false;
@@ -262,10 +247,7 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let n = 20_000u64;
     let order = |i: u64| (i * 7919) % n;
-    let options = Options {
-        compaction_threads: 3,
-        ..small(Profile::LevelDb)
-    };
+    let options = small(Profile::LevelDb).compaction_threads(3);
     let (_dir, db) = load_with(options, (0..n).map(order));
     let (old, new) = ([b'v'; 100], [b'w'; 100]);
     let overwritten = AtomicU64::new(0);
@@ -317,13 +299,11 @@ fn reads_stay_correct_while_compactions_run_side_by_side() {
 fn sifr_merge_dropping_deletions_never_resurrects_a_key_when_interrupted() {
     use common::open_fault;
     use thicketdb::io::fault::{FaultFs, FaultKind};
-    let options = Options {
-        runs_per_level: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        l0_compaction_trigger: 1000,
-        ..sifr_journaled()
-    };
+    let options = sifr_journaled()
+        .runs_per_level(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+        .l0_compaction_trigger(1000);
     let n = 12_000u64;
     let deleted = |i: u64| !i.is_multiple_of(3);
     let assert_state = |db: &Db, when: &str| {
@@ -397,10 +377,7 @@ fn sifr_merge_dropping_deletions_never_resurrects_a_key_when_interrupted() {
 #[test]
 fn disabled_auto_compactions_leave_l0_to_compact_range() {
     for profile in [Profile::Default, Profile::Sifr] {
-        let options = Options {
-            disable_auto_compactions: true,
-            ..small(profile)
-        };
+        let options = small(profile).disable_auto_compactions(true);
         let stop = options.l0_stop_writes_trigger;
         let (_dir, db) = load_with(options, (0..30_000).map(|i| (i * 7919) % 30_000));
         let s = db.stats();
@@ -435,11 +412,9 @@ fn allocated_bytes(dir: &std::path::Path) -> u64 {
 fn sifr_early_cleaning_gives_space_back_during_the_merge() {
     use std::sync::atomic::{AtomicBool, Ordering};
     // Few L0 runs: each keeps about one table straddling a checkpoint.
-    let options = Options {
-        disable_auto_compactions: true,
-        write_buffer_size: 1 << 20,
-        ..sifr_journaled()
-    };
+    let options = sifr_journaled()
+        .disable_auto_compactions(true)
+        .write_buffer_size(1 << 20);
     let n = 60_000u64;
     let (dir, db) = load_with(options, (0..n).map(|i| (i * 7919) % n));
     let before = allocated_bytes(dir.path());
@@ -473,10 +448,7 @@ fn sifr_early_cleaning_gives_space_back_during_the_merge() {
 #[test]
 fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let options = Options {
-        disable_auto_compactions: true,
-        ..sifr_journaled()
-    };
+    let options = sifr_journaled().disable_auto_compactions(true);
     let n = 30_000u64;
     let deleted = |i: u64| i % 4 == 1;
     let (_dir, db) = load_with(options, (0..n).map(|i| (i * 7919) % n));
@@ -528,10 +500,7 @@ fn sifr_readers_race_a_journaled_merge_releasing_inputs() {
 /// (`PickLevelForMemTableOutput`), else in L0.
 #[test]
 fn leveldb_flush_writes_one_table_and_places_it_below_l0_when_free() {
-    let options = Options {
-        disable_auto_compactions: true,
-        ..small(Profile::LevelDb)
-    };
+    let options = small(Profile::LevelDb).disable_auto_compactions(true);
     // Sequential: every flush overlaps nothing, so all go to L2.
     let (_d1, sequential) = load_with(options.clone(), 0..20_000);
     let s = sequential.stats();
@@ -555,10 +524,7 @@ fn leveldb_flush_writes_one_table_and_places_it_below_l0_when_free() {
     assert_all(&scrambled, 20_000);
     // The engine's default cuts a flush into tables and keeps it in L0.
     let (_d3, default) = load_with(
-        Options {
-            disable_auto_compactions: true,
-            ..small(Profile::Default)
-        },
+        small(Profile::Default).disable_auto_compactions(true),
         0..20_000,
     );
     let s = default.stats();

@@ -32,13 +32,11 @@ fn name_of(path: &Path) -> String {
 /// keys, so one flush writes every table into one segment (compaction then
 /// moves those tables down without rewriting them).
 fn options() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        l0_compaction_trigger: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..small_options()
-    }
+    small_options()
+        .write_buffer_size(1 << 20)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
 }
 
 const TABLE_KEYS: u32 = 500;
@@ -187,13 +185,7 @@ fn store_with_log() -> (FaultFs, PathBuf, Vec<(u64, usize)>) {
 }
 
 fn open_mode(fs: &FaultFs, mode: RecoveryMode) -> thicketdb::Result<Db> {
-    open_fault(
-        fs,
-        Options {
-            wal_recovery_mode: mode,
-            ..options()
-        },
-    )
+    open_fault(fs, options().wal_recovery_mode(mode))
 }
 
 /// The store holds exactly the records `0..LOG_RECORDS` except `missing`.

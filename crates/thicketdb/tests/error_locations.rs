@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use thicketdb::format::checksum;
 use thicketdb::io::{Backings, FileSystem, PosixFs};
-use thicketdb::stats::Counters;
 use thicketdb::version::{VersionEdit, VersionSet};
+use thicketdb::Counters;
 use thicketdb::{Db, Error, Options, ReadOptions};
 
 /// The first table of a segment starts after the 16-byte segment header.

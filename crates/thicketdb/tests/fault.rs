@@ -428,12 +428,10 @@ fn no_space_during_writes() {
 
 /// Options where only `compact_range` compacts.
 fn no_background_compaction() -> Options {
-    Options {
-        l0_compaction_trigger: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..small_options()
-    }
+    small_options()
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
 }
 
 /// Fills a fresh store with acknowledged writes that stay in the memtable

@@ -52,10 +52,7 @@ impl FilterPolicy for Counting {
 }
 
 fn options_with(policy: Option<Arc<Counting>>) -> Options {
-    Options {
-        filter_policy: policy.map(|p| p as Arc<dyn FilterPolicy>),
-        ..small_options()
-    }
+    small_options().filter_policy(policy.map(|p| p as Arc<dyn FilterPolicy>))
 }
 
 fn key(i: u32) -> Vec<u8> {

@@ -20,13 +20,11 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(512)
+        .l0_compaction_trigger(2)
 }
 
 fn open(fs: &FaultFs) -> thicketdb::Result<Db> {

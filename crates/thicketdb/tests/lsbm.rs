@@ -23,18 +23,17 @@ fn value(i: u64, round: u8) -> Vec<u8> {
 /// Tiny tables and levels (L1 64 KiB, L2 640 KiB), a block cache that
 /// holds everything, no trim during the test.
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        max_bytes_for_level_base: 64 << 10,
-        level_size_multiplier: 10,
-        group_compaction_bytes: 0,
-        block_cache_size: 64 << 20,
-        lsbm_trim_interval: 3_600_000,
-        ..Profile::Lsbm.options()
-    }
+    Profile::Lsbm
+        .options()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(1024)
+        .l0_compaction_trigger(2)
+        .max_bytes_for_level_base(64 << 10)
+        .level_size_multiplier(10)
+        .group_compaction_bytes(0)
+        .block_cache_size(64 << 20)
+        .lsbm_trim_interval(3_600_000)
 }
 
 const KEYS: u64 = 2500;
@@ -125,10 +124,7 @@ fn range_reads_after_a_merge_into_l2(options: Options) -> (u64, thicketdb::Stats
 fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
     // L2 takes everything: no L3 (whose buffer would receive L2's own
     // tables, which the buffer's reads left uncached).
-    let options = Options {
-        level_size_multiplier: 100,
-        ..options()
-    };
+    let options = options().level_size_multiplier(100);
     // Which tables the background compactions merge depends on how they
     // interleave with flushes: under a loaded test run the odd keys may not
     // reach L2 by the time of the reads. Such a round proves nothing and
@@ -137,10 +133,8 @@ fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
         let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
         assert!(stats.buffer_range_pieces > 0, "{stats:?}");
         // The same with range reads kept off the buffer (`lsbm_range_reads`).
-        let (without, control) = range_reads_after_a_merge_into_l2(Options {
-            lsbm_range_reads: false,
-            ..options.clone()
-        });
+        let (without, control) =
+            range_reads_after_a_merge_into_l2(options.clone().lsbm_range_reads(false));
         assert_eq!(control.buffer_range_pieces, 0);
         if without <= 20 {
             continue;
@@ -263,11 +257,7 @@ fn trim_removes_uncached_buffer_tables_and_releases_their_space() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(
         dir.path(),
-        Options {
-            lsbm_trim_threshold: 1.0,
-            block_cache_size: 0,
-            ..options()
-        },
+        options().lsbm_trim_threshold(1.0).block_cache_size(0),
     )
     .unwrap();
     load(&db);
@@ -301,10 +291,7 @@ fn reopen_without_the_buffer_drops_it() {
         assert!(db.stats().buffer_tables > 0);
         db.close().unwrap();
     }
-    let plain = || Options {
-        lsbm_buffer: false,
-        ..options()
-    };
+    let plain = || options().lsbm_buffer(false);
     {
         let db = Db::open(dir.path(), plain()).unwrap();
         let stats = db.stats();

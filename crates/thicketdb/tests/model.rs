@@ -52,12 +52,10 @@ fn background_compaction() -> Config {
 /// `manual_compaction_racing_background_compaction` in `api.rs`).
 fn manual_compaction() -> Config {
     Config {
-        options: Options {
-            l0_compaction_trigger: 1000,
-            l0_slowdown_writes_trigger: 1000,
-            l0_stop_writes_trigger: 1000,
-            ..small_options()
-        },
+        options: small_options()
+            .l0_compaction_trigger(1000)
+            .l0_slowdown_writes_trigger(1000)
+            .l0_stop_writes_trigger(1000),
         manual_compaction: true,
         write_bursts: false,
     }
@@ -641,19 +639,18 @@ fn model_all_compactions() {
 /// compactions, group compactions and moves all happen in a short run.
 fn profile_config(profile: Profile) -> Config {
     let base = profile.options();
+    let group_compaction_bytes = base.group_compaction_bytes.min(32 << 10);
     Config {
-        options: Options {
-            write_buffer_size: 64 << 10,
-            target_table_size: 8 << 10,
-            block_size: 1024,
-            l0_compaction_trigger: 2,
-            max_bytes_for_level_base: 64 << 10,
-            level_size_multiplier: 2,
-            group_compaction_bytes: base.group_compaction_bytes.min(32 << 10),
+        options: base
+            .write_buffer_size(64 << 10)
+            .target_table_size(8 << 10)
+            .block_size(1024)
+            .l0_compaction_trigger(2)
+            .max_bytes_for_level_base(64 << 10)
+            .level_size_multiplier(2)
+            .group_compaction_bytes(group_compaction_bytes)
             // LSbM: trim after every compaction.
-            lsbm_trim_interval: 0,
-            ..base
-        },
+            .lsbm_trim_interval(0),
         manual_compaction: true,
         write_bursts: false,
     }
@@ -753,11 +750,7 @@ fn model_lsbm_buffer() {
 fn concurrent_config(profile: Profile) -> Config {
     let config = profile_config(profile);
     Config {
-        options: Options {
-            compaction_threads: 3,
-            runs_per_level: 2,
-            ..config.options
-        },
+        options: config.options.compaction_threads(3).runs_per_level(2),
         write_bursts: true,
         ..config
     }
@@ -792,12 +785,11 @@ fn model_sifr_early_cleaning() {
     for threads in [1, 4] {
         let config = concurrent_config(Profile::Sifr);
         let config = Config {
-            options: Options {
-                early_cleaning_threshold: 2,
-                bloom_bits_per_key: 0,
-                search_threads: threads,
-                ..config.options
-            },
+            options: config
+                .options
+                .early_cleaning_threshold(2)
+                .bloom_bits_per_key(0)
+                .search_threads(threads),
             ..config
         };
         let (mut checkpoints, mut lookups) = (0, 0);

@@ -9,12 +9,10 @@ use thicketdb::io::fault::{FaultFs, FaultKind};
 use thicketdb::{Db, Error, Options, ReadOptions, WriteBatch};
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 512,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(512)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -145,10 +143,7 @@ fn reading_leaves_the_directory_byte_for_byte_unchanged() {
 #[test]
 fn writes_only_in_the_log_are_visible() {
     let dir = tempfile::tempdir().unwrap();
-    let roomy = Options {
-        write_buffer_size: 4 << 20,
-        ..options()
-    };
+    let roomy = options().write_buffer_size(4 << 20);
     let db = Db::open(dir.path(), roomy).unwrap();
     // Three rounds over the same keys, never flushed: the log holds several
     // of the read-only open's memtables' worth, replayed into memtables kept
@@ -282,12 +277,10 @@ fn opens_beside_a_flushing_writer_see_a_prefix_of_its_writes() {
     let dir = tempfile::tempdir().unwrap();
     // No compactions: the writer deletes no table a view still reads; it
     // flushes (and deletes the flushed logs) all the time.
-    let options = Options {
-        disable_auto_compactions: true,
-        l0_slowdown_writes_trigger: 10_000,
-        l0_stop_writes_trigger: 10_000,
-        ..options()
-    };
+    let options = options()
+        .disable_auto_compactions(true)
+        .l0_slowdown_writes_trigger(10_000)
+        .l0_stop_writes_trigger(10_000);
     let writer = Db::open(dir.path(), options.clone()).unwrap();
     let total = 30_000u32;
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -9,10 +9,7 @@ use thicketdb::table::BlockCache;
 use thicketdb::{Db, Options};
 
 fn options_with(cache: &BlockCache) -> Options {
-    Options {
-        block_cache: Some(cache.clone()),
-        ..small_options()
-    }
+    small_options().block_cache(Some(cache.clone()))
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -66,7 +63,7 @@ fn a_store_recreated_at_the_same_path_never_reads_its_predecessors_blocks() {
     let cached = cache.len();
     assert!(cached > 0);
     old.close().unwrap();
-    thicketdb::db::destroy(dir.path()).unwrap();
+    thicketdb::destroy(dir.path()).unwrap();
 
     // Same path, same file numbers, same offsets: only the store id of the
     // open tells the blocks apart.

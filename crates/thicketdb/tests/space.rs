@@ -11,13 +11,11 @@ fn key(i: u64) -> Vec<u8> {
 /// filter and sketch), a small memtable, and no background compaction:
 /// only `compact_range` removes overwritten versions.
 fn no_background_compaction() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        l0_compaction_trigger: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(1 << 20)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
 }
 
 #[test]
@@ -75,17 +73,16 @@ fn deleted_keys_leave_the_logical_bytes() {
 #[test]
 fn deleting_most_keys_then_compacting_gives_the_space_back_under_sifr() {
     use thicketdb::Profile;
-    let options = Options {
-        write_buffer_size: 1 << 20,
-        l0_compaction_trigger: 1000,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        runs_per_level: 1000,
+    let options = Profile::Sifr
+        .options()
+        .write_buffer_size(1 << 20)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+        .runs_per_level(1000)
         // Small tables so that the merge of the deletions checkpoints.
-        target_table_size: 64 << 10,
-        early_cleaning_threshold: 2,
-        ..Profile::Sifr.options()
-    };
+        .target_table_size(64 << 10)
+        .early_cleaning_threshold(2);
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options).unwrap();
     let n = 40_000u64;

@@ -12,13 +12,12 @@ use thicketdb::io::fault::{FaultFs, FaultKind};
 use thicketdb::{Db, Options, Profile, WriteOptions};
 
 fn triad_options() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        target_table_size: 16 << 10,
-        block_size: 1024,
-        triad_hot_fraction: 0.05,
-        ..Profile::Triad.options()
-    }
+    Profile::Triad
+        .options()
+        .write_buffer_size(1 << 20)
+        .target_table_size(16 << 10)
+        .block_size(1024)
+        .triad_hot_fraction(0.05)
 }
 
 /// A skewed workload: five hot keys updated 40 times each among 300 cold
@@ -95,13 +94,11 @@ fn flush_ops(options: &Options) -> u64 {
 
 /// TRIAD-LOG alone on the default profile.
 fn log_options() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        target_table_size: 16 << 10,
-        block_size: 1024,
-        triad_log: true,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(1 << 20)
+        .target_table_size(16 << 10)
+        .block_size(1024)
+        .triad_log(true)
 }
 
 #[test]
@@ -216,11 +213,9 @@ fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
 }
 
 fn flush_th_options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        triad_flush_threshold: 0.5,
-        ..triad_options()
-    }
+    triad_options()
+        .write_buffer_size(64 << 10)
+        .triad_flush_threshold(0.5)
 }
 
 /// Updates of 20 keys: the memtable fills with versions of few keys.

@@ -11,12 +11,12 @@ use serde_json::{json, Map, Value};
 use thicketdb::dump::{
     Entry, Fragment, IndexEntry, LogDump, ManifestDump, ManifestRecord, RangeTombstone, TableDump,
 };
-use thicketdb::error::Printable;
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
 use thicketdb::version::buffer::BufferRecording;
 use thicketdb::version::edit::{DeletedTable, NewTable, VersionEdit};
 use thicketdb::version::meta::TableMeta;
+use thicketdb::Printable;
 
 use super::{db_dir, Status};
 use crate::cli::{DumpArgs, GlobalArgs};

@@ -60,15 +60,13 @@ fn key(i: u32) -> Vec<u8> {
 fn store() -> Vec<(String, Vec<u8>)> {
     let fs = FaultFs::new();
     let dir = Path::new(thicketdb_fuzz::STORE_DIR);
-    let options = Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 8 << 10,
-        block_size: 512,
+    let options = Options::default()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(512)
         // Its flushes write log tables (TRIAD-LOG): the MANIFEST records
         // them, the store keeps their logs.
-        triad_log: true,
-        ..Options::default()
-    };
+        .triad_log(true);
     let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).expect("open");
     for i in 0..400 {
         db.put(&key(i), format!("value-{i}").as_bytes())

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use thicketdb::db::chunked::manifest::ChunkList;
+use thicketdb::ChunkList;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {

@@ -16,10 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let dir = Path::new(thicketdb_fuzz::STORE_DIR);
     thicketdb_fuzz::install_files(&fs, dir, &files);
     let _ = check_store_with_fs(dir, Arc::new(fs.clone()));
-    let options = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
+    let options = Options::default().create_if_missing(false);
     let Ok(db) = Db::open_with_fs(dir, options.clone(), Arc::new(fs.clone())) else {
         return;
     };

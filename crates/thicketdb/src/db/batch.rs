@@ -18,6 +18,20 @@ pub const MAX_VALUE_SIZE: usize = 256 << 20;
 const HEADER_LEN: usize = 12;
 
 /// An ordered set of puts and deletes applied all or nothing.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+/// db.put("stale", "x")?;
+/// let mut batch = thicketdb::WriteBatch::new();
+/// batch.put("a", "1")?;
+/// batch.put("b", "2")?;
+/// batch.delete("stale")?;
+/// db.write(batch)?; // all three, or none after a crash
+/// assert_eq!(db.get("b")?.as_deref(), Some(&b"2"[..]));
+/// assert_eq!(db.get("stale")?, None);
+/// # Ok::<(), thicketdb::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
@@ -63,6 +77,7 @@ pub struct BatchOp<'a> {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> WriteBatch {
         WriteBatch::with_capacity(0)
     }
@@ -137,6 +152,7 @@ impl WriteBatch {
         self.count as usize
     }
 
+    /// Whether the batch holds no operation.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

@@ -33,6 +33,25 @@ enum Direction {
 
 /// A cursor over user keys. Call `seek_to_first`, `seek_to_last` or `seek`
 /// before reading. It sees one consistent state and never blocks writers.
+/// For plain range scans, [`Db::range`](crate::Db::range) is simpler.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+/// for k in ["a", "c", "e"] {
+///     db.put(k, k.to_uppercase())?;
+/// }
+/// let mut it = db.iter(thicketdb::ReadOptions::default())?;
+/// it.seek(b"b");
+/// assert_eq!((it.key(), it.value()), (&b"c"[..], &b"C"[..]));
+/// it.next();
+/// assert_eq!(it.key(), b"e");
+/// it.prev();
+/// it.prev();
+/// assert_eq!(it.key(), b"a");
+/// it.status()?; // an I/O error or corruption ends iteration early
+/// # Ok::<(), thicketdb::Error>(())
+/// ```
 pub struct DbIterator {
     iter: MergingIterator,
     snapshot: Snapshot,
@@ -414,10 +433,25 @@ impl DbIterator {
                     {
                         break;
                     }
-                    kind = match this_kind {
-                        ValueKind::Value if self.cover(seq).is_some() => ValueKind::Deletion,
-                        _ => this_kind,
+                    let cover = match this_kind {
+                        ValueKind::Value => self.cover(seq),
+                        ValueKind::Deletion => None,
                     };
+                    kind = if cover.is_some() {
+                        ValueKind::Deletion
+                    } else {
+                        this_kind
+                    };
+                    // Older sources hold only what the tombstone covers
+                    // from its start up to here: move them before it.
+                    if let Some(c) = cover.filter(|c| c.skippable) {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                        let start = InternalKey::new(&c.start, MAX_SEQUENCE, ValueKind::SEEK);
+                        if self.iter.seek_older_before(c.source + 1, start.encoded()) {
+                            continue;
+                        }
+                    }
                     let ukey = user_key(self.iter.key());
                     match kind {
                         ValueKind::Deletion => {

@@ -389,6 +389,18 @@ impl Db {
     /// one range tombstone, however many keys the range holds. Snapshots
     /// taken before it still see the keys. Needs the built-in byte order:
     /// a store with a custom comparator returns `InvalidArgument`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("b", "d")?;
+    /// let keys: Vec<_> = db.range::<&str, _>(..)?.map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
+    /// # Ok::<(), thicketdb::Error>(())
+    /// ```
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         self.delete_range_opt(start, end, WriteOptions::default())
     }
@@ -476,6 +488,15 @@ impl Db {
 
     /// The values of `keys`, in order, all read at one point of the write
     /// order (one snapshot), as RocksDB's `MultiGet`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let values: Vec<_> = db.multi_get(["a", "b"]).into_iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(values, [Some(b"1".to_vec()), None]);
+    /// # Ok::<(), thicketdb::Error>(())
+    /// ```
     pub fn multi_get<K: AsRef<[u8]>>(
         &self,
         keys: impl IntoIterator<Item = K>,

@@ -81,7 +81,7 @@ impl Db {
     /// # Ok::<(), thicketdb::Error>(())
     /// ```
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
-        self.range_opt(range, ReadOptions::default())
+        self.range_opt(range, &ReadOptions::default())
     }
 
     /// `range` with per-read options (a snapshot, `fill_cache`); the range
@@ -92,7 +92,7 @@ impl Db {
     pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         range: R,
-        opts: ReadOptions,
+        opts: &ReadOptions,
     ) -> Result<Range> {
         let bytewise_only = matches!(range.start_bound(), Bound::Excluded(_))
             || matches!(range.end_bound(), Bound::Included(_));
@@ -103,25 +103,25 @@ impl Db {
         self.ranged(ReadOptions {
             lower_bound,
             upper_bound,
-            ..opts
+            ..opts.clone()
         })
     }
 
     /// The pairs whose keys start with `prefix`, as `range`.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
-        self.prefix_opt(prefix, ReadOptions::default())
+        self.prefix_opt(prefix, &ReadOptions::default())
     }
 
     /// `prefix` with per-read options; the prefix replaces their bounds.
     /// Refused under a custom comparator, whose keys sharing a prefix need
     /// not be adjacent.
-    pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: ReadOptions) -> Result<Range> {
+    pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Range> {
         self.require_bytewise("a prefix iteration")?;
         let prefix = prefix.as_ref();
         self.ranged(ReadOptions {
             lower_bound: Some(prefix.to_vec()),
             upper_bound: prefix_end(prefix),
-            ..opts
+            ..opts.clone()
         })
     }
 

@@ -42,6 +42,19 @@ impl SnapshotRegistry {
 /// A consistent read view of the store at one point of the write order. It
 /// stays valid while writes, flushes and compactions continue; the data it
 /// sees is kept until it is dropped.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use thicketdb::{Db, Options, ReadOptions};
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put("k", "old")?;
+/// let snapshot = db.snapshot();
+/// db.put("k", "new")?;
+/// let at_snapshot = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
+/// assert_eq!(db.get_opt("k", &at_snapshot)?.as_deref(), Some(&b"old"[..]));
+/// assert_eq!(db.get("k")?.as_deref(), Some(&b"new"[..]));
+/// # Ok::<(), thicketdb::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Snapshot {
     seq: u64,

@@ -4,6 +4,7 @@
 pub mod bytes_order;
 pub mod checksum;
 pub mod coding;
+pub mod fragment_map;
 pub mod internal_key;
 pub mod key_order;
 pub mod range_tombstone;

@@ -104,24 +104,15 @@ impl Fragments {
         Fragments { list }
     }
 
-    /// These fragments with `t` added: only the fragments it overlaps are
-    /// fragmented again (a memtable adds its range deletes one by one).
-    pub fn with(&self, t: &RangeTombstone) -> Fragments {
-        if t.start >= t.end {
-            return self.clone();
-        }
-        let first = self.list.partition_point(|f| f.end <= t.start);
-        let last = first + self.list[first..].partition_point(|f| f.start < t.end);
-        let overlapped = Fragments {
-            list: self.list[first..last].to_vec(),
-        };
-        let mut tombstones: Vec<RangeTombstone> = overlapped.tombstones().collect();
-        tombstones.push(t.clone());
-        let mut list = Vec::with_capacity(self.list.len() + 2);
-        list.extend_from_slice(&self.list[..first]);
-        list.extend(Fragments::fragment(&tombstones).list);
-        list.extend_from_slice(&self.list[last..]);
+    /// Fragments already in key order and pairwise disjoint.
+    pub fn from_sorted(list: Vec<Fragment>) -> Fragments {
+        debug_assert!(list.windows(2).all(|w| w[0].end <= w[1].start));
         Fragments { list }
+    }
+
+    /// The fragments, in key order.
+    pub fn into_list(self) -> Vec<Fragment> {
+        self.list
     }
 
     /// Every fragment's stacked sequences as tombstones, so that fragment
@@ -342,38 +333,6 @@ mod tests {
     }
 
     #[test]
-    fn adding_one_by_one_equals_fragmenting_all() {
-        let all = [
-            t("c", "g", 9),
-            t("a", "e", 5),
-            t("x", "z", 2),
-            t("b", "y", 11),
-            t("e", "f", 12),
-            t("q", "q", 1),
-        ];
-        let mut one_by_one = Fragments::default();
-        for (n, tombstone) in all.iter().enumerate() {
-            one_by_one = one_by_one.with(tombstone);
-            let expected = Fragments::fragment(&all[..=n]);
-            for probe in [
-                "", "a", "b", "bb", "c", "d", "e", "f", "g", "q", "x", "y", "z",
-            ] {
-                for snapshot in [1, 6, 10, 100] {
-                    assert_eq!(
-                        one_by_one.covering_seq(probe.as_bytes(), snapshot),
-                        expected.covering_seq(probe.as_bytes(), snapshot),
-                        "after {n}: {probe}@{snapshot}"
-                    );
-                }
-            }
-            assert_eq!(
-                Fragments::decode(&one_by_one.encode()),
-                Ok(one_by_one.clone())
-            );
-        }
-    }
-
-    #[test]
     fn clip_and_retain() {
         let f = Fragments::fragment(&[t("a", "e", 5), t("c", "g", 9)]);
         assert_eq!(
@@ -451,11 +410,6 @@ mod tests {
                     .unwrap_or(0);
                 prop_assert_eq!(f.covering_seq(&probe, snapshot), want);
                 prop_assert_eq!(Fragments::decode(&f.encode()), Ok(f.clone()));
-                let mut one_by_one = Fragments::default();
-                for t in &tombstones {
-                    one_by_one = one_by_one.with(t);
-                }
-                prop_assert_eq!(one_by_one.covering_seq(&probe, snapshot), want);
             }
         }
     }

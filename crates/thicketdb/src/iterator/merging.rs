@@ -64,6 +64,28 @@ impl MergingIterator {
         moved
     }
 
+    /// Reverse only: moves the children from `first` on that sit at or
+    /// after `target` to their last entry before it, as when a range
+    /// tombstone of a newer source covers everything they hold from
+    /// `target` up to the current entry. Returns whether the current entry
+    /// was one of theirs (then the caller must not step).
+    pub fn seek_older_before(&mut self, first: usize, target: &[u8]) -> bool {
+        debug_assert!(self.direction == Direction::Reverse);
+        let moved = self.current.is_some_and(|c| c >= first);
+        for c in self.children.iter_mut().skip(first) {
+            if c.valid() && self.order.internal(c.key(), target) != Ordering::Less {
+                c.seek(target);
+                if c.valid() {
+                    c.prev();
+                } else {
+                    c.seek_to_last();
+                }
+            }
+        }
+        self.find_largest();
+        moved
+    }
+
     fn pick(&mut self, want: Ordering) {
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {

@@ -12,8 +12,9 @@ mod skiplist;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
+use crate::format::fragment_map::FragmentMap;
 use crate::format::internal_key::{pack_trailer, trailer, user_key, ParsedKey, ValueKind};
 use crate::format::range_tombstone::{Fragments, RangeTombstone};
 use crate::format::KeyOrder;
@@ -83,10 +84,12 @@ pub struct Memtable {
     /// Entries added without a known location while locations are tracked:
     /// such a memtable cannot be flushed as a log table.
     unlocated: AtomicU64,
-    /// Range tombstones beside the point entries, fragmented (replaced
-    /// whole on each range delete, so a reader's copy never changes under
-    /// it).
-    range_dels: RwLock<Arc<Fragments>>,
+    /// Range tombstones beside the point entries, fragmented; an insert
+    /// re-fragments only what it overlaps.
+    range_dels: RwLock<FragmentMap>,
+    /// `range_dels` as a list for iterators and flush, built when first
+    /// asked for after a change (a reader's copy never changes under it).
+    range_dels_list: Mutex<Option<Arc<Fragments>>>,
     /// Whether `range_dels` holds anything: point reads skip its lock.
     has_range_dels: AtomicBool,
     log_number: u64,
@@ -104,6 +107,7 @@ impl Memtable {
             size: AtomicU64::new(0),
             unlocated: AtomicU64::new(0),
             range_dels: RwLock::default(),
+            range_dels_list: Mutex::default(),
             has_range_dels: AtomicBool::new(false),
             log_number,
             _log: None,
@@ -166,12 +170,15 @@ impl Memtable {
     /// Records a range deletion of `[start, end)` at `seq`. Only the write
     /// leader (or recovery) adds, one at a time.
     pub fn add_range_deletion(&self, seq: u64, start: &[u8], end: &[u8]) {
-        let mut dels = self.range_dels.write();
-        *dels = Arc::new(dels.with(&RangeTombstone {
+        self.range_dels.write().insert(&RangeTombstone {
             start: start.to_vec(),
             end: end.to_vec(),
             seq,
-        }));
+        });
+        // After the insert, not inside it: a reader locks the list, then
+        // the map. One that built the list before the insert is dropped
+        // here, before the write is visible to any snapshot.
+        *self.range_dels_list.lock() = None;
         self.has_range_dels.store(true, AtomicOrdering::Release);
         let charge = start.len() + end.len() + 32;
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
@@ -183,7 +190,9 @@ impl Memtable {
         if !self.has_range_dels.load(AtomicOrdering::Acquire) {
             return Arc::default();
         }
-        self.range_dels.read().clone()
+        let mut list = self.range_dels_list.lock();
+        list.get_or_insert_with(|| Arc::new(self.range_dels.read().to_fragments()))
+            .clone()
     }
 
     /// The newest range tombstone sequence covering `user_key` visible at

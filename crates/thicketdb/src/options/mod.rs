@@ -33,8 +33,24 @@ macro_rules! options {
         per_open { $($(#[doc = $odoc:literal])* $oname:ident: $oty:ty = $odefault:expr,)* }
     ) => {
         /// Tunables of a store. Build from `Profile::options()` or `Default`,
-        /// then adjust fields or call [`Options::set`] by name.
+        /// then chain the builder methods (one per field, named like it),
+        /// assign fields, or call [`Options::set`] by name. New options are
+        /// added over time, so the struct cannot be built literally.
+        ///
+        /// ```
+        /// use thicketdb::{Options, Profile};
+        /// let options = Profile::Bolt
+        ///     .options()
+        ///     .write_buffer_size(8 << 20)
+        ///     .bloom_bits_per_key(12);
+        /// assert_eq!(options.write_buffer_size, 8 << 20);
+        /// let mut by_name = Options::default();
+        /// by_name.set("bloom_bits_per_key", "12")?;
+        /// assert_eq!(by_name.bloom_bits_per_key, 12);
+        /// # Ok::<(), thicketdb::Error>(())
+        /// ```
         #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
         pub struct Options {
             /// The preset these options came from; persisted and checked on open.
             pub profile: Profile,
@@ -53,6 +69,23 @@ macro_rules! options {
         }
 
         impl Options {
+            $(
+                #[doc = concat!("Returns the options with `", stringify!($pname), "` set to `value`.")]
+                #[must_use]
+                pub fn $pname(mut self, value: $pty) -> Options {
+                    self.$pname = value;
+                    self
+                }
+            )*
+            $(
+                #[doc = concat!("Returns the options with `", stringify!($oname), "` set to `value`.")]
+                #[must_use]
+                pub fn $oname(mut self, value: $oty) -> Options {
+                    self.$oname = value;
+                    self
+                }
+            )*
+
             /// Names accepted by [`Options::set`], in the order they are persisted.
             pub const NAMES: &'static [&'static str] = &[$(stringify!($pname),)*];
 

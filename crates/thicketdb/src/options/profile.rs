@@ -42,6 +42,7 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// Every profile, in the order the CLI lists them.
     pub const ALL: &'static [Profile] = &[
         Profile::Default,
         Profile::LevelDb,
@@ -52,6 +53,7 @@ impl Profile {
         Profile::YoDb,
     ];
 
+    /// The profile's name, as `--profile` and the `OPTIONS` file spell it.
     pub fn name(self) -> &'static str {
         match self {
             Profile::Default => "default",

@@ -8,9 +8,13 @@
 /// `SpaceUsage::fields`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatValue {
+    /// A count or a byte figure.
     U64(u64),
+    /// A count of things in memory.
     Usize(usize),
+    /// A ratio or an average.
     F64(f64),
+    /// A switch.
     Bool(bool),
     /// One value per level, L0 first.
     U64List(Vec<u64>),
@@ -53,6 +57,7 @@ macro_rules! stat_struct {
         $( $(#[doc = $doc:literal])+ pub $field:ident: $ty:ty, )*
     }) => {
         $($meta)*
+        #[non_exhaustive]
         pub struct $name {
             $( $(#[doc = $doc])+ pub $field: $ty, )*
         }

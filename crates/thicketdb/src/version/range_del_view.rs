@@ -63,13 +63,15 @@ pub struct RangeDelView {
 
 /// What covers a key: the newest visible tombstone's sequence, and the
 /// newest source holding a visible tombstone over it with that
-/// tombstone's fragment end. Sources older than that one hold only
-/// versions older than its tombstone up to the end (the tree's order), so
-/// an iterator may seek them there.
+/// tombstone's fragment bounds. Sources older than that one hold only
+/// versions older than its tombstone within the fragment (the tree's
+/// order), so an iterator may seek them past its end, or back before its
+/// start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cover {
     pub seq: u64,
     pub source: usize,
+    pub start: Vec<u8>,
     pub end: Vec<u8>,
     /// False when the newest covering source's tombstones may not be used
     /// to seek older sources (see [`RangeDelView::add_unskippable_run`]).
@@ -147,6 +149,7 @@ impl RangeDelView {
                     cover = Some(Cover {
                         seq,
                         source,
+                        start: f.start.clone(),
                         end: f.end.clone(),
                         skippable,
                     })

@@ -20,13 +20,11 @@ pub type Op = (Vec<u8>, Option<Vec<u8>>);
 
 /// Small buffers and tables so that flushes and compactions happen often.
 pub fn small_options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_table_size: 16 << 10,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(64 << 10)
+        .target_table_size(16 << 10)
+        .block_size(1024)
+        .l0_compaction_trigger(2)
 }
 
 /// The directory used for stores on a `FaultFs`.
@@ -120,7 +118,7 @@ pub fn diff(got: &Model, want: &Model) -> String {
 }
 
 pub fn show(bytes: &[u8]) -> String {
-    thicketdb::error::Printable(bytes).to_string()
+    thicketdb::Printable(bytes).to_string()
 }
 
 /// Files of a `FaultFs` whose name ends with `suffix` (or starts with it,

@@ -250,9 +250,11 @@ mod tests {
 
     #[test]
     fn split_never_cuts_between_versions_of_a_key() {
-        let mut options = crate::options::Options::default();
-        options.chunk_size = 40;
-        options.chunk_fill_factor = 0.5;
+        let options = crate::options::Options {
+            chunk_size: 40,
+            chunk_fill_factor: 0.5,
+            ..Default::default()
+        };
         let mut entries = Vec::new();
         for k in ["a", "b", "c", "d", "e"] {
             for seq in [3, 2, 1] {

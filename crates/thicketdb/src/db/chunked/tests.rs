@@ -11,16 +11,17 @@ use crate::options::{Layout, Options};
 
 /// Options that split and rebalance constantly.
 pub(crate) fn tiny() -> Options {
-    let mut o = Options::default();
-    o.layout = Layout::Chunked;
-    o.chunk_size = 8 << 10;
-    o.funk_log_limit = 2 << 10;
-    o.log_filter_parts = 4;
-    o.block_size = 512;
-    o.funk_log_limit_with_munk = 4 << 10;
-    o.munk_cache_bytes = 24 << 10;
-    o.row_cache_bytes = 4 << 10;
-    o
+    Options {
+        layout: Layout::Chunked,
+        chunk_size: 8 << 10,
+        funk_log_limit: 2 << 10,
+        log_filter_parts: 4,
+        block_size: 512,
+        funk_log_limit_with_munk: 4 << 10,
+        munk_cache_bytes: 24 << 10,
+        row_cache_bytes: 4 << 10,
+        ..Options::default()
+    }
 }
 
 /// `tiny` without munks or row cache: every get reads the funks.
@@ -206,8 +207,7 @@ fn range_deletes_are_refused() {
 /// read-only open hides.
 #[test]
 fn a_cross_chunk_batch_is_atomic_across_power_loss() {
-    let mut sync = WriteOptions::default();
-    sync.sync = true;
+    let sync = WriteOptions { sync: true };
     let mut batch = WriteBatch::new();
     // Every 50th key: the batch spans every chunk.
     for i in (0..1000u64).step_by(50) {
@@ -221,12 +221,11 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
         let dir = std::path::Path::new("/store");
         let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
         for i in 0..1000u64 {
-            db.put_opt(format!("key{i:06}"), b"base", sync.clone())
-                .unwrap();
+            db.put_opt(format!("key{i:06}"), b"base", sync).unwrap();
         }
         assert!(db.stats().chunks > 3);
         fs.fail_after_bytes(budget, FaultKind::Io);
-        let acknowledged = db.write_opt(batch.clone(), sync.clone()).is_ok();
+        let acknowledged = db.write_opt(batch.clone(), sync).is_ok();
         if power_loss {
             fs.drop_unsynced();
         } else {

@@ -25,7 +25,9 @@ use crate::version::{Version, VersionSet};
 /// The MANIFEST `CURRENT` names, record by record.
 #[derive(Debug, Clone)]
 pub struct ManifestDump {
+    /// The MANIFEST file read.
     pub path: PathBuf,
+    /// Its records in file order.
     pub records: Vec<ManifestRecord>,
 }
 
@@ -34,6 +36,7 @@ pub struct ManifestDump {
 pub struct ManifestRecord {
     /// Offset of the record in the MANIFEST.
     pub offset: u64,
+    /// The decoded edit.
     pub edit: VersionEdit,
     /// The version after the edit: per level (L0 first), its runs, newest
     /// first as the version orders them.
@@ -43,18 +46,24 @@ pub struct ManifestRecord {
 /// A run of a version: its id and its tables' ids in key order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
+    /// The run's id.
     pub id: u64,
+    /// Its tables' ids, in key order.
     pub tables: Vec<u64>,
 }
 
 /// One live table, decoded.
 #[derive(Debug, Clone)]
 pub struct TableDump {
+    /// The segment file the table lies in.
     pub path: PathBuf,
+    /// The level holding it (L0 = 0).
     pub level: usize,
+    /// The id of the run holding it.
     pub run: u64,
     /// What the MANIFEST records about it.
     pub meta: TableMeta,
+    /// The table's properties block.
     pub properties: TableProperties,
     /// One entry per data block.
     pub index: Vec<IndexEntry>,
@@ -71,25 +80,33 @@ pub struct TableDump {
 /// below every key of the next) and where the block is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexEntry {
+    /// The separator.
     pub key: Entry,
     /// Offset of the block from the table's start.
     pub block_offset: u64,
+    /// Size of the block on disk, trailer excluded.
     pub block_size: u64,
 }
 
 /// An internal key (user key, sequence number, kind) and its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// The user key.
     pub key: Vec<u8>,
+    /// The write's sequence number.
     pub sequence: u64,
+    /// Value or deletion.
     pub kind: ValueKind,
+    /// The value (empty for a deletion).
     pub value: Vec<u8>,
 }
 
 /// One log, record by record (each record is one write group's batch).
 #[derive(Debug, Clone)]
 pub struct LogDump {
+    /// The log file read.
     pub path: PathBuf,
+    /// Its records in file order.
     pub records: Vec<LogRecord>,
 }
 
@@ -97,7 +114,9 @@ pub struct LogDump {
 /// numbered from `first_sequence`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRecord {
+    /// Offset of the record in the log.
     pub offset: u64,
+    /// Sequence number of the batch's first operation.
     pub first_sequence: u64,
     /// Point operations in order; `sequence` counts up from
     /// `first_sequence` over these and the range deletions together.
