@@ -84,15 +84,7 @@ fn store() -> Vec<(String, Vec<u8>)> {
     db.put(b"unflushed", b"in the log").expect("put");
     fs.crash_process();
     drop(db);
-    fs.list(dir)
-        .expect("list")
-        .into_iter()
-        .filter(|name| name != "LOCK")
-        .map(|name| {
-            let data = fs.read_to_vec(&dir.join(&name)).expect("read");
-            (name, data)
-        })
-        .collect()
+    files_of(&fs, dir)
 }
 
 /// A chunked store (YoDB) with split chunks, funk tables, chunk logs and
@@ -115,6 +107,11 @@ fn chunked_store() -> Vec<(String, Vec<u8>)> {
     db.write(batch).expect("write");
     fs.crash_process();
     drop(db);
+    files_of(&fs, dir)
+}
+
+/// Every file of `dir` but `LOCK`, with its content.
+fn files_of(fs: &FaultFs, dir: &Path) -> Vec<(String, Vec<u8>)> {
     fs.list(dir)
         .expect("list")
         .into_iter()

@@ -75,9 +75,9 @@ pub struct DbIterator {
     range_dels: Option<RangeDelView>,
 }
 
-pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator> {
+pub(crate) fn new(inner: &Arc<DbInner>, mut opts: ReadOptions) -> Result<DbIterator> {
     inner.check_open()?;
-    let snapshot = match opts.snapshot {
+    let snapshot = match opts.snapshot.take() {
         Some(s) => s,
         None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
     };
@@ -143,21 +143,10 @@ pub(crate) fn new(inner: &Arc<DbInner>, opts: ReadOptions) -> Result<DbIterator>
         .search
         .clone()
         .filter(|_| runs >= inner.options.parallel_search_min_candidates.max(2));
-    Ok(DbIterator {
-        iter: MergingIterator::new(children, order.clone()),
-        snapshot,
-        direction: Direction::Forward,
-        valid: false,
-        saved_key: Vec::new(),
-        saved_value: Vec::new(),
-        lower: opts.lower_bound,
-        upper: opts.upper_bound,
-        error: None,
-        _sources: Box::new(sv),
-        parallel_seek,
-        order: order.clone(),
-        range_dels: Some(range_dels),
-    })
+    let mut it = DbIterator::over_sources(children, snapshot, opts, order.clone(), Box::new(sv));
+    it.parallel_seek = parallel_seek;
+    it.range_dels = Some(range_dels);
+    Ok(it)
 }
 
 /// LSbM (Algorithm 4): a level whose compaction buffer serves range reads
@@ -185,8 +174,8 @@ fn buffer_pieces(
 impl DbIterator {
     /// An iterator over the merge of `sources` (disjoint or not, sorted by
     /// internal key in `order`) at `snapshot`, within the bounds of
-    /// `opts`, for a layout without range deletes; `keep` holds what the
-    /// sources read.
+    /// `opts`, without range deletes or parallel seeks (the LSM adds
+    /// them); `keep` holds what the sources read.
     pub(crate) fn over_sources(
         sources: Vec<Box<dyn InternalIterator>>,
         snapshot: Snapshot,

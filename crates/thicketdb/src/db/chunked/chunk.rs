@@ -335,8 +335,21 @@ impl Chunk {
         std::mem::replace(&mut *self.munk.write(), munk)
     }
 
+    /// Every entry of the table, then every entry of the log (unsorted).
+    /// REQUIRES: the store's write lock (no entry is unpublished).
+    pub fn all_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut entries = self.table_entries()?;
+        entries.extend(
+            self.log
+                .entries(u64::MAX)?
+                .into_iter()
+                .map(LogEntry::into_entry),
+        );
+        Ok(entries)
+    }
+
     /// Every entry of the table, sorted.
-    pub fn table_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    fn table_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut entries = Vec::new();
         if let Some(table) = &self.table {
             let mut it = table.iter_with(false);

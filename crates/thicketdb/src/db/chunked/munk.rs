@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::chunk::{Chunk, LogEntry};
+use super::chunk::Chunk;
 use super::{ChunkSet, ChunkStore};
 use crate::error::Result;
 use crate::format::internal_key::{ParsedKey, ValueKind};
@@ -141,12 +141,7 @@ impl MunkCache {
         let estimate = chunk.table.as_ref().map_or(0, |t| t.length()) + chunk.log.len();
         let heat = chunk.heat.load(Ordering::Relaxed);
         while self.resident_bytes() + estimate > self.budget {
-            let coldest = set
-                .chunks
-                .iter()
-                .filter(|c| c.munk().is_some())
-                .min_by_key(|c| c.heat.load(Ordering::Relaxed));
-            match coldest {
+            match coldest_munk(set) {
                 Some(victim) if victim.heat.load(Ordering::Relaxed) * 2 < heat => {
                     self.evict(victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
@@ -154,15 +149,7 @@ impl MunkCache {
                 _ => return Ok(()),
             }
         }
-        let mut entries = chunk.table_entries()?;
-        entries.extend(
-            chunk
-                .log
-                .entries(u64::MAX)?
-                .into_iter()
-                .map(LogEntry::into_entry),
-        );
-        let munk = Munk::build(entries);
+        let munk = Munk::build(chunk.all_entries()?);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
         Counters::add(&store.counters.chunk_munk_loads, 1);
@@ -174,12 +161,7 @@ impl MunkCache {
     /// REQUIRES: the store's write lock.
     pub fn enforce_budget(&self, store: &ChunkStore, set: &ChunkSet) {
         while self.resident_bytes() > self.budget {
-            let coldest = set
-                .chunks
-                .iter()
-                .filter(|c| c.munk().is_some())
-                .min_by_key(|c| c.heat.load(Ordering::Relaxed));
-            match coldest {
+            match coldest_munk(set) {
                 Some(victim) => {
                     self.evict(victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
@@ -233,4 +215,12 @@ impl MunkCache {
         }
         Counters::add(&store.counters.chunk_munk_rebalances, 1);
     }
+}
+
+/// The chunk with a munk whose heat is lowest.
+fn coldest_munk(set: &ChunkSet) -> Option<&Arc<Chunk>> {
+    set.chunks
+        .iter()
+        .filter(|c| c.munk().is_some())
+        .min_by_key(|c| c.heat.load(Ordering::Relaxed))
 }

@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::chunk::{open_table, Chunk, ChunkLog, LogEntry};
+use super::chunk::{open_table, Chunk, ChunkLog};
 use super::files::funk_table_path;
 use super::manifest::{ChunkList, ChunkRecord};
 use super::munk::Munk;
@@ -35,18 +35,10 @@ pub(super) fn rebalance(
     // earlier writes must be too, so that a power loss keeps a prefix.
     store.sync_dirty_logs(writer, set)?;
     let oldest = store.snapshots.oldest(&store.last_sequence);
-    let mut entries = chunk.table_entries()?;
+    let mut entries = chunk.all_entries()?;
     if let Some(table) = &chunk.table {
         Counters::add(&store.counters.compaction_bytes_read, table.length());
     }
-    // Every entry: the write lock is held, so none is unpublished.
-    entries.extend(
-        chunk
-            .log
-            .entries(u64::MAX)?
-            .into_iter()
-            .map(LogEntry::into_entry),
-    );
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
     let kept = drop_unneeded(entries, oldest);
