@@ -599,3 +599,40 @@ fn journaled_merges_keep_range_tombstones() {
         assert_eq!(db.get(key(i)).unwrap(), want, "{}", key(i));
     }
 }
+
+/// A reverse scan moves older sources back past a covering tombstone, so
+/// its cursor can end far below the key it returns; stepping forward from
+/// there must not meet the skipped entries (the covered `k00`..`k49` and a
+/// point deletion of `k20`) and return the current key again.
+#[test]
+fn next_after_a_reverse_skip_moves_past_the_current_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), quiet(64 << 10)).unwrap();
+    let key = |i: u32| format!("k{i:02}");
+    for i in 0..100 {
+        db.put(key(i), "old").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // A point deletion among the entries the reverse scan skips (in a
+    // source older than the range tombstone's): stepping over it must not
+    // make the scan forget which key it stands on.
+    db.delete(key(20)).unwrap();
+    db.flush().unwrap();
+    db.delete_range(key(0), "l").unwrap();
+    db.put(key(50), "new").unwrap();
+
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_last();
+    assert_eq!((it.key(), it.value()), (&b"k50"[..], &b"new"[..]));
+    it.next();
+    assert!(
+        !it.valid(),
+        "next returned {:?} again",
+        it.valid().then(|| it.key().to_vec())
+    );
+    it.status().unwrap();
+    it.seek_to_last();
+    it.prev();
+    assert!(!it.valid());
+}

@@ -287,12 +287,11 @@ impl DbIterator {
         assert!(self.valid, "DbIterator::next on an invalid iterator");
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
-            // The cursor is just before the current key's entries.
-            if self.iter.valid() {
-                self.iter.next();
-            } else {
-                self.iter.seek_to_first();
-            }
+            // The cursor is below the current key's entries, though not
+            // always just below: older sources may have been moved back
+            // past a covering tombstone's start. Seek to the current key.
+            let target = InternalKey::new(&self.saved_key, MAX_SEQUENCE, ValueKind::SEEK);
+            self.iter.seek(target.encoded());
         } else {
             self.saved_key.clear();
             self.saved_key.extend_from_slice(user_key(self.iter.key()));

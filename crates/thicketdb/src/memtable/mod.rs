@@ -4,8 +4,10 @@
 //! readers and iterators proceed concurrently without locks. Short keys live
 //! inside their skiplist node; see `skiplist.rs`.
 
+mod byte_arena;
 pub mod hot;
 mod iter;
+mod mapped_vec;
 pub mod newest;
 mod skiplist;
 

@@ -1,9 +1,9 @@
 //! A skiplist of memtable entries for one writer and many lock-free readers.
 //!
-//! Nodes live in an append-only `boxcar::Vec` and link to each other by
-//! index, so readers need neither locks nor `unsafe`: a node is fully built
-//! before it is pushed, and becomes reachable only when a predecessor's
-//! `next` is stored with `Release` after the push. Nodes are never removed;
+//! Nodes live in an append-only vector of memory maps (`mapped_vec.rs`)
+//! and link to each other by index, so readers need no locks: a node is
+//! fully built before it is pushed, and becomes reachable only when a
+//! predecessor's `next` is stored with `Release` after the push. Nodes are never removed;
 //! the whole list is dropped with its memtable.
 //!
 //! Inserts remember the predecessors of the last insert at every level, so
@@ -12,8 +12,8 @@
 //!
 //! A short key (up to [`INLINE_KEY`] bytes, a user key of up to 24) lives in
 //! its node, so a search compares it on the line it reads the links from;
-//! only the value is allocated separately. Longer keys are allocated with
-//! their value.
+//! only the value is copied into the list's byte arena (`byte_arena.rs`).
+//! Longer keys are copied there with their value.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
@@ -23,6 +23,8 @@ use parking_lot::Mutex;
 use crate::format::internal_key::TRAILER_LEN;
 use crate::format::KeyOrder;
 
+use super::byte_arena::{ArenaBytes, ByteArena};
+use super::mapped_vec::MappedVec;
 use super::PackedLocation;
 
 pub const MAX_HEIGHT: usize = 12;
@@ -36,23 +38,29 @@ pub struct Node {
     inline: [u8; INLINE_KEY],
     key_len: u32,
     next: [AtomicU32; MAX_HEIGHT],
-    /// The value, preceded by the key when the key is not inline.
-    buf: Box<[u8]>,
+    /// The value, preceded by the key when the key is not inline, in the
+    /// list's arena.
+    buf: ArenaBytes,
 }
 
 impl Node {
     /// A node for the internal key `user_key ++ trailer` and `value`, not
     /// yet linked.
-    fn new(user_key: &[u8], trailer: [u8; TRAILER_LEN], value: &[u8]) -> Node {
+    fn new(
+        user_key: &[u8],
+        trailer: [u8; TRAILER_LEN],
+        value: &[u8],
+        arena: &mut ByteArena,
+    ) -> Node {
         let key_len = user_key.len() + TRAILER_LEN;
         let mut inline = [0u8; INLINE_KEY];
         let buf = match inline.get_mut(..key_len) {
             Some(key) => {
                 key[..user_key.len()].copy_from_slice(user_key);
                 key[user_key.len()..].copy_from_slice(&trailer);
-                Box::from(value)
+                arena.copy_in(&[value])
             }
-            None => [user_key, &trailer, value].concat().into_boxed_slice(),
+            None => arena.copy_in(&[user_key, &trailer, value]),
         };
         Node {
             inline,
@@ -66,18 +74,26 @@ impl Node {
         self.key_len as usize <= INLINE_KEY
     }
 
+    /// The node's bytes in the arena.
+    fn buf(&self) -> &[u8] {
+        // SAFETY: a node is only reachable through its skiplist (`node`
+        // borrows it), which owns the arena `buf` points into; the arena
+        // is dropped with the list, after every borrow of a node ends.
+        unsafe { self.buf.as_slice() }
+    }
+
     pub fn key(&self) -> &[u8] {
         let len = self.key_len as usize;
         match self.is_inline() {
             true => &self.inline[..len],
-            false => &self.buf[..len],
+            false => &self.buf()[..len],
         }
     }
 
     pub fn value(&self) -> &[u8] {
         match self.is_inline() {
-            true => &self.buf,
-            false => &self.buf[self.key_len as usize..],
+            true => self.buf(),
+            false => &self.buf()[self.key_len as usize..],
         }
     }
 
@@ -88,6 +104,8 @@ impl Node {
 }
 
 struct Writer {
+    /// Where the nodes' keys and values are copied.
+    arena: ByteArena,
     rng: u64,
     /// Index of the last inserted node, if any.
     last: u32,
@@ -96,10 +114,10 @@ struct Writer {
 }
 
 pub struct SkipList {
-    nodes: boxcar::Vec<Node>,
+    nodes: MappedVec<Node>,
     /// Where each node's value is in the memtable's log, by node index
     /// (TRIAD-LOG); `None` when the memtable does not track them.
-    locations: Option<boxcar::Vec<PackedLocation>>,
+    locations: Option<MappedVec<PackedLocation>>,
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -110,11 +128,12 @@ impl SkipList {
     /// An empty list ordered by `order`.
     pub fn new(order: KeyOrder) -> SkipList {
         SkipList {
-            nodes: boxcar::Vec::new(),
+            nodes: MappedVec::default(),
             locations: None,
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
             height: AtomicUsize::new(1),
             writer: Mutex::new(Writer {
+                arena: ByteArena::default(),
                 rng: 0x2545_f491_4f6c_dd1d,
                 last: NIL,
                 prev: [NIL; MAX_HEIGHT],
@@ -127,7 +146,7 @@ impl SkipList {
     /// insert).
     pub fn track_locations(&mut self) {
         debug_assert!(self.is_empty());
-        self.locations = Some(boxcar::Vec::new());
+        self.locations = Some(MappedVec::default());
     }
 
     pub fn tracks_locations(&self) -> bool {
@@ -145,7 +164,7 @@ impl SkipList {
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.count()
+        self.nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,7 +173,10 @@ impl SkipList {
 
     /// The node at `index` (an index obtained from this list).
     pub fn node(&self, index: u32) -> &Node {
-        &self.nodes[index as usize]
+        match self.nodes.get(index as usize) {
+            Some(node) => node,
+            None => unreachable!("node {index} read before it was pushed"),
+        }
     }
 
     fn next_of(&self, node: u32, level: usize) -> u32 {
@@ -181,8 +203,8 @@ impl SkipList {
         value: &[u8],
         location: PackedLocation,
     ) -> usize {
-        let mut node = Node::new(user_key, trailer, value);
         let mut w = self.writer.lock();
+        let mut node = Node::new(user_key, trailer, value, &mut w.arena);
         let height = random_height(&mut w.rng);
         let key = node.key();
         let mut prev = [NIL; MAX_HEIGHT];

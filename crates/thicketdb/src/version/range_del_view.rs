@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::meta::TableMeta;
 use super::table_cache::TableCache;
 use crate::error::Result;
-use crate::format::range_tombstone::Fragments;
+use crate::format::range_tombstone::{successor, Fragments};
 use crate::table::Table;
 
 /// One run's tables and the one last looked at.
@@ -135,34 +135,42 @@ impl RangeDelView {
     pub fn covering(&mut self, key: &[u8]) -> Result<Option<Cover>> {
         let snapshot = self.snapshot;
         let mut cover: Option<Cover> = None;
-        let mut note = |source: usize, skippable: bool, fragments: &Fragments| {
-            let Some(f) = fragments.find(key) else {
-                return;
-            };
-            let Some(seq) = f.visible_seq(snapshot) else {
-                return;
-            };
-            match &mut cover {
-                // Sources come newest first: the first one stays.
-                Some(c) => c.seq = c.seq.max(seq),
-                None => {
-                    cover = Some(Cover {
-                        seq,
-                        source,
-                        start: f.start.clone(),
-                        end: f.end.clone(),
-                        skippable,
-                    })
+        // `floor`: a journaled merge's input run answers only above it, and
+        // older sources below it hold the merge's output, whose entries
+        // its tombstones need not be older than: a skip back stops there.
+        let mut note =
+            |source: usize, skippable: bool, floor: Option<&[u8]>, fragments: &Fragments| {
+                let Some(f) = fragments.find(key) else {
+                    return;
+                };
+                let Some(seq) = f.visible_seq(snapshot) else {
+                    return;
+                };
+                match &mut cover {
+                    // Sources come newest first: the first one stays.
+                    Some(c) => c.seq = c.seq.max(seq),
+                    None => {
+                        cover = Some(Cover {
+                            seq,
+                            source,
+                            start: match floor {
+                                Some(floor) if f.start.as_slice() <= floor => successor(floor),
+                                _ => f.start.clone(),
+                            },
+                            end: f.end.clone(),
+                            skippable,
+                        })
+                    }
                 }
-            }
-        };
+            };
         for (source, m) in &self.memtables {
-            note(*source, true, m);
+            note(*source, true, None, m);
         }
         for run in &mut self.runs {
             let (source, skippable) = (run.source, run.skippable);
+            let floor = run.above.clone();
             if let Some(fragments) = run.fragments_at(key, &self.cache)? {
-                note(source, skippable, fragments);
+                note(source, skippable, floor.as_deref(), fragments);
             }
         }
         Ok(cover)
