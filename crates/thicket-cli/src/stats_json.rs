@@ -262,6 +262,21 @@ mod tests {
         stats.compaction_micros = 50;
         stats.l0_overlap_ratio = 0.5;
         stats.background_error = Some("disk full".into());
+        stats.chunks = 60;
+        stats.munks_resident = 61;
+        stats.munk_bytes = 62;
+        stats.row_cache_bytes = 63;
+        stats.row_cache_hit_ratio = 0.25;
+        stats.chunk_funk_rebalances = 64;
+        stats.chunk_splits = 65;
+        stats.chunk_gets_from_munk = 66;
+        stats.chunk_gets_from_row_cache = 67;
+        stats.chunk_gets_from_log = 68;
+        stats.chunk_gets_from_table = 69;
+        stats.chunk_log_parts_searched = 70;
+        stats.chunk_munk_loads = 71;
+        stats.chunk_munk_evictions = 72;
+        stats.chunk_munk_rebalances = 73;
         let mut space = SpaceUsage::default();
         space.disk_bytes = 43;
         space.logical_bytes = 44;
@@ -328,6 +343,21 @@ mod tests {
                 "compaction_micros": 50,
                 "l0_overlap_ratio": 0.5,
                 "background_error": "disk full",
+                "chunks": 60,
+                "munks_resident": 61,
+                "munk_bytes": 62,
+                "row_cache_bytes": 63,
+                "row_cache_hit_ratio": 0.25,
+                "chunk_funk_rebalances": 64,
+                "chunk_splits": 65,
+                "chunk_gets_from_munk": 66,
+                "chunk_gets_from_row_cache": 67,
+                "chunk_gets_from_log": 68,
+                "chunk_gets_from_table": 69,
+                "chunk_log_parts_searched": 70,
+                "chunk_munk_loads": 71,
+                "chunk_munk_evictions": 72,
+                "chunk_munk_rebalances": 73,
                 "disk_bytes": 43,
                 "logical_bytes": 44,
                 "live_keys": 45,

@@ -314,6 +314,22 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "logical_bytes",
         "live_keys",
         "space_amplification",
+        // The chunked layout (YoDB; 0 for an LSM store).
+        "chunks",
+        "munks_resident",
+        "munk_bytes",
+        "row_cache_bytes",
+        "row_cache_hit_ratio",
+        "chunk_funk_rebalances",
+        "chunk_splits",
+        "chunk_gets_from_munk",
+        "chunk_gets_from_row_cache",
+        "chunk_gets_from_log",
+        "chunk_gets_from_table",
+        "chunk_log_parts_searched",
+        "chunk_munk_loads",
+        "chunk_munk_evictions",
+        "chunk_munk_rebalances",
     ];
     pinned.sort_unstable();
     assert_eq!(keys, pinned, "{s}");

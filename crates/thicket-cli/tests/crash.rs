@@ -18,13 +18,19 @@ use thicketdb::{Db, Options, Profile, ReadOptions};
 const CYCLES: usize = 20;
 const COUNT_PER_CYCLE: u64 = 200_000;
 const VALUE_SIZE: usize = 100;
-const SMALL_OPTIONS: [(&str, &str); 5] = [
+const SMALL_OPTIONS: [(&str, &str); 10] = [
     ("write_buffer_size", "262144"),
     ("target_table_size", "65536"),
     ("max_bytes_for_level_base", "1048576"),
     ("early_cleaning_threshold", "2"),
     // LSbM: trim after every compaction.
     ("lsbm_trim_interval", "0"),
+    // YoDB: chunks split, logs rebalance, munks come and go constantly.
+    ("chunk_size", "65536"),
+    ("funk_log_limit", "16384"),
+    ("funk_log_limit_with_munk", "32768"),
+    ("munk_cache_bytes", "262144"),
+    ("row_cache_bytes", "16384"),
 ];
 
 /// The key and value `thicket load` writes for index `i` (the CLI contract).
@@ -190,7 +196,7 @@ fn crash_cycles(profile: Profile, seed: u64) {
         };
         let after = Duration::from_millis(rng.random_range(50..=500));
         let run = load_and_kill(path, profile, start, sync, after);
-        if !path.join("CURRENT").exists() {
+        if !path.join("CURRENT").exists() && !path.join("CHUNKS").exists() {
             // Killed before it created the store (a loaded machine can be
             // that slow to start): nothing was acknowledged, nothing to
             // check; the next run creates it afresh.
@@ -319,10 +325,15 @@ fn load_survives_sigkill_triad() {
 }
 
 #[test]
+fn load_survives_sigkill_yodb() {
+    crash_cycles(Profile::YoDb, seed());
+}
+
+#[test]
 fn every_profile_has_a_crash_test() {
     assert_eq!(
         Profile::ALL.len(),
-        6,
+        7,
         "add a crash test for the new profile"
     );
 }

@@ -61,11 +61,13 @@ pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};
 pub use io::{FileSystem, PosixFs};
 pub use log::RecoveryMode;
-pub use options::{Options, PolicyKind, Profile};
+pub use options::{Layout, Options, PolicyKind, Profile};
 pub use stats::StatValue;
 
 pub use table::{BlockCache, CompressionType, FilterPolicy};
 
 // Internals the workspace's tests and tools reach; not part of the API.
+#[doc(hidden)]
+pub use db::chunked::manifest::ChunkList;
 #[doc(hidden)]
 pub use stats::Counters;

@@ -106,6 +106,16 @@ macro_rules! with_counters {
             get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads not counted).",
             log_table_bytes: "TRIAD-LOG: bytes of log tables (keys and value addresses) written by flushes, part of `flush_bytes_written`; the values stay in the logs.",
             log_table_data_bytes: "TRIAD-LOG: bytes of the logs flushes turned into log tables' data (up to the last value addressed), written once, by the log.",
+            chunk_funk_rebalances: "Chunked layout: funk rebalances (a chunk's table and log merged into a new funk), splits included.",
+            chunk_splits: "Chunked layout: chunks split into several by a funk rebalance.",
+            chunk_gets_from_munk: "Chunked layout: gets answered by a munk (a chunk's image in memory).",
+            chunk_gets_from_row_cache: "Chunked layout: gets answered by the row cache.",
+            chunk_munk_loads: "Chunked layout: munks built from their funks (the munk cache admitted a chunk).",
+            chunk_munk_evictions: "Chunked layout: munks dropped by the munk cache for hotter chunks.",
+            chunk_munk_rebalances: "Chunked layout: munks rebuilt in memory without the versions no snapshot needs.",
+            chunk_gets_from_log: "Chunked layout: gets answered by a chunk log.",
+            chunk_gets_from_table: "Chunked layout: gets answered by (or missing in) a chunk's table.",
+            chunk_log_parts_searched: "Chunked layout: chunk log parts a get read because their Bloom filter admitted the key.",
         ] }
     };
 }

@@ -16,8 +16,8 @@ use thicketdb::check::check_ordered_store;
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::PosixFs;
 use thicketdb::{
-    Db, DbIterator, KeyOrder, Keyspace, Options, Profile, ReadOptions, Snapshot, Stats, WriteBatch,
-    WriteOptions, DEFAULT_KEYSPACE_NAME,
+    Db, DbIterator, KeyOrder, Keyspace, Layout, Options, Profile, ReadOptions, Snapshot, Stats,
+    WriteBatch, WriteOptions, DEFAULT_KEYSPACE_NAME,
 };
 
 const KEYS: usize = 200;
@@ -308,7 +308,8 @@ impl Harness {
                     .unwrap();
             }
             840..845 => self.reopen(),
-            855..885 => self.delete_range(),
+            // The chunked layout has no range deletes.
+            855..885 if !self.chunked() => self.delete_range(),
             845..855 if self.config.write_bursts => {
                 for _ in 0..self.rng.random_range(200..600) {
                     let (k, v) = (self.key(), self.value());
@@ -598,6 +599,10 @@ impl Harness {
         }
     }
 
+    fn chunked(&self) -> bool {
+        self.config.options.layout == Layout::Chunked
+    }
+
     fn reopen(&mut self) {
         self.snapshots.clear();
         self.old_iter = None;
@@ -695,12 +700,27 @@ fn run(seed: u64, ops: usize, backend: Backend, config: Config) -> Stats {
         h.check_all("after a full compaction");
     }
     h.reopen();
-    assert!(stats.flushes > 0, "{}: no flush happened: {stats:?}", h.ctx);
-    assert!(
-        stats.compactions_merge + stats.compactions_move > 0,
-        "{}: no compaction happened: {stats:?}",
-        h.ctx
-    );
+    if h.chunked() {
+        assert!(
+            stats.chunk_splits > 0 && stats.chunk_funk_rebalances > stats.chunk_splits,
+            "{}: no split or rebalance happened: {stats:?}",
+            h.ctx
+        );
+        if h.config.options.munk_cache_bytes > 0 {
+            assert!(
+                stats.chunk_munk_loads > 0 && stats.chunk_gets_from_row_cache > 0,
+                "{}: no munk or row cache was used: {stats:?}",
+                h.ctx
+            );
+        }
+    } else {
+        assert!(stats.flushes > 0, "{}: no flush happened: {stats:?}", h.ctx);
+        assert!(
+            stats.compactions_merge + stats.compactions_move > 0,
+            "{}: no compaction happened: {stats:?}",
+            h.ctx
+        );
+    }
     assert!(h.reopens > 0);
     if h.config.keyspaces {
         assert!(
@@ -806,13 +826,48 @@ fn profile_config(profile: Profile) -> Config {
     }
 }
 
+/// The chunked layout's limits shrunk so that splits, funk and munk
+/// rebalances, munk loads and evictions and row cache turnover happen all
+/// the time (the LSM ignores them).
+fn small_chunks(mut config: Config) -> Config {
+    let o = &mut config.options;
+    o.chunk_size = 8 << 10;
+    o.funk_log_limit = 2 << 10;
+    o.funk_log_limit_with_munk = 4 << 10;
+    o.log_filter_parts = 4;
+    o.munk_cache_bytes = 24 << 10;
+    o.row_cache_bytes = 4 << 10;
+    config
+}
+
 #[test]
 fn model_every_profile() {
     for &profile in Profile::ALL {
         for seed in seeds(&[301, 302]) {
-            run(seed, ops(OPS), fault(), profile_config(profile));
+            run(
+                seed,
+                ops(OPS),
+                fault(),
+                small_chunks(profile_config(profile)),
+            );
         }
-        run(303, ops(OPS), posix(), profile_config(profile));
+        run(
+            303,
+            ops(OPS),
+            posix(),
+            small_chunks(profile_config(profile)),
+        );
+    }
+}
+
+/// YoDB without munks or row cache: every get and scan reads funks.
+#[test]
+fn model_yodb_without_caches() {
+    for seed in seeds(&[311, 312]) {
+        let mut config = small_chunks(profile_config(Profile::YoDb));
+        config.options.munk_cache_bytes = 0;
+        config.options.row_cache_bytes = 0;
+        run(seed, ops(OPS), fault(), config);
     }
 }
 

@@ -84,7 +84,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "R", default_value_t = 0.5)]
     pub read_ratio: f64,
     /// Entries per range read: seekrandom (default 1), e (maximum, default
-    /// 100), rangehot (default: point reads).
+    /// 100), rangehot (default: point reads), zipf-simple and
+    /// zipf-composite (maximum, lengths uniform from 1; default: point
+    /// reads).
     #[arg(long, value_name = "L")]
     pub scan_length: Option<usize>,
     /// rangehot: share of the key space in the hot range.

@@ -517,6 +517,11 @@ fn reads_scan_of(p: &Params) -> Option<(usize, bool)> {
         Workload::SeekRandom => Some((p.scan_length.unwrap_or(1).max(1), false)),
         Workload::E => Some((p.scan_length.unwrap_or(YCSB_MAX_SCAN).max(1), true)),
         Workload::RangeHot => p.scan_length.filter(|&l| l > 0).map(|l| (l, false)),
+        // YoDB's scan-dominated runs (its YCSB-E): scans of uniform length
+        // 1..=L at keys drawn by the Zipf distribution.
+        Workload::ZipfSimple | Workload::ZipfComposite => {
+            p.scan_length.filter(|&l| l > 0).map(|l| (l, true))
+        }
         _ => None,
     }
 }

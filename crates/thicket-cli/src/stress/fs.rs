@@ -62,6 +62,9 @@ impl FileSystem for ProcessFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.change(path, || self.fs.create(path))
     }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.change(path, || self.fs.open_append(path))
+    }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.fs.open_random(path)
     }

@@ -52,6 +52,14 @@ const TUNABLES: &[(&str, &[&str])] = &[
     // SifrDB's parallel search (any profile): lookups and seeks on search
     // threads while compactions and early cleaning release tables.
     ("search_threads", &["1", "3"]),
+    // YoDB's chunked layout (the LSM ignores them): chunks that split,
+    // logs that rebalance, and munks and rows that come and go constantly.
+    ("chunk_size", &["8192", "32768"]),
+    ("funk_log_limit", &["2048", "8192"]),
+    ("funk_log_limit_with_munk", &["4096", "16384"]),
+    ("log_filter_parts", &["1", "4", "16"]),
+    ("munk_cache_bytes", &["0", "32768", "1048576"]),
+    ("row_cache_bytes", &["0", "4096", "1048576"]),
 ];
 
 /// Applies randomly chosen tunables the user did not set; returns them as

@@ -6,7 +6,7 @@
 //! tunables picked as for the store.
 
 use rand::rngs::StdRng;
-use thicketdb::{Db, Keyspace, Options, Profile, DEFAULT_KEYSPACE_NAME};
+use thicketdb::{Db, Keyspace, Layout, Options, Profile, DEFAULT_KEYSPACE_NAME};
 
 use super::pick_tunables;
 use crate::commands::apply_overrides;
@@ -20,8 +20,13 @@ pub struct Spaces {
 impl Spaces {
     /// Opens the `n` keyspaces of the store, creating the missing ones.
     pub fn open(db: &Db, n: u32, user: &[String], rng: &mut StdRng) -> CliResult<Spaces> {
+        // Keyspaces are LSM trees: a chunked store has its default one only.
+        let n = match db.options().layout {
+            Layout::Lsm => n.max(1),
+            Layout::Chunked => 1,
+        };
         let mut handles = Vec::with_capacity(n as usize);
-        for j in 0..n.max(1) {
+        for j in 0..n {
             let name = name(j);
             let handle = match db.keyspace(&name) {
                 Ok(handle) => handle,
@@ -76,11 +81,14 @@ fn keyspace_options(
     user: &[String],
     rng: &mut StdRng,
 ) -> CliResult<(Options, Vec<String>)> {
-    let at = Profile::ALL
+    // The LSM profiles: a keyspace is an LSM tree.
+    let lsm: Vec<Profile> = Profile::ALL
         .iter()
-        .position(|&p| p == store.profile)
-        .unwrap_or(0);
-    let profile = Profile::ALL[(at + j as usize) % Profile::ALL.len()];
+        .copied()
+        .filter(|p| p.options().layout == Layout::Lsm)
+        .collect();
+    let at = lsm.iter().position(|&p| p == store.profile).unwrap_or(0);
+    let profile = lsm[(at + j as usize) % lsm.len()];
     let mut options = profile.options();
     let chosen = pick_tunables(&mut options, user, rng);
     apply_overrides(&mut options, user)?;

@@ -13,7 +13,7 @@ use thicketdb::log::{LogAddress, LogReader, LogWriter, RecoveryMode, ValueAddres
 use thicketdb::table::{
     BlockBuilder, BloomBuilder, HyperLogLog, TableBuilder, TableOptions, FOOTER_LEN,
 };
-use thicketdb::{Db, Options, WriteBatch};
+use thicketdb::{Db, Options, Profile, WriteBatch};
 
 fn write(root: &Path, target: &str, name: &str, data: &[u8]) {
     let dir = root.join(target);
@@ -84,6 +84,34 @@ fn store() -> Vec<(String, Vec<u8>)> {
     db.put(b"unflushed", b"in the log").expect("put");
     fs.crash_process();
     drop(db);
+    files_of(&fs, dir)
+}
+
+/// A chunked store (YoDB) with split chunks, funk tables, chunk logs and
+/// a batch log, left as a process crash leaves it.
+fn chunked_store() -> Vec<(String, Vec<u8>)> {
+    let fs = FaultFs::new();
+    let dir = Path::new(thicketdb_fuzz::STORE_DIR);
+    let mut options = Profile::YoDb.options();
+    options.chunk_size = 4 << 10;
+    options.funk_log_limit = 2 << 10;
+    options.block_size = 512;
+    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).expect("open");
+    for i in 0..300 {
+        db.put(&key(i), format!("value-{i}").as_bytes())
+            .expect("put");
+    }
+    let mut batch = WriteBatch::new();
+    batch.put(key(1), b"batch").expect("batch");
+    batch.delete(key(299)).expect("batch");
+    db.write(batch).expect("write");
+    fs.crash_process();
+    drop(db);
+    files_of(&fs, dir)
+}
+
+/// Every file of `dir` but `LOCK`, with its content.
+fn files_of(fs: &FaultFs, dir: &Path) -> Vec<(String, Vec<u8>)> {
     fs.list(dir)
         .expect("list")
         .into_iter()
@@ -145,6 +173,22 @@ fn table(log_refs: Option<Vec<u64>>) -> Vec<u8> {
 
 fn main() {
     let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "corpus".into()));
+    let chunked = chunked_store();
+    write(
+        &root,
+        "open_store",
+        "seed-chunked-store",
+        &thicketdb_fuzz::encode_files(&chunked),
+    );
+    for (name, data) in &chunked {
+        if name == "CHUNKS" {
+            write(&root, "chunk_list", "seed-chunks", &prefixed(0, data));
+            write(&root, "chunk_list", "seed-fixed-chunks", &prefixed(1, data));
+        }
+        if name.ends_with(".clog") || name.ends_with(".blog") {
+            write(&root, "log_reader", &format!("seed-{name}"), &prefixed(0, data));
+        }
+    }
     let files = store();
     write(
         &root,

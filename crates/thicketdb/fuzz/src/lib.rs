@@ -176,3 +176,20 @@ pub fn write_records<'a>(data: &'a [u8], sizes: &[u8]) -> (FaultFs, PathBuf, Vec
     writer.flush().expect("in-memory flush");
     (fs, path, records)
 }
+
+/// Rewrites the checksum of a chunk list (`CHUNKS`) so that it passes,
+/// letting the fuzzer reach the body's decoder: the body is the stated
+/// length (cut to what is there) after the 16-byte header.
+pub fn fix_chunk_list_checksum(data: &[u8]) -> Vec<u8> {
+    use thicketdb::format::checksum::{crc32c, mask};
+    if data.len() < 16 {
+        return data.to_vec();
+    }
+    let stated = u32::from_le_bytes(data[12..16].try_into().expect("4 bytes")) as usize;
+    let len = stated.min(data.len() - 16);
+    let mut out = data[..16 + len].to_vec();
+    out[12..16].copy_from_slice(&(len as u32).to_le_bytes());
+    let crc = mask(crc32c(&data[16..16 + len]));
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}

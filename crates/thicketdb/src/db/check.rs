@@ -64,7 +64,7 @@ pub fn check_ordered_store(
     let _lock = fs.lock(&lock_path(dir))?;
     let fs = super::read_only::ReadOnlyFs::wrap(fs);
     let options_file = options_path(dir);
-    let (_, comparator) = Options::decode_recorded(
+    let (stored, comparator) = Options::decode_recorded(
         &options_file.display().to_string(),
         &fs.read_to_vec(&options_file)?,
     )?;
@@ -74,6 +74,9 @@ pub fn check_ordered_store(
             dir.display(),
             order.name()
         )));
+    }
+    if stored.layout == crate::options::Layout::Chunked {
+        return super::chunked::check::check(dir, fs.as_ref());
     }
     let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
     let mut report = CheckReport {

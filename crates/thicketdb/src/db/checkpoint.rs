@@ -63,7 +63,7 @@ impl Db {
     /// the point is taken, not while files are copied. The copy opens like
     /// any store (read-write or read-only).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
-        let inner = self.inner();
+        let inner = self.lsm_for("checkpoint")?;
         inner.check_open()?;
         inner.check_writable("checkpoint")?;
         let dir = dir.as_ref();

@@ -1,6 +1,6 @@
-//! The data API that `Db` (its default keyspace) and `Keyspace` share,
-//! written once: `data_api!()` inside an `impl` block whose type has
-//! `fn db(&self) -> &Db` and `fn tree(&self) -> &Arc<Tree>`.
+//! The data API that `Db` (its default keyspace, or its chunked store) and
+//! `Keyspace` share, written once: `data_api!()` inside an `impl` block
+//! whose type has `fn db(&self) -> &Db` and `fn target(&self) -> Target`.
 
 macro_rules! data_api {
     () => {
@@ -16,10 +16,10 @@ macro_rules! data_api {
             value: impl AsRef<[u8]>,
             opts: WriteOptions,
         ) -> Result<()> {
-            self.tree().check_live()?;
+            let id = self.keyspace_id()?;
             let (key, value) = (key.as_ref(), value.as_ref());
             let mut batch = WriteBatch::with_capacity(key.len() + value.len());
-            batch.put_to(self.tree().id, key, value)?;
+            batch.put_to(id, key, value)?;
             self.db().write_opt(batch, opts)
         }
 
@@ -30,10 +30,10 @@ macro_rules! data_api {
 
         /// `delete` with per-write options.
         pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: WriteOptions) -> Result<()> {
-            self.tree().check_live()?;
+            let id = self.keyspace_id()?;
             let key = key.as_ref();
             let mut batch = WriteBatch::with_capacity(key.len());
-            batch.delete_to(self.tree().id, key)?;
+            batch.delete_to(id, key)?;
             self.db().write_opt(batch, opts)
         }
 
@@ -64,10 +64,10 @@ macro_rules! data_api {
             end: impl AsRef<[u8]>,
             opts: WriteOptions,
         ) -> Result<()> {
-            self.tree().check_live()?;
+            let id = self.keyspace_id()?;
             let (start, end) = (start.as_ref(), end.as_ref());
             let mut batch = WriteBatch::with_capacity(start.len() + end.len());
-            batch.delete_range_to(self.tree().id, start, end)?;
+            batch.delete_range_to(id, start, end)?;
             self.db().write_opt(batch, opts)
         }
 
@@ -82,7 +82,10 @@ macro_rules! data_api {
             key: impl AsRef<[u8]>,
             opts: &ReadOptions,
         ) -> Result<Option<Vec<u8>>> {
-            read::get(self.db().inner(), self.tree(), key.as_ref(), opts)
+            match self.target() {
+                Target::Tree(inner, tree) => read::get(inner, tree, key.as_ref(), opts),
+                Target::Chunked(store) => store.get(key.as_ref(), opts),
+            }
         }
 
         /// Hands the value of `key` to `f` without copying it when it is read
@@ -113,7 +116,10 @@ macro_rules! data_api {
             opts: &ReadOptions,
             f: impl FnOnce(&[u8]) -> R,
         ) -> Result<Option<R>> {
-            read::get_with(self.db().inner(), self.tree(), key.as_ref(), opts, f)
+            match self.target() {
+                Target::Tree(inner, tree) => read::get_with(inner, tree, key.as_ref(), opts, f),
+                Target::Chunked(store) => Ok(store.get(key.as_ref(), opts)?.map(|v| f(&v))),
+            }
         }
 
         /// The values of `keys`, in order, all read at one point of the write
@@ -158,7 +164,10 @@ macro_rules! data_api {
         /// An iterator over user keys within the bounds of `opts`; call a seek
         /// method before reading.
         pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
-            iter::new(self.db().inner(), self.tree(), opts)
+            match self.target() {
+                Target::Tree(inner, tree) => iter::new(inner, tree, opts),
+                Target::Chunked(store) => store.iter(opts),
+            }
         }
 
         /// The pairs whose keys lie in `range` (`..`, `a..b`, `a..=b`, …),
@@ -196,7 +205,7 @@ macro_rules! data_api {
             range: R,
             opts: &ReadOptions,
         ) -> Result<Range> {
-            range::range_in(self.db(), self.tree(), range, opts.clone())
+            range::range_in(self.db(), self.target().tree(), range, opts.clone())
         }
 
         /// The pairs whose keys start with `prefix`, as `range`.
@@ -208,17 +217,39 @@ macro_rules! data_api {
         /// Refused under a custom comparator, whose keys sharing a prefix need
         /// not be adjacent.
         pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Range> {
-            range::prefix_in(self.db(), self.tree(), prefix.as_ref(), opts.clone())
+            range::prefix_in(
+                self.db(),
+                self.target().tree(),
+                prefix.as_ref(),
+                opts.clone(),
+            )
         }
 
         /// Flushes, then compacts every table overlapping `[start, end]` (`None`
         /// is unbounded) into the bottom of the tree, dropping overwritten
-        /// versions and deletions no snapshot needs.
+        /// versions and deletions no snapshot needs (chunked layout: a funk
+        /// rebalance of every chunk in the range whose log holds anything).
         pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-            self.db().inner().check_writable("compact_range")?;
-            self.tree().check_live()?;
+            let (inner, tree) = match self.target() {
+                Target::Tree(inner, tree) => (inner, tree),
+                Target::Chunked(store) => return store.compact_range(start, end),
+            };
+            inner.check_writable("compact_range")?;
+            tree.check_live()?;
             self.db().flush()?;
-            compact::compact_range(self.db().inner(), self.tree(), start, end)
+            compact::compact_range(inner, tree, start, end)
+        }
+
+        /// The keyspace id this handle's writes carry (the default one in
+        /// a chunked store); `KeyspaceNotFound` once the keyspace is dropped.
+        fn keyspace_id(&self) -> Result<u32> {
+            match self.target() {
+                Target::Tree(_, tree) => {
+                    tree.check_live()?;
+                    Ok(tree.id)
+                }
+                Target::Chunked(_) => Ok(DEFAULT_KEYSPACE),
+            }
         }
     };
 }

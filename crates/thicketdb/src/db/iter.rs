@@ -13,8 +13,8 @@ use std::sync::Arc;
 use super::search::SearchPool;
 use super::snapshot::Snapshot;
 use super::tree::Tree;
+use super::DbInner;
 use super::ReadOptions;
-use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::format::KeyOrder;
@@ -64,20 +64,22 @@ pub struct DbIterator {
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     error: Option<Error>,
-    /// Keeps the memtables and version this iterator reads alive.
-    _super_version: Arc<SuperVersion>,
+    /// Keeps what this iterator reads alive (the LSM's memtables and
+    /// version, or the chunks of a chunked store).
+    _sources: Box<dyn std::any::Any + Send + Sync>,
     /// Seeks its sources in parallel when it reads enough runs (SifrDB).
     parallel_seek: Option<Arc<SearchPool>>,
     /// The store's key order.
     order: KeyOrder,
-    /// The range tombstones of the merged sources.
-    range_dels: RangeDelView,
+    /// The range tombstones of the merged sources (`None`: a layout
+    /// without range deletes).
+    range_dels: Option<RangeDelView>,
 }
 
-pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, opts: ReadOptions) -> Result<DbIterator> {
+pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, mut opts: ReadOptions) -> Result<DbIterator> {
     inner.check_open()?;
     tree.check_live()?;
-    let snapshot = match opts.snapshot {
+    let snapshot = match opts.snapshot.take() {
         Some(s) => s,
         None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
     };
@@ -143,21 +145,10 @@ pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, opts: ReadOptions) -> Resul
         .search
         .clone()
         .filter(|_| runs >= inner.options.parallel_search_min_candidates.max(2));
-    Ok(DbIterator {
-        iter: MergingIterator::new(children, order.clone()),
-        snapshot,
-        direction: Direction::Forward,
-        valid: false,
-        saved_key: Vec::new(),
-        saved_value: Vec::new(),
-        lower: opts.lower_bound,
-        upper: opts.upper_bound,
-        error: None,
-        _super_version: sv,
-        parallel_seek,
-        order: order.clone(),
-        range_dels,
-    })
+    let mut it = DbIterator::over_sources(children, snapshot, opts, order.clone(), Box::new(sv));
+    it.parallel_seek = parallel_seek;
+    it.range_dels = Some(range_dels);
+    Ok(it)
 }
 
 /// LSbM (Algorithm 4): a level whose compaction buffer serves range reads
@@ -184,6 +175,34 @@ fn buffer_pieces(
 }
 
 impl DbIterator {
+    /// An iterator over the merge of `sources` (disjoint or not, sorted by
+    /// internal key in `order`) at `snapshot`, within the bounds of
+    /// `opts`, without range deletes or parallel seeks (the LSM adds
+    /// them); `keep` holds what the sources read.
+    pub(crate) fn over_sources(
+        sources: Vec<Box<dyn InternalIterator>>,
+        snapshot: Snapshot,
+        opts: ReadOptions,
+        order: KeyOrder,
+        keep: Box<dyn std::any::Any + Send + Sync>,
+    ) -> DbIterator {
+        DbIterator {
+            iter: MergingIterator::new(sources, order.clone()),
+            snapshot,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            lower: opts.lower_bound,
+            upper: opts.upper_bound,
+            error: None,
+            _sources: keep,
+            parallel_seek: None,
+            order,
+            range_dels: None,
+        }
+    }
+
     /// Whether the cursor is on a key. When it turns false, check `status`.
     pub fn valid(&self) -> bool {
         self.valid
@@ -325,10 +344,8 @@ impl DbIterator {
     /// tombstone does. An error reading a table's tombstones is kept in
     /// `error`, which ends the scan.
     fn cover(&mut self, seq: u64) -> Option<Cover> {
-        if self.range_dels.is_empty() {
-            return None;
-        }
-        match self.range_dels.covering(user_key(self.iter.key())) {
+        let range_dels = self.range_dels.as_mut().filter(|r| !r.is_empty())?;
+        match range_dels.covering(user_key(self.iter.key())) {
             Ok(cover) => cover.filter(|c| c.seq > seq),
             Err(e) => {
                 self.error = Some(e);

@@ -9,8 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::collect_obsolete_files;
+use super::tree::DEFAULT_KEYSPACE;
 use super::tree::{keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE_NAME};
-use super::{compact, iter, range, read, SuperVersion};
+use super::{compact, iter, range, read, DbInner, SuperVersion, Target};
 use super::{Db, DbIterator, Range, ReadOptions, WriteBatch, WriteOptions};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
@@ -41,13 +42,15 @@ pub const MAX_KEYSPACE_NAME: usize = 255;
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    tree: Arc<Tree>,
+    /// The store's LSM engine and the keyspace's tree; `None` for the
+    /// default keyspace of a chunked store (its one namespace).
+    tree: Option<(Arc<DbInner>, Arc<Tree>)>,
 }
 
 impl std::fmt::Debug for Keyspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Keyspace")
-            .field("name", &self.tree.name)
+            .field("name", &self.name())
             .finish()
     }
 }
@@ -55,18 +58,27 @@ impl std::fmt::Debug for Keyspace {
 impl Keyspace {
     /// The keyspace's name.
     pub fn name(&self) -> &str {
-        &self.tree.name
+        match &self.tree {
+            Some((_, tree)) => &tree.name,
+            None => DEFAULT_KEYSPACE_NAME,
+        }
     }
 
     /// The options the keyspace's tree runs with (store-wide ones, such as
     /// the log, caches and threads, are the store's).
     pub fn options(&self) -> &Options {
-        &self.tree.options
+        match &self.tree {
+            Some((_, tree)) => &tree.options,
+            None => self.db.options(),
+        }
     }
 
     /// The keyspace's id in batches and the MANIFEST.
     pub(crate) fn id(&self) -> u32 {
-        self.tree.id
+        match &self.tree {
+            Some((_, tree)) => tree.id,
+            None => DEFAULT_KEYSPACE,
+        }
     }
 
     /// For `data_api!`: the store the keyspace is in.
@@ -75,8 +87,11 @@ impl Keyspace {
     }
 
     /// For `data_api!`: this keyspace's tree.
-    fn tree(&self) -> &Arc<Tree> {
-        &self.tree
+    fn target(&self) -> Target<'_> {
+        match &self.tree {
+            Some((inner, tree)) => Target::Tree(inner, tree),
+            None => self.db.target(),
+        }
     }
 
     data_api!();
@@ -90,7 +105,7 @@ impl Db {
     /// The keyspace is durable once this returns. `InvalidArgument` when
     /// the name is taken, empty or longer than 255 bytes.
     pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
-        let inner = self.inner();
+        let inner = self.lsm_for("keyspaces")?;
         inner.check_open()?;
         inner.check_writable("create_keyspace")?;
         if name.is_empty() || name.len() > MAX_KEYSPACE_NAME {
@@ -99,6 +114,12 @@ impl Db {
             )));
         }
         options.validate()?;
+        if options.layout != crate::options::Layout::Lsm {
+            return Err(Error::InvalidArgument(format!(
+                "a keyspace is an LSM tree: layout {} is the store's choice, not a keyspace's",
+                options.layout
+            )));
+        }
         let tree_options = keyspace_options(&inner.options, &options);
         // Under `log` no write group is mid-commit and no memtable switch
         // runs: the keyspace's first log is the current one.
@@ -128,31 +149,39 @@ impl Db {
         Arc::make_mut(&mut inner.trees.write()).push(tree.clone());
         Ok(Keyspace {
             db: self.clone(),
-            tree,
+            tree: Some((inner.clone(), tree)),
         })
     }
 
     /// A handle on keyspace `name` (`"default"` is the store's default
     /// keyspace); `KeyspaceNotFound` when there is none.
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
-        self.inner().check_open()?;
-        let tree = self
-            .find(name)
-            .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?}")))?;
+        let not_found = || Error::KeyspaceNotFound(format!("{name:?}"));
+        let Some(inner) = self.lsm() else {
+            // A chunked store's one namespace is its default keyspace.
+            return match name == DEFAULT_KEYSPACE_NAME {
+                true => Ok(Keyspace {
+                    db: self.clone(),
+                    tree: None,
+                }),
+                false => Err(not_found()),
+            };
+        };
+        inner.check_open()?;
+        let tree = self.find(name).ok_or_else(not_found)?;
         Ok(Keyspace {
             db: self.clone(),
-            tree,
+            tree: Some((inner.clone(), tree)),
         })
     }
 
     /// The names of every keyspace, the default one first, then in order
-    /// of creation.
+    /// of creation (a chunked store has only the default one).
     pub fn list_keyspaces(&self) -> Vec<String> {
-        self.inner()
-            .trees()
-            .iter()
-            .map(|t| t.name.clone())
-            .collect()
+        match self.lsm() {
+            Some(inner) => inner.trees().iter().map(|t| t.name.clone()).collect(),
+            None => vec![DEFAULT_KEYSPACE_NAME.to_string()],
+        }
     }
 
     /// Drops keyspace `name` and all its data, durably: its tables' space
@@ -161,7 +190,7 @@ impl Db {
     /// `KeyspaceNotFound` from then on; a batch op for it written after
     /// the drop is discarded. The default keyspace cannot be dropped.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        let inner = self.inner();
+        let inner = self.lsm_for("keyspaces")?;
         inner.check_open()?;
         inner.check_writable("drop_keyspace")?;
         if name == DEFAULT_KEYSPACE_NAME {
@@ -196,10 +225,6 @@ impl Db {
     }
 
     fn find(&self, name: &str) -> Option<Arc<Tree>> {
-        self.inner()
-            .trees()
-            .iter()
-            .find(|t| t.name == name)
-            .cloned()
+        self.lsm()?.trees().iter().find(|t| t.name == name).cloned()
     }
 }

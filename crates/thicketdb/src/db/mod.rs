@@ -12,6 +12,7 @@ mod buffer;
 mod call_options;
 pub mod check;
 mod checkpoint;
+pub mod chunked;
 mod compact;
 mod flush;
 mod iter;
@@ -55,13 +56,14 @@ pub use tree::DEFAULT_KEYSPACE_NAME;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs};
 use crate::memtable::Memtable;
-use crate::options::Options;
+use crate::options::{Layout, Options};
 use crate::stats::Counters;
 use crate::version::table_cache::TableCache;
 use crate::version::{Version, VersionSet};
+use chunked::ChunkStore;
 use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
-use tree::Tree;
+use tree::{Tree, DEFAULT_KEYSPACE};
 use write::WriteState;
 
 /// What a read needs, swapped as one unit: the mutable memtable, the
@@ -223,18 +225,73 @@ impl Drop for DbHandle {
     }
 }
 
+/// Closes a chunked store when its last `Db` handle goes.
+struct ChunkedHandle(ChunkStore);
+
+impl Drop for ChunkedHandle {
+    fn drop(&mut self) {
+        // Errors here cannot be reported; `Db::close` reports them.
+        let _ = self.0.close();
+    }
+}
+
+/// Where a data call of `Db` or `Keyspace` goes (`data_api!`): a
+/// keyspace's tree in the LSM engine, or the chunked engine, which has one
+/// namespace (keyspaces are LSM trees).
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Tree(&'a Arc<DbInner>, &'a Arc<Tree>),
+    Chunked(&'a ChunkStore),
+}
+
+impl<'a> Target<'a> {
+    /// The keyspace's tree; `None` for the chunked store.
+    fn tree(self) -> Option<&'a Arc<Tree>> {
+        match self {
+            Target::Tree(_, tree) => Some(tree),
+            Target::Chunked(_) => None,
+        }
+    }
+}
+
+/// The layout seam: the engine behind a `Db`, chosen by `Options::layout`.
+#[derive(Clone)]
+enum Engine {
+    /// Levels of runs (`layout=lsm`, every LSM profile).
+    Lsm(Arc<DbHandle>),
+    /// YoDB's chunks (`layout=chunked`, `db/chunked/`).
+    Chunked(Arc<ChunkedHandle>),
+}
+
 /// A ThicketDB store. Cheap to clone and share across threads.
 #[derive(Clone)]
 pub struct Db {
-    handle: Arc<DbHandle>,
+    engine: Engine,
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db")
-            .field("dir", &self.inner().dir)
-            .finish()
+        f.debug_struct("Db").field("dir", &self.path()).finish()
     }
+}
+
+/// The layout of the store in `dir` as its `OPTIONS` records it, or
+/// `options`' for a new store.
+fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Layout> {
+    let path = crate::version::files::options_path(dir);
+    if !fs.exists(&path) {
+        return Ok(options.layout);
+    }
+    let stored = Options::decode(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    if stored.layout != options.layout {
+        return Err(Error::InvalidArgument(format!(
+            "store in {} was created with layout {}; it cannot be opened as {}",
+            dir.display(),
+            stored.layout,
+            options.layout
+        )));
+    }
+    Ok(stored.layout)
 }
 
 impl Db {
@@ -249,14 +306,24 @@ impl Db {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
+        if layout_of(fs.as_ref(), path.as_ref(), &options)? == Layout::Chunked {
+            let store = ChunkStore::open(path.as_ref(), options, fs)?;
+            return Ok(Db::chunked(store));
+        }
         let inner = Arc::new(open::open(path.as_ref(), options, fs)?);
         let threads = background::spawn(inner.clone())?;
         Ok(Db {
-            handle: Arc::new(DbHandle {
+            engine: Engine::Lsm(Arc::new(DbHandle {
                 inner,
                 background: Mutex::new(threads),
-            }),
+            })),
         })
+    }
+
+    fn chunked(store: ChunkStore) -> Db {
+        Db {
+            engine: Engine::Chunked(Arc::new(ChunkedHandle(store))),
+        }
     }
 
     /// Opens the store in `path` for reading only, without writing a byte
@@ -275,22 +342,47 @@ impl Db {
         options: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
+        if layout_of(fs.as_ref(), path.as_ref(), &options)? == Layout::Chunked {
+            let store = ChunkStore::open_read_only(path.as_ref(), options, fs)?;
+            return Ok(Db::chunked(store));
+        }
         let inner = Arc::new(read_only::open(path.as_ref(), options, fs)?);
         Ok(Db {
-            handle: Arc::new(DbHandle {
+            engine: Engine::Lsm(Arc::new(DbHandle {
                 inner,
                 background: Mutex::new(Vec::new()),
-            }),
+            })),
         })
     }
 
     /// Whether this handle was opened with `open_read_only`.
     pub fn is_read_only(&self) -> bool {
-        self.inner().read_only
+        match &self.engine {
+            Engine::Lsm(h) => h.inner.read_only,
+            Engine::Chunked(c) => c.0.is_read_only(),
+        }
     }
 
+    /// The LSM engine's state; `None` for a chunked store.
+    fn lsm(&self) -> Option<&Arc<DbInner>> {
+        match &self.engine {
+            Engine::Lsm(h) => Some(&h.inner),
+            Engine::Chunked(_) => None,
+        }
+    }
+
+    /// The LSM engine's state, or an error saying the chunked layout has
+    /// no `what`.
+    fn lsm_for(&self, what: &str) -> Result<&Arc<DbInner>> {
+        self.lsm().ok_or_else(|| {
+            Error::InvalidArgument(format!("{what} is not supported by the chunked layout"))
+        })
+    }
+
+    /// The LSM engine's state (tests of LSM behaviour).
+    #[cfg(test)]
     fn inner(&self) -> &Arc<DbInner> {
-        &self.handle.inner
+        self.lsm().expect("an LSM store")
     }
 
     /// For `data_api!`: the store itself.
@@ -298,21 +390,31 @@ impl Db {
         self
     }
 
-    /// For `data_api!`: the data methods of `Db` work on the default keyspace.
-    fn tree(&self) -> &Arc<Tree> {
-        &self.inner().default
+    /// For `data_api!`: the data methods of `Db` work on the default
+    /// keyspace, or on the chunked store (which has only that one).
+    fn target(&self) -> Target<'_> {
+        match &self.engine {
+            Engine::Lsm(h) => Target::Tree(&h.inner, &h.inner.default),
+            Engine::Chunked(c) => Target::Chunked(&c.0),
+        }
     }
 
     data_api!();
 
     /// The store's directory.
     pub fn path(&self) -> &Path {
-        &self.inner().dir
+        match &self.engine {
+            Engine::Lsm(h) => &h.inner.dir,
+            Engine::Chunked(c) => c.0.dir(),
+        }
     }
 
     /// The options this store runs with.
     pub fn options(&self) -> &Options {
-        &self.inner().options
+        match &self.engine {
+            Engine::Lsm(h) => &h.inner.options,
+            Engine::Chunked(c) => c.0.options(),
+        }
     }
 
     /// Applies a batch atomically.
@@ -322,52 +424,81 @@ impl Db {
 
     /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        self.inner().check_writable("write")?;
-        if batch.range_deletions() > 0 && !self.inner().options.comparator.is_bytewise() {
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.write(batch, opts),
+        };
+        inner.check_writable("write")?;
+        if batch.range_deletions() > 0 && !inner.options.comparator.is_bytewise() {
             return Err(Error::InvalidArgument(
                 "range deletes need the built-in byte order; this store has a custom comparator"
                     .into(),
             ));
         }
-        write::write(self.inner(), batch, opts)
+        write::write(inner, batch, opts)
     }
 
     /// A consistent read view at the current point of the write order.
     pub fn snapshot(&self) -> Snapshot {
-        let inner = self.inner();
-        Snapshot::latest(&inner.last_sequence, inner.snapshots.clone())
+        match &self.engine {
+            Engine::Lsm(h) => Snapshot::latest(&h.inner.last_sequence, h.inner.snapshots.clone()),
+            Engine::Chunked(c) => c.0.snapshot(),
+        }
     }
 
     /// Flushes the memtables (of every keyspace: they share the log) and
-    /// waits until every immutable memtable is on disk.
+    /// waits until every immutable memtable is on disk (chunked layout:
+    /// syncs every chunk log).
     pub fn flush(&self) -> Result<()> {
-        self.inner().check_writable("flush")?;
-        write::flush(self.inner())
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.flush(),
+        };
+        inner.check_writable("flush")?;
+        write::flush(inner)
     }
 
     /// Trims LSbM's compaction buffer now instead of at the next
-    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`).
+    /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`, and in the
+    /// chunked layout).
     pub fn trim_compaction_buffer(&self) -> Result<()> {
-        self.inner().check_open()?;
-        buffer::trim(self.inner())
+        match self.lsm() {
+            Some(inner) => {
+                inner.check_open()?;
+                buffer::trim(inner)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Engine statistics.
     pub fn stats(&self) -> Stats {
-        stats::collect(self.inner())
+        match &self.engine {
+            Engine::Lsm(h) => stats::collect(&h.inner),
+            Engine::Chunked(c) => c.0.stats(),
+        }
     }
 
     /// Space amplification: allocated bytes of the store's files over the
     /// key and value bytes of the live keys. Unlike `stats`, this reads
     /// every live key.
     pub fn space_usage(&self) -> Result<SpaceUsage> {
-        space::usage(self.inner())
+        match &self.engine {
+            Engine::Lsm(h) => space::usage(&h.inner),
+            Engine::Chunked(c) => {
+                let it = c.0.iter(ReadOptions::default())?;
+                space::measure(vec![it], c.0.fs(), c.0.dir())
+            }
+        }
     }
 
     /// Stops background work, persists counters and releases the store.
     /// Other clones of this handle get `Error::Closed` afterwards.
     pub fn close(self) -> Result<()> {
-        self.handle.shutdown()
+        match &self.engine {
+            Engine::Lsm(h) => h.shutdown(),
+            Engine::Chunked(c) => c.0.close(),
+        }
     }
 }
 

@@ -18,8 +18,8 @@ use crate::format::KeyOrder;
 /// from the back; an error ends the iteration after it is returned.
 pub struct Range {
     db: Db,
-    /// The keyspace read.
-    tree: Arc<Tree>,
+    /// The keyspace read (`None`: a chunked store's one namespace).
+    tree: Option<Arc<Tree>>,
     /// Bounds and the snapshot both cursors read.
     opts: ReadOptions,
     front: Option<DbIterator>,
@@ -68,7 +68,7 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// `Db::range_opt` and `Keyspace::range_opt` in `tree`.
 pub(super) fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
     db: &Db,
-    tree: &Arc<Tree>,
+    tree: Option<&Arc<Tree>>,
     range: R,
     opts: ReadOptions,
 ) -> Result<Range> {
@@ -92,7 +92,7 @@ pub(super) fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
 /// `Db::prefix_opt` and `Keyspace::prefix_opt` in `tree`.
 pub(super) fn prefix_in(
     db: &Db,
-    tree: &Arc<Tree>,
+    tree: Option<&Arc<Tree>>,
     prefix: &[u8],
     opts: ReadOptions,
 ) -> Result<Range> {
@@ -109,7 +109,7 @@ pub(super) fn prefix_in(
 }
 
 fn require_bytewise(db: &Db, what: &str) -> Result<()> {
-    let order = &db.inner().options.comparator;
+    let order = &db.options().comparator;
     if order.is_bytewise() {
         return Ok(());
     }
@@ -119,16 +119,24 @@ fn require_bytewise(db: &Db, what: &str) -> Result<()> {
     )))
 }
 
-fn ranged(db: &Db, tree: &Arc<Tree>, mut opts: ReadOptions) -> Result<Range> {
+/// A cursor over `tree` of `db`, or over `db` itself when it is chunked.
+fn cursor(db: &Db, tree: Option<&Arc<Tree>>, opts: ReadOptions) -> Result<DbIterator> {
+    match tree {
+        Some(tree) => iter::new(db.lsm_for("keyspaces")?, tree, opts),
+        None => db.iter(opts),
+    }
+}
+
+fn ranged(db: &Db, tree: Option<&Arc<Tree>>, mut opts: ReadOptions) -> Result<Range> {
     if opts.snapshot.is_none() {
         opts.snapshot = Some(db.snapshot());
     }
-    let mut front = iter::new(db.inner(), tree, opts.clone())?;
+    let mut front = cursor(db, tree, opts.clone())?;
     front.seek_to_first();
     Ok(Range {
-        order: db.inner().options.comparator.clone(),
+        order: db.options().comparator.clone(),
         db: db.clone(),
-        tree: tree.clone(),
+        tree: tree.cloned(),
         opts,
         front: Some(front),
         back: None,
@@ -193,7 +201,7 @@ impl DoubleEndedIterator for Range {
         }
         match self.back.as_mut() {
             Some(back) => back.prev(),
-            None => match iter::new(self.db.inner(), &self.tree, self.opts.clone()) {
+            None => match cursor(&self.db, self.tree.as_ref(), self.opts.clone()) {
                 Ok(mut back) => {
                     back.seek_to_last();
                     self.back = Some(back);

@@ -182,6 +182,10 @@ impl FileSystem for ReadOnlyFs {
         Err(refused("creating", path))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(refused("appending to", path))
+    }
+
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(ReadOnlyFile {
             inner: self.inner.open_random(path)?,

@@ -14,7 +14,13 @@ impl Db {
     /// Fails with the background error if a flush or compaction failed, and
     /// with `Error::Closed` once the store is closed.
     pub fn wait_for_compactions(&self) -> Result<()> {
-        wait_until_settled(self.inner())
+        match self.lsm() {
+            Some(inner) => wait_until_settled(inner),
+            // Rebalances run in the writers' calls: nothing is left to wait for.
+            None => self.stats().background_error.map_or(Ok(()), |e| {
+                Err(Error::Background(Box::new(Error::InvalidArgument(e))))
+            }),
+        }
     }
 }
 

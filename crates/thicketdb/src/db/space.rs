@@ -1,11 +1,13 @@
 //! Space amplification: the bytes the store occupies on the device over the
 //! key and value bytes of what a reader can see.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::ReadOptions;
-use super::{iter, DbInner};
+use super::{iter, DbInner, DbIterator};
 use crate::error::Result;
+use crate::io::FileSystem;
 use crate::stats::stat_struct;
 
 stat_struct! {
@@ -26,12 +28,27 @@ stat_struct! {
     }
 }
 
-/// Scans every live key of every keyspace, then adds up the directory's allocated bytes.
-/// Background work running meanwhile may change both a little.
+/// Scans every live key of every keyspace, then adds up the directory's
+/// allocated bytes. Background work running meanwhile may change both a
+/// little.
 pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
+    let cursors = inner
+        .trees()
+        .iter()
+        .map(|tree| iter::new(inner, tree, ReadOptions::default()))
+        .collect::<Result<Vec<_>>>()?;
+    measure(cursors, inner.fs.as_ref(), &inner.dir)
+}
+
+/// What `cursors` (fresh iterators over the whole store, one per
+/// namespace) see over the allocated bytes of `dir` (any layout).
+pub(crate) fn measure(
+    cursors: Vec<DbIterator>,
+    fs: &dyn FileSystem,
+    dir: &Path,
+) -> Result<SpaceUsage> {
     let (mut live_keys, mut logical_bytes) = (0u64, 0u64);
-    for tree in inner.trees().iter() {
-        let mut it = iter::new(inner, tree, ReadOptions::default())?;
+    for mut it in cursors {
         it.seek_to_first();
         while it.valid() {
             live_keys += 1;
@@ -40,7 +57,7 @@ pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
         }
         it.status()?;
     }
-    let disk_bytes = disk_bytes(inner)?;
+    let disk_bytes = disk_bytes(fs, dir)?;
     Ok(SpaceUsage {
         disk_bytes,
         logical_bytes,
@@ -53,14 +70,14 @@ pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
     })
 }
 
-fn disk_bytes(inner: &DbInner) -> Result<u64> {
+fn disk_bytes(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let mut total = 0;
-    for name in inner.fs.list(&inner.dir)? {
-        let path = inner.dir.join(&name);
-        match inner.fs.allocated_size(&path) {
+    for name in fs.list(dir)? {
+        let path = dir.join(&name);
+        match fs.allocated_size(&path) {
             Ok(bytes) => total += bytes,
             // Deleted since the listing (a compaction's dead segment).
-            Err(_) if !inner.fs.exists(&path) => {}
+            Err(_) if !fs.exists(&path) => {}
             Err(e) => return Err(e),
         }
     }

@@ -37,6 +37,17 @@ with_counters!(stat_struct! {
         pub compaction_buffer_bytes: u64,
         /// Tables in the compaction buffer with their data (LSbM).
         pub buffer_tables: usize,
+        /// Chunks of a chunked store (0 for an LSM store).
+        pub chunks: usize,
+        /// Chunks with a munk in memory (chunked layout).
+        pub munks_resident: usize,
+        /// Bytes of the resident munks (chunked layout).
+        pub munk_bytes: u64,
+        /// Bytes of the row cache's entries (chunked layout).
+        pub row_cache_bytes: u64,
+        /// Row cache lookups that found the key over all lookups (chunked
+        /// layout; 0 before the first).
+        pub row_cache_hit_ratio: f64,
         // The cumulative counters of `Counters`, one field each.
         counters,
         /// Log + tables + MANIFEST.

@@ -479,6 +479,21 @@ impl FileSystem for FaultFs {
         }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut disk = self.disk.lock();
+        disk.check_fault(path)?;
+        let inode = disk.inode(path)?;
+        let len = inode.lock().data.len() as u64;
+        Ok(Box::new(FaultWritable {
+            disk: Arc::clone(&self.disk),
+            inode,
+            path: path.to_path_buf(),
+            epoch: disk.epoch,
+            buf: Vec::new(),
+            len,
+        }))
+    }
+
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let inode = self.disk.lock().inode(path)?;
         Ok(Arc::new(FaultRandom {

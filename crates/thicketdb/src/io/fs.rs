@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A file opened for appending. Implementations may buffer; `flush` hands
 /// buffered bytes to the operating system (enough to survive a process
@@ -65,6 +65,14 @@ pub trait FileSystem: Send + Sync + 'static {
         self.create(path)
     }
     /// Opens an existing file for positional reads.
+    /// Opens an existing file to append at its end (a chunk log after a
+    /// reopen). File systems that never hold such files refuse.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(Error::InvalidArgument(format!(
+            "{}: this file system cannot append to an existing file",
+            path.display()
+        )))
+    }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Like `open_random`, bypassing the page cache (`use_direct_reads`).
     /// A file system with no page cache (the in-memory fault file system)

@@ -174,6 +174,20 @@ impl FileSystem for PosixFs {
         }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(e, ctx(path)))?;
+        let len = file.metadata().map_err(|e| Error::io(e, ctx(path)))?.len();
+        Ok(Box::new(PosixWritable {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len,
+        }))
+    }
+
     fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         Ok(Box::new(MappedWritable::create(path)?))
     }

@@ -6,10 +6,12 @@
 //! option is declared once, in the `options!` list below: the struct, its
 //! defaults, `NAMES`, `set` and `get` are generated from it.
 
+mod layout;
 mod policy_kind;
 mod profile;
 mod value;
 
+pub use layout::Layout;
 pub use policy_kind::PolicyKind;
 pub use profile::Profile;
 
@@ -246,6 +248,37 @@ options! {
         /// memtable's log, no value copied) instead of a table, and the log
         /// lives as long as a live log table references it.
         triad_log: bool = false,
+        /// How the store organises its data: `lsm` (levels of runs, every
+        /// option above) or `chunked` (YoDB's range-partitioned chunks,
+        /// the `chunk_*`, `funk_*` and `log_filter_*` options).
+        layout: Layout = Layout::Lsm,
+        /// Chunked: a funk rebalance whose chunk holds more than this many
+        /// bytes of entries splits it (YoDB's chunk size limit).
+        chunk_size: u64 = 10 << 20,
+        /// Chunked: the share of `chunk_size` a split fills each new chunk
+        /// to (YoDB's rebalance factor), leaving room to grow.
+        chunk_fill_factor: f64 = 0.7,
+        /// Chunked: bytes a chunk log may hold before a funk rebalance
+        /// merges it into the chunk's table (YoDB: 2 MiB for munk-less
+        /// chunks).
+        funk_log_limit: u64 = 2 << 20,
+        /// Chunked: Bloom filters a chunk log's keys are split into, each
+        /// over one part of the log, so a get knows whether and where to
+        /// search it (YoDB: 16).
+        log_filter_parts: usize = 16,
+        /// Chunked: a chunk with a munk (its image in memory) merges its
+        /// log into its table only past this many bytes (YoDB: 20 MiB);
+        /// its gets never read the log.
+        funk_log_limit_with_munk: u64 = 20 << 20,
+        /// Chunked: bytes of munks kept in memory, the hottest chunks' by
+        /// an LFU score with exponential decay (0: no munks).
+        munk_cache_bytes: u64 = 256 << 20,
+        /// Chunked: bytes of the row cache of single key-value pairs from
+        /// munk-less chunks (0: no row cache).
+        row_cache_bytes: u64 = 64 << 20,
+        /// Chunked: hash tables in the row cache's queue; the oldest is
+        /// dropped whole when the newest fills (YoDB: 3).
+        row_cache_tables: usize = 3,
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
@@ -366,6 +399,24 @@ impl Options {
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger");
+        }
+        if self.chunk_size < 4096 {
+            return bad("chunk_size must be at least 4096");
+        }
+        if !(0.1..=1.0).contains(&self.chunk_fill_factor) {
+            return bad("chunk_fill_factor must be between 0.1 and 1");
+        }
+        if self.funk_log_limit < 1024 {
+            return bad("funk_log_limit must be at least 1024");
+        }
+        if !(2..=64).contains(&self.row_cache_tables) {
+            return bad("row_cache_tables must be between 2 and 64");
+        }
+        if self.funk_log_limit_with_munk < 1024 {
+            return bad("funk_log_limit_with_munk must be at least 1024");
+        }
+        if !(1..=1024).contains(&self.log_filter_parts) {
+            return bad("log_filter_parts must be between 1 and 1024");
         }
         if !(0.0..=0.9).contains(&self.triad_flush_threshold) {
             return bad("triad_flush_threshold must be between 0 and 0.9");

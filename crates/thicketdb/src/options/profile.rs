@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Options, PolicyKind};
+use super::{Layout, Options, PolicyKind};
 use crate::error::{Error, Result};
 
 /// A named options preset.
@@ -34,6 +34,11 @@ pub enum Profile {
     /// instead of flushing), TRIAD-DISK (deferred L0 compaction) and
     /// TRIAD-LOG (a flush writes a log table indexing the log).
     Triad,
+    /// YoDB: the chunked layout (`layout=chunked`) with the paper's
+    /// settings: 10 MiB chunks filled to 0.7 on a split, 2 MiB chunk logs
+    /// (20 MiB for chunks with a munk), 16 log filter parts, a row cache of
+    /// three tables, and munk and row caches of this engine's sizes.
+    YoDb,
 }
 
 impl Profile {
@@ -45,6 +50,7 @@ impl Profile {
         Profile::Sifr,
         Profile::Lsbm,
         Profile::Triad,
+        Profile::YoDb,
     ];
 
     /// The profile's name, as `--profile` and the `OPTIONS` file spell it.
@@ -56,6 +62,7 @@ impl Profile {
             Profile::Sifr => "sifr",
             Profile::Lsbm => "lsbm",
             Profile::Triad => "triad",
+            Profile::YoDb => "yodb",
         }
     }
 
@@ -133,6 +140,17 @@ impl Profile {
                 // TRIAD's figures (docs/benchmarks.md) are measured with
                 // fixed level targets; dynamic sizing is not.
                 dynamic_level_bytes: false,
+                ..Options::default()
+            },
+            Profile::YoDb => Options {
+                profile: self,
+                layout: Layout::Chunked,
+                chunk_size: 10 << 20,
+                chunk_fill_factor: 0.7,
+                funk_log_limit: 2 << 20,
+                funk_log_limit_with_munk: 20 << 20,
+                log_filter_parts: 16,
+                row_cache_tables: 3,
                 ..Options::default()
             },
         }

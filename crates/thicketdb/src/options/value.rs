@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::PolicyKind;
+use super::{Layout, PolicyKind};
 use crate::error::{Error, Result};
 use crate::format::key_order::{KeyOrder, BYTEWISE_NAME};
 use crate::log::RecoveryMode;
@@ -39,7 +39,8 @@ from_str_values!(
     f64,
     CompressionType,
     RecoveryMode,
-    PolicyKind
+    PolicyKind,
+    Layout
 );
 
 impl OptionValue for bool {

@@ -54,7 +54,7 @@ fn probe_count(bits_per_key: u32) -> u8 {
     (k as u8).clamp(1, MAX_PROBES)
 }
 
-fn probes(hash: u64, k: u8, bits: u64) -> impl Iterator<Item = u64> {
+pub(crate) fn probes(hash: u64, k: u8, bits: u64) -> impl Iterator<Item = u64> {
     let delta = hash.rotate_left(32);
     (0..u64::from(k)).map(move |i| {
         let g = hash.wrapping_add(i.wrapping_mul(delta));

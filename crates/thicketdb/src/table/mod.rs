@@ -34,6 +34,7 @@ pub use block_builder::BlockBuilder;
 pub use block_handle::BlockHandle;
 pub use block_io::{blocks_read_on_this_thread, note_block_read, BLOCK_TRAILER_LEN};
 pub use block_iter::BlockIter;
+pub(crate) use bloom::probes as bloom_probes;
 pub use bloom::{BloomBuilder, BloomFilter};
 pub use builder::{TableBuilder, TableSummary};
 pub use cache::BlockCache;

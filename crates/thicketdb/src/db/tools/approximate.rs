@@ -13,7 +13,7 @@ impl Db {
     /// Approximate bytes of the default keyspace's tables holding keys in
     /// `[start, limit)`.
     pub fn approximate_size(&self, start: &[u8], limit: &[u8]) -> Result<u64> {
-        let inner = self.inner();
+        let inner = self.lsm_for("approximate_size")?;
         let order = &inner.options.comparator;
         if !order.lt(start, limit) {
             return Ok(0);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::db::Db;
+use crate::db::{Db, Engine};
 use crate::error::Printable;
 
 const MIB: f64 = (1 << 20) as f64;
@@ -29,9 +29,15 @@ impl Db {
         }
     }
 
-    /// Bytes held by memtables and the block cache.
+    /// Bytes held by memtables and the block cache (chunked layout: the
+    /// block cache and the chunk logs' filters).
     pub fn approximate_memory_usage(&self) -> u64 {
-        let inner = self.inner();
+        let Some(inner) = self.lsm() else {
+            return match &self.engine {
+                Engine::Chunked(c) => c.0.memory_bytes(),
+                Engine::Lsm(_) => 0,
+            };
+        };
         let memtables: u64 = inner
             .trees()
             .iter()
@@ -73,7 +79,10 @@ impl Db {
     /// Every live table of the default keyspace by level and run:
     /// `id:bytes[smallest .. largest]`.
     fn sstables_text(&self) -> String {
-        let sv = self.inner().default.super_version();
+        let Some(inner) = self.lsm() else {
+            return "chunked layout: funk tables are per chunk (see `thicket stats`)\n".into();
+        };
+        let sv = inner.default.super_version();
         let mut out = String::new();
         for (level, l) in sv.version.levels.iter().enumerate() {
             let _ = writeln!(out, "--- level {level} ---");

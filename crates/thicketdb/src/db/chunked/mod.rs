@@ -1,0 +1,536 @@
+//! YoDB's chunked layout (`layout=chunked`): the store is a list of chunks,
+//! each owning a contiguous key range and a funk on disk (one table plus an
+//! append-only chunk log). There is no global write-ahead log: a put is
+//! written once, to its chunk's log, until a funk rebalance merges the log
+//! into a new table (and splits the chunk when it grew past `chunk_size`).
+//!
+//! It sits inside `db` because it shares `db`'s write batches, snapshot
+//! registry and user-key iterator (`docs/architecture.md`, *Layouts*).
+//!
+//! Concurrency (this part of issue 16): writes are serialised by the
+//! store's write lock, which assigns one global sequence number per entry
+//! and publishes the batch's last one only after every chunk log holds it,
+//! so a reader at sequence `s` sees exactly the writes up to `s` in every
+//! chunk: scans are atomic across chunks. Rebalances run under the same
+//! lock. Readers take no lock: they clone the current `ChunkSet` (chunk
+//! index and list in one `Arc`, swapped whole on a rebalance); a replaced
+//! chunk keeps its files until its last reader drops it.
+
+mod batch_log;
+pub(crate) mod check;
+mod chunk;
+mod files;
+pub mod log_filter;
+pub mod manifest;
+mod munk;
+mod open;
+mod rebalance;
+mod row_cache;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::iter::DbIterator;
+use super::snapshot::{Snapshot, SnapshotRegistry};
+use super::{ReadOptions, Stats, WriteBatch, WriteOptions};
+use crate::db::batch::OpKind;
+use crate::error::{Error, Result};
+use crate::format::internal_key::{InternalKey, ValueKind};
+use crate::io::{FileLock, FileSystem};
+use crate::iterator::{InternalIterator, VecIterator};
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::table::TableContext;
+use batch_log::BatchLog;
+use chunk::{Chunk, Found};
+use munk::MunkCache;
+use row_cache::{Cached, RowCache};
+
+/// The chunk index and the chunk list in one: chunks sorted by start key,
+/// the first starting at the empty key. Replaced whole, never changed.
+pub(super) struct ChunkSet {
+    chunks: Vec<Arc<Chunk>>,
+}
+
+impl ChunkSet {
+    /// The index of the chunk owning `key`: binary search on start keys.
+    fn locate(&self, key: &[u8]) -> usize {
+        self.chunks
+            .partition_point(|c| c.start.as_slice() <= key)
+            .saturating_sub(1)
+    }
+
+    /// The chunks holding keys in `[lower, upper)`.
+    fn overlapping(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> &[Arc<Chunk>] {
+        let first = lower.map_or(0, |l| self.locate(l));
+        let end = upper.map_or(self.chunks.len(), |u| {
+            self.chunks.partition_point(|c| c.start.as_slice() < u)
+        });
+        &self.chunks[first..end.max(first)]
+    }
+}
+
+/// What the write lock guards.
+struct Writer {
+    batch_log: BatchLog,
+    /// The next file number to hand out.
+    next_file_number: u64,
+}
+
+/// A store in the chunked layout.
+pub(crate) struct ChunkStore {
+    dir: PathBuf,
+    options: Options,
+    fs: Arc<dyn FileSystem>,
+    counters: Arc<Counters>,
+    snapshots: Arc<SnapshotRegistry>,
+    /// The last sequence number whose write every chunk log holds.
+    last_sequence: AtomicU64,
+    chunks: RwLock<Arc<ChunkSet>>,
+    /// `None` in a read-only store.
+    writer: Mutex<Option<Writer>>,
+    context: TableContext,
+    munks: MunkCache,
+    row_cache: RowCache,
+    read_only: bool,
+    closed: AtomicBool,
+    /// A failed log append or rebalance: the logs may end in a partial
+    /// record, so writes are refused until reopen.
+    failed: Mutex<Option<Error>>,
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl ChunkStore {
+    /// Opens (or creates) the chunked store in `dir`.
+    pub fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<ChunkStore> {
+        open::open(dir, options, fs, false)
+    }
+
+    /// Opens the store for reading only: nothing is written, no lock taken.
+    pub fn open_read_only(
+        dir: &Path,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<ChunkStore> {
+        // Through the read-only file system: a mistaken write cannot land.
+        open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub fn fs(&self) -> &dyn FileSystem {
+        self.fs.as_ref()
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn chunk_set(&self) -> Arc<ChunkSet> {
+        self.chunks.read().clone()
+    }
+
+    /// Applies `batch` atomically: across chunks through the batch log.
+    pub fn write(&self, mut batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly("write".into()));
+        }
+        if batch.range_deletions() > 0 {
+            return Err(Error::InvalidArgument(
+                "range deletes are not supported by the chunked layout".into(),
+            ));
+        }
+        if !batch.default_keyspace_only() {
+            // A `Keyspace` of another (LSM) store wrote into this batch.
+            return Err(Error::InvalidArgument(
+                "keyspaces are not supported by the chunked layout".into(),
+            ));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut guard = self.writer.lock();
+        if let Some(e) = &*self.failed.lock() {
+            return Err(Error::Background(Box::new(e.clone())));
+        }
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| Error::ReadOnly("write".into()))?;
+        let result = self.write_locked(writer, &mut batch, opts);
+        if let Err(e) = &result {
+            *self.failed.lock() = Some(e.clone());
+        }
+        result
+    }
+
+    /// REQUIRES: the write lock (`writer` is its content).
+    fn write_locked(
+        &self,
+        writer: &mut Writer,
+        batch: &mut WriteBatch,
+        opts: WriteOptions,
+    ) -> Result<()> {
+        let set = self.chunk_set();
+        let groups = group_by_chunk(&set, batch)?;
+        let first = self.last_sequence.load(Ordering::Acquire) + 1;
+        let mut logged = 0;
+        if groups.len() > 1 {
+            // Spanning chunks: the whole batch goes to the batch log first,
+            // so that recovery can complete it in every chunk.
+            let mut whole = WriteBatch::new();
+            for (_, sub) in &groups {
+                whole.append(sub);
+            }
+            logged += writer.batch_log.append(whole.encode(first), opts.sync)?;
+        }
+        let mut sequence = first;
+        for (index, mut sub) in groups.iter().map(|(i, b)| (*i, b.clone())) {
+            let chunk = &set.chunks[index];
+            let count = sub.len() as u64;
+            let keys = sub_keys(&mut sub)?;
+            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            logged += chunk.log.append(sub.encode(sequence), &keys, false)?;
+            // The munk and the row cache take the writes before they are
+            // published: a reader that sees the sequence finds them there.
+            let munk = chunk.munk();
+            let before = munk.as_ref().map_or(0, |m| m.bytes());
+            let decoded = super::batch::DecodedBatch::parse(sub.encode(sequence))
+                .map_err(Error::invariant)?;
+            let mut seq = sequence;
+            decoded
+                .for_each(|op| {
+                    let value = matches!(op.kind, OpKind::Point(ValueKind::Value));
+                    self.row_cache.put(op.key, value.then_some(op.value), seq);
+                    if let Some(m) = &munk {
+                        let kind = if value {
+                            ValueKind::Value
+                        } else {
+                            ValueKind::Deletion
+                        };
+                        m.add(seq, kind, op.key, op.value);
+                    }
+                    seq += 1;
+                })
+                .map_err(Error::invariant)?;
+            if let Some(m) = &munk {
+                self.munks.grew(m.bytes() - before);
+            }
+            sequence += count;
+        }
+        if opts.sync {
+            self.sync_dirty_logs(writer, &set)?;
+        }
+        self.last_sequence.store(sequence - 1, Ordering::Release);
+        let c = &self.counters;
+        Counters::add(&c.user_bytes_written, batch.user_bytes());
+        Counters::add(&c.user_writes, batch.len() as u64);
+        Counters::add(&c.write_groups, 1);
+        Counters::add(&c.log_bytes_written, logged);
+        for (index, _) in groups.iter().rev() {
+            // In reverse, so that a split does not move the chunks still
+            // to be looked at.
+            let set = self.chunk_set();
+            let chunk = &set.chunks[*index];
+            if self.munks.touch(&set, chunk, 1) {
+                self.munks.admit(self, &set, *index)?;
+            }
+            self.munks.rebalance_if_grown(self, chunk);
+            let limit = match chunk.munk() {
+                Some(_) => self.options.funk_log_limit_with_munk,
+                None => self.options.funk_log_limit,
+            };
+            if chunk.log.len() > limit {
+                rebalance::rebalance(self, writer, &set, *index)?;
+            }
+        }
+        self.munks.enforce_budget(self, &self.chunk_set());
+        Ok(())
+    }
+
+    /// Syncs every log holding unsynced appends, the batch log first (a
+    /// cross-chunk batch's parts are never durable before it). One sync
+    /// per log covers all the writes since its last one, in every chunk:
+    /// what a power loss keeps is then always a prefix of the writes.
+    /// REQUIRES: the write lock (`writer` is its content).
+    fn sync_dirty_logs(&self, writer: &mut Writer, set: &ChunkSet) -> Result<()> {
+        let mut syncs = u64::from(writer.batch_log.sync_if_dirty()?);
+        for chunk in &set.chunks {
+            syncs += u64::from(chunk.log.sync_if_dirty()?);
+        }
+        Counters::add(&self.counters.fsyncs_log, syncs);
+        Ok(())
+    }
+
+    /// The newest value of `key` visible to `opts`' snapshot (or now).
+    pub fn get(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        Counters::add(&self.counters.gets, 1);
+        // The chunk set before the sequence: a set a rebalance installed
+        // since keeps every version at or above the sequence read after.
+        let (set, index, munk, sequence) = loop {
+            let set = self.chunk_set();
+            let index = set.locate(key);
+            let chunk = &set.chunks[index];
+            let munk = chunk.munk();
+            let sequence = match &opts.snapshot {
+                Some(s) => s.sequence(),
+                None => self.last_sequence.load(Ordering::Acquire),
+            };
+            // Replaced since it was taken: a put this sequence covers may
+            // be in the replacement only.
+            if !chunk.is_retired() && !munk.as_ref().is_some_and(|m| m.is_sealed()) {
+                break (set, index, munk, sequence);
+            }
+        };
+        let chunk = &set.chunks[index];
+        if self.munks.touch(&set, chunk, 1) {
+            // A get does not wait for writers to build a munk.
+            if let Some(_writer) = self.writer.try_lock().filter(|w| w.is_some()) {
+                if !chunk.is_retired() {
+                    self.munks.admit(self, &set, index)?;
+                }
+            }
+        }
+        if let Some(munk) = munk {
+            Counters::add(&self.counters.chunk_gets_from_munk, 1);
+            let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
+            return Ok(match munk.mem.get(lookup.encoded()) {
+                Some(crate::memtable::Lookup::Value(v)) => Some(v),
+                _ => None,
+            });
+        }
+        if let Cached::Row(value) = self.row_cache.get(key, sequence) {
+            Counters::add(&self.counters.chunk_gets_from_row_cache, 1);
+            return Ok(value);
+        }
+        let value = match chunk.get(key, sequence, &self.counters)? {
+            Found::Value(v) => Some(v),
+            Found::Deleted => None,
+            Found::Absent => return Ok(None),
+        };
+        self.row_cache.insert(key, value.clone(), sequence);
+        Ok(value)
+    }
+
+    /// A consistent view at the latest write.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::latest(&self.last_sequence, self.snapshots.clone())
+    }
+
+    /// An iterator over the chunks `opts`' bounds overlap, at one snapshot.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        self.check_open()?;
+        let snapshot = match &opts.snapshot {
+            Some(s) => s.clone(),
+            None => self.snapshot(),
+        };
+        let set = self.chunk_set();
+        let order = self.options.comparator.clone();
+        let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut chunks = Vec::new();
+        for chunk in set.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref()) {
+            self.munks.touch(&set, chunk, 1);
+            if let Some(munk) = chunk.munk() {
+                // Taken after the snapshot: it holds every version the
+                // snapshot sees (`munk.rs`).
+                sources.push(Box::new(crate::memtable::MemtableIterator::new(
+                    munk.mem.clone(),
+                )));
+                chunks.push(chunk.clone());
+                continue;
+            }
+            if let Some(table) = &chunk.table {
+                sources.push(Box::new(table.iter_with(opts.fill_cache)));
+            }
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = chunk
+                .log
+                .entries(snapshot.sequence())?
+                .into_iter()
+                .map(|e| {
+                    let key = InternalKey::new(&e.key, e.sequence, e.kind).into_vec();
+                    (key, e.value)
+                })
+                .collect();
+            entries.sort_by(|a, b| order.internal(&a.0, &b.0));
+            sources.push(Box::new(VecIterator::new(entries, order.clone())));
+            chunks.push(chunk.clone());
+        }
+        Ok(DbIterator::over_sources(
+            sources,
+            snapshot,
+            opts,
+            order,
+            Box::new(chunks),
+        ))
+    }
+
+    /// Syncs every chunk log.
+    pub fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly("flush".into()));
+        }
+        let _writer = self.writer.lock();
+        for chunk in &self.chunk_set().chunks {
+            chunk.log.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Funk-rebalances every chunk overlapping `[start, end]` whose log
+    /// holds anything: logs merged into tables, versions no snapshot needs
+    /// dropped, chunks past `chunk_size` split.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly("compact_range".into()));
+        }
+        let mut guard = self.writer.lock();
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| Error::ReadOnly("compact".into()))?;
+        let mut at = start.map(<[u8]>::to_vec);
+        loop {
+            let set = self.chunk_set();
+            let index = at.as_deref().map_or(0, |k| set.locate(k));
+            let Some(chunk) = set.chunks.get(index) else {
+                return Ok(());
+            };
+            if end.is_some_and(|e| chunk.start.as_slice() > e) {
+                return Ok(());
+            }
+            let next = set.chunks.get(index + 1).map(|c| c.start.clone());
+            if chunk.log.len() > 0 {
+                rebalance::rebalance(self, writer, &set, index)?;
+            }
+            match next {
+                Some(n) => at = Some(n),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The layout's figures and the shared counters.
+    pub fn stats(&self) -> Stats {
+        let set = self.chunk_set();
+        let tables: Vec<_> = set.chunks.iter().filter_map(|c| c.table.clone()).collect();
+        let (hits, misses) = self.row_cache.hits_and_misses();
+        let mut s = Stats {
+            chunks: set.chunks.len(),
+            munks_resident: set.chunks.iter().filter(|c| c.munk().is_some()).count(),
+            munk_bytes: self.munks.resident_bytes(),
+            row_cache_bytes: self.row_cache.bytes(),
+            row_cache_hit_ratio: match hits + misses {
+                0 => 0.0,
+                n => hits as f64 / n as f64,
+            },
+            tables: tables.len(),
+            live_table_bytes: tables.iter().map(|t| t.length()).sum(),
+            last_sequence: self.last_sequence.load(Ordering::Acquire),
+            background_error: self.failed.lock().as_ref().map(|e| e.to_string()),
+            ..Stats::default()
+        };
+        if let Some(cache) = &self.context.cache {
+            s.block_cache_hits = cache.hits();
+            s.block_cache_misses = cache.misses();
+            s.block_cache_bytes = cache.usage();
+        }
+        s.copy_counters(&self.counters);
+        let table_bytes = s.compaction_bytes_written;
+        s.engine_bytes_written = s.log_bytes_written + table_bytes + s.manifest_bytes_written;
+        s.write_amplification = if s.user_bytes_written == 0 {
+            0.0
+        } else {
+            (table_bytes + s.manifest_bytes_written) as f64 / s.user_bytes_written as f64
+        };
+        s.fsyncs = s.fsyncs_log + s.fsyncs_compaction + s.fsyncs_manifest;
+        s
+    }
+
+    /// Bytes of memory the store holds: the block cache, the chunk logs'
+    /// filters, the munks and the row cache.
+    pub fn memory_bytes(&self) -> u64 {
+        let filters: usize = self
+            .chunk_set()
+            .chunks
+            .iter()
+            .map(|c| c.log.filter_bytes())
+            .sum();
+        self.context.cache.as_ref().map_or(0, |c| c.usage())
+            + filters as u64
+            + self.munks.resident_bytes()
+            + self.row_cache.bytes()
+    }
+
+    /// Stops writes and releases the lock; later calls get `Closed`.
+    pub fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        // Hold the write lock: no write is half-way through.
+        let writer = self.writer.lock();
+        // Persists the counters (a failed store keeps its last list).
+        let persisted = match (&*writer, self.failed.lock().is_some()) {
+            (Some(w), false) => self.write_chunk_list(w),
+            _ => Ok(()),
+        };
+        self.lock.lock().take();
+        persisted
+    }
+}
+
+/// The batch's updates grouped by the chunk owning their keys, in chunk
+/// order; each group keeps the batch's order (so two updates of one key
+/// keep theirs).
+fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, WriteBatch)>> {
+    let mut groups: std::collections::BTreeMap<usize, WriteBatch> = Default::default();
+    let encoded = batch.encode(0);
+    let decoded = super::batch::DecodedBatch::parse(encoded).map_err(Error::invariant)?;
+    let mut failed = None;
+    decoded
+        .for_each(|op| {
+            let sub = groups.entry(set.locate(op.key)).or_default();
+            let result = match op.kind {
+                OpKind::Point(ValueKind::Value) => sub.put(op.key, op.value),
+                _ => sub.delete(op.key),
+            };
+            if let Err(e) = result {
+                failed.get_or_insert(e);
+            }
+        })
+        .map_err(Error::invariant)?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(groups.into_iter().collect()),
+    }
+}
+
+/// The keys a batch updates, in order.
+fn sub_keys(batch: &mut WriteBatch) -> Result<Vec<Vec<u8>>> {
+    let decoded = super::batch::DecodedBatch::parse(batch.encode(0)).map_err(Error::invariant)?;
+    let mut keys = Vec::with_capacity(decoded.count as usize);
+    decoded
+        .for_each(|op| keys.push(op.key.to_vec()))
+        .map_err(Error::invariant)?;
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,226 @@
+//! Munks: a chunk's image in memory (every version of its funk plus the
+//! puts since), serving all its gets and scans; volatile, built from the
+//! funk on demand. A munk is the engine's concurrent skiplist (lock-free
+//! reads, one writer: the store's write lock) rather than the paper's
+//! array list with a sorted prefix (`docs/profiles.md` says why).
+//!
+//! The munk cache keeps the hottest chunks' munks within
+//! `munk_cache_bytes`: each access adds to its chunk's heat, and every
+//! `DECAY_PERIOD` accesses all heats are halved (the paper's LFU with
+//! exponential decay). A munk-less chunk whose heat reaches a power of two
+//! (from `ADMIT_HEAT`) asks for a munk: it gets one if the budget has room,
+//! or if the coldest munk's chunk is less than half as hot, which loses
+//! its munk.
+//!
+//! A munk replaced (munk rebalance) or dropped (eviction) is sealed first:
+//! a reader that took it before reading its sequence number checks the
+//! seal afterwards and starts over, so it never misses a put the
+//! replacement took (`ChunkStore::get`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::chunk::Chunk;
+use super::{ChunkSet, ChunkStore};
+use crate::error::Result;
+use crate::format::internal_key::{ParsedKey, ValueKind};
+use crate::iterator::InternalIterator;
+use crate::memtable::{Memtable, MemtableIterator};
+use crate::stats::Counters;
+
+/// Accesses between two halvings of every chunk's heat.
+const DECAY_PERIOD: u64 = 1 << 14;
+/// The heat from which a chunk may get a munk.
+pub(super) const ADMIT_HEAT: u64 = 4;
+/// A munk is rebuilt once it grew to this many times its size when built.
+const REBALANCE_GROWTH: u64 = 2;
+/// Munks smaller than this are not rebuilt.
+const REBALANCE_MIN_BYTES: u64 = 64 << 10;
+
+/// A chunk's image in memory.
+pub(super) struct Munk {
+    pub mem: Arc<Memtable>,
+    /// Set when the munk was replaced or dropped.
+    sealed: AtomicBool,
+    /// Its size when built.
+    built_bytes: u64,
+}
+
+impl Munk {
+    /// A munk of `entries` (internal key, value), in any order.
+    pub fn build(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Munk {
+        let mem = Memtable::new(0, crate::format::KeyOrder::Bytewise);
+        for (key, value) in entries {
+            if let Some(p) = ParsedKey::parse(&key) {
+                mem.add(p.sequence, p.kind, p.user_key, &value);
+            }
+        }
+        let built_bytes = mem.approximate_size();
+        Munk {
+            mem: Arc::new(mem),
+            sealed: AtomicBool::new(false),
+            built_bytes,
+        }
+    }
+
+    pub fn is_sealed(&self) -> bool {
+        self.sealed.load(Ordering::Acquire)
+    }
+
+    fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.mem.approximate_size()
+    }
+
+    /// Adds a put or delete at `sequence`.
+    pub fn add(&self, sequence: u64, kind: ValueKind, key: &[u8], value: &[u8]) {
+        self.mem.add(sequence, kind, key, value);
+    }
+
+    /// Every entry, sorted.
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut it = MemtableIterator::new(self.mem.clone());
+        it.seek_to_first();
+        let mut out = Vec::with_capacity(self.mem.len());
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+}
+
+/// The munk cache's accounting.
+pub(super) struct MunkCache {
+    budget: u64,
+    resident: AtomicU64,
+    accesses: AtomicU64,
+}
+
+impl MunkCache {
+    pub fn new(budget: u64) -> MunkCache {
+        MunkCache {
+            budget,
+            resident: AtomicU64::new(0),
+            accesses: AtomicU64::new(0),
+        }
+    }
+
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident.load(Ordering::Relaxed)
+    }
+
+    /// Counts an access of `chunk`; returns whether the chunk should be
+    /// offered a munk.
+    pub fn touch(&self, set: &ChunkSet, chunk: &Chunk, weight: u64) -> bool {
+        if self.budget == 0 {
+            return false;
+        }
+        let heat = chunk.heat.fetch_add(weight, Ordering::Relaxed) + weight;
+        if self.accesses.fetch_add(1, Ordering::Relaxed) % DECAY_PERIOD == DECAY_PERIOD - 1 {
+            for c in &set.chunks {
+                let _ = c
+                    .heat
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h / 2));
+            }
+        }
+        heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+    }
+
+    /// Gives `set.chunks[index]` a munk if the budget allows, evicting a
+    /// colder munk if need be.
+    /// REQUIRES: the store's write lock.
+    pub fn admit(&self, store: &ChunkStore, set: &ChunkSet, index: usize) -> Result<()> {
+        let chunk = &set.chunks[index];
+        if chunk.munk().is_some() {
+            return Ok(());
+        }
+        let estimate = chunk.table.as_ref().map_or(0, |t| t.length()) + chunk.log.len();
+        let heat = chunk.heat.load(Ordering::Relaxed);
+        while self.resident_bytes() + estimate > self.budget {
+            match coldest_munk(set) {
+                Some(victim) if victim.heat.load(Ordering::Relaxed) * 2 < heat => {
+                    self.evict(victim);
+                    Counters::add(&store.counters.chunk_munk_evictions, 1);
+                }
+                _ => return Ok(()),
+            }
+        }
+        let munk = Munk::build(chunk.all_entries()?);
+        self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
+        chunk.set_munk(Some(Arc::new(munk)));
+        Counters::add(&store.counters.chunk_munk_loads, 1);
+        Ok(())
+    }
+
+    /// Drops the coldest munks while the resident ones exceed the budget
+    /// (puts and splits grow munks after their admission).
+    /// REQUIRES: the store's write lock.
+    pub fn enforce_budget(&self, store: &ChunkStore, set: &ChunkSet) {
+        while self.resident_bytes() > self.budget {
+            match coldest_munk(set) {
+                Some(victim) => {
+                    self.evict(victim);
+                    Counters::add(&store.counters.chunk_munk_evictions, 1);
+                }
+                None => return,
+            }
+        }
+    }
+
+    fn evict(&self, chunk: &Chunk) {
+        if let Some(old) = chunk.set_munk(None) {
+            old.seal();
+            self.resident.fetch_sub(old.bytes(), Ordering::Relaxed);
+        }
+    }
+
+    /// Installs `munk` for a chunk that had none (a split child).
+    pub fn install(&self, chunk: &Chunk, munk: Munk) {
+        self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
+        chunk.set_munk(Some(Arc::new(munk)));
+    }
+
+    /// Drops the munk of a chunk being retired.
+    pub fn release(&self, chunk: &Chunk) {
+        self.evict(chunk);
+    }
+
+    /// Accounts for bytes a put added to a munk.
+    pub fn grew(&self, bytes: u64) {
+        self.resident.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Rebuilds the munk of `chunk` without the versions no snapshot
+    /// needs once it doubled since it was built (munk rebalance).
+    /// REQUIRES: the store's write lock.
+    pub fn rebalance_if_grown(&self, store: &ChunkStore, chunk: &Chunk) {
+        let Some(munk) = chunk.munk() else {
+            return;
+        };
+        let bytes = munk.bytes();
+        if bytes < REBALANCE_MIN_BYTES || bytes < munk.built_bytes * REBALANCE_GROWTH {
+            return;
+        }
+        let oldest = store.snapshots.oldest(&store.last_sequence);
+        let kept = super::rebalance::drop_unneeded(munk.entries(), oldest);
+        let fresh = Munk::build(kept);
+        self.resident.fetch_add(fresh.bytes(), Ordering::Relaxed);
+        if let Some(old) = chunk.set_munk(Some(Arc::new(fresh))) {
+            old.seal();
+            self.resident.fetch_sub(old.bytes(), Ordering::Relaxed);
+        }
+        Counters::add(&store.counters.chunk_munk_rebalances, 1);
+    }
+}
+
+/// The chunk with a munk whose heat is lowest.
+fn coldest_munk(set: &ChunkSet) -> Option<&Arc<Chunk>> {
+    set.chunks
+        .iter()
+        .filter(|c| c.munk().is_some())
+        .min_by_key(|c| c.heat.load(Ordering::Relaxed))
+}

@@ -1,0 +1,339 @@
+//! Opening a chunked store: the chunk list from `CHUNKS`, each funk's
+//! table opened and each chunk log read once (its records listed in its
+//! filters, its last sequence number found; no entry is kept in memory),
+//! unfinished cross-chunk batches completed from the batch log, torn log
+//! tails rewritten, and files no chunk names deleted.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::batch_log::{self, BatchLog};
+use super::chunk::{open_table, Chunk, ChunkLog};
+use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
+use super::log_filter::LogFilters;
+use super::manifest::{ChunkList, ChunkRecord};
+use super::munk::MunkCache;
+use super::row_cache::RowCache;
+use super::{ChunkSet, ChunkStore, Writer};
+use crate::db::open::check_stored_identity;
+use crate::db::snapshot::SnapshotRegistry;
+use crate::db::WriteBatch;
+use crate::error::{Error, Result};
+use crate::io::FileSystem;
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::table::{BlockCache, TableContext};
+use crate::version::files::{lock_path, options_path, temp_path};
+
+pub(super) fn open(
+    dir: &Path,
+    options: Options,
+    fs: Arc<dyn FileSystem>,
+    read_only: bool,
+) -> Result<ChunkStore> {
+    options.validate()?;
+    if !options.comparator.is_bytewise() {
+        return Err(Error::InvalidArgument(
+            "the chunked layout needs the built-in byte order".into(),
+        ));
+    }
+    let list_path = chunk_list_path(dir);
+    let lock = if read_only {
+        None
+    } else {
+        fs.create_dir_all(dir)?;
+        Some(fs.lock(&lock_path(dir))?)
+    };
+    let exists = fs.exists(&options_path(dir));
+    if exists {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "a store already exists in {}",
+                dir.display()
+            )));
+        }
+        check_stored_identity(fs.as_ref(), dir, &options)?;
+    } else if read_only || !options.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "no store in {} and create_if_missing is false",
+            dir.display()
+        )));
+    } else {
+        create(fs.as_ref(), dir, &options)?;
+    }
+    let list = ChunkList::decode(&list_path, &fs.read_to_vec(&list_path)?)?;
+    let counters = Arc::new(Counters::default());
+    counters.restore(&list.counters);
+    let cache = match &options.block_cache {
+        Some(shared) => shared.for_new_store()?,
+        None => BlockCache::new(options.block_cache_size).for_new_store()?,
+    };
+    let context = TableContext {
+        cache: Some(Arc::new(cache)),
+        order: options.comparator.clone(),
+        filter_policy: options.filter_policy.clone(),
+        value_log: None,
+    };
+    let mut last_sequence = list.last_sequence;
+    let mut chunks = Vec::with_capacity(list.chunks.len());
+    let mut log_ends = Vec::with_capacity(list.chunks.len());
+    let mut torn = Vec::new();
+    for (i, record) in list.chunks.iter().enumerate() {
+        let table = match record.table_number {
+            0 => None,
+            n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
+        };
+        let (log, log_last, is_torn) = ChunkLog::open(
+            fs.as_ref(),
+            dir,
+            record.log_number,
+            filters(&options),
+            options.wal_recovery_mode,
+        )?;
+        if is_torn {
+            torn.push(i);
+        }
+        last_sequence = last_sequence.max(log_last);
+        log_ends.push(log_last.max(list.last_sequence));
+        chunks.push(Arc::new(Chunk::new(
+            record.start.clone(),
+            table,
+            log,
+            fs.clone(),
+            dir.to_path_buf(),
+        )));
+    }
+    let batches = batch_log::read(
+        fs.as_ref(),
+        dir,
+        list.batch_log_number,
+        options.wal_recovery_mode,
+    )?;
+    if let Some((first, ops)) = batches.last() {
+        last_sequence = last_sequence.max(first + ops.len() as u64 - 1);
+    }
+    let munks = MunkCache::new(options.munk_cache_bytes);
+    let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
+    let store = ChunkStore {
+        dir: dir.to_path_buf(),
+        options,
+        fs: fs.clone(),
+        counters,
+        snapshots: Arc::new(SnapshotRegistry::default()),
+        last_sequence: AtomicU64::new(last_sequence),
+        chunks: RwLock::new(Arc::new(ChunkSet { chunks })),
+        writer: Mutex::new(None),
+        context,
+        munks,
+        row_cache,
+        read_only,
+        closed: AtomicBool::new(false),
+        failed: Mutex::new(None),
+        lock: Mutex::new(lock),
+    };
+    let missing = missing_parts(&store, &batches, &log_ends, list.batch_log_number)?;
+    if read_only {
+        // Nothing is completed: the unfinished batch (the last write: a
+        // crash cut it short) is hidden below its first sequence number.
+        if let Some(part) = missing.first() {
+            store
+                .last_sequence
+                .store(part.batch_first - 1, std::sync::atomic::Ordering::Release);
+        }
+        return Ok(store);
+    }
+    let mut next_file_number = list.next_file_number;
+    rewrite_torn_logs(&store, &torn, &mut next_file_number)?;
+    for chunk in store.chunk_set().chunks.iter() {
+        chunk.log.reopen_for_append(fs.as_ref())?;
+    }
+    complete_batches(&store, missing)?;
+    // The old batch log's batches are now whole in the chunk logs.
+    let batch_log = BatchLog::create(fs.as_ref(), dir, next_file_number)?;
+    next_file_number += 1;
+    *store.writer.lock() = Some(Writer {
+        batch_log,
+        next_file_number,
+    });
+    store.write_chunk_list(store.writer.lock().as_ref().expect("just set"))?;
+    sweep(&store)?;
+    Ok(store)
+}
+
+/// Filters sized for the store's chunk logs.
+pub(super) fn filters(options: &Options) -> LogFilters {
+    LogFilters::new(options.funk_log_limit, options.log_filter_parts)
+}
+
+/// A new store: `OPTIONS`, one empty chunk and a chunk list naming it.
+fn create(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
+    let tmp = temp_path(dir, 0);
+    fs.write_durably(&tmp, options.encode().as_bytes())?;
+    fs.rename(&tmp, &options_path(dir))?;
+    ChunkLog::create(fs, dir, 1, filters(options))?;
+    BatchLog::create(fs, dir, 2)?;
+    let list = ChunkList {
+        last_sequence: 0,
+        next_file_number: 3,
+        batch_log_number: 2,
+        chunks: vec![ChunkRecord {
+            start: Vec::new(),
+            table_number: 0,
+            log_number: 1,
+        }],
+        counters: Vec::new(),
+    };
+    write_list(fs, dir, &list)
+}
+
+/// Writes `list` as the store's `CHUNKS`, durably and atomically.
+pub(super) fn write_list(fs: &dyn FileSystem, dir: &Path, list: &ChunkList) -> Result<()> {
+    let tmp = chunk_list_temp_path(dir);
+    fs.write_durably(&tmp, &list.encode())?;
+    fs.rename(&tmp, &chunk_list_path(dir))?;
+    fs.sync_dir(dir)
+}
+
+/// Copies each torn log's complete records to a new log, so that appends
+/// do not follow the damage.
+fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Result<()> {
+    if torn.is_empty() {
+        return Ok(());
+    }
+    let set = store.chunk_set();
+    let mut chunks = set.chunks.clone();
+    for &i in torn {
+        let old = &set.chunks[i];
+        let log = ChunkLog::create(
+            store.fs.as_ref(),
+            &store.dir,
+            *next,
+            filters(&store.options),
+        )?;
+        *next += 1;
+        for record in old.log.records()? {
+            let batch = crate::db::batch::DecodedBatch::parse(&record).map_err(Error::invariant)?;
+            let mut keys = Vec::new();
+            batch
+                .for_each(|op| keys.push(op.key))
+                .map_err(Error::invariant)?;
+            log.append(&record, &keys, false)?;
+        }
+        log.sync()?;
+        let table = old.table.clone().map(|t| (old.table_number, t));
+        chunks[i] = Arc::new(Chunk::new(
+            old.start.clone(),
+            table,
+            log,
+            store.fs.clone(),
+            store.dir.clone(),
+        ));
+    }
+    store.fs.sync_dir(&store.dir)?;
+    *store.chunks.write() = Arc::new(ChunkSet { chunks });
+    // The chunk list naming the new logs is written by the caller; the
+    // old logs are swept once it is.
+    Ok(())
+}
+
+/// The part of a logged batch a chunk log lacks.
+struct MissingPart {
+    /// The batch's first sequence number.
+    batch_first: u64,
+    chunk: usize,
+    /// The part's first sequence number.
+    first: u64,
+    part: WriteBatch,
+}
+
+/// The parts of logged batches each chunk's log ends before
+/// (`log_ends[i]`: the last sequence number chunk `i` holds).
+fn missing_parts(
+    store: &ChunkStore,
+    batches: &[batch_log::LoggedBatch],
+    log_ends: &[u64],
+    batch_log_number: u64,
+) -> Result<Vec<MissingPart>> {
+    let set = store.chunk_set();
+    let mut missing = Vec::new();
+    for (first, ops) in batches {
+        let mut parts: std::collections::BTreeMap<usize, (u64, WriteBatch)> = Default::default();
+        for (i, (key, value)) in ops.iter().enumerate() {
+            let sequence = first + i as u64;
+            let chunk = set.locate(key);
+            if sequence <= log_ends[chunk] {
+                continue;
+            }
+            let (start, part) = parts.entry(chunk).or_insert((sequence, WriteBatch::new()));
+            // A batch's part for one chunk is consecutive in it: the
+            // writer groups updates by chunk before numbering them.
+            if *start + part.len() as u64 != sequence {
+                return Err(Error::corruption(
+                    super::files::batch_log_path(&store.dir, batch_log_number),
+                    0,
+                    format!("batch at sequence {first} does not group its updates by chunk"),
+                ));
+            }
+            match value {
+                Some(v) => part.put(key, v)?,
+                None => part.delete(key)?,
+            }
+        }
+        missing.extend(parts.into_iter().map(|(chunk, (start, part))| MissingPart {
+            batch_first: *first,
+            chunk,
+            first: start,
+            part,
+        }));
+    }
+    Ok(missing)
+}
+
+/// Appends the missing parts to their chunk logs and syncs those.
+fn complete_batches(store: &ChunkStore, missing: Vec<MissingPart>) -> Result<()> {
+    let set = store.chunk_set();
+    let mut touched = Vec::new();
+    for MissingPart {
+        chunk,
+        first,
+        mut part,
+        ..
+    } in missing
+    {
+        let keys: Vec<Vec<u8>> = super::sub_keys(&mut part)?;
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        set.chunks[chunk]
+            .log
+            .append(part.encode(first), &keys, false)?;
+        touched.push(chunk);
+    }
+    for chunk in touched {
+        set.chunks[chunk].log.sync()?;
+    }
+    Ok(())
+}
+
+/// Deletes funk tables, chunk logs and batch logs the chunk list does not
+/// name (left by a crash mid-rebalance, or replaced at this open).
+fn sweep(store: &ChunkStore) -> Result<()> {
+    let set = store.chunk_set();
+    let mut live: Vec<u64> = set
+        .chunks
+        .iter()
+        .flat_map(|c| [c.table_number, c.log.number])
+        .collect();
+    if let Some(w) = store.writer.lock().as_ref() {
+        live.push(w.batch_log.number);
+    }
+    for name in store.fs.list(&store.dir)? {
+        if let Some(number) = parse_numbered(&name) {
+            if !live.contains(&number) {
+                store.fs.remove(&store.dir.join(&name))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! The chunked layout through the `Db` API: splits and rebalances under
+//! tiny limits, snapshots across them, recovery, cross-chunk batches.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::db::{Db, ReadOptions, WriteBatch, WriteOptions};
+use crate::io::fault::{FaultFs, FaultKind};
+use crate::io::FileSystem;
+use crate::options::{Layout, Options};
+
+/// Options that split and rebalance constantly.
+pub(crate) fn tiny() -> Options {
+    Options {
+        layout: Layout::Chunked,
+        chunk_size: 8 << 10,
+        funk_log_limit: 2 << 10,
+        log_filter_parts: 4,
+        block_size: 512,
+        funk_log_limit_with_munk: 4 << 10,
+        munk_cache_bytes: 24 << 10,
+        row_cache_bytes: 4 << 10,
+        ..Options::default()
+    }
+}
+
+/// `tiny` without munks or row cache: every get reads the funks.
+pub(crate) fn tiny_uncached() -> Options {
+    let mut o = tiny();
+    o.munk_cache_bytes = 0;
+    o.row_cache_bytes = 0;
+    o
+}
+
+/// Both, with a name for failure messages.
+fn configs() -> [(&'static str, Options); 2] {
+    [("cached", tiny()), ("uncached", tiny_uncached())]
+}
+
+fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(opts).unwrap();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:06}", i * 7919 % 1000).into_bytes()
+}
+
+#[test]
+fn puts_gets_and_scans_across_splits_match_a_model() {
+    for (name, options) in configs() {
+        puts_gets_and_scans_match_a_model(name, options);
+    }
+}
+
+fn puts_gets_and_scans_match_a_model(name: &str, options: Options) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3000u64 {
+        let k = key(i);
+        if i % 7 == 3 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+    let stats = db.stats();
+    assert!(stats.chunks > 4, "{name}: {} chunks", stats.chunks);
+    assert!(stats.chunk_splits > 0 && stats.chunk_funk_rebalances > stats.chunk_splits);
+    for round in 0..3 {
+        for i in 0..1000u64 {
+            let k = format!("key{i:06}").into_bytes();
+            assert_eq!(
+                db.get(&k).unwrap(),
+                model.get(&k).cloned(),
+                "{name} {round}: {k:?}"
+            );
+        }
+    }
+    // A few hot keys, read again and again.
+    for _ in 0..5 {
+        for i in 0..20u64 {
+            let k = format!("key{i:06}").into_bytes();
+            assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{name}: {k:?}");
+        }
+    }
+    let stats = db.stats();
+    if name == "cached" {
+        assert!(
+            stats.chunk_munk_loads > 0 && stats.chunk_munk_evictions > 0,
+            "{stats:?}"
+        );
+        assert!(
+            stats.chunk_gets_from_munk > 0 && stats.chunk_gets_from_row_cache > 0,
+            "{stats:?}"
+        );
+    } else {
+        assert_eq!(
+            stats.chunk_gets_from_munk + stats.chunk_gets_from_row_cache,
+            0
+        );
+    }
+    let want: Vec<_> = model.into_iter().collect();
+    assert_eq!(scan(&db, ReadOptions::default()), want);
+    // Backwards too.
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(back, want);
+}
+
+#[test]
+fn a_snapshot_survives_rebalances_and_splits() {
+    for (_, options) in configs() {
+        a_snapshot_survives(options);
+    }
+}
+
+fn a_snapshot_survives(options: Options) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    for i in 0..500u64 {
+        db.put(key(i), b"old").unwrap();
+    }
+    let snapshot = db.snapshot();
+    let before = scan(&db, ReadOptions::default());
+    let rebalances = db.stats().chunk_funk_rebalances;
+    for i in 0..2000u64 {
+        db.put(key(i), format!("new{i}")).unwrap();
+    }
+    assert!(db.stats().chunk_funk_rebalances > rebalances + 5);
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(scan(&db, opts.clone()), before);
+    assert_eq!(db.get_opt(key(3), &opts).unwrap(), Some(b"old".to_vec()));
+}
+
+#[test]
+fn reopen_finds_every_write_without_replaying_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), tiny()).unwrap();
+        for i in 0..1500u64 {
+            let v = format!("v{i}").into_bytes();
+            db.put(key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    let want: Vec<_> = model.clone().into_iter().collect();
+    assert_eq!(scan(&db, ReadOptions::default()), want);
+    // Writes continue after the reopen with higher sequence numbers.
+    db.put(key(1), b"after").unwrap();
+    assert_eq!(db.get(key(1)).unwrap(), Some(b"after".to_vec()));
+    drop(db);
+    let ro = Db::open_read_only(dir.path(), tiny()).unwrap();
+    assert_eq!(ro.get(key(1)).unwrap(), Some(b"after".to_vec()));
+    assert!(ro.put(b"x", b"y").is_err());
+}
+
+#[test]
+fn opening_with_the_other_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    let err = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(err.to_string().contains("layout chunked"), "{err}");
+    let lsm = tempfile::tempdir().unwrap();
+    Db::open(lsm.path(), Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let err = Db::open(lsm.path(), tiny()).unwrap_err();
+    assert!(err.to_string().contains("layout lsm"), "{err}");
+}
+
+/// Keyspaces are LSM trees: a chunked store has the default one only, and
+/// refuses a batch a keyspace of another store wrote into.
+#[test]
+fn keyspaces_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    let err = db.create_keyspace("k", Options::default()).unwrap_err();
+    assert!(err.to_string().contains("chunked layout"), "{err}");
+    assert!(db.keyspace("k").is_err());
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    // The default keyspace's handle is the store's one namespace.
+    let default = db.keyspace("default").unwrap();
+    default.put(b"via handle", b"1").unwrap();
+    assert_eq!(db.get(b"via handle").unwrap(), Some(b"1".to_vec()));
+    let lsm_dir = tempfile::tempdir().unwrap();
+    let lsm = Db::open(lsm_dir.path(), Options::default()).unwrap();
+    let other = lsm.create_keyspace("other", Options::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put_in(&other, b"k", b"v").unwrap();
+    let err = db.write(batch).unwrap_err();
+    assert!(err.to_string().contains("keyspaces"), "{err}");
+    assert_eq!(db.get(b"k").unwrap(), None);
+}
+
+#[test]
+fn range_deletes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), tiny()).unwrap();
+    assert!(db.delete_range(b"a", b"b").is_err());
+}
+
+/// A batch spanning chunks is, after a power loss or a process crash that
+/// cut its writes short at any byte, in every chunk or in none;
+/// acknowledged, in all. A process crash keeps the chunk-log parts written
+/// before it (partial batches on disk), which the open completes and a
+/// read-only open hides.
+#[test]
+fn a_cross_chunk_batch_is_atomic_across_power_loss() {
+    let sync = WriteOptions { sync: true };
+    let mut batch = WriteBatch::new();
+    // Every 50th key: the batch spans every chunk.
+    for i in (0..1000u64).step_by(50) {
+        batch.put(format!("key{i:06}"), b"batch").unwrap();
+    }
+    let mut outcomes = Vec::new();
+    let cuts = (0..1400).step_by(70).flat_map(|b| [(b, true), (b, false)]);
+    for (budget, power_loss) in cuts {
+        let fs = FaultFs::new();
+        let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
+        let dir = std::path::Path::new("/store");
+        let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
+        for i in 0..1000u64 {
+            db.put_opt(format!("key{i:06}"), b"base", sync).unwrap();
+        }
+        assert!(db.stats().chunks > 3);
+        fs.fail_after_bytes(budget, FaultKind::Io);
+        let acknowledged = db.write_opt(batch.clone(), sync).is_ok();
+        if power_loss {
+            fs.drop_unsynced();
+        } else {
+            fs.crash_process();
+        }
+        fs.clear_faults();
+        drop(db);
+        // A read-only open completes nothing: it hides an unfinished batch.
+        let ro = Db::open_read_only_with_fs(dir, tiny(), dynfs.clone()).unwrap();
+        let seen = (0..1000u64)
+            .step_by(50)
+            .filter(|i| ro.get(format!("key{i:06}")).unwrap().unwrap() == b"batch")
+            .count();
+        assert!(
+            seen == 0 || seen == 20,
+            "budget {budget}: read-only sees {seen} of 20"
+        );
+        drop(ro);
+        let db = Db::open_with_fs(dir, tiny(), dynfs).unwrap();
+        let applied = (0..1000u64)
+            .step_by(50)
+            .filter(|i| db.get(format!("key{i:06}")).unwrap().unwrap() == b"batch")
+            .count();
+        assert!(
+            applied == 0 || applied == 20,
+            "budget {budget}: {applied} of 20 applied"
+        );
+        assert!(
+            !acknowledged || applied == 20,
+            "budget {budget}: acknowledged, lost"
+        );
+        outcomes.push((acknowledged, applied));
+    }
+    // The cuts fell before the batch log held the batch, after it (the
+    // chunk logs completed at open) and after the acknowledgement.
+    assert!(outcomes.contains(&(false, 0)), "{outcomes:?}");
+    assert!(outcomes.contains(&(false, 20)), "{outcomes:?}");
+    assert!(outcomes.contains(&(true, 20)), "{outcomes:?}");
+}
+
+#[test]
+fn posix_store_is_swept_of_files_a_crash_left() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    let stray = dir.path().join("000999.ftab");
+    std::fs::write(&stray, b"left by a crash mid-rebalance").unwrap();
+    Db::open(dir.path(), tiny()).unwrap().close().unwrap();
+    assert!(!stray.exists());
+}
