@@ -321,6 +321,25 @@ struct FaultWritable {
 }
 
 impl FaultWritable {
+    /// A writer appending to `inode` (of `len` bytes) at `path`, in the
+    /// process epoch of `disk`.
+    fn new(
+        disk: &Arc<Mutex<Disk>>,
+        epoch: u64,
+        inode: Inode,
+        path: &Path,
+        len: u64,
+    ) -> FaultWritable {
+        FaultWritable {
+            disk: Arc::clone(disk),
+            inode,
+            path: path.to_path_buf(),
+            epoch,
+            buf: Vec::new(),
+            len,
+        }
+    }
+
     /// Refuses writes from a crashed process, then applies injected faults.
     fn begin(&self, disk: &mut Disk) -> Result<()> {
         if disk.epoch != self.epoch {
@@ -469,14 +488,9 @@ impl FileSystem for FaultFs {
         // directory is not synced before a power loss.
         let inode = Inode::default();
         disk.files.insert(path.to_path_buf(), Arc::clone(&inode));
-        Ok(Box::new(FaultWritable {
-            disk: Arc::clone(&self.disk),
-            inode,
-            path: path.to_path_buf(),
-            epoch: disk.epoch,
-            buf: Vec::new(),
-            len: 0,
-        }))
+        Ok(Box::new(FaultWritable::new(
+            &self.disk, disk.epoch, inode, path, 0,
+        )))
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -484,14 +498,9 @@ impl FileSystem for FaultFs {
         disk.check_fault(path)?;
         let inode = disk.inode(path)?;
         let len = inode.lock().data.len() as u64;
-        Ok(Box::new(FaultWritable {
-            disk: Arc::clone(&self.disk),
-            inode,
-            path: path.to_path_buf(),
-            epoch: disk.epoch,
-            buf: Vec::new(),
-            len,
-        }))
+        Ok(Box::new(FaultWritable::new(
+            &self.disk, disk.epoch, inode, path, len,
+        )))
     }
 
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
