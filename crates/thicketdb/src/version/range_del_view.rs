@@ -30,9 +30,18 @@ struct RunRangeDels {
     current: Option<(usize, Arc<Table>)>,
 }
 
+/// A table's fragments and the floor of the run holding it: the run
+/// answers only for keys above the floor.
+type FragmentsAbove<'a> = (&'a Fragments, Option<&'a [u8]>);
+
 impl RunRangeDels {
-    /// The fragments of the table that holds `key`, if any.
-    fn fragments_at(&mut self, key: &[u8], cache: &TableCache) -> Result<Option<&Fragments>> {
+    /// The fragments of the table that holds `key`, if any, with the
+    /// run's floor (see `above`).
+    fn fragments_at(
+        &mut self,
+        key: &[u8],
+        cache: &TableCache,
+    ) -> Result<Option<FragmentsAbove<'_>>> {
         if self.above.as_deref().is_some_and(|floor| key <= floor) {
             return Ok(None);
         }
@@ -46,7 +55,11 @@ impl RunRangeDels {
                 None => return Ok(None),
             }
         }
-        Ok(self.current.as_ref().map(|(_, t)| &**t.range_deletions()))
+        let floor = self.above.as_deref();
+        Ok(self
+            .current
+            .as_ref()
+            .map(|(_, t)| (&**t.range_deletions(), floor)))
     }
 }
 
@@ -168,9 +181,8 @@ impl RangeDelView {
         }
         for run in &mut self.runs {
             let (source, skippable) = (run.source, run.skippable);
-            let floor = run.above.clone();
-            if let Some(fragments) = run.fragments_at(key, &self.cache)? {
-                note(source, skippable, floor.as_deref(), fragments);
+            if let Some((fragments, floor)) = run.fragments_at(key, &self.cache)? {
+                note(source, skippable, floor, fragments);
             }
         }
         Ok(cover)
