@@ -16,7 +16,9 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
 
-fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Every pair a forward scan with `opts` returns (also the chunked
+/// layout's tests).
+pub(super) fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db.iter(opts).unwrap();
     it.seek_to_first();
     let mut out = Vec::new();

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::db::tests::scan;
 use crate::db::{Db, ReadOptions, WriteBatch, WriteOptions};
 use crate::io::fault::{FaultFs, FaultKind};
 use crate::io::FileSystem;
@@ -35,18 +36,6 @@ pub(crate) fn tiny_uncached() -> Options {
 /// Both, with a name for failure messages.
 fn configs() -> [(&'static str, Options); 2] {
     [("cached", tiny()), ("uncached", tiny_uncached())]
-}
-
-fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(opts).unwrap();
-    it.seek_to_first();
-    let mut out = Vec::new();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    out
 }
 
 fn key(i: u64) -> Vec<u8> {
