@@ -9,7 +9,7 @@ use super::numbers::int_arg;
 use super::{expiry_unsupported, syntax_error, CmdResult, Ctx};
 use crate::glob::{glob_match, literal_prefix};
 use crate::resp::Reply;
-use crate::store::{engine_error, Txn};
+use crate::store::{engine_error, Database, Store, Txn};
 
 /// Deletions per engine batch in FLUSHDB.
 const FLUSH_BATCH: usize = 1024;
@@ -62,10 +62,12 @@ pub fn expire(_txn: &mut Txn, _args: &[Vec<u8>]) -> CmdResult {
     Err(expiry_unsupported())
 }
 
-/// Visits the keys from `start` on that begin with `prefix`, in order,
-/// until `visit` returns false. Returns the key it stopped before, if any.
+/// Visits the keys of `database` from `start` on that begin with `prefix`,
+/// in order, until `visit` returns false. Returns the key it stopped
+/// before, if any.
 fn walk_keys(
-    ctx: &Ctx,
+    store: &Store,
+    database: &Database,
     start: &[u8],
     prefix: &[u8],
     mut visit: impl FnMut(&[u8]) -> bool,
@@ -75,7 +77,9 @@ fn walk_keys(
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let mut iter = ctx.shared.store.db().iter(opts).map_err(engine_error)?;
+    let Some(mut iter) = store.iter(database, opts)? else {
+        return Ok(None);
+    };
     iter.seek(start.max(prefix));
     let mut stopped_at = None;
     while iter.valid() && iter.key().starts_with(prefix) {
@@ -126,7 +130,8 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let prefix = pattern.map(literal_prefix).unwrap_or_default();
     let mut examined = 0;
     let mut keys = Vec::new();
-    let next = walk_keys(ctx, &start, prefix, |key| {
+    let database = &ctx.session.database;
+    let next = walk_keys(&ctx.shared.store, database, &start, prefix, |key| {
         if examined == count {
             return false;
         }
@@ -150,7 +155,8 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let pattern = &args[1];
     let limit = ctx.shared.limits.max_reply_keys;
     let mut keys = Vec::new();
-    let stopped = walk_keys(ctx, b"", literal_prefix(pattern), |key| {
+    let (store, database) = (&ctx.shared.store, &ctx.session.database);
+    let stopped = walk_keys(store, database, b"", literal_prefix(pattern), |key| {
         if glob_match(pattern, key) {
             if keys.len() == limit {
                 return false;
@@ -167,27 +173,67 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Array(keys))
 }
 
-/// Counts the keys: a walk over the whole key space (see docs/server.md).
-pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+/// Counts the keys of `database`: a walk over its keys (see
+/// docs/server.md).
+pub fn count_keys(store: &Store, database: &Database) -> Result<i64, Reply> {
     let mut count = 0;
-    walk_keys(ctx, b"", b"", |_| {
+    walk_keys(store, database, b"", b"", |_| {
         count += 1;
         true
     })?;
-    Ok(Reply::Int(count))
+    Ok(count)
 }
 
-pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    count_keys(&ctx.shared.store, &ctx.session.database).map(Reply::Int)
+}
+
+/// FLUSHDB and FLUSHALL take `ASYNC` or `SYNC` (both synchronous here).
+fn check_flush_mode(args: &[Vec<u8>]) -> Result<(), Reply> {
     match args.get(1).map(|a| a.to_ascii_uppercase()) {
-        None => {}
-        Some(mode) if args.len() == 2 && (mode == b"ASYNC" || mode == b"SYNC") => {}
-        Some(_) => return Err(syntax_error()),
+        None => Ok(()),
+        Some(mode) if args.len() == 2 && (mode == b"ASYNC" || mode == b"SYNC") => Ok(()),
+        Some(_) => Err(syntax_error()),
     }
-    let db = ctx.shared.store.db();
+}
+
+/// FLUSHDB: deletes every key of the selected database.
+pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    check_flush_mode(args)?;
+    clear(&ctx.shared.store, &ctx.session.database)?;
+    ctx.session.wrote = true;
+    ctx.shared.durability.note_write();
+    Ok(Reply::OK)
+}
+
+/// FLUSHALL: deletes every key of every database, numbered and named (every
+/// keyspace of the store).
+pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    check_flush_mode(args)?;
+    let store = &ctx.shared.store;
+    for name in store.db().list_keyspaces() {
+        let database = Database::Named(name);
+        match clear(store, &database) {
+            // Dropped meanwhile: nothing left to clear.
+            Err(_) if store.keyspace(&database).is_err() => {}
+            cleared => cleared?,
+        }
+    }
+    ctx.session.wrote = true;
+    ctx.shared.durability.note_write();
+    Ok(Reply::OK)
+}
+
+/// Deletes the keys of `database` in batches of `FLUSH_BATCH`.
+fn clear(store: &Store, database: &Database) -> Result<(), Reply> {
+    let Some(keyspace) = store.keyspace(database)? else {
+        return Ok(());
+    };
+    let db = store.db();
     let mut batch = WriteBatch::new();
     let mut failed = None;
-    walk_keys(ctx, b"", b"", |key| {
-        if let Err(e) = batch.delete(key) {
+    walk_keys(store, database, b"", b"", |key| {
+        if let Err(e) = batch.delete_in(&keyspace, key) {
             failed = Some(e);
             return false;
         }
@@ -202,8 +248,5 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some(e) = failed {
         return Err(engine_error(e));
     }
-    db.write(batch).map_err(engine_error)?;
-    ctx.session.wrote = true;
-    ctx.shared.durability.note_write();
-    Ok(Reply::OK)
+    db.write(batch).map_err(engine_error)
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::resp::{Args, Reply};
 use crate::session::Session;
 use crate::shared::Shared;
-use crate::store::Txn;
+use crate::store::{KeyLocks, Store, Txn};
 
 /// A command's reply; `Err` replies are errors, so handlers can use `?`.
 pub type CmdResult = Result<Reply, Reply>;
@@ -46,6 +46,8 @@ pub struct CommandSpec {
     /// Control commands that may be queued in MULTI (data commands always
     /// may).
     pub in_multi: bool,
+    /// A write whose keys are a range, not a list: it takes every key lock.
+    pub locks_all: bool,
 }
 
 impl CommandSpec {
@@ -70,6 +72,14 @@ impl CommandSpec {
             argc == self.arity
         } else {
             argc >= -self.arity
+        }
+    }
+
+    /// Locks the keys of `args` (every key for a range write).
+    pub fn lock<'s>(&self, store: &'s Store, args: &[Vec<u8>]) -> KeyLocks<'s> {
+        match self.locks_all {
+            true => store.lock_all(),
+            false => store.lock(self.keys(args)),
         }
     }
 
@@ -108,6 +118,15 @@ const fn data(
         step: keys.2,
         handler,
         in_multi: true,
+        locks_all: false,
+    }
+}
+
+/// A write over a key range (`[first key, last key)`), under every lock.
+const fn range_write(name: &'static str, arity: i32, handler: DataFn) -> CommandSpec {
+    CommandSpec {
+        locks_all: true,
+        ..data(name, arity, (1, 2, 1), Handler::Write(handler))
     }
 }
 
@@ -127,6 +146,7 @@ const fn control(
         step: 0,
         handler: Handler::Control(handler),
         in_multi,
+        locks_all: false,
     }
 }
 
@@ -173,7 +193,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("keys", 2, READ, keys::keys, false),
     control("dbsize", 1, READ, keys::dbsize, false),
     control("flushdb", -1, WRITE, keys::flushdb, false),
-    control("flushall", -1, WRITE, keys::flushdb, false),
+    control("flushall", -1, WRITE, keys::flushall, false),
     control("ping", -1, CONNECTION, server::ping, true),
     control("echo", 2, CONNECTION, server::echo, true),
     control("hello", -1, CONNECTION, server::hello, false),
@@ -190,6 +210,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("discard", 1, CONNECTION, multi::discard, false),
     control("thicket.range", -3, READ, thicket::range, false),
     control("thicket.stats", 1, READ, thicket::stats, false),
+    range_write("thicket.delrange", 3, thicket::delrange),
+    control("thicket.keyspace", -2, ADMIN, thicket::keyspace, false),
+    control("thicket.select", 2, CONNECTION, thicket::select, true),
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -278,12 +301,13 @@ pub fn execute(ctx: &mut Ctx, args: Args) -> Reply {
 /// Runs a command outside a transaction.
 fn run(ctx: &mut Ctx, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
     let store = &ctx.shared.store;
+    let database = &ctx.session.database;
     let result = match spec.handler {
         Handler::Control(f) => f(ctx, args),
-        Handler::Read(f) => f(&mut Txn::new(store), args),
+        Handler::Read(f) => f(&mut Txn::new(store, database), args),
         Handler::Write(f) => {
-            let _locks = store.lock(spec.keys(args));
-            let mut txn = Txn::new(store);
+            let _locks = spec.lock(store, args);
+            let mut txn = Txn::new(store, database);
             let result = f(&mut txn, args);
             match txn.commit() {
                 Ok(wrote) => {
