@@ -101,7 +101,11 @@ impl Store {
     }
 
     /// An iterator over `database`'s keys; `None` when it does not exist.
-    pub fn iter(&self, database: &Database, opts: ReadOptions) -> Result<Option<DbIterator>, Reply> {
+    pub fn iter(
+        &self,
+        database: &Database,
+        opts: ReadOptions,
+    ) -> Result<Option<DbIterator>, Reply> {
         match self.keyspace(database)? {
             Some(keyspace) => keyspace.iter(opts).map(Some).map_err(engine_error),
             None => Ok(None),
@@ -168,16 +172,16 @@ impl Overlay {
         if let Some(written) = self.points.get(&(database.clone(), key.to_vec())) {
             return Some(written.clone());
         }
-        let covered = self
-            .ranges
-            .iter()
-            .any(|(d, start, end)| d == database && start.as_slice() <= key && key < end.as_slice());
+        let covered = self.ranges.iter().any(|(d, start, end)| {
+            d == database && start.as_slice() <= key && key < end.as_slice()
+        });
         covered.then_some(None)
     }
 
     fn delete_range(&mut self, database: &Database, start: &[u8], end: &[u8]) {
-        self.points
-            .retain(|(d, key), _| !(d == database && start <= key.as_slice() && key.as_slice() < end));
+        self.points.retain(|(d, key), _| {
+            !(d == database && start <= key.as_slice() && key.as_slice() < end)
+        });
         self.ranges
             .push((database.clone(), start.to_vec(), end.to_vec()));
     }
@@ -235,7 +239,11 @@ impl<'s> Txn<'s> {
     }
 
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
-        if let Some(written) = self.overlay.as_ref().and_then(|o| o.get(&self.database, key)) {
+        if let Some(written) = self
+            .overlay
+            .as_ref()
+            .and_then(|o| o.get(&self.database, key))
+        {
             return Ok(written);
         }
         let Some(keyspace) = self.read_keyspace()? else {
@@ -268,7 +276,9 @@ impl<'s> Txn<'s> {
             .delete_in(&keyspace, key)
             .map_err(|e| Reply::error(format!("ERR {e}")))?;
         if let Some(overlay) = &mut self.overlay {
-            overlay.points.insert((self.database.clone(), key.to_vec()), None);
+            overlay
+                .points
+                .insert((self.database.clone(), key.to_vec()), None);
         }
         Ok(())
     }

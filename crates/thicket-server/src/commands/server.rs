@@ -237,11 +237,16 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// The numbered databases that exist: 0, and each `i` in `1..databases`
 /// whose keyspace `db<i>` has been created.
 fn numbered_databases(shared: &Shared) -> Vec<u32> {
-    let created = shared.store.db().list_keyspaces().into_iter().filter_map(|name| {
-        let index: u32 = name.strip_prefix("db")?.parse().ok()?;
-        (index > 0 && index < shared.databases && index_keyspace_name(index) == name)
-            .then_some(index)
-    });
+    let created = shared
+        .store
+        .db()
+        .list_keyspaces()
+        .into_iter()
+        .filter_map(|name| {
+            let index: u32 = name.strip_prefix("db")?.parse().ok()?;
+            (index > 0 && index < shared.databases && index_keyspace_name(index) == name)
+                .then_some(index)
+        });
     let mut indexes: Vec<u32> = std::iter::once(0).chain(created).collect();
     indexes.sort_unstable();
     indexes

@@ -101,7 +101,11 @@ pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let mut options = db.options().clone();
             let mut rest = args[3..].iter();
             while let Some(word) = rest.next() {
-                let mut value = || rest.next().map(|v| String::from_utf8_lossy(v)).ok_or_else(syntax_error);
+                let mut value = || {
+                    rest.next()
+                        .map(|v| String::from_utf8_lossy(v))
+                        .ok_or_else(syntax_error)
+                };
                 match word.to_ascii_uppercase().as_slice() {
                     b"PROFILE" => {
                         let profile: Profile = value()?.parse().map_err(engine_error)?;
