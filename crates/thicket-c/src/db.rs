@@ -182,29 +182,37 @@ pub unsafe extern "C" fn leveldb_get(
 ) -> *mut c_char {
     // SAFETY: pointers and lengths follow the C header's contract.
     unsafe {
-        if !vallen.is_null() {
-            *vallen = 0;
-        }
-        guard(errptr, std::ptr::null_mut(), || {
+        read_value(vallen, errptr, || {
             let db = db.as_ref().ok_or("Invalid argument: NULL store")?;
-            let value = db
-                .db
+            db.db
                 .get_opt(bytes(key, keylen), &read_options(options))
-                .map_err(|e| status(&e))?;
-            value_out(value, vallen)
+                .map_err(|e| status(&e))
         })
     }
 }
 
-/// A read value for C: NULL when absent, else a `malloc`ed copy with its
-/// length in `*vallen`.
+/// A value `read` returns, for C: NULL when absent or on error (reported
+/// through `errptr`), else a `malloc`ed copy with its length in `*vallen`
+/// (0 otherwise).
 ///
 /// # Safety
-/// `vallen` is NULL or writable.
-pub(crate) unsafe fn value_out(
-    value: Option<Vec<u8>>,
+/// `vallen` is NULL or writable; `errptr` follows LevelDB's convention.
+pub(crate) unsafe fn read_value(
     vallen: *mut size_t,
-) -> Result<*mut c_char, String> {
+    errptr: *mut *mut c_char,
+    read: impl FnOnce() -> Result<Option<Vec<u8>>, String>,
+) -> *mut c_char {
+    if !vallen.is_null() {
+        // SAFETY: writable by the caller's contract.
+        unsafe { *vallen = 0 };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { guard(errptr, std::ptr::null_mut(), || value_out(read()?, vallen)) }
+}
+
+/// # Safety
+/// `vallen` is NULL or writable.
+unsafe fn value_out(value: Option<Vec<u8>>, vallen: *mut size_t) -> Result<*mut c_char, String> {
     let Some(value) = value else {
         return Ok(std::ptr::null_mut());
     };

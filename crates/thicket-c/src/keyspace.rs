@@ -6,7 +6,7 @@
 use libc::{c_char, size_t};
 use thicketdb::{Db, Keyspace};
 
-use crate::db::{leveldb_t, path, read_options, value_out, write_args};
+use crate::db::{leveldb_t, path, read_options, read_value, write_args};
 use crate::ffi::{bytes, c_str, guard, guard_quiet, malloc_string, optional_bytes, status};
 use crate::iter::{iterator_over, leveldb_iterator_t};
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
@@ -278,15 +278,11 @@ pub unsafe extern "C" fn leveldb_get_in(
 ) -> *mut c_char {
     // SAFETY: pointers and lengths follow the C header's contract.
     unsafe {
-        if !vallen.is_null() {
-            *vallen = 0;
-        }
-        guard(errptr, std::ptr::null_mut(), || {
+        read_value(vallen, errptr, || {
             store(db)?;
-            let value = keyspace(handle)?
+            keyspace(handle)?
                 .get_opt(bytes(key, keylen), &read_options(options))
-                .map_err(|e| status(&e))?;
-            value_out(value, vallen)
+                .map_err(|e| status(&e))
         })
     }
 }

@@ -52,11 +52,9 @@ static void start_phase(const char* name) {
   phase = name;
 }
 
-static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
-                      const char* key, const char* expected) {
-  char* err = NULL;
-  size_t len = 12345;
-  char* value = leveldb_get(db, ro, key, strlen(key), &len, &err);
+/* Checks a value a get returned (NULL: absent) and frees it. */
+static void check_value(char* value, size_t len, char* err,
+                        const char* expected) {
   CHECK_NO_ERROR(err);
   if (expected == NULL) {
     CHECK(value == NULL);
@@ -69,22 +67,21 @@ static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
   leveldb_free(value);
 }
 
+static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
+                      const char* key, const char* expected) {
+  char* err = NULL;
+  size_t len = 12345;
+  char* value = leveldb_get(db, ro, key, strlen(key), &len, &err);
+  check_value(value, len, err, expected);
+}
+
 static void check_get_in(leveldb_t* db, const leveldb_readoptions_t* ro,
                          leveldb_keyspace_t* ks, const char* key,
                          const char* expected) {
   char* err = NULL;
   size_t len = 12345;
   char* value = leveldb_get_in(db, ro, ks, key, strlen(key), &len, &err);
-  CHECK_NO_ERROR(err);
-  if (expected == NULL) {
-    CHECK(value == NULL);
-    CHECK(len == 0);
-  } else {
-    CHECK(value != NULL);
-    CHECK(len == strlen(expected));
-    CHECK(memcmp(value, expected, len) == 0);
-  }
-  leveldb_free(value);
+  check_value(value, len, err, expected);
 }
 
 /* Checks that the store in `dir` lists exactly `expected` (count names). */

@@ -243,7 +243,14 @@ fn replies_match_redis_server_through_redis_cli_and_the_redis_crate() {
 /// `redis-cli -n N CMD...` and its output.
 fn redis_cli_in(addr: SocketAddr, database: &str, args: &[&str]) -> String {
     let out = Command::new(tool("redis-cli"))
-        .args(["-h", "127.0.0.1", "-p", &addr.port().to_string(), "-n", database])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &addr.port().to_string(),
+            "-n",
+            database,
+        ])
         .args(args)
         .output()
         .unwrap();
