@@ -117,6 +117,7 @@ pub fn start(db: Db, config: ServerConfig) -> Result<RunningServer, ServerError>
         .map(|l| l.local_addr())
         .transpose()
         .map_err(io_error("reading the bound metrics address"))?;
+    let store = Store::new(db.clone())?;
     let durability = Durability::start(db.clone(), config.fsync)
         .map_err(io_error("starting the sync thread"))?;
     let (shutdown, _) = watch::channel(false);
@@ -124,7 +125,7 @@ pub fn start(db: Db, config: ServerConfig) -> Result<RunningServer, ServerError>
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_secs() << 20);
     let shared = Arc::new(Shared {
-        store: Store::new(db.clone()),
+        store,
         durability,
         metrics: Metrics::new(commands::names()),
         cursors: ScanCursors::new(cursor_seed),

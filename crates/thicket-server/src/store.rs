@@ -49,6 +49,8 @@ const STRIPES: usize = 4096;
 
 pub struct Store {
     db: Db,
+    /// Database 0's keyspace, kept: most commands work in it.
+    default: Keyspace,
     stripes: Box<[Mutex<()>]>,
     hasher: RandomState,
     /// Held while a numbered database's keyspace is created, so that two
@@ -62,13 +64,14 @@ pub struct KeyLocks<'a> {
 }
 
 impl Store {
-    pub fn new(db: Db) -> Store {
-        Store {
+    pub fn new(db: Db) -> thicketdb::Result<Store> {
+        Ok(Store {
+            default: db.keyspace(thicketdb::DEFAULT_KEYSPACE_NAME)?,
             db,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             hasher: RandomState::new(),
             creating: Mutex::new(()),
-        }
+        })
     }
 
     pub fn db(&self) -> &Db {
@@ -78,6 +81,9 @@ impl Store {
     /// The keyspace of `database`; `None` for a numbered database nobody
     /// has written yet (it reads as empty).
     pub fn keyspace(&self, database: &Database) -> Result<Option<Keyspace>, Reply> {
+        if *database == Database::Index(0) {
+            return Ok(Some(self.default.clone()));
+        }
         match self.db.keyspace(&database.keyspace_name()) {
             Ok(keyspace) => Ok(Some(keyspace)),
             Err(Error::KeyspaceNotFound(_)) if database.created_on_write() => Ok(None),
