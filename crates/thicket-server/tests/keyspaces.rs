@@ -106,13 +106,57 @@ fn flushdb_clears_one_database_and_flushall_every_keyspace() {
     assert_eq!(int(&mut c, &["DBSIZE"]), 2);
     ok(&mut c, &["SELECT", "0"]);
     assert_eq!(get(&mut c, "a").as_deref(), Some("0"));
+    // More keys than one batch of a key-by-key flush.
+    let many: Vec<String> = (0..3000).map(|i| format!("k{i:05}")).collect();
+    let mut mset = vec!["MSET"];
+    for key in &many {
+        mset.extend([key.as_str(), "v"]);
+    }
+    ok(&mut c, &mset);
+    let groups = write_groups(&mut c);
     ok(&mut c, &["FLUSHALL"]);
+    assert_eq!(
+        write_groups(&mut c),
+        groups + 1,
+        "one atomic write for every database"
+    );
     for db in ["0", "5"] {
         ok(&mut c, &["SELECT", db]);
         assert_eq!(int(&mut c, &["DBSIZE"]), 0, "database {db}");
     }
     ok(&mut c, &["THICKET.SELECT", "named"]);
     assert_eq!(get(&mut c, "n"), None);
+    ok(&mut c, &["SET", "n", "again"]);
+    assert_eq!(get(&mut c, "n").as_deref(), Some("again"));
+}
+
+#[test]
+fn flushdb_without_range_deletions_deletes_key_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = thicketdb::Profile::YoDb.options();
+    let config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    let server = TestServer::with_options(dir, options, config);
+    let mut c = server.client();
+    for i in 0..2500 {
+        ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    ok(&mut c, &["FLUSHDB"]);
+    assert_eq!(int(&mut c, &["DBSIZE"]), 0);
+    ok(&mut c, &["SET", "k", "v"]);
+    ok(&mut c, &["FLUSHALL"]);
+    assert_eq!(int(&mut c, &["DBSIZE"]), 0);
+    assert!(
+        err_text(cmd(&["THICKET.DELRANGE", "a", "b"]).query::<Value>(&mut c))
+            .starts_with("ERR thicket:")
+    );
+}
+
+/// The engine's `write_groups` counter (THICKET.STATS): nothing else writes
+/// in these tests, so each write command adds one.
+fn write_groups(c: &mut redis::Connection) -> u64 {
+    let stats: Vec<String> = cmd(&["THICKET.STATS"]).query(c).unwrap();
+    let i = stats.iter().position(|s| s == "write_groups").unwrap();
+    stats[i + 1].parse().unwrap()
 }
 
 #[test]
@@ -142,14 +186,8 @@ fn multi_across_select_is_one_batch() {
     assert_eq!(get(&mut c, "x").as_deref(), Some("7"), "EXEC left it in 7");
     let mut zero = server.client();
     assert_eq!(get(&mut zero, "x").as_deref(), Some("0"));
-    // One engine write (one write group: nothing else writes) for both
-    // databases.
-    let stats: Vec<String> = cmd(&["THICKET.STATS"]).query(&mut zero).unwrap();
-    let field = |name: &str| {
-        let i = stats.iter().position(|s| s == name).unwrap();
-        stats[i + 1].parse::<u64>().unwrap()
-    };
-    let groups_before = field("write_groups");
+    // One engine write (one write group) for both databases.
+    let groups = write_groups(&mut zero);
     let _: Value = redis::pipe()
         .cmd("MULTI")
         .cmd("SET")
@@ -163,9 +201,7 @@ fn multi_across_select_is_one_batch() {
         .cmd("EXEC")
         .query(&mut zero)
         .unwrap();
-    let stats: Vec<String> = cmd(&["THICKET.STATS"]).query(&mut c).unwrap();
-    let i = stats.iter().position(|s| s == "write_groups").unwrap();
-    assert_eq!(stats[i + 1].parse::<u64>().unwrap(), groups_before + 1);
+    assert_eq!(write_groups(&mut c), groups + 1);
 }
 
 #[test]

@@ -1,18 +1,15 @@
 //! Commands on the key space: deletion, existence, types, and the ordered
-//! walks (SCAN, KEYS, DBSIZE, FLUSHDB). Every value is a string.
+//! walks (SCAN, KEYS, DBSIZE). Every value is a string.
 
 use std::collections::HashSet;
 
-use thicketdb::{ReadOptions, WriteBatch};
+use thicketdb::{Keyspace, ReadOptions};
 
 use super::numbers::int_arg;
 use super::{expiry_unsupported, syntax_error, CmdResult, Ctx};
 use crate::glob::{glob_match, literal_prefix};
 use crate::resp::Reply;
 use crate::store::{engine_error, Database, Store, Txn};
-
-/// Deletions per engine batch in FLUSHDB.
-const FLUSH_BATCH: usize = 1024;
 
 pub fn del(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let mut seen = HashSet::new();
@@ -70,6 +67,19 @@ fn walk_keys(
     database: &Database,
     start: &[u8],
     prefix: &[u8],
+    visit: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<Vec<u8>>, Reply> {
+    match store.keyspace(database)? {
+        Some(keyspace) => walk_keyspace(&keyspace, start, prefix, visit),
+        None => Ok(None),
+    }
+}
+
+/// `walk_keys` in `keyspace`.
+pub fn walk_keyspace(
+    keyspace: &Keyspace,
+    start: &[u8],
+    prefix: &[u8],
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<Option<Vec<u8>>, Reply> {
     let opts = ReadOptions {
@@ -77,9 +87,7 @@ fn walk_keys(
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let Some(mut iter) = store.iter(database, opts)? else {
-        return Ok(None);
-    };
+    let mut iter = keyspace.iter(opts).map_err(engine_error)?;
     iter.seek(start.max(prefix));
     let mut stopped_at = None;
     while iter.valid() && iter.key().starts_with(prefix) {
@@ -186,67 +194,4 @@ pub fn count_keys(store: &Store, database: &Database) -> Result<i64, Reply> {
 
 pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     count_keys(&ctx.shared.store, &ctx.session.database).map(Reply::Int)
-}
-
-/// FLUSHDB and FLUSHALL take `ASYNC` or `SYNC` (both synchronous here).
-fn check_flush_mode(args: &[Vec<u8>]) -> Result<(), Reply> {
-    match args.get(1).map(|a| a.to_ascii_uppercase()) {
-        None => Ok(()),
-        Some(mode) if args.len() == 2 && (mode == b"ASYNC" || mode == b"SYNC") => Ok(()),
-        Some(_) => Err(syntax_error()),
-    }
-}
-
-/// FLUSHDB: deletes every key of the selected database.
-pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    check_flush_mode(args)?;
-    clear(&ctx.shared.store, &ctx.session.database)?;
-    ctx.session.wrote = true;
-    ctx.shared.durability.note_write();
-    Ok(Reply::OK)
-}
-
-/// FLUSHALL: deletes every key of every database, numbered and named (every
-/// keyspace of the store).
-pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    check_flush_mode(args)?;
-    let store = &ctx.shared.store;
-    for name in store.db().list_keyspaces() {
-        let database = Database::Named(name);
-        match clear(store, &database) {
-            // Dropped meanwhile: nothing left to clear.
-            Err(_) if store.keyspace(&database).is_err() => {}
-            cleared => cleared?,
-        }
-    }
-    ctx.session.wrote = true;
-    ctx.shared.durability.note_write();
-    Ok(Reply::OK)
-}
-
-/// Deletes the keys of `database` in batches of `FLUSH_BATCH`.
-fn clear(store: &Store, database: &Database) -> Result<(), Reply> {
-    let Some(keyspace) = store.keyspace(database)? else {
-        return Ok(());
-    };
-    let db = store.db();
-    let mut batch = WriteBatch::new();
-    let mut failed = None;
-    walk_keys(store, database, b"", b"", |key| {
-        if let Err(e) = batch.delete_in(&keyspace, key) {
-            failed = Some(e);
-            return false;
-        }
-        if batch.len() >= FLUSH_BATCH {
-            if let Err(e) = db.write(std::mem::take(&mut batch)) {
-                failed = Some(e);
-                return false;
-            }
-        }
-        true
-    })?;
-    if let Some(e) = failed {
-        return Err(engine_error(e));
-    }
-    db.write(batch).map_err(engine_error)
 }

@@ -1,6 +1,7 @@
 //! The command table and dispatch: arity checks, MULTI queueing, key locks
 //! for writes, metrics.
 
+mod flush;
 mod keys;
 mod multi;
 mod numbers;
@@ -192,8 +193,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("scan", -2, READ, keys::scan, false),
     control("keys", 2, READ, keys::keys, false),
     control("dbsize", 1, READ, keys::dbsize, false),
-    control("flushdb", -1, WRITE, keys::flushdb, false),
-    control("flushall", -1, WRITE, keys::flushall, false),
+    control("flushdb", -1, WRITE, flush::flushdb, false),
+    control("flushall", -1, WRITE, flush::flushall, false),
     control("ping", -1, CONNECTION, server::ping, true),
     control("echo", 2, CONNECTION, server::echo, true),
     control("hello", -1, CONNECTION, server::hello, false),

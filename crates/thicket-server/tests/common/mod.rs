@@ -33,7 +33,12 @@ impl TestServer {
 
     /// A server over the store in `dir` (new or stopped before).
     pub fn in_dir(dir: TempDir, config: ServerConfig) -> TestServer {
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        TestServer::with_options(dir, Options::default(), config)
+    }
+
+    /// A server over the store in `dir` opened with `options`.
+    pub fn with_options(dir: TempDir, options: Options, config: ServerConfig) -> TestServer {
+        let db = Db::open(dir.path(), options).unwrap();
         TestServer {
             server: start(db, config).unwrap(),
             dir,
