@@ -293,7 +293,8 @@ LEVELDB_EXPORT void leveldb_compact_range_in(leveldb_t* db,
 
 /* Batch updates in one keyspace; one batch may mix keyspaces and is
    written atomically. leveldb_writebatch_iterate and _iterate_ranges pass
-   over updates of keyspaces other than "default". An update for a keyspace
+   over updates of keyspaces other than "default";
+   leveldb_writebatch_iterate_in reports them all. An update for a keyspace
    dropped before the batch is written is discarded. */
 LEVELDB_EXPORT void leveldb_writebatch_put_in(leveldb_writebatch_t*,
                                               leveldb_keyspace_t* keyspace,
@@ -305,6 +306,16 @@ LEVELDB_EXPORT void leveldb_writebatch_delete_in(leveldb_writebatch_t*,
 LEVELDB_EXPORT void leveldb_writebatch_delete_range_in(
     leveldb_writebatch_t*, leveldb_keyspace_t* keyspace, const char* start_key,
     size_t start_len, const char* end_key, size_t end_len);
+/* Calls put, deleted or deleted_range (each may be NULL) for every update
+   of every keyspace, in batch order, with the update's keyspace name
+   (NUL-terminated; "default" for the default keyspace) first. */
+LEVELDB_EXPORT void leveldb_writebatch_iterate_in(
+    const leveldb_writebatch_t*, void* state,
+    void (*put)(void*, const char* keyspace, const char* k, size_t klen,
+                const char* v, size_t vlen),
+    void (*deleted)(void*, const char* keyspace, const char* k, size_t klen),
+    void (*deleted_range)(void*, const char* keyspace, const char* start,
+                          size_t start_len, const char* end, size_t end_len));
 
 /* Options */
 

@@ -2,8 +2,10 @@
 //! iterated, appended to and written any number of times; the engine batch
 //! is built at write time.
 
+use std::ffi::CString;
+
 use libc::{c_char, c_void, size_t};
-use thicketdb::{Keyspace, WriteBatch};
+use thicketdb::{Keyspace, WriteBatch, DEFAULT_KEYSPACE_NAME};
 
 use crate::ffi::{bytes, guard_quiet};
 use crate::keyspace::{keyspace, leveldb_keyspace_t};
@@ -193,7 +195,8 @@ pub type DeletedRangeFn =
 /// Calls `put` or `deleted` for every update of the default keyspace, in
 /// order; range deletions (which LevelDB's batches cannot hold) are passed
 /// over: use `leveldb_writebatch_iterate_ranges` to see them. Updates in
-/// other keyspaces are passed over too (the callbacks have no keyspace).
+/// other keyspaces are passed over too (the callbacks have no keyspace;
+/// `leveldb_writebatch_iterate_in` reports them).
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_writebatch_iterate(
     b: *const leveldb_writebatch_t,
@@ -224,7 +227,7 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate_ranges(
         for op in b
             .updates
             .iter()
-            .filter(|u| u.keyspace.is_none())
+            .filter(|u| keyspace_name(u) == DEFAULT_KEYSPACE_NAME)
             .map(|u| &u.op)
         {
             match op {
@@ -252,6 +255,81 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate_ranges(
                     if let Some(deleted_range) = deleted_range {
                         deleted_range(
                             state,
+                            start.as_ptr().cast(),
+                            start.len(),
+                            end.as_ptr().cast(),
+                            end.len(),
+                        );
+                    }
+                },
+            }
+        }
+    })
+}
+
+/// The keyspace an update is in.
+fn keyspace_name(update: &Update) -> &str {
+    update
+        .keyspace
+        .as_ref()
+        .map_or(DEFAULT_KEYSPACE_NAME, Keyspace::name)
+}
+
+pub type PutInFn = Option<
+    unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, size_t, *const c_char, size_t),
+>;
+pub type DeletedInFn =
+    Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, size_t)>;
+pub type DeletedRangeInFn = PutInFn;
+
+/// An extension: every update of every keyspace, in order, each callback
+/// given the update's keyspace name (NUL-terminated, `"default"` for the
+/// default keyspace's) before its keys; NULL callbacks are skipped.
+#[no_mangle]
+pub unsafe extern "C" fn leveldb_writebatch_iterate_in(
+    b: *const leveldb_writebatch_t,
+    state: *mut c_void,
+    put: PutInFn,
+    deleted: DeletedInFn,
+    deleted_range: DeletedRangeInFn,
+) {
+    guard_quiet((), || {
+        // SAFETY: `b` is NULL or a live batch.
+        let Some(b) = (unsafe { b.as_ref() }) else {
+            return;
+        };
+        for update in &b.updates {
+            let Ok(name) = CString::new(keyspace_name(update)) else {
+                continue; // A name with a NUL byte has no C form.
+            };
+            let name = name.as_ptr();
+            match &update.op {
+                // SAFETY: the user's callbacks, given their state and
+                // buffers that live for the call.
+                Op::Put(k, v) => unsafe {
+                    if let Some(put) = put {
+                        put(
+                            state,
+                            name,
+                            k.as_ptr().cast(),
+                            k.len(),
+                            v.as_ptr().cast(),
+                            v.len(),
+                        );
+                    }
+                },
+                // SAFETY: as above.
+                Op::Delete(k) => unsafe {
+                    if let Some(deleted) = deleted {
+                        deleted(state, name, k.as_ptr().cast(), k.len());
+                    }
+                },
+                // SAFETY: as above.
+                Op::DeleteRange(start, end) => unsafe {
+                    if let Some(deleted_range) = deleted_range {
+                        deleted_range(
+                            state,
+                            name,
                             start.as_ptr().cast(),
                             start.len(),
                             end.as_ptr().cast(),

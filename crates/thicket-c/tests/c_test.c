@@ -134,6 +134,26 @@ static void on_delete_range(void* state, const char* s, size_t slen,
 }
 
 /* Comparator and filter policy callbacks. */
+/* writebatch_iterate_in callbacks: record "put@ks(k,v)" and the like. */
+static void on_put_in(void* state, const char* ks, const char* k, size_t klen,
+                      const char* v, size_t vlen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "put@%s(%.*s,%.*s)", ks, (int)klen, k, (int)vlen, v);
+}
+static void on_delete_in(void* state, const char* ks, const char* k,
+                         size_t klen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "del@%s(%.*s)", ks, (int)klen, k);
+}
+static void on_delete_range_in(void* state, const char* ks, const char* s,
+                               size_t slen, const char* e, size_t elen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "delrange@%s(%.*s,%.*s)", ks, (int)slen, s, (int)elen, e);
+}
+
 static int destroyed_comparators = 0;
 /* The custom filter policy's state: what its callbacks saw and what
    key_may_match answers (LevelDB's c_test `fake_filter_result`). */
@@ -843,6 +863,26 @@ int main(void) {
     leveldb_writebatch_iterate(wb, &count, on_put, on_delete);
     CHECK(count == 2);
     CHECK(strcmp(batch_log, "put(count,2)del(alice)") == 0);
+    count = 0;
+    batch_log[0] = '\0';
+    leveldb_writebatch_iterate_in(wb, &count, on_put_in, on_delete_in,
+                                  on_delete_range_in);
+    CHECK(count == 5);
+    CHECK(strcmp(batch_log,
+                 "put@default(count,2)put@users(bob,guest)del@users(r0)"
+                 "delrange@users(r4,r9)del@default(alice)") == 0);
+    leveldb_writebatch_iterate_in(wb, &count, NULL, NULL, NULL);
+    CHECK(count == 5);
+    /* An update through a handle on "default" is a default-keyspace one. */
+    leveldb_writebatch_clear(wb);
+    leveldb_writebatch_put_in(wb, deflt, "viahandle", 9, "d", 1);
+    count = 0;
+    batch_log[0] = '\0';
+    leveldb_writebatch_iterate(wb, &count, on_put, on_delete);
+    CHECK(strcmp(batch_log, "put(viahandle,d)") == 0);
+    leveldb_write(db, woptions, wb, &err);
+    CHECK_NO_ERROR(err);
+    check_get(db, roptions, "viahandle", "d");
     /* A handle by name sees the same keyspace; iterators and snapshots. */
     again = leveldb_open_keyspace(db, "users", &err);
     CHECK_NO_ERROR(err);
