@@ -100,8 +100,8 @@ pub unsafe extern "C" fn leveldb_open_keyspace(
     }
 }
 
-/// Drops the keyspace `handle` names, and all its data, durably. The
-/// handle stays to be destroyed; calls through it fail with "NotFound".
+/// Drops the keyspace of `handle`, and all its data, durably. The handle
+/// stays to be destroyed; calls through it fail with "NotFound".
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_drop_keyspace(
     db: *mut leveldb_t,
@@ -111,8 +111,14 @@ pub unsafe extern "C" fn leveldb_drop_keyspace(
     // SAFETY: pointers follow the C header's contract.
     unsafe {
         guard(errptr, (), || {
-            let name = keyspace(handle)?.name();
-            store(db)?.drop_keyspace(name).map_err(|e| status(&e))
+            let keyspace = keyspace(handle)?;
+            // A handle on a dropped keyspace must not drop a later one of
+            // the same name: a read through it fails once its keyspace is
+            // gone.
+            keyspace.get_with(b"", |_| ()).map_err(|e| status(&e))?;
+            store(db)?
+                .drop_keyspace(keyspace.name())
+                .map_err(|e| status(&e))
         })
     }
 }

@@ -794,7 +794,7 @@ int main(void) {
     leveldb_options_t* ks_options = leveldb_options_create();
     leveldb_readoptions_t* at_snapshot = leveldb_readoptions_create();
     leveldb_writebatch_t* wb = leveldb_writebatch_create();
-    leveldb_keyspace_t *users, *again, *temp, *deflt;
+    leveldb_keyspace_t *users, *again, *temp, *again_temp, *deflt;
     leveldb_iterator_t* iter;
     const leveldb_snapshot_t* snap;
     size_t len, n;
@@ -928,10 +928,19 @@ int main(void) {
     leveldb_iter_get_error(iter, &err);
     CHECK_ERROR(err, "NotFound");
     leveldb_iter_destroy(iter);
-    leveldb_drop_keyspace(db, temp, &err);
-    CHECK_ERROR(err, "NotFound");
     CHECK(leveldb_open_keyspace(db, "temp", &err) == NULL);
     CHECK_ERROR(err, "NotFound");
+    /* The old handle cannot drop a new keyspace of the same name. */
+    again_temp = leveldb_create_keyspace(db, ks_options, "temp", &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, again_temp, "t", NULL);
+    leveldb_drop_keyspace(db, temp, &err);
+    CHECK_ERROR(err, "NotFound");
+    leveldb_put_in(db, woptions, again_temp, "t", 1, "2", 1, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_drop_keyspace(db, again_temp, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_keyspace_handle_destroy(again_temp);
     leveldb_drop_keyspace(db, deflt, &err);
     CHECK_ERROR(err, "Invalid argument");
     leveldb_keyspace_handle_destroy(temp);
