@@ -45,7 +45,7 @@ pub fn index_keyspace_name(index: u32) -> String {
 
 /// Lock stripes; keys hash onto them. Many more than concurrent writers,
 /// so unrelated keys rarely wait for each other.
-const STRIPES: usize = 4096;
+pub const STRIPES: usize = 4096;
 
 pub struct Store {
     db: Db,
@@ -133,6 +133,12 @@ impl Store {
                 .map(|i| self.stripes[i].lock())
                 .collect(),
         }
+    }
+
+    /// How many stripes are locked now (for tests of who locks what).
+    #[cfg(test)]
+    pub fn locked_stripes(&self) -> usize {
+        self.stripes.iter().filter(|s| s.is_locked()).count()
     }
 
     /// Locks every stripe, in order: a range deletion's keys are not known,

@@ -78,14 +78,27 @@ impl CommandSpec {
 
     /// Locks the keys of `args` (every key for a range write).
     pub fn lock<'s>(&self, store: &'s Store, args: &[Vec<u8>]) -> KeyLocks<'s> {
-        match self.locks_all {
-            true => store.lock_all(),
-            false => store.lock(self.keys(args)),
-        }
+        lock_commands(store, &[(self, args)])
     }
 
     fn allowed_in_multi(&self) -> bool {
         self.in_multi || !matches!(self.handler, Handler::Control(_))
+    }
+}
+
+/// Locks the keys of every command (every key when one is a range write).
+pub fn lock_commands<'s, A: AsRef<[Vec<u8>]>>(
+    store: &'s Store,
+    commands: &[(&CommandSpec, A)],
+) -> KeyLocks<'s> {
+    if commands.iter().any(|(spec, _)| spec.locks_all) {
+        store.lock_all()
+    } else {
+        store.lock(
+            commands
+                .iter()
+                .flat_map(|(spec, args)| spec.keys(args.as_ref())),
+        )
     }
 }
 
@@ -353,6 +366,35 @@ mod tests {
         assert_eq!(set.keys(&args).collect::<Vec<_>>(), [b"a"]);
         let (_, ping) = lookup(b"ping").unwrap();
         assert_eq!(ping.keys(&args).count(), 0);
+    }
+
+    #[test]
+    fn a_range_write_takes_every_key_lock_alone_and_in_multi() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default()).unwrap();
+        let store = Store::new(db).unwrap();
+        let words =
+            |w: &[&str]| -> Vec<Vec<u8>> { w.iter().map(|s| s.as_bytes().to_vec()).collect() };
+        let delrange = (
+            lookup(b"THICKET.DELRANGE").unwrap().1,
+            words(&["thicket.delrange", "a", "b"]),
+        );
+        let set = (lookup(b"set").unwrap().1, words(&["set", "k", "v"]));
+        let locks = delrange.0.lock(&store, &delrange.1);
+        assert_eq!(store.locked_stripes(), crate::store::STRIPES);
+        drop(locks);
+        let locks = set.0.lock(&store, &set.1);
+        assert_eq!(store.locked_stripes(), 1);
+        drop(locks);
+        let locks = lock_commands(&store, &[set.clone(), delrange]);
+        assert_eq!(
+            store.locked_stripes(),
+            crate::store::STRIPES,
+            "a MULTI holding one"
+        );
+        drop(locks);
+        let _locks = lock_commands(&store, &[set]);
+        assert_eq!(store.locked_stripes(), 1);
     }
 
     #[test]

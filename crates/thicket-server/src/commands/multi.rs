@@ -3,7 +3,7 @@
 //! the transaction's writes or none, across a SELECT too (the databases are
 //! keyspaces of one store). (WATCH is not offered.)
 
-use super::{CmdResult, CommandSpec, Ctx, Handler};
+use super::{lock_commands, CmdResult, CommandSpec, Ctx, Handler};
 use crate::resp::{Args, Reply};
 use crate::session::Multi;
 use crate::store::Txn;
@@ -55,10 +55,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     }
     let shared = ctx.shared;
     let store = &shared.store;
-    let _locks = match multi.queue.iter().any(|(spec, _)| spec.locks_all) {
-        true => store.lock_all(),
-        false => store.lock(multi.queue.iter().flat_map(|(spec, args)| spec.keys(args))),
-    };
+    let _locks = lock_commands(store, &multi.queue);
     let mut txn = Txn::multi(store, &ctx.session.database);
     let mut replies = Vec::with_capacity(multi.queue.len());
     for (spec, args) in &multi.queue {
