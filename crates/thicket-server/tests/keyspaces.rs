@@ -293,6 +293,18 @@ fn named_keyspaces_are_created_selected_and_dropped() {
         err_text(cmd(&["THICKET.KEYSPACE", "CREATE", "x", "PROFILE"]).query::<Value>(&mut c)),
         "ERR syntax error"
     );
+    for bad in [
+        &["THICKET.KEYSPACE", "CREATE"][..],
+        &["THICKET.KEYSPACE", "DROP"],
+        &["THICKET.KEYSPACE", "LIST", "x"],
+        &["THICKET.KEYSPACE", "RENAME", "a"],
+    ] {
+        assert_eq!(
+            err_text(cmd(bad).query::<Value>(&mut c)),
+            "ERR syntax error",
+            "{bad:?}"
+        );
+    }
     ok(&mut c, &["THICKET.SELECT", "users"]);
     ok(&mut c, &["SET", "alice", "admin"]);
     let mut zero = server.client();

@@ -98,6 +98,7 @@ pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     match args[1].to_ascii_uppercase().as_slice() {
         b"CREATE" => {
+            let name = name()?;
             let mut options = db.options().clone();
             let mut rest = args[3..].iter();
             while let Some(word) = rest.next() {
@@ -118,7 +119,7 @@ pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     _ => return Err(syntax_error()),
                 }
             }
-            db.create_keyspace(name()?, options).map_err(engine_error)?;
+            db.create_keyspace(name, options).map_err(engine_error)?;
             Ok(Reply::OK)
         }
         b"DROP" if args.len() == 3 => {
