@@ -217,6 +217,48 @@ fn a_snapshot_reads_every_keyspace_at_one_point() {
     assert_eq!(a.get("k").unwrap(), None);
 }
 
+/// Keyspace ids are per store: a batch holding another store's keyspace
+/// is refused whole, and one batch cannot mix two stores' keyspaces, even
+/// where both stores have a keyspace of that id.
+#[test]
+fn a_batch_of_another_stores_keyspace_is_refused() {
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Db::open(dir_a.path(), small()).unwrap();
+    let b = Db::open(dir_b.path(), small()).unwrap();
+    let in_a = a.create_keyspace("users", Options::default()).unwrap();
+    let in_b = b.create_keyspace("users", Options::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put("plain", "1").unwrap();
+    batch.put_in(&in_a, "k", "for a").unwrap();
+    let err = b.write(batch.clone()).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(in_b.get("k").unwrap(), None);
+    assert_eq!(b.get("plain").unwrap(), None, "nothing of it applied");
+    let err = batch.put_in(&in_b, "k", "for b").unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    a.write(batch).unwrap();
+    assert_eq!(in_a.get("k").unwrap(), Some(b"for a".to_vec()));
+    // A reopened store is another open: its old handles' batches too.
+    drop((in_a, a));
+    let a = Db::open(dir_a.path(), small()).unwrap();
+    let dir_old = tempfile::tempdir().unwrap();
+    let stale = {
+        let old = Db::open(dir_old.path(), small()).unwrap();
+        old.create_keyspace("users", Options::default()).unwrap()
+    };
+    let mut batch = WriteBatch::new();
+    batch.delete_in(&stale, "k").unwrap();
+    assert!(a.write(batch).is_err());
+    assert_eq!(
+        a.keyspace("users").unwrap().get("k").unwrap(),
+        Some(b"for a".to_vec())
+    );
+    // Plain updates fit any store.
+    let mut batch = WriteBatch::new();
+    batch.put("plain", "2").unwrap();
+    b.write(batch).unwrap();
+}
+
 fn triad(write_buffer_size: u64) -> Options {
     let mut o = Profile::Triad.options();
     o.write_buffer_size = write_buffer_size;

@@ -47,6 +47,9 @@ pub struct WriteBatch {
     user_bytes: u64,
     /// Some op is in a keyspace other than the default one.
     other_keyspaces: bool,
+    /// The open store whose keyspace handles added updates (`None`:
+    /// only the handle-less methods were used, fit for any store).
+    store: Option<u64>,
 }
 
 impl Default for WriteBatch {
@@ -105,6 +108,7 @@ impl WriteBatch {
             range_deletions: 0,
             user_bytes: 0,
             other_keyspaces: false,
+            store: None,
         }
     }
 
@@ -134,11 +138,13 @@ impl WriteBatch {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
+        self.bind(keyspace)?;
         self.put_to(keyspace.id(), key.as_ref(), value.as_ref())
     }
 
     /// Adds a delete in `keyspace`.
     pub fn delete_in(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        self.bind(keyspace)?;
         self.delete_to(keyspace.id(), key.as_ref())
     }
 
@@ -149,7 +155,27 @@ impl WriteBatch {
         start: impl AsRef<[u8]>,
         end: impl AsRef<[u8]>,
     ) -> Result<()> {
+        self.bind(keyspace)?;
         self.delete_range_to(keyspace.id(), start.as_ref(), end.as_ref())
+    }
+
+    /// Ties the batch to `keyspace`'s store: keyspace ids mean nothing in
+    /// another store, so one batch takes handles of one open store only.
+    fn bind(&mut self, keyspace: &Keyspace) -> Result<()> {
+        match self.store {
+            Some(store) if store != keyspace.store() => Err(Error::InvalidArgument(
+                "a batch takes keyspaces of one open store; this one is of another".into(),
+            )),
+            _ => {
+                self.store = Some(keyspace.store());
+                Ok(())
+            }
+        }
+    }
+
+    /// The open store the batch's keyspace updates are for, if any.
+    pub(crate) fn store(&self) -> Option<u64> {
+        self.store
     }
 
     /// The kind byte of an op, and the keyspace id after it when not the
@@ -243,6 +269,7 @@ impl WriteBatch {
         self.range_deletions = 0;
         self.user_bytes = 0;
         self.other_keyspaces = false;
+        self.store = None;
     }
 
     /// Whether every op is in the default keyspace.
@@ -267,6 +294,7 @@ impl WriteBatch {
         self.range_deletions += other.range_deletions;
         self.user_bytes += other.user_bytes;
         self.other_keyspaces |= other.other_keyspaces;
+        self.store = self.store.or(other.store);
     }
 
     /// Stamps the first sequence number and count, returning the encoding.

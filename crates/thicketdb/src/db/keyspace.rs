@@ -81,6 +81,11 @@ impl Keyspace {
         }
     }
 
+    /// The open store the keyspace belongs to ([`Db`]'s `instance`).
+    pub(crate) fn store(&self) -> u64 {
+        self.db.instance
+    }
+
     /// For `data_api!`: the store the keyspace is in.
     fn db(&self) -> &Db {
         &self.db

@@ -267,6 +267,16 @@ enum Engine {
 #[derive(Clone)]
 pub struct Db {
     engine: Engine,
+    /// Process-unique id of this open: a batch holding a keyspace's
+    /// updates names the open it is for ([`WriteBatch::put_in`]).
+    instance: u64,
+}
+
+/// The last [`Db::instance`] handed out.
+static LAST_INSTANCE: AtomicU64 = AtomicU64::new(0);
+
+fn next_instance() -> u64 {
+    LAST_INSTANCE.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 impl std::fmt::Debug for Db {
@@ -317,12 +327,14 @@ impl Db {
                 inner,
                 background: Mutex::new(threads),
             })),
+            instance: next_instance(),
         })
     }
 
     fn chunked(store: ChunkStore) -> Db {
         Db {
             engine: Engine::Chunked(Arc::new(ChunkedHandle(store))),
+            instance: next_instance(),
         }
     }
 
@@ -352,6 +364,7 @@ impl Db {
                 inner,
                 background: Mutex::new(Vec::new()),
             })),
+            instance: next_instance(),
         })
     }
 
@@ -424,6 +437,13 @@ impl Db {
 
     /// `write` with per-write options.
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        if batch.store().is_some_and(|store| store != self.instance) {
+            // Keyspace ids are per store: applied here, the updates would
+            // land in whatever keyspace of this store has the same id.
+            return Err(Error::InvalidArgument(
+                "the batch holds updates for a keyspace of another open store".into(),
+            ));
+        }
         let inner = match &self.engine {
             Engine::Lsm(h) => &h.inner,
             Engine::Chunked(c) => return c.0.write(batch, opts),
