@@ -173,6 +173,9 @@ impl FileSystem for NoLinks {
     fn create(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::WritableFile>> {
         PosixFs.create(path)
     }
+    fn open_append(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::WritableFile>> {
+        PosixFs.open_append(path)
+    }
     fn open_random(
         &self,
         path: &Path,
@@ -216,10 +219,16 @@ impl FileSystem for NoLinks {
 
 #[test]
 fn without_hard_links_segments_are_copied() {
+    for options in [options(), chunked_options()] {
+        without_hard_links_files_are_copied(options);
+    }
+}
+
+fn without_hard_links_files_are_copied(options: Options) {
     let dir = tempfile::tempdir().unwrap();
     let source_dir = dir.path().join("source");
     let copy_dir = dir.path().join("copy");
-    let source = Db::open_with_fs(&source_dir, options(), Arc::new(NoLinks)).unwrap();
+    let source = Db::open_with_fs(&source_dir, options.clone(), Arc::new(NoLinks)).unwrap();
     for i in 0..KEYS {
         source.put(key(i), value(i)).unwrap();
     }
@@ -235,6 +244,77 @@ fn without_hard_links_segments_are_copied() {
     source.compact_range(None, None).unwrap();
     source.close().unwrap();
     thicketdb::check::check_store(&copy_dir).unwrap();
-    let copy = Db::open_read_only(&copy_dir, options()).unwrap();
+    let copy = Db::open_read_only(&copy_dir, options).unwrap();
     assert_eq!(scan(&copy), state_after(KEYS));
+}
+
+/// YoDB's chunked layout with chunks that split and funks that rebalance
+/// constantly.
+fn chunked_options() -> Options {
+    let mut o = thicketdb::Profile::YoDb.options();
+    o.chunk_size = 8 << 10;
+    o.funk_log_limit = 2 << 10;
+    o.funk_log_limit_with_munk = 4 << 10;
+    o.munk_cache_bytes = 16 << 10;
+    o.row_cache_bytes = 4 << 10;
+    o.block_size = 512;
+    o
+}
+
+#[test]
+fn a_chunked_checkpoint_under_writes_and_splits_holds_exactly_its_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("source");
+    let copy_dir = dir.path().join("copy");
+    let source = Db::open(&source_dir, chunked_options()).unwrap();
+    let acked = Arc::new(AtomicU64::new(0));
+    let total = 4 * KEYS;
+    let writer = {
+        let (db, acked) = (source.clone(), acked.clone());
+        std::thread::spawn(move || {
+            for i in 0..total {
+                db.put(key(i % KEYS), value(i)).unwrap();
+                acked.store(i + 1, Ordering::Release);
+            }
+        })
+    };
+    while acked.load(Ordering::Acquire) < total / 2 {
+        std::thread::yield_now();
+    }
+    let acked_before = acked.load(Ordering::Acquire);
+    let report = source.checkpoint(&copy_dir).unwrap();
+    let acked_after = acked.load(Ordering::Acquire);
+    writer.join().unwrap();
+    assert!(
+        report.last_sequence >= acked_before && report.last_sequence <= acked_after + 1,
+        "{report:?}, acked {acked_before}..{acked_after}"
+    );
+    assert!(report.segments_linked > 1, "funk tables linked: {report:?}");
+    assert_eq!(report.segments_copied, 0);
+    let stats = source.stats();
+    assert!(stats.chunk_splits > 0 && stats.chunks > 2, "{stats:?}");
+    // The source rewrites and rebalances everything; the copy's linked
+    // tables and copied logs are its own.
+    source.compact_range(None, None).unwrap();
+    source.close().unwrap();
+
+    let expected = state_after(report.last_sequence);
+    thicketdb::check::check_store(&copy_dir).unwrap();
+    let copy = Db::open_read_only(&copy_dir, chunked_options()).unwrap();
+    assert_eq!(copy.stats().last_sequence, report.last_sequence);
+    assert_eq!(scan(&copy), expected);
+    for k in (0..KEYS).step_by(97) {
+        assert_eq!(copy.get(key(k)).unwrap().as_ref(), expected.get(&key(k)));
+    }
+    copy.close().unwrap();
+    let copy = Db::open(&copy_dir, chunked_options()).unwrap();
+    copy.put(b"after", b"x").unwrap();
+    copy.compact_range(None, None).unwrap();
+    let mut after = expected.clone();
+    after.insert(b"after".to_vec(), b"x".to_vec());
+    assert_eq!(scan(&copy), after);
+    copy.close().unwrap();
+    thicketdb::check::check_store(&copy_dir).unwrap();
+    let source = Db::open_read_only(&source_dir, chunked_options()).unwrap();
+    assert_eq!(scan(&source), state_after(total));
 }

@@ -18,6 +18,7 @@
 
 mod batch_log;
 pub(crate) mod check;
+mod checkpoint;
 mod chunk;
 mod files;
 pub mod log_filter;

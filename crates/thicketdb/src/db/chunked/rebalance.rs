@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use super::chunk::{open_table, Chunk, ChunkLog};
 use super::files::funk_table_path;
-use super::manifest::{ChunkList, ChunkRecord};
 use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkStore, Writer};
@@ -182,21 +181,7 @@ impl ChunkStore {
     /// Writes `set` as the chunk list.
     /// REQUIRES: the write lock (`writer` is its content).
     fn write_chunk_list_of(&self, writer: &Writer, set: &ChunkSet) -> Result<()> {
-        let list = ChunkList {
-            last_sequence: self.last_sequence.load(Ordering::Acquire),
-            next_file_number: writer.next_file_number,
-            batch_log_number: writer.batch_log.number,
-            chunks: set
-                .chunks
-                .iter()
-                .map(|c| ChunkRecord {
-                    start: c.start.clone(),
-                    table_number: c.table_number,
-                    log_number: c.log.number,
-                })
-                .collect(),
-            counters: self.counters.snapshot(),
-        };
+        let list = self.chunk_list(writer, set);
         let bytes = list.encode().len() as u64;
         write_list(self.fs.as_ref(), &self.dir, &list)?;
         Counters::add(&self.counters.manifest_bytes_written, bytes);
