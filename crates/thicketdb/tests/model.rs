@@ -308,8 +308,7 @@ impl Harness {
                     .unwrap();
             }
             840..845 => self.reopen(),
-            // The chunked layout has no range deletes.
-            855..885 if !self.chunked() => self.delete_range(),
+            855..885 => self.delete_range(),
             845..855 if self.config.write_bursts => {
                 for _ in 0..self.rng.random_range(200..600) {
                     let (k, v) = (self.key(), self.value());

@@ -45,8 +45,9 @@ use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
+use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
-use chunk::{Chunk, Found};
+use chunk::{Chunk, Found, LogEntry};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
 
@@ -153,11 +154,6 @@ impl ChunkStore {
         if self.read_only {
             return Err(Error::ReadOnly("write".into()));
         }
-        if batch.range_deletions() > 0 {
-            return Err(Error::InvalidArgument(
-                "range deletes are not supported by the chunked layout".into(),
-            ));
-        }
         if !batch.default_keyspace_only() {
             // A `Keyspace` of another (LSM) store wrote into this batch.
             return Err(Error::InvalidArgument(
@@ -205,28 +201,17 @@ impl ChunkStore {
         for (index, mut sub) in groups.iter().map(|(i, b)| (*i, b.clone())) {
             let chunk = &set.chunks[index];
             let count = sub.len() as u64;
-            let keys = sub_keys(&mut sub)?;
-            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            logged += chunk.log.append(sub.encode(sequence), &keys, false)?;
+            let record = sub.encode(sequence);
+            logged += chunk.log.append(record, false)?;
             // The munk and the row cache take the writes before they are
             // published: a reader that sees the sequence finds them there.
             let munk = chunk.munk();
             let before = munk.as_ref().map_or(0, |m| m.bytes());
-            let decoded = super::batch::DecodedBatch::parse(sub.encode(sequence))
-                .map_err(Error::invariant)?;
+            let decoded = super::batch::DecodedBatch::parse(record).map_err(Error::invariant)?;
             let mut seq = sequence;
             decoded
                 .for_each(|op| {
-                    let value = matches!(op.kind, OpKind::Point(ValueKind::Value));
-                    self.row_cache.put(op.key, value.then_some(op.value), seq);
-                    if let Some(m) = &munk {
-                        let kind = if value {
-                            ValueKind::Value
-                        } else {
-                            ValueKind::Deletion
-                        };
-                        m.add(seq, kind, op.key, op.value);
-                    }
+                    self.apply_to_caches(munk.as_deref(), &op, seq);
                     seq += 1;
                 })
                 .map_err(Error::invariant)?;
@@ -263,6 +248,25 @@ impl ChunkStore {
         }
         self.munks.enforce_budget(self, &self.chunk_set());
         Ok(())
+    }
+
+    /// Applies one update at `seq` to the row cache and the chunk's munk.
+    fn apply_to_caches(&self, munk: Option<&munk::Munk>, op: &super::batch::BatchOp<'_>, seq: u64) {
+        match op.kind {
+            OpKind::Point(kind) => {
+                let value = (kind == ValueKind::Value).then_some(op.value);
+                self.row_cache.put(op.key, value, seq);
+                if let Some(m) = munk {
+                    m.add(seq, kind, op.key, op.value);
+                }
+            }
+            OpKind::RangeDeletion => {
+                self.row_cache.delete_range(op.key, op.value, seq);
+                if let Some(m) = munk {
+                    m.mem.add_range_deletion(seq, op.key, op.value);
+                }
+            }
+        }
     }
 
     /// Syncs every log holding unsynced appends, the batch log first (a
@@ -345,41 +349,41 @@ impl ChunkStore {
         let set = self.chunk_set();
         let order = self.options.comparator.clone();
         let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut range_dels = RangeDelView::of_fragments(snapshot.sequence());
         let mut chunks = Vec::new();
         for chunk in set.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref()) {
             self.munks.touch(&set, chunk, 1);
+            chunks.push(chunk.clone());
             if let Some(munk) = chunk.munk() {
                 // Taken after the snapshot: it holds every version the
                 // snapshot sees (`munk.rs`).
+                range_dels.add_memtable(sources.len(), munk.mem.range_deletions());
                 sources.push(Box::new(crate::memtable::MemtableIterator::new(
                     munk.mem.clone(),
                 )));
-                chunks.push(chunk.clone());
                 continue;
             }
-            if let Some(table) = &chunk.table {
-                sources.push(Box::new(table.iter_with(opts.fill_cache)));
-            }
+            // The log before the table: every version in the log is newer,
+            // so a log tombstone may skip the table past its end (and the
+            // later chunks' sources hold only keys past the chunk's).
             let mut entries: Vec<(Vec<u8>, Vec<u8>)> = chunk
                 .log
                 .entries(snapshot.sequence())?
                 .into_iter()
-                .map(|e| {
-                    let key = InternalKey::new(&e.key, e.sequence, e.kind).into_vec();
-                    (key, e.value)
-                })
+                .map(LogEntry::into_entry)
                 .collect();
             entries.sort_by(|a, b| order.internal(&a.0, &b.0));
+            range_dels.add_memtable(sources.len(), chunk.log.range_deletions());
             sources.push(Box::new(VecIterator::new(entries, order.clone())));
-            chunks.push(chunk.clone());
+            if let Some(table) = &chunk.table {
+                range_dels.add_memtable(sources.len(), table.range_deletions().clone());
+                sources.push(Box::new(table.iter_with(opts.fill_cache)));
+            }
         }
-        Ok(DbIterator::over_sources(
-            sources,
-            snapshot,
-            opts,
-            order,
-            Box::new(chunks),
-        ))
+        Ok(
+            DbIterator::over_sources(sources, snapshot, opts, order, Box::new(chunks))
+                .with_range_dels(range_dels),
+        )
     }
 
     /// Syncs every chunk log.
@@ -499,7 +503,8 @@ impl ChunkStore {
 
 /// The batch's updates grouped by the chunk owning their keys, in chunk
 /// order; each group keeps the batch's order (so two updates of one key
-/// keep theirs).
+/// keep theirs). A range deletion goes to every chunk it overlaps, cut to
+/// the chunk's keys; an empty one deletes nothing and is left out.
 fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, WriteBatch)>> {
     let mut groups: std::collections::BTreeMap<usize, WriteBatch> = Default::default();
     let encoded = batch.encode(0);
@@ -507,10 +512,29 @@ fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, 
     let mut failed = None;
     decoded
         .for_each(|op| {
-            let sub = groups.entry(set.locate(op.key)).or_default();
             let result = match op.kind {
-                OpKind::Point(ValueKind::Value) => sub.put(op.key, op.value),
-                _ => sub.delete(op.key),
+                OpKind::Point(_) => groups.entry(set.locate(op.key)).or_default().push_op(&op),
+                OpKind::RangeDeletion => {
+                    let (start, end) = (op.key, op.value);
+                    let first = set.locate(start);
+                    let chunks = set.overlapping(Some(start), Some(end));
+                    chunks.iter().enumerate().try_for_each(|(i, chunk)| {
+                        let from = start.max(chunk.start.as_slice());
+                        let to = match set.chunks.get(first + i + 1) {
+                            Some(next) => end.min(next.start.as_slice()),
+                            None => end,
+                        };
+                        if from >= to {
+                            return Ok(());
+                        }
+                        let clipped = super::batch::BatchOp {
+                            key: from,
+                            value: to,
+                            ..op
+                        };
+                        groups.entry(first + i).or_default().push_op(&clipped)
+                    })
+                }
             };
             if let Err(e) = result {
                 failed.get_or_insert(e);
@@ -523,15 +547,7 @@ fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, 
     }
 }
 
-/// The keys a batch updates, in order.
-fn sub_keys(batch: &mut WriteBatch) -> Result<Vec<Vec<u8>>> {
-    let decoded = super::batch::DecodedBatch::parse(batch.encode(0)).map_err(Error::invariant)?;
-    let mut keys = Vec::with_capacity(decoded.count as usize);
-    decoded
-        .for_each(|op| keys.push(op.key.to_vec()))
-        .map_err(Error::invariant)?;
-    Ok(keys)
-}
-
 #[cfg(test)]
-mod tests;
+mod range_del_tests;
+#[cfg(test)]
+pub(crate) mod tests;

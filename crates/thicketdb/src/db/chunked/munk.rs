@@ -24,6 +24,7 @@ use super::chunk::Chunk;
 use super::{ChunkSet, ChunkStore};
 use crate::error::Result;
 use crate::format::internal_key::{ParsedKey, ValueKind};
+use crate::format::range_tombstone::Fragments;
 use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
@@ -47,13 +48,20 @@ pub(super) struct Munk {
 }
 
 impl Munk {
-    /// A munk of `entries` (internal key, value), in any order.
-    pub fn build(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Munk {
+    /// A munk of `entries` (internal key, value), in any order, and
+    /// `tombstones`.
+    pub fn build(
+        entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+        tombstones: &Fragments,
+    ) -> Munk {
         let mem = Memtable::new(0, crate::format::KeyOrder::Bytewise);
         for (key, value) in entries {
             if let Some(p) = ParsedKey::parse(&key) {
                 mem.add(p.sequence, p.kind, p.user_key, &value);
             }
+        }
+        for t in tombstones.tombstones() {
+            mem.add_range_deletion(t.seq, &t.start, &t.end);
         }
         let built_bytes = mem.approximate_size();
         Munk {
@@ -81,7 +89,7 @@ impl Munk {
     }
 
     /// Every entry, sorted.
-    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut it = MemtableIterator::new(self.mem.clone());
         it.seek_to_first();
         let mut out = Vec::with_capacity(self.mem.len());
@@ -149,7 +157,8 @@ impl MunkCache {
                 _ => return Ok(()),
             }
         }
-        let munk = Munk::build(chunk.all_entries()?);
+        let (entries, tombstones) = chunk.contents()?;
+        let munk = Munk::build(entries, &tombstones);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
         Counters::add(&store.counters.chunk_munk_loads, 1);
@@ -206,8 +215,10 @@ impl MunkCache {
             return;
         }
         let oldest = store.snapshots.oldest(&store.last_sequence);
-        let kept = super::rebalance::drop_unneeded(munk.entries(), oldest);
-        let fresh = Munk::build(kept);
+        let tombstones = munk.mem.range_deletions();
+        let kept = super::rebalance::drop_unneeded(munk.entries(), oldest, &tombstones);
+        let tombstones = super::rebalance::needed_tombstones((*tombstones).clone(), oldest);
+        let fresh = Munk::build(kept, &tombstones);
         self.resident.fetch_add(fresh.bytes(), Ordering::Relaxed);
         if let Some(old) = chunk.set_munk(Some(Arc::new(fresh))) {
             old.seal();

@@ -112,8 +112,11 @@ pub(super) fn open(
         list.batch_log_number,
         options.wal_recovery_mode,
     )?;
-    if let Some((first, ops)) = batches.last() {
-        last_sequence = last_sequence.max(first + ops.len() as u64 - 1);
+    if let Some((first, record)) = batches.last() {
+        let count = crate::db::DecodedBatch::parse(record)
+            .map_err(Error::invariant)?
+            .count;
+        last_sequence = last_sequence.max(first + u64::from(count).saturating_sub(1));
     }
     let munks = MunkCache::new(options.munk_cache_bytes);
     let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
@@ -215,12 +218,7 @@ fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Resu
         )?;
         *next += 1;
         for record in old.log.records()? {
-            let batch = crate::db::batch::DecodedBatch::parse(&record).map_err(Error::invariant)?;
-            let mut keys = Vec::new();
-            batch
-                .for_each(|op| keys.push(op.key))
-                .map_err(Error::invariant)?;
-            log.append(&record, &keys, false)?;
+            log.append(&record, false)?;
         }
         log.sync()?;
         let table = old.table.clone().map(|t| (old.table_number, t));
@@ -259,11 +257,15 @@ fn missing_parts(
 ) -> Result<Vec<MissingPart>> {
     let set = store.chunk_set();
     let mut missing = Vec::new();
-    for (first, ops) in batches {
+    for (first, record) in batches {
+        let ops = crate::db::DecodedBatch::parse(record)
+            .and_then(|b| b.ops())
+            .map_err(Error::invariant)?;
         let mut parts: std::collections::BTreeMap<usize, (u64, WriteBatch)> = Default::default();
-        for (i, (key, value)) in ops.iter().enumerate() {
+        for (i, op) in ops.iter().enumerate() {
             let sequence = first + i as u64;
-            let chunk = set.locate(key);
+            // A range deletion was cut to its chunk: its start locates it.
+            let chunk = set.locate(op.key);
             if sequence <= log_ends[chunk] {
                 continue;
             }
@@ -277,10 +279,7 @@ fn missing_parts(
                     format!("batch at sequence {first} does not group its updates by chunk"),
                 ));
             }
-            match value {
-                Some(v) => part.put(key, v)?,
-                None => part.delete(key)?,
-            }
+            part.push_op(op)?;
         }
         missing.extend(parts.into_iter().map(|(chunk, (start, part))| MissingPart {
             batch_first: *first,
@@ -303,11 +302,7 @@ fn complete_batches(store: &ChunkStore, missing: Vec<MissingPart>) -> Result<()>
         ..
     } in missing
     {
-        let keys: Vec<Vec<u8>> = super::sub_keys(&mut part)?;
-        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        set.chunks[chunk]
-            .log
-            .append(part.encode(first), &keys, false)?;
+        set.chunks[chunk].log.append(part.encode(first), false)?;
         touched.push(chunk);
     }
     for chunk in touched {

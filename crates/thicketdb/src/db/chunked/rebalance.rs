@@ -8,18 +8,16 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::chunk::{open_table, Chunk, ChunkLog};
+use super::chunk::{open_table, Chunk, ChunkLog, Entry};
 use super::files::funk_table_path;
 use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::error::Result;
 use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
+use crate::format::range_tombstone::Fragments;
 use crate::stats::Counters;
 use crate::table::TableBuilder;
-
-/// An internal key and its value.
-type Entry = (Vec<u8>, Vec<u8>);
 
 /// Rebalances chunk `index` of `set` (the current set).
 /// REQUIRES: the write lock (`writer` is its content).
@@ -34,27 +32,43 @@ pub(super) fn rebalance(
     // earlier writes must be too, so that a power loss keeps a prefix.
     store.sync_dirty_logs(writer, set)?;
     let oldest = store.snapshots.oldest(&store.last_sequence);
-    let mut entries = chunk.all_entries()?;
+    let (mut entries, tombstones) = chunk.contents()?;
     if let Some(table) = &chunk.table {
         Counters::add(&store.counters.compaction_bytes_read, table.length());
     }
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
-    let kept = drop_unneeded(entries, oldest);
+    let kept = drop_unneeded(entries, oldest, &tombstones);
+    let tombstones = needed_tombstones(tombstones, oldest);
     let pieces = split(kept, &store.options);
+    // Piece `i` owns the keys from its start up to the next one's (the
+    // last up to the next chunk's): its share of the tombstones.
+    let mut starts: Vec<Vec<u8>> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| match i {
+            0 => chunk.start.clone(),
+            _ => user_key(&piece[0].0).to_vec(),
+        })
+        .collect();
+    let chunk_end = set.chunks.get(index + 1).map(|c| c.start.clone());
+    let ends: Vec<Option<Vec<u8>>> = starts
+        .iter()
+        .skip(1)
+        .cloned()
+        .map(Some)
+        .chain([chunk_end])
+        .collect();
     let had_munk = chunk.munk().is_some();
     let mut new_chunks = Vec::with_capacity(pieces.len());
     let mut written = 0;
-    for (i, piece) in pieces.into_iter().enumerate() {
-        let start = match i {
-            0 => chunk.start.clone(),
-            _ => user_key(&piece[0].0).to_vec(),
-        };
-        let table = match piece.is_empty() {
+    for ((piece, start), end) in pieces.into_iter().zip(starts.drain(..)).zip(ends) {
+        let piece_tombstones = tombstones.clip(Some(&start), end.as_deref());
+        let table = match piece.is_empty() && piece_tombstones.is_empty() {
             true => None,
             false => {
                 let number = next_number(writer);
-                written += write_table(store, number, &piece)?;
+                written += write_table(store, number, &piece, piece_tombstones.clone())?;
                 let table =
                     open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
                 Some((number, table))
@@ -72,7 +86,9 @@ pub(super) fn rebalance(
             .store(chunk.heat.load(Ordering::Relaxed), Ordering::Relaxed);
         if had_munk {
             // The munk splits with the chunk.
-            store.munks.install(&child, Munk::build(piece));
+            store
+                .munks
+                .install(&child, Munk::build(piece, &piece_tombstones));
         }
         new_chunks.push(Arc::new(child));
     }
@@ -100,8 +116,14 @@ fn next_number(writer: &mut Writer) -> u64 {
 
 /// Keeps, per user key, every version newer than `oldest` (a snapshot
 /// may read it) and the newest at or below it unless that is a deletion
-/// (nothing older is left for it to hide). `entries` are sorted.
-pub(super) fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
+/// or a tombstone of `tombstones` visible at `oldest` covers it (nothing
+/// older is left for it to hide; every snapshot sees the deletion).
+/// `entries` are sorted.
+pub(super) fn drop_unneeded(
+    entries: Vec<Entry>,
+    oldest: u64,
+    tombstones: &Fragments,
+) -> Vec<Entry> {
     let mut kept = Vec::with_capacity(entries.len());
     let mut current: Option<Vec<u8>> = None;
     let mut settled = false;
@@ -119,13 +141,23 @@ pub(super) fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
         }
         if parsed.sequence <= oldest {
             settled = true;
-            if parsed.kind == ValueKind::Deletion {
+            if parsed.kind == ValueKind::Deletion
+                || tombstones.covering_seq(parsed.user_key, oldest) > parsed.sequence
+            {
                 continue;
             }
         }
         kept.push((key, value));
     }
     kept
+}
+
+/// The tombstones a snapshot may still need: those newer than `oldest`.
+/// One at or below it covers nothing `drop_unneeded` kept (the funk is
+/// the chunk's only level: nothing older lies below it).
+pub(super) fn needed_tombstones(mut tombstones: Fragments, oldest: u64) -> Fragments {
+    tombstones.retain_seqs(|_, seq| seq > oldest);
+    tombstones
 }
 
 /// One piece, or more when the entries exceed `chunk_size`: each filled
@@ -159,10 +191,17 @@ fn split(entries: Vec<Entry>, options: &crate::options::Options) -> Vec<Vec<Entr
     pieces
 }
 
-/// Writes `entries` as funk table `number`, synced; returns its bytes.
-fn write_table(store: &ChunkStore, number: u64, entries: &[Entry]) -> Result<u64> {
+/// Writes `entries` and `tombstones` as funk table `number`, synced;
+/// returns its bytes.
+fn write_table(
+    store: &ChunkStore,
+    number: u64,
+    entries: &[Entry],
+    tombstones: Fragments,
+) -> Result<u64> {
     let mut file = store.fs.create(&funk_table_path(&store.dir, number))?;
     let mut builder = TableBuilder::new(&store.options.table_options(), file.as_mut());
+    builder.set_range_deletions(tombstones)?;
     for (key, value) in entries {
         builder.add(key, value)?;
     }
@@ -212,7 +251,7 @@ mod tests {
             entry("b", 2, ValueKind::Value),
             entry("c", 8, ValueKind::Deletion),
         ];
-        let kept: Vec<(Vec<u8>, u64)> = drop_unneeded(entries, 5)
+        let kept: Vec<(Vec<u8>, u64)> = drop_unneeded(entries, 5, &Fragments::default())
             .iter()
             .map(|(k, _)| {
                 let p = ParsedKey::parse(k).unwrap();

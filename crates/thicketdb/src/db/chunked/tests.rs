@@ -206,13 +206,6 @@ fn keyspaces_are_refused() {
     assert_eq!(db.get(b"k").unwrap(), None);
 }
 
-#[test]
-fn range_deletes_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
-    assert!(db.delete_range(b"a", b"b").is_err());
-}
-
 /// A batch spanning chunks is, after a power loss or a process crash that
 /// cut its writes short at any byte, in every chunk or in none;
 /// acknowledged, in all. A process crash keeps the chunk-log parts written
