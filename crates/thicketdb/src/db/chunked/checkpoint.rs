@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 
 use super::batch_log::BatchLog;
 use super::files::{chunk_log_path, funk_table_path};
-use super::manifest::{ChunkList, ChunkRecord};
+use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::open::write_list;
 use super::ChunkStore;
 use crate::db::checkpoint::{building_dir, copy_prefix, finish, link_or_copy};
@@ -36,24 +36,25 @@ impl ChunkStore {
         }
         let fs = self.fs.as_ref();
         let building = building_dir(fs, dir)?;
-        let (set, list, log_lens) = {
+        let (chunks, mut list, log_lens) = {
             let guard = self.writer.lock();
             let writer = guard
                 .as_ref()
                 .ok_or_else(|| Error::ReadOnly("checkpoint".into()))?;
-            let set = self.chunk_set();
-            let mut list = self.chunk_list(writer, &set);
-            // A fresh, empty batch log: every batch is whole in the logs.
-            list.batch_log_number = list.next_file_number;
-            list.next_file_number += 1;
-            let lens: Vec<u64> = set.chunks.iter().map(|c| c.log.len()).collect();
-            (set, list, lens)
+            // Pinned: a chunk retired meanwhile keeps its files.
+            let chunks = self.every_chunk();
+            let list = self.chunk_list(writer, None);
+            let lens: Vec<u64> = chunks.iter().map(|c| c.log.len()).collect();
+            (chunks, list, lens)
         };
+        // A fresh, empty batch log: every batch is whole in the logs.
+        list.batch_log_number = list.next_file_number;
+        list.next_file_number += 1;
         let mut report = CheckpointReport {
             last_sequence: list.last_sequence,
             ..CheckpointReport::default()
         };
-        for (chunk, len) in set.chunks.iter().zip(log_lens) {
+        for (chunk, len) in chunks.iter().zip(log_lens) {
             if chunk.table_number != 0 {
                 let (from, to) = (
                     funk_table_path(&self.dir, chunk.table_number),
@@ -69,29 +70,58 @@ impl ChunkStore {
             copy_prefix(fs, fs.open_sequential(&from)?, len, &to)?;
             report.logs += 1;
         }
-        drop(set);
+        drop(chunks);
         BatchLog::create(fs, &building, list.batch_log_number)?;
         write_list(fs, &building, &list)?;
         finish(fs, &self.dir, &building, dir)?;
         Ok(report)
     }
 
-    /// The chunk list naming `set`.
+    /// The chunk list naming every keyspace's current set, or
+    /// `replaced`'s set for its keyspace (id).
     /// REQUIRES: the write lock (`writer` is its content).
-    pub(super) fn chunk_list(&self, writer: &super::Writer, set: &super::ChunkSet) -> ChunkList {
+    pub(super) fn chunk_list(
+        &self,
+        writer: &super::Writer,
+        replaced: Option<(u32, &super::ChunkSet)>,
+    ) -> ChunkList {
+        let keyspaces = self
+            .spaces()
+            .iter()
+            .map(|space| {
+                let current;
+                let set = match replaced {
+                    Some((id, set)) if id == space.id => set,
+                    _ => {
+                        current = space.chunk_set();
+                        &current
+                    }
+                };
+                KeyspaceRecord {
+                    id: space.id,
+                    name: space.name.clone(),
+                    options: match space.id {
+                        0 => Vec::new(),
+                        _ => space.options.encode().into_bytes(),
+                    },
+                    chunks: set
+                        .chunks
+                        .iter()
+                        .map(|c| ChunkRecord {
+                            start: c.start.clone(),
+                            table_number: c.table_number,
+                            log_number: c.log.number,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
         ChunkList {
             last_sequence: self.last_sequence.load(Ordering::Acquire),
             next_file_number: writer.next_file_number,
             batch_log_number: writer.batch_log.number,
-            chunks: set
-                .chunks
-                .iter()
-                .map(|c| ChunkRecord {
-                    start: c.start.clone(),
-                    table_number: c.table_number,
-                    log_number: c.log.number,
-                })
-                .collect(),
+            next_keyspace_id: writer.next_keyspace_id,
+            keyspaces,
             counters: self.counters.snapshot(),
         }
     }

@@ -30,7 +30,7 @@ fn store(db: &Db) -> &ChunkStore {
 /// Every chunk's tombstones (table and log) lie within its key range.
 /// Returns how many chunks hold some in their table and in their log.
 fn tombstones_within_chunks(db: &Db) -> (usize, usize) {
-    let set = store(db).chunk_set();
+    let set = store(db).default_space().chunk_set();
     let (mut in_tables, mut in_logs) = (0, 0);
     for (i, chunk) in set.chunks.iter().enumerate() {
         let end = set.chunks.get(i + 1).map(|c| c.start.clone());
@@ -112,7 +112,7 @@ fn across_chunks_snapshot_and_rebalances(options: Options) {
     }
     // Everything into the funks' tables; the chunks have split.
     db.compact_range(None, None).unwrap();
-    let chunks = store(&db).chunk_set().chunks.len();
+    let chunks = store(&db).default_space().chunk_set().chunks.len();
     assert!(chunks > 3, "{chunks} chunks");
     // Warm the caches (row cache, munks) over the range to be deleted.
     check(&db, &model, None, "before");
@@ -196,7 +196,7 @@ fn across_chunks_snapshot_and_rebalances(options: Options) {
 
 /// Entries in the funk tables.
 fn table_entries(db: &Db) -> u64 {
-    let set = store(db).chunk_set();
+    let set = store(db).default_space().chunk_set();
     set.chunks
         .iter()
         .filter_map(|c| c.table.as_ref())
@@ -253,7 +253,7 @@ fn a_batch_with_a_tombstone_across_chunks() {
         db.put(k(i), value(i, 0)).unwrap();
         model.insert(k(i), value(i, 0));
     }
-    assert!(store(&db).chunk_set().chunks.len() > 3);
+    assert!(store(&db).default_space().chunk_set().chunks.len() > 3);
     let mut batch = WriteBatch::new();
     batch.put(k(20), b"covered").unwrap();
     batch.put(k(380), b"covered too").unwrap();

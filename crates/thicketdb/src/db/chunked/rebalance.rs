@@ -12,7 +12,7 @@ use super::chunk::{open_table, Chunk, ChunkLog, Entry};
 use super::files::funk_table_path;
 use super::munk::Munk;
 use super::open::{filters, write_list};
-use super::{ChunkSet, ChunkStore, Writer};
+use super::{ChunkSet, ChunkSpace, ChunkStore, Writer};
 use crate::error::Result;
 use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
 use crate::format::range_tombstone::Fragments;
@@ -24,13 +24,14 @@ use crate::table::TableBuilder;
 pub(super) fn rebalance(
     store: &ChunkStore,
     writer: &mut Writer,
+    space: &ChunkSpace,
     set: &Arc<ChunkSet>,
     index: usize,
 ) -> Result<()> {
     let chunk = &set.chunks[index];
     // The new funk makes this chunk's writes durable: the other chunks'
     // earlier writes must be too, so that a power loss keeps a prefix.
-    store.sync_dirty_logs(writer, set)?;
+    store.sync_dirty_logs(writer)?;
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let (mut entries, tombstones) = chunk.contents()?;
     if let Some(table) = &chunk.table {
@@ -40,7 +41,7 @@ pub(super) fn rebalance(
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
     let kept = drop_unneeded(entries, oldest, &tombstones);
     let tombstones = needed_tombstones(tombstones, oldest);
-    let pieces = split(kept, &store.options);
+    let pieces = split(kept, &space.options);
     // Piece `i` owns the keys from its start up to the next one's (the
     // last up to the next chunk's): its share of the tombstones.
     let mut starts: Vec<Vec<u8>> = pieces
@@ -68,7 +69,7 @@ pub(super) fn rebalance(
             true => None,
             false => {
                 let number = next_number(writer);
-                written += write_table(store, number, &piece, piece_tombstones.clone())?;
+                written += write_table(store, space, number, &piece, piece_tombstones.clone())?;
                 let table =
                     open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
                 Some((number, table))
@@ -78,7 +79,7 @@ pub(super) fn rebalance(
             store.fs.as_ref(),
             &store.dir,
             next_number(writer),
-            filters(&store.options),
+            filters(&space.options),
         )?;
         let child = Chunk::new(start, table, log, store.fs.clone(), store.dir.clone());
         child
@@ -101,9 +102,9 @@ pub(super) fn rebalance(
     let mut chunks = set.chunks[..index].to_vec();
     chunks.extend(new_chunks);
     chunks.extend_from_slice(&set.chunks[index + 1..]);
-    let next = Arc::new(ChunkSet { chunks });
-    store.write_chunk_list_of(writer, &next)?;
-    *store.chunks.write() = next;
+    let next = ChunkSet { chunks };
+    store.write_chunk_list_of(writer, Some((space.id, &next)))?;
+    space.install(next);
     chunk.retire();
     store.munks.release(chunk);
     Ok(())
@@ -195,12 +196,13 @@ fn split(entries: Vec<Entry>, options: &crate::options::Options) -> Vec<Vec<Entr
 /// returns its bytes.
 fn write_table(
     store: &ChunkStore,
+    space: &ChunkSpace,
     number: u64,
     entries: &[Entry],
     tombstones: Fragments,
 ) -> Result<u64> {
     let mut file = store.fs.create(&funk_table_path(&store.dir, number))?;
-    let mut builder = TableBuilder::new(&store.options.table_options(), file.as_mut());
+    let mut builder = TableBuilder::new(&space.options.table_options(), file.as_mut());
     builder.set_range_deletions(tombstones)?;
     for (key, value) in entries {
         builder.add(key, value)?;
@@ -211,16 +213,21 @@ fn write_table(
 }
 
 impl ChunkStore {
-    /// Writes the chunk list of the current set.
+    /// Writes the chunk list of the current sets.
     /// REQUIRES: the write lock (`writer` is its content).
     pub(super) fn write_chunk_list(&self, writer: &Writer) -> Result<()> {
-        self.write_chunk_list_of(writer, &self.chunk_set())
+        self.write_chunk_list_of(writer, None)
     }
 
-    /// Writes `set` as the chunk list.
+    /// Writes the chunk list, with `replaced`'s set for its keyspace
+    /// (id) instead of the current one.
     /// REQUIRES: the write lock (`writer` is its content).
-    fn write_chunk_list_of(&self, writer: &Writer, set: &ChunkSet) -> Result<()> {
-        let list = self.chunk_list(writer, set);
+    pub(super) fn write_chunk_list_of(
+        &self,
+        writer: &Writer,
+        replaced: Option<(u32, &ChunkSet)>,
+    ) -> Result<()> {
+        let list = self.chunk_list(writer, replaced);
         let bytes = list.encode().len() as u64;
         write_list(self.fs.as_ref(), &self.dir, &list)?;
         Counters::add(&self.counters.manifest_bytes_written, bytes);

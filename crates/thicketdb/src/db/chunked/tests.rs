@@ -182,30 +182,6 @@ fn opening_with_the_other_layout_is_refused() {
     assert!(err.to_string().contains("layout lsm"), "{err}");
 }
 
-/// Keyspaces are LSM trees: a chunked store has the default one only, and
-/// refuses a batch a keyspace of another store wrote into.
-#[test]
-fn keyspaces_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
-    let err = db.create_keyspace("k", Options::default()).unwrap_err();
-    assert!(err.to_string().contains("chunked layout"), "{err}");
-    assert!(db.keyspace("k").is_err());
-    assert_eq!(db.list_keyspaces(), ["default"]);
-    // The default keyspace's handle is the store's one namespace.
-    let default = db.keyspace("default").unwrap();
-    default.put(b"via handle", b"1").unwrap();
-    assert_eq!(db.get(b"via handle").unwrap(), Some(b"1".to_vec()));
-    let lsm_dir = tempfile::tempdir().unwrap();
-    let lsm = Db::open(lsm_dir.path(), Options::default()).unwrap();
-    let other = lsm.create_keyspace("other", Options::default()).unwrap();
-    let mut batch = WriteBatch::new();
-    batch.put_in(&other, b"k", b"v").unwrap();
-    let err = db.write(batch).unwrap_err();
-    assert!(err.to_string().contains("keyspaces"), "{err}");
-    assert_eq!(db.get(b"k").unwrap(), None);
-}
-
 /// A batch spanning chunks is, after a power loss or a process crash that
 /// cut its writes short at any byte, in every chunk or in none;
 /// acknowledged, in all. A process crash keeps the chunk-log parts written
