@@ -3,7 +3,9 @@
 //! all sharing the store's log, sequence numbers and snapshots, so a
 //! `WriteBatch` across keyspaces is atomic and a snapshot reads them all at
 //! one point. The MANIFEST records each keyspace's creation (id, name,
-//! options), its table changes and its drop (`docs/format.md`).
+//! options), its table changes and its drop (`docs/format.md`). In a
+//! chunked store a keyspace is a chunk list of its own instead
+//! (`chunked/keyspaces.rs`), recorded in `CHUNKS`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -125,10 +127,12 @@ impl Keyspace {
 impl Db {
     /// Creates keyspace `name` with its own `options` for what a keyspace
     /// may choose (profile and compaction policy, compression, Bloom bits,
-    /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...); the
-    /// store-wide ones (key order, log, caches, threads) are the store's.
-    /// The keyspace is durable once this returns. `InvalidArgument` when
-    /// the name is taken, empty or longer than 255 bytes.
+    /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...; in a
+    /// chunked store chunk size, funk log limits, compression, Bloom bits,
+    /// table sizes); the store-wide ones (key order, log, caches, threads)
+    /// are the store's. The keyspace is durable once this returns.
+    /// `InvalidArgument` when the name is taken, empty or longer than 255
+    /// bytes, or when `options` are of another layout than the store's.
     pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
         let inner = match &self.engine {
             Engine::Lsm(h) => &h.inner,
