@@ -12,7 +12,8 @@
        *errptr is NULL or a malloc()ed message. On success it is left
        unchanged; on failure the old message is freed and *errptr is set to
        a malloc()ed message ("Corruption: ...", "Invalid argument: ...",
-       "IO error: ...", "Not implemented: ..."). Free it with leveldb_free().
+       "IO error: ...", "Not implemented: ...", "NotFound: ..." for a
+       missing keyspace). Free it with leveldb_free().
    (4) Booleans are uint8_t (0 false, anything else true).
    (5) Pointer arguments must be non-NULL unless said otherwise.
 
@@ -35,6 +36,8 @@
    - leveldb_snappy_compression selects LZ4.
    - paranoid_checks and verify_checksums are no-ops: checksums are always
      verified.
+   - Extensions (RocksDB's DeleteRange and column families): range
+     deletes and keyspaces, in their own sections below.
    - leveldb_repair_db rebuilds the MANIFEST from the tables that survive
      (salvaging the intact blocks of damaged ones) and prints what it
      recovered and lost to standard error. */
@@ -63,6 +66,7 @@ typedef struct leveldb_env_t leveldb_env_t;
 typedef struct leveldb_filelock_t leveldb_filelock_t;
 typedef struct leveldb_filterpolicy_t leveldb_filterpolicy_t;
 typedef struct leveldb_iterator_t leveldb_iterator_t;
+typedef struct leveldb_keyspace_t leveldb_keyspace_t;
 typedef struct leveldb_logger_t leveldb_logger_t;
 typedef struct leveldb_options_t leveldb_options_t;
 typedef struct leveldb_randomfile_t leveldb_randomfile_t;
@@ -204,6 +208,114 @@ LEVELDB_EXPORT void leveldb_writebatch_iterate_ranges(
                           const char* end, size_t end_len));
 LEVELDB_EXPORT void leveldb_writebatch_append(
     leveldb_writebatch_t* destination, const leveldb_writebatch_t* source);
+
+/* Keyspaces (extension; RocksDB's column families): independent ordered
+   namespaces of one store, each with its own options, sharing the log, so
+   a batch across keyspaces is atomic, also across a crash. Every store has
+   the keyspace "default", which the calls without a keyspace use.
+   A keyspace that does not exist (never created, or dropped) gives
+   "NotFound: no such keyspace: ...". */
+
+/* Creates keyspace `name` (1 to 255 bytes of UTF-8) with the keyspace-level
+   settings of `options` (compression, block size, table size, write
+   buffer, filter policy); store-wide ones (comparator, cache) stay the
+   store's. Durable once it returns. Returns a handle, or NULL and *errptr
+   ("Invalid argument" when the name is taken or bad). */
+LEVELDB_EXPORT leveldb_keyspace_t* leveldb_create_keyspace(
+    leveldb_t* db, const leveldb_options_t* options, const char* name,
+    char** errptr);
+
+/* A handle on the existing keyspace `name` ("default" included), or NULL
+   and *errptr. */
+LEVELDB_EXPORT leveldb_keyspace_t* leveldb_open_keyspace(leveldb_t* db,
+                                                         const char* name,
+                                                         char** errptr);
+
+/* Drops the keyspace the handle names and all its data, durably (its space
+   is released). The handle must still be destroyed; calls through it then
+   fail with "NotFound". The default keyspace cannot be dropped ("Invalid
+   argument"). */
+LEVELDB_EXPORT void leveldb_drop_keyspace(leveldb_t* db,
+                                          leveldb_keyspace_t* keyspace,
+                                          char** errptr);
+
+/* Releases a handle (the keyspace stays). After leveldb_close, calls
+   through a handle fail; destroy it still. */
+LEVELDB_EXPORT void leveldb_keyspace_handle_destroy(leveldb_keyspace_t*);
+
+/* The handle's keyspace name: malloc()ed, NUL-terminated, its length in
+   *name_len (may be NULL). Free it with leveldb_free(). */
+LEVELDB_EXPORT char* leveldb_keyspace_name(const leveldb_keyspace_t*,
+                                           size_t* name_len);
+
+/* The keyspace names of the store in directory `name`, "default" first,
+   then in order of creation: a malloc()ed array of *count malloc()ed
+   strings (free it with leveldb_list_keyspaces_destroy), or NULL and
+   *errptr. The store is opened read-only, so it may be open elsewhere. */
+LEVELDB_EXPORT char** leveldb_list_keyspaces(const leveldb_options_t* options,
+                                             const char* name, size_t* count,
+                                             char** errptr);
+LEVELDB_EXPORT void leveldb_list_keyspaces_destroy(char** list, size_t count);
+
+/* The data calls in one keyspace: as leveldb_put, leveldb_delete,
+   leveldb_delete_range, leveldb_get, leveldb_create_iterator and
+   leveldb_compact_range. Read options' snapshots apply to every keyspace. */
+LEVELDB_EXPORT void leveldb_put_in(leveldb_t* db,
+                                   const leveldb_writeoptions_t* options,
+                                   leveldb_keyspace_t* keyspace,
+                                   const char* key, size_t keylen,
+                                   const char* val, size_t vallen,
+                                   char** errptr);
+LEVELDB_EXPORT void leveldb_delete_in(leveldb_t* db,
+                                      const leveldb_writeoptions_t* options,
+                                      leveldb_keyspace_t* keyspace,
+                                      const char* key, size_t keylen,
+                                      char** errptr);
+LEVELDB_EXPORT void leveldb_delete_range_in(
+    leveldb_t* db, const leveldb_writeoptions_t* options,
+    leveldb_keyspace_t* keyspace, const char* start_key, size_t start_len,
+    const char* end_key, size_t end_len, char** errptr);
+LEVELDB_EXPORT char* leveldb_get_in(leveldb_t* db,
+                                    const leveldb_readoptions_t* options,
+                                    leveldb_keyspace_t* keyspace,
+                                    const char* key, size_t keylen,
+                                    size_t* vallen, char** errptr);
+/* An error (dropped keyspace) is reported by leveldb_iter_get_error. */
+LEVELDB_EXPORT leveldb_iterator_t* leveldb_create_iterator_in(
+    leveldb_t* db, const leveldb_readoptions_t* options,
+    leveldb_keyspace_t* keyspace);
+LEVELDB_EXPORT void leveldb_compact_range_in(leveldb_t* db,
+                                             leveldb_keyspace_t* keyspace,
+                                             const char* start_key,
+                                             size_t start_key_len,
+                                             const char* limit_key,
+                                             size_t limit_key_len);
+
+/* Batch updates in one keyspace; one batch may mix keyspaces and is
+   written atomically. leveldb_writebatch_iterate and _iterate_ranges pass
+   over updates of keyspaces other than "default";
+   leveldb_writebatch_iterate_in reports them all. An update for a keyspace
+   dropped before the batch is written is discarded. */
+LEVELDB_EXPORT void leveldb_writebatch_put_in(leveldb_writebatch_t*,
+                                              leveldb_keyspace_t* keyspace,
+                                              const char* key, size_t klen,
+                                              const char* val, size_t vlen);
+LEVELDB_EXPORT void leveldb_writebatch_delete_in(leveldb_writebatch_t*,
+                                                 leveldb_keyspace_t* keyspace,
+                                                 const char* key, size_t klen);
+LEVELDB_EXPORT void leveldb_writebatch_delete_range_in(
+    leveldb_writebatch_t*, leveldb_keyspace_t* keyspace, const char* start_key,
+    size_t start_len, const char* end_key, size_t end_len);
+/* Calls put, deleted or deleted_range (each may be NULL) for every update
+   of every keyspace, in batch order, with the update's keyspace name
+   (NUL-terminated; "default" for the default keyspace) first. */
+LEVELDB_EXPORT void leveldb_writebatch_iterate_in(
+    const leveldb_writebatch_t*, void* state,
+    void (*put)(void*, const char* keyspace, const char* k, size_t klen,
+                const char* v, size_t vlen),
+    void (*deleted)(void*, const char* keyspace, const char* k, size_t klen),
+    void (*deleted_range)(void*, const char* keyspace, const char* start,
+                          size_t start_len, const char* end, size_t end_len));
 
 /* Options */
 

@@ -9,7 +9,9 @@ use libc::{c_char, c_int, size_t};
 use thicketdb::{Db, Snapshot, WriteOptions};
 
 use crate::batch::leveldb_writebatch_t;
-use crate::ffi::{bytes, c_str, guard, guard_quiet, malloc_copy, malloc_string, status};
+use crate::ffi::{
+    bytes, c_str, guard, guard_quiet, malloc_copy, malloc_string, optional_bytes, status,
+};
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
 
 pub struct leveldb_t {
@@ -24,7 +26,7 @@ pub struct leveldb_snapshot_t {
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-unsafe fn path(name: *const c_char) -> Result<PathBuf, String> {
+pub(crate) unsafe fn path(name: *const c_char) -> Result<PathBuf, String> {
     // SAFETY: forwarded from the caller.
     match unsafe { c_str(name) } {
         Some(b) if !b.is_empty() => Ok(PathBuf::from(OsStr::from_bytes(b))),
@@ -68,7 +70,7 @@ pub unsafe extern "C" fn leveldb_close(db: *mut leveldb_t) {
 ///
 /// # Safety
 /// Both are NULL or live objects of this library.
-unsafe fn write_args<'a>(
+pub(crate) unsafe fn write_args<'a>(
     db: *mut leveldb_t,
     options: *const leveldb_writeoptions_t,
 ) -> Result<(&'a Db, WriteOptions), String> {
@@ -180,28 +182,49 @@ pub unsafe extern "C" fn leveldb_get(
 ) -> *mut c_char {
     // SAFETY: pointers and lengths follow the C header's contract.
     unsafe {
-        if !vallen.is_null() {
-            *vallen = 0;
-        }
-        guard(errptr, std::ptr::null_mut(), || {
+        read_value(vallen, errptr, || {
             let db = db.as_ref().ok_or("Invalid argument: NULL store")?;
-            let value = db
-                .db
+            db.db
                 .get_opt(bytes(key, keylen), &read_options(options))
-                .map_err(|e| status(&e))?;
-            let Some(value) = value else {
-                return Ok(std::ptr::null_mut());
-            };
-            let out = malloc_copy(&value);
-            if out.is_null() {
-                return Err("IO error: out of memory".to_string());
-            }
-            if !vallen.is_null() {
-                *vallen = value.len();
-            }
-            Ok(out)
+                .map_err(|e| status(&e))
         })
     }
+}
+
+/// A value `read` returns, for C: NULL when absent or on error (reported
+/// through `errptr`), else a `malloc`ed copy with its length in `*vallen`
+/// (0 otherwise).
+///
+/// # Safety
+/// `vallen` is NULL or writable; `errptr` follows LevelDB's convention.
+pub(crate) unsafe fn read_value(
+    vallen: *mut size_t,
+    errptr: *mut *mut c_char,
+    read: impl FnOnce() -> Result<Option<Vec<u8>>, String>,
+) -> *mut c_char {
+    if !vallen.is_null() {
+        // SAFETY: writable by the caller's contract.
+        unsafe { *vallen = 0 };
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { guard(errptr, std::ptr::null_mut(), || value_out(read()?, vallen)) }
+}
+
+/// # Safety
+/// `vallen` is NULL or writable.
+unsafe fn value_out(value: Option<Vec<u8>>, vallen: *mut size_t) -> Result<*mut c_char, String> {
+    let Some(value) = value else {
+        return Ok(std::ptr::null_mut());
+    };
+    let out = malloc_copy(&value);
+    if out.is_null() {
+        return Err("IO error: out of memory".to_string());
+    }
+    if !vallen.is_null() {
+        // SAFETY: writable by the caller's contract.
+        unsafe { *vallen = value.len() };
+    }
+    Ok(out)
 }
 
 #[no_mangle]
@@ -300,8 +323,8 @@ pub unsafe extern "C" fn leveldb_compact_range(
         // lengths.
         unsafe {
             let Some(db) = db.as_ref() else { return };
-            let start = (!start_key.is_null()).then(|| bytes(start_key, start_key_len));
-            let limit = (!limit_key.is_null()).then(|| bytes(limit_key, limit_key_len));
+            let start = optional_bytes(start_key, start_key_len);
+            let limit = optional_bytes(limit_key, limit_key_len);
             let _ = db.db.compact_range(start, limit);
         }
     })

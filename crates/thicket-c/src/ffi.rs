@@ -18,6 +18,16 @@ pub(crate) unsafe fn bytes<'a>(ptr: *const c_char, len: size_t) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
 }
 
+/// `Some` of the bytes `ptr[..len]`, or `None` for a NULL pointer (an
+/// unbounded side of a range).
+///
+/// # Safety
+/// As for [`bytes`].
+pub(crate) unsafe fn optional_bytes<'a>(ptr: *const c_char, len: size_t) -> Option<&'a [u8]> {
+    // SAFETY: forwarded from the caller.
+    (!ptr.is_null()).then(|| unsafe { bytes(ptr, len) })
+}
+
 /// A NUL-terminated C string as bytes; `None` for NULL.
 ///
 /// # Safety
@@ -75,6 +85,7 @@ pub(crate) fn status(e: &thicketdb::Error) -> String {
     match e {
         Error::Corruption { .. } => format!("Corruption: {e}"),
         Error::InvalidArgument(why) => format!("Invalid argument: {why}"),
+        Error::KeyspaceNotFound(_) => format!("NotFound: {e}"),
         Error::Background(inner) if inner.is_corruption() => format!("Corruption: {e}"),
         _ => format!("IO error: {e}"),
     }

@@ -19,18 +19,26 @@ pub unsafe extern "C" fn leveldb_create_iterator(
     db: *mut leveldb_t,
     options: *const leveldb_readoptions_t,
 ) -> *mut leveldb_iterator_t {
+    iterator_over(|| {
+        // SAFETY: `db` is NULL or live; `options` NULL or live.
+        match unsafe { db.as_ref() } {
+            Some(db) => db
+                .db
+                .iter(unsafe { read_options(options) })
+                .map_err(|e| crate::ffi::status(&e)),
+            None => Err("Invalid argument: NULL store".to_string()),
+        }
+    })
+}
+
+/// An iterator over the cursor `open` makes; its error, or a panic, is
+/// kept for `leveldb_iter_get_error`.
+pub(crate) fn iterator_over(
+    open: impl FnOnce() -> Result<DbIterator, String>,
+) -> *mut leveldb_iterator_t {
     let iter = guard_quiet(
         Err("IO error: internal error creating iterator".into()),
-        || {
-            // SAFETY: `db` is NULL or live; `options` NULL or live.
-            match unsafe { db.as_ref() } {
-                Some(db) => db
-                    .db
-                    .iter(unsafe { read_options(options) })
-                    .map_err(|e| crate::ffi::status(&e)),
-                None => Err("Invalid argument: NULL store".to_string()),
-            }
-        },
+        open,
     );
     Box::into_raw(Box::new(leveldb_iterator_t { iter }))
 }

@@ -22,12 +22,14 @@ mod db;
 mod ffi;
 mod filter_policy;
 mod iter;
+mod keyspace;
 mod options;
 mod user_state;
 
 pub use batch::*;
 pub use db::*;
 pub use iter::*;
+pub use keyspace::*;
 pub use options::*;
 
 /// LevelDB API version this library implements (LevelDB 1.23).

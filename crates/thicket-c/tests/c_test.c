@@ -52,11 +52,9 @@ static void start_phase(const char* name) {
   phase = name;
 }
 
-static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
-                      const char* key, const char* expected) {
-  char* err = NULL;
-  size_t len = 12345;
-  char* value = leveldb_get(db, ro, key, strlen(key), &len, &err);
+/* Checks a value a get returned (NULL: absent) and frees it. */
+static void check_value(char* value, size_t len, char* err,
+                        const char* expected) {
   CHECK_NO_ERROR(err);
   if (expected == NULL) {
     CHECK(value == NULL);
@@ -67,6 +65,36 @@ static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
     CHECK(memcmp(value, expected, len) == 0);
   }
   leveldb_free(value);
+}
+
+static void check_get(leveldb_t* db, const leveldb_readoptions_t* ro,
+                      const char* key, const char* expected) {
+  char* err = NULL;
+  size_t len = 12345;
+  char* value = leveldb_get(db, ro, key, strlen(key), &len, &err);
+  check_value(value, len, err, expected);
+}
+
+static void check_get_in(leveldb_t* db, const leveldb_readoptions_t* ro,
+                         leveldb_keyspace_t* ks, const char* key,
+                         const char* expected) {
+  char* err = NULL;
+  size_t len = 12345;
+  char* value = leveldb_get_in(db, ro, ks, key, strlen(key), &len, &err);
+  check_value(value, len, err, expected);
+}
+
+/* Checks that the store in `dir` lists exactly `expected` (count names). */
+static void check_list(const leveldb_options_t* options, const char* dir,
+                       const char* const* expected, size_t count) {
+  char* err = NULL;
+  size_t n = 99, i;
+  char** names = leveldb_list_keyspaces(options, dir, &n, &err);
+  CHECK_NO_ERROR(err);
+  CHECK(names != NULL);
+  CHECK(n == count);
+  for (i = 0; i < n && i < count; i++) CHECK(strcmp(names[i], expected[i]) == 0);
+  leveldb_list_keyspaces_destroy(names, n);
 }
 
 static void check_iter(leveldb_iterator_t* it, const char* key,
@@ -106,6 +134,26 @@ static void on_delete_range(void* state, const char* s, size_t slen,
 }
 
 /* Comparator and filter policy callbacks. */
+/* writebatch_iterate_in callbacks: record "put@ks(k,v)" and the like. */
+static void on_put_in(void* state, const char* ks, const char* k, size_t klen,
+                      const char* v, size_t vlen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "put@%s(%.*s,%.*s)", ks, (int)klen, k, (int)vlen, v);
+}
+static void on_delete_in(void* state, const char* ks, const char* k,
+                         size_t klen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "del@%s(%.*s)", ks, (int)klen, k);
+}
+static void on_delete_range_in(void* state, const char* ks, const char* s,
+                               size_t slen, const char* e, size_t elen) {
+  (*(int*)state)++;
+  snprintf(batch_log + strlen(batch_log), sizeof(batch_log) - strlen(batch_log),
+           "delrange@%s(%.*s,%.*s)", ks, (int)slen, s, (int)elen, e);
+}
+
 static int destroyed_comparators = 0;
 /* The custom filter policy's state: what its callbacks saw and what
    key_may_match answers (LevelDB's c_test `fake_filter_result`). */
@@ -736,6 +784,198 @@ int main(void) {
     leveldb_destroy_db(options, othername, &err);
     CHECK_NO_ERROR(err);
     leveldb_readoptions_destroy(filling);
+  }
+
+  start_phase("keyspaces");
+  {
+    static const char* const both[] = {"default", "users"};
+    static const char* const three[] = {"default", "users", "temp"};
+    char ksname[600];
+    leveldb_options_t* ks_options = leveldb_options_create();
+    leveldb_readoptions_t* at_snapshot = leveldb_readoptions_create();
+    leveldb_writebatch_t* wb = leveldb_writebatch_create();
+    leveldb_keyspace_t *users, *again, *temp, *again_temp, *deflt;
+    leveldb_iterator_t* iter;
+    const leveldb_snapshot_t* snap;
+    size_t len, n;
+    char* name;
+    int count = 0;
+    snprintf(ksname, sizeof(ksname), "%s-keyspaces", dbname);
+    leveldb_destroy_db(options, ksname, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_options_set_error_if_exists(options, 0);
+    leveldb_options_set_create_if_missing(options, 1);
+    db = leveldb_open(options, ksname, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_options_set_compression(ks_options, leveldb_no_compression);
+    leveldb_options_set_write_buffer_size(ks_options, 64 << 10);
+    users = leveldb_create_keyspace(db, ks_options, "users", &err);
+    CHECK_NO_ERROR(err);
+    CHECK(users != NULL);
+    name = leveldb_keyspace_name(users, &len);
+    CHECK(name != NULL && len == 5 && strcmp(name, "users") == 0);
+    leveldb_free(name);
+    /* A taken or empty name is refused; the old message is replaced. */
+    CHECK(leveldb_create_keyspace(db, ks_options, "users", &err) == NULL);
+    CHECK(err != NULL);
+    CHECK(leveldb_create_keyspace(db, ks_options, "", &err) == NULL);
+    CHECK_ERROR(err, "Invalid argument");
+    /* Keyspaces are separate namespaces. */
+    leveldb_put_in(db, woptions, users, "alice", 5, "admin", 5, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_put(db, woptions, "alice", 5, "default", 7, &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, users, "alice", "admin");
+    check_get(db, roptions, "alice", "default");
+    deflt = leveldb_open_keyspace(db, "default", &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, deflt, "alice", "default");
+    leveldb_put_in(db, woptions, users, "gone", 4, "x", 1, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_delete_in(db, woptions, users, "gone", 4, &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, users, "gone", NULL);
+    for (i = 0; i < 5; i++) {
+      snprintf(key, sizeof(key), "r%d", i);
+      leveldb_put_in(db, woptions, users, key, strlen(key), "v", 1, &err);
+      CHECK_NO_ERROR(err);
+    }
+    leveldb_delete_range_in(db, woptions, users, "r1", 2, "r4", 2, &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, users, "r0", "v");
+    check_get_in(db, roptions, users, "r2", NULL);
+    check_get_in(db, roptions, users, "r4", "v");
+    /* A batch across keyspaces; iterate reports only the default ones. */
+    leveldb_writebatch_put(wb, "count", 5, "2", 1);
+    leveldb_writebatch_put_in(wb, users, "bob", 3, "guest", 5);
+    leveldb_writebatch_delete_in(wb, users, "r0", 2);
+    leveldb_writebatch_delete_range_in(wb, users, "r4", 2, "r9", 2);
+    leveldb_writebatch_delete(wb, "alice", 5);
+    leveldb_write(db, woptions, wb, &err);
+    CHECK_NO_ERROR(err);
+    check_get(db, roptions, "count", "2");
+    check_get(db, roptions, "alice", NULL);
+    check_get(db, roptions, "bob", NULL);
+    check_get_in(db, roptions, users, "bob", "guest");
+    check_get_in(db, roptions, users, "r0", NULL);
+    check_get_in(db, roptions, users, "r4", NULL);
+    batch_log[0] = '\0';
+    leveldb_writebatch_iterate(wb, &count, on_put, on_delete);
+    CHECK(count == 2);
+    CHECK(strcmp(batch_log, "put(count,2)del(alice)") == 0);
+    count = 0;
+    batch_log[0] = '\0';
+    leveldb_writebatch_iterate_in(wb, &count, on_put_in, on_delete_in,
+                                  on_delete_range_in);
+    CHECK(count == 5);
+    CHECK(strcmp(batch_log,
+                 "put@default(count,2)put@users(bob,guest)del@users(r0)"
+                 "delrange@users(r4,r9)del@default(alice)") == 0);
+    leveldb_writebatch_iterate_in(wb, &count, NULL, NULL, NULL);
+    CHECK(count == 5);
+    /* An update through a handle on "default" is a default-keyspace one. */
+    leveldb_writebatch_clear(wb);
+    leveldb_writebatch_put_in(wb, deflt, "viahandle", 9, "d", 1);
+    count = 0;
+    batch_log[0] = '\0';
+    leveldb_writebatch_iterate(wb, &count, on_put, on_delete);
+    CHECK(strcmp(batch_log, "put(viahandle,d)") == 0);
+    leveldb_write(db, woptions, wb, &err);
+    CHECK_NO_ERROR(err);
+    check_get(db, roptions, "viahandle", "d");
+    /* A handle by name sees the same keyspace; iterators and snapshots. */
+    again = leveldb_open_keyspace(db, "users", &err);
+    CHECK_NO_ERROR(err);
+    snap = leveldb_create_snapshot(db);
+    leveldb_readoptions_set_snapshot(at_snapshot, snap);
+    leveldb_put_in(db, woptions, again, "carol", 5, "new", 3, &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, at_snapshot, users, "carol", NULL);
+    check_get_in(db, roptions, users, "carol", "new");
+    iter = leveldb_create_iterator_in(db, roptions, users);
+    leveldb_iter_seek_to_first(iter);
+    check_iter(iter, "alice", "admin");
+    leveldb_iter_next(iter);
+    check_iter(iter, "bob", "guest");
+    leveldb_iter_next(iter);
+    check_iter(iter, "carol", "new");
+    leveldb_iter_next(iter);
+    CHECK(!leveldb_iter_valid(iter));
+    leveldb_iter_get_error(iter, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_iter_destroy(iter);
+    leveldb_release_snapshot(db, snap);
+    leveldb_readoptions_destroy(at_snapshot);
+    leveldb_compact_range_in(db, users, NULL, 0, NULL, 0);
+    check_get_in(db, roptions, users, "bob", "guest");
+    /* Unknown and dropped keyspaces. */
+    CHECK(leveldb_open_keyspace(db, "nope", &err) == NULL);
+    CHECK_ERROR(err, "NotFound");
+    temp = leveldb_create_keyspace(db, ks_options, "temp", &err);
+    CHECK_NO_ERROR(err);
+    leveldb_put_in(db, woptions, temp, "t", 1, "1", 1, &err);
+    CHECK_NO_ERROR(err);
+    check_list(options, ksname, three, 3);
+    leveldb_drop_keyspace(db, temp, &err);
+    CHECK_NO_ERROR(err);
+    CHECK(leveldb_get_in(db, roptions, temp, "t", 1, &len, &err) == NULL);
+    CHECK_ERROR(err, "NotFound");
+    leveldb_put_in(db, woptions, temp, "t", 1, "1", 1, &err);
+    CHECK_ERROR(err, "NotFound");
+    iter = leveldb_create_iterator_in(db, roptions, temp);
+    leveldb_iter_seek_to_first(iter);
+    CHECK(!leveldb_iter_valid(iter));
+    leveldb_iter_get_error(iter, &err);
+    CHECK_ERROR(err, "NotFound");
+    leveldb_iter_destroy(iter);
+    CHECK(leveldb_open_keyspace(db, "temp", &err) == NULL);
+    CHECK_ERROR(err, "NotFound");
+    /* The old handle cannot drop a new keyspace of the same name. */
+    again_temp = leveldb_create_keyspace(db, ks_options, "temp", &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, again_temp, "t", NULL);
+    leveldb_drop_keyspace(db, temp, &err);
+    CHECK_ERROR(err, "NotFound");
+    leveldb_put_in(db, woptions, again_temp, "t", 1, "2", 1, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_drop_keyspace(db, again_temp, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_keyspace_handle_destroy(again_temp);
+    leveldb_drop_keyspace(db, deflt, &err);
+    CHECK_ERROR(err, "Invalid argument");
+    leveldb_keyspace_handle_destroy(temp);
+    leveldb_keyspace_handle_destroy(deflt);
+    leveldb_keyspace_handle_destroy(again);
+    leveldb_keyspace_handle_destroy(users);
+    leveldb_keyspace_handle_destroy(NULL);
+    /* Listing works on the open store and after a reopen, where the data
+       is back. */
+    check_list(options, ksname, both, 2);
+    leveldb_close(db);
+    check_list(options, ksname, both, 2);
+    db = leveldb_open(options, ksname, &err);
+    CHECK_NO_ERROR(err);
+    users = leveldb_open_keyspace(db, "users", &err);
+    CHECK_NO_ERROR(err);
+    check_get_in(db, roptions, users, "alice", "admin");
+    check_get_in(db, roptions, users, "bob", "guest");
+    check_get_in(db, roptions, users, "r2", NULL);
+    check_get(db, roptions, "count", "2");
+    check_get(db, roptions, "bob", NULL);
+    CHECK(leveldb_open_keyspace(db, "temp", &err) == NULL);
+    CHECK_ERROR(err, "NotFound");
+    leveldb_keyspace_handle_destroy(users);
+    leveldb_close(db);
+    /* No store, no list. */
+    leveldb_destroy_db(options, ksname, &err);
+    CHECK_NO_ERROR(err);
+    n = 7;
+    CHECK(leveldb_list_keyspaces(options, ksname, &n, &err) == NULL);
+    CHECK(n == 0);
+    CHECK_ERROR(err, "");
+    leveldb_writebatch_destroy(wb);
+    leveldb_options_destroy(ks_options);
+    leveldb_options_set_error_if_exists(options, 1);
   }
 
   start_phase("cleanup");

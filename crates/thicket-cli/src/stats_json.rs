@@ -124,10 +124,11 @@ pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
         s.holes_punched, s.segments_deleted
     ));
     line(format_args!(
-        "block cache:      {} hits, {} misses, {}",
+        "block cache:      {} hits, {} misses, {} of blocks, {} held for table metadata",
         s.block_cache_hits,
         s.block_cache_misses,
-        bytes(s.block_cache_bytes)
+        bytes(s.block_cache_bytes),
+        bytes(s.block_cache_metadata_bytes)
     ));
     line(format_args!("open segments:    {}", s.open_segment_files));
     line(format_args!(
@@ -254,6 +255,7 @@ mod tests {
         stats.block_cache_hits = 39;
         stats.block_cache_misses = 40;
         stats.block_cache_bytes = 41;
+        stats.block_cache_metadata_bytes = 74;
         stats.open_segment_files = 42;
         stats.l0_compactions_deferred = 46;
         stats.hot_entries_kept = 47;
@@ -335,6 +337,7 @@ mod tests {
                 "block_cache_hits": 39,
                 "block_cache_misses": 40,
                 "block_cache_bytes": 41,
+                "block_cache_metadata_bytes": 74,
                 "open_segment_files": 42,
                 "l0_compactions_deferred": 46,
                 "hot_entries_kept": 47,

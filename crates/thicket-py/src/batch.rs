@@ -7,6 +7,7 @@ use pyo3::types::PyTuple;
 use thicketdb::{Db, WriteOptions};
 
 use crate::errors::{closed, to_py};
+use crate::keyspace::Keyspace;
 
 /// Updates applied atomically by ``write()``, or on leaving a ``with``
 /// block without an exception (an exception discards them).
@@ -41,17 +42,38 @@ impl WriteBatch {
 
 #[pymethods]
 impl WriteBatch {
-    fn put(&self, key: &[u8], value: &[u8]) -> PyResult<()> {
-        self.with(|b| b.put(key, value).map_err(to_py))
+    /// Sets ``key`` to ``value`` in ``keyspace`` (default: the store's
+    /// default keyspace); one batch may span keyspaces and stays atomic.
+    #[pyo3(signature = (key, value, *, keyspace = None))]
+    fn put(&self, key: &[u8], value: &[u8], keyspace: Option<PyRef<'_, Keyspace>>) -> PyResult<()> {
+        self.with(|b| match keyspace {
+            Some(ks) => b.put_in(ks.engine(), key, value).map_err(to_py),
+            None => b.put(key, value).map_err(to_py),
+        })
     }
 
-    fn delete(&self, key: &[u8]) -> PyResult<()> {
-        self.with(|b| b.delete(key).map_err(to_py))
+    /// Removes ``key`` from ``keyspace`` (default: the default keyspace).
+    #[pyo3(signature = (key, *, keyspace = None))]
+    fn delete(&self, key: &[u8], keyspace: Option<PyRef<'_, Keyspace>>) -> PyResult<()> {
+        self.with(|b| match keyspace {
+            Some(ks) => b.delete_in(ks.engine(), key).map_err(to_py),
+            None => b.delete(key).map_err(to_py),
+        })
     }
 
-    /// Removes every key in ``[start, end)`` when the batch is written.
-    fn delete_range(&self, start: &[u8], end: &[u8]) -> PyResult<()> {
-        self.with(|b| b.delete_range(start, end).map_err(to_py))
+    /// Removes every key in ``[start, end)`` of ``keyspace`` (default: the
+    /// default keyspace) when the batch is written.
+    #[pyo3(signature = (start, end, *, keyspace = None))]
+    fn delete_range(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        keyspace: Option<PyRef<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        self.with(|b| match keyspace {
+            Some(ks) => b.delete_range_in(ks.engine(), start, end).map_err(to_py),
+            None => b.delete_range(start, end).map_err(to_py),
+        })
     }
 
     /// Removes every update from the batch.

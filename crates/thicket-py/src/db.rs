@@ -5,12 +5,14 @@ use std::sync::RwLock;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use thicketdb::{Db, Options, Profile, ReadOptions, StatValue, WriteOptions};
+use thicketdb::{Db, Options, Profile, StatValue};
 
 use crate::batch::WriteBatch;
-use crate::errors::{closed, raise, to_py};
+use crate::errors::{closed, to_py};
 use crate::iter::{Bounds, Iterator};
+use crate::keyspace::Keyspace;
 use crate::snapshot::Snapshot;
+use crate::target::{read_options, Target};
 
 /// The options of a profile by name.
 pub fn profile_options(profile: &str) -> PyResult<Options> {
@@ -26,6 +28,18 @@ fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
         return Ok(b.to_string());
     }
     Ok(value.str()?.to_string())
+}
+
+/// The options of `profile` with the engine options `options` by name.
+fn named_options(profile: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut opts = profile_options(profile)?;
+    if let Some(options) = options {
+        for (name, value) in options.iter() {
+            let name: String = name.extract()?;
+            opts.set(&name, &option_text(&value)?).map_err(to_py)?;
+        }
+    }
+    Ok(opts)
 }
 
 /// A ThicketDB store.
@@ -52,10 +66,11 @@ impl DB {
             .cloned()
             .ok_or_else(closed)
     }
-}
 
-fn write_options(sync: bool) -> WriteOptions {
-    WriteOptions { sync }
+    /// The store's default keyspace, or `ClosedError`.
+    fn target(&self) -> PyResult<Target> {
+        self.handle().map(Target::Default)
+    }
 }
 
 #[pymethods]
@@ -69,14 +84,8 @@ impl DB {
         create_if_missing: bool,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<DB> {
-        let mut opts = profile_options(profile)?;
+        let mut opts = named_options(profile, options)?;
         opts.create_if_missing = create_if_missing;
-        if let Some(options) = options {
-            for (name, value) in options.iter() {
-                let name: String = name.extract()?;
-                opts.set(&name, &option_text(&value)?).map_err(to_py)?;
-            }
-        }
         let db = py.detach(|| Db::open(&path, opts)).map_err(to_py)?;
         Ok(DB {
             db: RwLock::new(Some(db)),
@@ -125,52 +134,31 @@ impl DB {
         default: Option<Bound<'py, PyAny>>,
         fill_cache: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let db = self.handle()?;
-        let opts = ReadOptions {
-            fill_cache,
-            ..ReadOptions::default()
-        };
-        let value = py.detach(|| db.get_opt(key, &opts)).map_err(to_py)?;
-        Ok(match value {
-            Some(v) => Some(PyBytes::new(py, &v).into_any()),
-            None => default,
-        })
+        let opts = read_options(None, fill_cache);
+        self.target()?.get(py, key, default, opts)
     }
 
     /// Sets ``key`` to ``value``; ``sync=True`` makes it survive power loss.
     #[pyo3(signature = (key, value, *, sync = false))]
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
-        let db = self.handle()?;
-        py.detach(|| db.put_opt(key, value, write_options(sync)))
-            .map_err(to_py)
+        self.target()?.put(py, key, value, sync)
     }
 
     /// Removes ``key`` (no error when absent).
     #[pyo3(signature = (key, *, sync = false))]
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
-        let db = self.handle()?;
-        py.detach(|| db.delete_opt(key, write_options(sync)))
-            .map_err(to_py)
+        self.target()?.delete(py, key, sync)
     }
 
     /// Removes every key in ``[start, end)`` with one range tombstone,
     /// however many keys the range holds (an empty range removes nothing).
     #[pyo3(signature = (start, end, *, sync = false))]
     fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8], sync: bool) -> PyResult<()> {
-        let db = self.handle()?;
-        py.detach(|| db.delete_range_opt(start, end, write_options(sync)))
-            .map_err(to_py)
+        self.target()?.delete_range(py, start, end, sync)
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let db = self.handle()?;
-        match py.detach(|| db.get(key)).map_err(to_py)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(raise(
-                "NotFoundError",
-                format!("{:?}", PyBytes::new(py, key)),
-            )),
-        }
+        self.target()?.get_item(py, key)
     }
 
     fn __setitem__(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<()> {
@@ -182,22 +170,12 @@ impl DB {
     }
 
     fn __contains__(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
-        let db = self.handle()?;
-        py.detach(|| db.get(key))
-            .map(|v| v.is_some())
-            .map_err(to_py)
+        self.target()?.contains(py, key)
     }
 
     /// Keys in order (``for key in db``).
-    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Iterator> {
-        Iterator::new(
-            slf.get().handle()?,
-            Bounds::default(),
-            false,
-            true,
-            false,
-            None,
-        )
+    fn __iter__(&self) -> PyResult<Iterator> {
+        Iterator::keys(self.target()?)
     }
 
     /// A batch of updates applied atomically. As a context manager it is
@@ -227,7 +205,47 @@ impl DB {
     ) -> PyResult<Iterator> {
         let bounds = Bounds::new(start, stop, prefix, fill_cache)?;
         let snapshot = snapshot.map(|s| s.engine()).transpose()?;
-        Iterator::new(self.handle()?, bounds, reverse, keys, values, snapshot)
+        Iterator::new(self.target()?, bounds, reverse, keys, values, snapshot)
+    }
+
+    /// Creates keyspace ``name``: an independent ordered namespace of the
+    /// store with its own options (``profile`` and engine options by name,
+    /// as for ``DB``; store-wide ones stay the store's). Durable once it
+    /// returns. ``InvalidArgumentError`` when the name is taken or empty.
+    #[pyo3(signature = (name, profile = "default", **options))]
+    fn create_keyspace(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        profile: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Keyspace> {
+        let opts = named_options(profile, options)?;
+        let db = self.handle()?;
+        let keyspace = py
+            .detach(|| db.create_keyspace(name, opts))
+            .map_err(to_py)?;
+        Ok(Keyspace::new(keyspace))
+    }
+
+    /// The keyspace ``name`` (``"default"`` is the store's own);
+    /// ``KeyspaceNotFoundError`` when there is none.
+    fn keyspace(&self, name: &str) -> PyResult<Keyspace> {
+        let keyspace = self.handle()?.keyspace(name).map_err(to_py)?;
+        Ok(Keyspace::new(keyspace))
+    }
+
+    /// Drops keyspace ``name`` and all its data, durably; its ``Keyspace``
+    /// objects raise ``KeyspaceNotFoundError`` afterwards. The default
+    /// keyspace cannot be dropped (``InvalidArgumentError``).
+    fn drop_keyspace(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.drop_keyspace(name)).map_err(to_py)
+    }
+
+    /// The keyspace names, ``"default"`` first, then in order of creation.
+    fn list_keyspaces(&self) -> PyResult<Vec<String>> {
+        Ok(self.handle()?.list_keyspaces())
     }
 
     /// A consistent read view of the store as of now.
@@ -281,8 +299,7 @@ impl DB {
         start: Option<&[u8]>,
         stop: Option<&[u8]>,
     ) -> PyResult<()> {
-        let db = self.handle()?;
-        py.detach(|| db.compact_range(start, stop)).map_err(to_py)
+        self.target()?.compact_range(py, start, stop)
     }
 
     /// Writes the memtable to a table.

@@ -13,6 +13,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::InvalidArgument(_) => "InvalidArgumentError",
         Error::Locked(_) => "LockedError",
         Error::Closed => "ClosedError",
+        Error::KeyspaceNotFound(_) => "KeyspaceNotFoundError",
         Error::NoSpace { .. } => "NoSpaceError",
         Error::Io { .. } => "IOError",
         Error::Background(inner) if inner.is_corruption() => "CorruptionError",

@@ -5,9 +5,10 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use thicketdb::{Db, DbIterator, ReadOptions};
+use thicketdb::{DbIterator, ReadOptions};
 
 use crate::errors::{closed, raise, to_py};
+use crate::target::Target;
 
 /// The range an iterator covers.
 pub struct Bounds {
@@ -90,12 +91,12 @@ struct Cursor {
     /// reads no more than it needs), doubling up to `READ_AHEAD_MAX`.
     chunk: usize,
     /// Keeps the store open while the iterator lives.
-    _db: Db,
+    _target: Target,
 }
 
 impl Iterator {
     pub fn new(
-        db: Db,
+        target: Target,
         bounds: Bounds,
         reverse: bool,
         keys: bool,
@@ -108,19 +109,26 @@ impl Iterator {
             upper_bound: bounds.upper,
             fill_cache: bounds.fill_cache,
         };
-        let iter = db.iter(opts).map_err(to_py)?;
+        let iter = target.iter(opts).map_err(to_py)?;
         Ok(Iterator {
             cursor: Mutex::new(Cursor {
                 iter,
                 reverse,
                 started: false,
                 chunk: 1,
-                _db: db,
+                _target: target,
             }),
             ahead: Mutex::new(VecDeque::new()),
             keys,
             values,
         })
+    }
+}
+
+impl Iterator {
+    /// Keys in order (``for key in db``).
+    pub fn keys(target: Target) -> PyResult<Iterator> {
+        Iterator::new(target, Bounds::default(), false, true, false, None)
     }
 }
 

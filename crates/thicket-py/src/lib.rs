@@ -11,7 +11,9 @@ mod batch;
 mod db;
 mod errors;
 mod iter;
+mod keyspace;
 mod snapshot;
+mod target;
 
 use pyo3::prelude::*;
 
@@ -39,6 +41,7 @@ fn _thicketdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::WriteBatch>()?;
     m.add_class::<iter::Iterator>()?;
     m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<keyspace::Keyspace>()?;
     m.add_function(wrap_pyfunction!(destroy, m)?)?;
     m.add_function(wrap_pyfunction!(repair, m)?)?;
     Ok(())

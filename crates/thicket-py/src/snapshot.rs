@@ -3,11 +3,13 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
-use thicketdb::{Db, ReadOptions};
+use pyo3::types::PyTuple;
+use thicketdb::Db;
 
-use crate::errors::{closed, raise, to_py};
+use crate::errors::{closed, raise};
 use crate::iter::{Bounds, Iterator};
+use crate::keyspace::Keyspace;
+use crate::target::{read_options, Target};
 
 /// A consistent read view: reads through it see the store as it was when
 /// ``DB.snapshot()`` was called. Release it with ``release()`` or a
@@ -27,6 +29,14 @@ impl Snapshot {
         }
     }
 
+    /// `keyspace`, or the store's default keyspace.
+    fn target(&self, keyspace: Option<PyRef<'_, Keyspace>>) -> Target {
+        match keyspace {
+            Some(ks) => ks.target(),
+            None => Target::Default(self.db.clone()),
+        }
+    }
+
     /// The engine snapshot (a new pin of the same sequence).
     pub fn engine(&self) -> PyResult<thicketdb::Snapshot> {
         self.snapshot
@@ -39,28 +49,24 @@ impl Snapshot {
 
 #[pymethods]
 impl Snapshot {
-    /// The value of ``key`` as of the snapshot, or ``default``.
-    #[pyo3(signature = (key, default = None))]
+    /// The value of ``key`` as of the snapshot, or ``default``; in
+    /// ``keyspace`` when given, else in the default keyspace.
+    #[pyo3(signature = (key, default = None, *, keyspace = None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
         key: &[u8],
         default: Option<Bound<'py, PyAny>>,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let opts = ReadOptions {
-            snapshot: Some(self.engine()?),
-            ..ReadOptions::default()
-        };
-        let value = py.detach(|| self.db.get_opt(key, &opts)).map_err(to_py)?;
-        Ok(match value {
-            Some(v) => Some(PyBytes::new(py, &v).into_any()),
-            None => default,
-        })
+        let opts = read_options(Some(self.engine()?), true);
+        self.target(keyspace).get(py, key, default, opts)
     }
 
-    /// As ``DB.iterator``, reading as of the snapshot.
+    /// As ``DB.iterator`` (or ``Keyspace.iterator`` with ``keyspace``),
+    /// reading as of the snapshot.
     #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false,
-                        keys = true, values = true, fill_cache = true))]
+                        keys = true, values = true, fill_cache = true, keyspace = None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -71,10 +77,11 @@ impl Snapshot {
         keys: bool,
         values: bool,
         fill_cache: bool,
+        keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<Iterator> {
         let bounds = Bounds::new(start, stop, prefix, fill_cache)?;
         Iterator::new(
-            self.db.clone(),
+            self.target(keyspace),
             bounds,
             reverse,
             keys,

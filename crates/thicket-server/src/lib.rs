@@ -30,7 +30,7 @@ use std::net::SocketAddr;
 
 pub use durability::{FsyncPolicy, SYNC_MARKER_KEY};
 pub use limits::Limits;
-pub use server::{start, RunningServer, ServerConfig, ServerError};
+pub use server::{start, RunningServer, ServerConfig, ServerError, DEFAULT_DATABASES};
 
 /// The arguments of `thicket serve` (besides `--db`, `--profile` and
 /// `--option`, which open the store).
@@ -47,6 +47,11 @@ pub struct ServeArgs {
     /// `CONFIG SET appendfsync` changes it at run time).
     #[arg(long)]
     pub sync: bool,
+    /// Databases `SELECT` offers: 0 is the store's default keyspace, `i`
+    /// the keyspace `db<i>`, created by the first write into it.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_DATABASES,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub databases: u32,
 }
 
 /// Serves `db` until SIGTERM, SIGINT or SHUTDOWN, then closes it. Prints
@@ -60,6 +65,7 @@ pub fn run(db: thicketdb::Db, args: &ServeArgs) -> Result<(), ServerError> {
             FsyncPolicy::No
         },
         handle_signals: true,
+        databases: args.databases,
         ..ServerConfig::new(args.listen)
     };
     let server = start(db, config)?;

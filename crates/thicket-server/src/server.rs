@@ -41,12 +41,18 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Server
     move |source| ServerError::Io { context, source }
 }
 
+/// Redis's default number of databases.
+pub const DEFAULT_DATABASES: u32 = 16;
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
     pub metrics: Option<SocketAddr>,
     pub fsync: FsyncPolicy,
     pub limits: Limits,
+    /// Databases SELECT offers (Redis's `databases`): 0 is the store's
+    /// default keyspace, `i > 0` the keyspace `db<i>`.
+    pub databases: u32,
     /// Shut down on SIGTERM and SIGINT (the CLI; not in-process tests).
     pub handle_signals: bool,
 }
@@ -58,6 +64,7 @@ impl ServerConfig {
             metrics: None,
             fsync: FsyncPolicy::No,
             limits: Limits::default(),
+            databases: DEFAULT_DATABASES,
             handle_signals: false,
         }
     }
@@ -110,6 +117,7 @@ pub fn start(db: Db, config: ServerConfig) -> Result<RunningServer, ServerError>
         .map(|l| l.local_addr())
         .transpose()
         .map_err(io_error("reading the bound metrics address"))?;
+    let store = Store::new(db.clone())?;
     let durability = Durability::start(db.clone(), config.fsync)
         .map_err(io_error("starting the sync thread"))?;
     let (shutdown, _) = watch::channel(false);
@@ -117,11 +125,12 @@ pub fn start(db: Db, config: ServerConfig) -> Result<RunningServer, ServerError>
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_secs() << 20);
     let shared = Arc::new(Shared {
-        store: Store::new(db.clone()),
+        store,
         durability,
         metrics: Metrics::new(commands::names()),
         cursors: ScanCursors::new(cursor_seed),
         limits: config.limits.clone(),
+        databases: config.databases.max(1),
         listen: addr,
         started: Instant::now(),
         next_client_id: AtomicU64::new(1),

@@ -2,11 +2,14 @@
 
 use crate::commands::CommandSpec;
 use crate::resp::{Args, Protocol};
+use crate::store::Database;
 
 pub struct Session {
     pub id: u64,
     pub name: Option<Vec<u8>>,
     pub protocol: Protocol,
+    /// What SELECT or THICKET.SELECT chose (database 0 at first).
+    pub database: Database,
     pub multi: Option<Multi>,
     /// A command since the last reply flush committed a write.
     pub wrote: bool,
@@ -36,6 +39,7 @@ impl Session {
             id,
             name: None,
             protocol: Protocol::Resp2,
+            database: Database::Index(0),
             multi: None,
             wrote: false,
             close: None,

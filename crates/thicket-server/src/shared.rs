@@ -18,6 +18,8 @@ pub struct Shared {
     pub metrics: Metrics,
     pub cursors: ScanCursors,
     pub limits: Limits,
+    /// SELECT's indexes are `0..databases`.
+    pub databases: u32,
     pub listen: SocketAddr,
     pub started: Instant,
     pub next_client_id: AtomicU64,

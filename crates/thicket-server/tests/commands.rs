@@ -302,7 +302,7 @@ fn connection_and_server_commands() {
     assert_eq!(cmd(&["ECHO", "hi"]).query::<String>(&mut c).unwrap(), "hi");
     assert_eq!(cmd(&["SELECT", "0"]).query::<String>(&mut c).unwrap(), "OK");
     assert_eq!(
-        err_text(cmd(&["SELECT", "1"]).query::<Value>(&mut c)),
+        err_text(cmd(&["SELECT", "16"]).query::<Value>(&mut c)),
         "ERR DB index is out of range"
     );
     assert_eq!(
@@ -364,7 +364,7 @@ fn resp3_after_hello_3() {
         rest = exchange(&mut s, b"PING\r\n", 1);
     }
     assert_eq!(exchange(&mut s, b"GET missing\r\n", 3), b"_\r\n");
-    let expected: &[u8] = b"%1\r\n$9\r\ndatabases\r\n$1\r\n1\r\n";
+    let expected: &[u8] = b"%1\r\n$9\r\ndatabases\r\n$2\r\n16\r\n";
     assert_eq!(
         exchange(&mut s, b"CONFIG GET databases\r\n", expected.len()),
         expected

@@ -240,6 +240,62 @@ fn replies_match_redis_server_through_redis_cli_and_the_redis_crate() {
     assert_eq!(client_replies(thicket.addr), client_replies(redis.addr));
 }
 
+/// `redis-cli -n N CMD...` and its output.
+fn redis_cli_in(addr: SocketAddr, database: &str, args: &[&str]) -> String {
+    let out = Command::new(tool("redis-cli"))
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &addr.port().to_string(),
+            "-n",
+            database,
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+#[ignore = "needs redis-server, redis-tools and nutcracker; run by .ci/server.sh"]
+fn redis_cli_dash_n_selects_a_database_as_on_redis_server() {
+    let redis = RedisServer::start(&["--databases", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    let thicket = Thicket::start(
+        dir.path(),
+        "127.0.0.1:0".parse().unwrap(),
+        &["--databases", "4"],
+    );
+    let steps: &[(&str, &[&str])] = &[
+        ("0", &["FLUSHALL"]),
+        ("3", &["SET", "k", "three"]),
+        ("0", &["SET", "k", "zero"]),
+        ("3", &["GET", "k"]),
+        ("0", &["GET", "k"]),
+        ("2", &["GET", "k"]),
+        ("3", &["DBSIZE"]),
+        ("3", &["FLUSHDB"]),
+        ("3", &["DBSIZE"]),
+        ("0", &["DBSIZE"]),
+        ("0", &["CONFIG", "GET", "databases"]),
+    ];
+    for (database, args) in steps {
+        let expected = redis_cli_in(redis.addr, database, args);
+        let actual = redis_cli_in(thicket.addr, database, args);
+        assert_eq!(actual, expected, "redis-cli -n {database} {args:?}");
+    }
+    // redis-cli refuses -n 4 when SELECT 4 fails, on both.
+    let refused = |addr: SocketAddr| {
+        Command::new(tool("redis-cli"))
+            .args(["-p", &addr.port().to_string(), "-n", "4", "PING"])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(refused(thicket.addr).stdout, refused(redis.addr).stdout);
+}
+
 fn benchmark(addr: SocketAddr, args: &[&str]) -> String {
     let out = Command::new(tool("redis-benchmark"))
         .args(["-h", "127.0.0.1", "-p", &addr.port().to_string(), "--csv"])

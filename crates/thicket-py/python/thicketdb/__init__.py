@@ -13,15 +13,17 @@ from ._errors import (
     Error,
     InvalidArgumentError,
     IOError,
+    KeyspaceNotFoundError,
     LockedError,
     NoSpaceError,
     NotFoundError,
 )
-from ._thicketdb import DB, Iterator, Snapshot, WriteBatch, destroy, repair
+from ._thicketdb import DB, Iterator, Keyspace, Snapshot, WriteBatch, destroy, repair
 
 __all__ = [
     "DB",
     "Iterator",
+    "Keyspace",
     "Snapshot",
     "WriteBatch",
     "destroy",
@@ -34,4 +36,5 @@ __all__ = [
     "LockedError",
     "ClosedError",
     "NotFoundError",
+    "KeyspaceNotFoundError",
 ]

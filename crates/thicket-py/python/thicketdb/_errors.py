@@ -31,3 +31,7 @@ class ClosedError(Error):
 
 class NotFoundError(Error, KeyError):
     """``db[key]`` found no value (also a KeyError)."""
+
+
+class KeyspaceNotFoundError(NotFoundError):
+    """No keyspace of that name: never created, or dropped (also a KeyError)."""

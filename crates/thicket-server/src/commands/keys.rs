@@ -1,18 +1,15 @@
 //! Commands on the key space: deletion, existence, types, and the ordered
-//! walks (SCAN, KEYS, DBSIZE, FLUSHDB). Every value is a string.
+//! walks (SCAN, KEYS, DBSIZE). Every value is a string.
 
 use std::collections::HashSet;
 
-use thicketdb::{ReadOptions, WriteBatch};
+use thicketdb::{Keyspace, ReadOptions};
 
 use super::numbers::int_arg;
 use super::{expiry_unsupported, syntax_error, CmdResult, Ctx};
 use crate::glob::{glob_match, literal_prefix};
 use crate::resp::Reply;
-use crate::store::{engine_error, Txn};
-
-/// Deletions per engine batch in FLUSHDB.
-const FLUSH_BATCH: usize = 1024;
+use crate::store::{engine_error, Database, Store, Txn};
 
 pub fn del(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let mut seen = HashSet::new();
@@ -62,10 +59,25 @@ pub fn expire(_txn: &mut Txn, _args: &[Vec<u8>]) -> CmdResult {
     Err(expiry_unsupported())
 }
 
-/// Visits the keys from `start` on that begin with `prefix`, in order,
-/// until `visit` returns false. Returns the key it stopped before, if any.
+/// Visits the keys of `database` from `start` on that begin with `prefix`,
+/// in order, until `visit` returns false. Returns the key it stopped
+/// before, if any.
 fn walk_keys(
-    ctx: &Ctx,
+    store: &Store,
+    database: &Database,
+    start: &[u8],
+    prefix: &[u8],
+    visit: impl FnMut(&[u8]) -> bool,
+) -> Result<Option<Vec<u8>>, Reply> {
+    match store.keyspace(database)? {
+        Some(keyspace) => walk_keyspace(&keyspace, start, prefix, visit),
+        None => Ok(None),
+    }
+}
+
+/// `walk_keys` in `keyspace`.
+pub fn walk_keyspace(
+    keyspace: &Keyspace,
     start: &[u8],
     prefix: &[u8],
     mut visit: impl FnMut(&[u8]) -> bool,
@@ -75,7 +87,7 @@ fn walk_keys(
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let mut iter = ctx.shared.store.db().iter(opts).map_err(engine_error)?;
+    let mut iter = keyspace.iter(opts).map_err(engine_error)?;
     iter.seek(start.max(prefix));
     let mut stopped_at = None;
     while iter.valid() && iter.key().starts_with(prefix) {
@@ -126,7 +138,8 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let prefix = pattern.map(literal_prefix).unwrap_or_default();
     let mut examined = 0;
     let mut keys = Vec::new();
-    let next = walk_keys(ctx, &start, prefix, |key| {
+    let database = &ctx.session.database;
+    let next = walk_keys(&ctx.shared.store, database, &start, prefix, |key| {
         if examined == count {
             return false;
         }
@@ -150,7 +163,8 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let pattern = &args[1];
     let limit = ctx.shared.limits.max_reply_keys;
     let mut keys = Vec::new();
-    let stopped = walk_keys(ctx, b"", literal_prefix(pattern), |key| {
+    let (store, database) = (&ctx.shared.store, &ctx.session.database);
+    let stopped = walk_keys(store, database, b"", literal_prefix(pattern), |key| {
         if glob_match(pattern, key) {
             if keys.len() == limit {
                 return false;
@@ -167,43 +181,17 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Array(keys))
 }
 
-/// Counts the keys: a walk over the whole key space (see docs/server.md).
-pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+/// Counts the keys of `database`: a walk over its keys (see
+/// docs/server.md).
+pub fn count_keys(store: &Store, database: &Database) -> Result<i64, Reply> {
     let mut count = 0;
-    walk_keys(ctx, b"", b"", |_| {
+    walk_keys(store, database, b"", b"", |_| {
         count += 1;
         true
     })?;
-    Ok(Reply::Int(count))
+    Ok(count)
 }
 
-pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match args.get(1).map(|a| a.to_ascii_uppercase()) {
-        None => {}
-        Some(mode) if args.len() == 2 && (mode == b"ASYNC" || mode == b"SYNC") => {}
-        Some(_) => return Err(syntax_error()),
-    }
-    let db = ctx.shared.store.db();
-    let mut batch = WriteBatch::new();
-    let mut failed = None;
-    walk_keys(ctx, b"", b"", |key| {
-        if let Err(e) = batch.delete(key) {
-            failed = Some(e);
-            return false;
-        }
-        if batch.len() >= FLUSH_BATCH {
-            if let Err(e) = db.write(std::mem::take(&mut batch)) {
-                failed = Some(e);
-                return false;
-            }
-        }
-        true
-    })?;
-    if let Some(e) = failed {
-        return Err(engine_error(e));
-    }
-    db.write(batch).map_err(engine_error)?;
-    ctx.session.wrote = true;
-    ctx.shared.durability.note_write();
-    Ok(Reply::OK)
+pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    count_keys(&ctx.shared.store, &ctx.session.database).map(Reply::Int)
 }

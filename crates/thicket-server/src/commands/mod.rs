@@ -1,6 +1,7 @@
 //! The command table and dispatch: arity checks, MULTI queueing, key locks
 //! for writes, metrics.
 
+mod flush;
 mod keys;
 mod multi;
 mod numbers;
@@ -15,7 +16,7 @@ use std::time::Instant;
 use crate::resp::{Args, Reply};
 use crate::session::Session;
 use crate::shared::Shared;
-use crate::store::Txn;
+use crate::store::{KeyLocks, Store, Txn};
 
 /// A command's reply; `Err` replies are errors, so handlers can use `?`.
 pub type CmdResult = Result<Reply, Reply>;
@@ -46,6 +47,8 @@ pub struct CommandSpec {
     /// Control commands that may be queued in MULTI (data commands always
     /// may).
     pub in_multi: bool,
+    /// A write whose keys are a range, not a list: it takes every key lock.
+    pub locks_all: bool,
 }
 
 impl CommandSpec {
@@ -73,8 +76,29 @@ impl CommandSpec {
         }
     }
 
+    /// Locks the keys of `args` (every key for a range write).
+    pub fn lock<'s>(&self, store: &'s Store, args: &[Vec<u8>]) -> KeyLocks<'s> {
+        lock_commands(store, &[(self, args)])
+    }
+
     fn allowed_in_multi(&self) -> bool {
         self.in_multi || !matches!(self.handler, Handler::Control(_))
+    }
+}
+
+/// Locks the keys of every command (every key when one is a range write).
+pub fn lock_commands<'s, A: AsRef<[Vec<u8>]>>(
+    store: &'s Store,
+    commands: &[(&CommandSpec, A)],
+) -> KeyLocks<'s> {
+    if commands.iter().any(|(spec, _)| spec.locks_all) {
+        store.lock_all()
+    } else {
+        store.lock(
+            commands
+                .iter()
+                .flat_map(|(spec, args)| spec.keys(args.as_ref())),
+        )
     }
 }
 
@@ -108,6 +132,15 @@ const fn data(
         step: keys.2,
         handler,
         in_multi: true,
+        locks_all: false,
+    }
+}
+
+/// A write over a key range (`[first key, last key)`), under every lock.
+const fn range_write(name: &'static str, arity: i32, handler: DataFn) -> CommandSpec {
+    CommandSpec {
+        locks_all: true,
+        ..data(name, arity, (1, 2, 1), Handler::Write(handler))
     }
 }
 
@@ -127,6 +160,7 @@ const fn control(
         step: 0,
         handler: Handler::Control(handler),
         in_multi,
+        locks_all: false,
     }
 }
 
@@ -172,8 +206,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("scan", -2, READ, keys::scan, false),
     control("keys", 2, READ, keys::keys, false),
     control("dbsize", 1, READ, keys::dbsize, false),
-    control("flushdb", -1, WRITE, keys::flushdb, false),
-    control("flushall", -1, WRITE, keys::flushdb, false),
+    control("flushdb", -1, WRITE, flush::flushdb, false),
+    control("flushall", -1, WRITE, flush::flushall, false),
     control("ping", -1, CONNECTION, server::ping, true),
     control("echo", 2, CONNECTION, server::echo, true),
     control("hello", -1, CONNECTION, server::hello, false),
@@ -190,6 +224,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("discard", 1, CONNECTION, multi::discard, false),
     control("thicket.range", -3, READ, thicket::range, false),
     control("thicket.stats", 1, READ, thicket::stats, false),
+    range_write("thicket.delrange", 3, thicket::delrange),
+    control("thicket.keyspace", -2, ADMIN, thicket::keyspace, false),
+    control("thicket.select", 2, CONNECTION, thicket::select, true),
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -278,12 +315,13 @@ pub fn execute(ctx: &mut Ctx, args: Args) -> Reply {
 /// Runs a command outside a transaction.
 fn run(ctx: &mut Ctx, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
     let store = &ctx.shared.store;
+    let database = &ctx.session.database;
     let result = match spec.handler {
         Handler::Control(f) => f(ctx, args),
-        Handler::Read(f) => f(&mut Txn::new(store), args),
+        Handler::Read(f) => f(&mut Txn::new(store, database), args),
         Handler::Write(f) => {
-            let _locks = store.lock(spec.keys(args));
-            let mut txn = Txn::new(store);
+            let _locks = spec.lock(store, args);
+            let mut txn = Txn::new(store, database);
             let result = f(&mut txn, args);
             match txn.commit() {
                 Ok(wrote) => {
@@ -328,6 +366,35 @@ mod tests {
         assert_eq!(set.keys(&args).collect::<Vec<_>>(), [b"a"]);
         let (_, ping) = lookup(b"ping").unwrap();
         assert_eq!(ping.keys(&args).count(), 0);
+    }
+
+    #[test]
+    fn a_range_write_takes_every_key_lock_alone_and_in_multi() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default()).unwrap();
+        let store = Store::new(db).unwrap();
+        let words =
+            |w: &[&str]| -> Vec<Vec<u8>> { w.iter().map(|s| s.as_bytes().to_vec()).collect() };
+        let delrange = (
+            lookup(b"THICKET.DELRANGE").unwrap().1,
+            words(&["thicket.delrange", "a", "b"]),
+        );
+        let set = (lookup(b"set").unwrap().1, words(&["set", "k", "v"]));
+        let locks = delrange.0.lock(&store, &delrange.1);
+        assert_eq!(store.locked_stripes(), crate::store::STRIPES);
+        drop(locks);
+        let locks = set.0.lock(&store, &set.1);
+        assert_eq!(store.locked_stripes(), 1);
+        drop(locks);
+        let locks = lock_commands(&store, &[set.clone(), delrange]);
+        assert_eq!(
+            store.locked_stripes(),
+            crate::store::STRIPES,
+            "a MULTI holding one"
+        );
+        drop(locks);
+        let _locks = lock_commands(&store, &[set]);
+        assert_eq!(store.locked_stripes(), 1);
     }
 
     #[test]

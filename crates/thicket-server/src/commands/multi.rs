@@ -1,8 +1,9 @@
 //! MULTI, EXEC, DISCARD: the queued commands run under the locks of all
 //! their keys and commit as one engine batch, so other clients see all of
-//! the transaction's writes or none. (WATCH is not offered.)
+//! the transaction's writes or none, across a SELECT too (the databases are
+//! keyspaces of one store). (WATCH is not offered.)
 
-use super::{CmdResult, CommandSpec, Ctx, Handler};
+use super::{lock_commands, CmdResult, CommandSpec, Ctx, Handler};
 use crate::resp::{Args, Reply};
 use crate::session::Multi;
 use crate::store::Txn;
@@ -54,12 +55,17 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     }
     let shared = ctx.shared;
     let store = &shared.store;
-    let _locks = store.lock(multi.queue.iter().flat_map(|(spec, args)| spec.keys(args)));
-    let mut txn = Txn::multi(store);
+    let _locks = lock_commands(store, &multi.queue);
+    let mut txn = Txn::multi(store, &ctx.session.database);
     let mut replies = Vec::with_capacity(multi.queue.len());
     for (spec, args) in &multi.queue {
         let result = match spec.handler {
-            Handler::Read(f) | Handler::Write(f) => f(&mut txn, args),
+            Handler::Read(f) | Handler::Write(f) => {
+                // A queued SELECT has run: later commands use its database,
+                // in the same batch.
+                txn.select(&ctx.session.database);
+                f(&mut txn, args)
+            }
             Handler::Control(f) => f(ctx, args),
         };
         replies.push(result.unwrap_or_else(|e| e));

@@ -11,6 +11,8 @@ use crate::durability::FsyncPolicy;
 use crate::glob::glob_match;
 use crate::resp::{Protocol, Reply};
 use crate::session::Close;
+use crate::shared::Shared;
+use crate::store::{index_keyspace_name, Database};
 
 /// The Redis version clients are told (the command set is Redis 7.0's).
 pub const REDIS_VERSION: &str = "7.0.0";
@@ -79,12 +81,17 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ]))
 }
 
-pub fn select(_ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match parse_i64(&args[1]) {
-        Some(0) => Ok(Reply::OK),
-        Some(_) => Err(Reply::error("ERR DB index is out of range")),
-        None => Err(Reply::error("ERR value is not an integer or out of range")),
-    }
+/// SELECT index: database 0 is the store's default keyspace, database
+/// `i` in `1..databases` the keyspace `db<i>` (created by its first write).
+pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let index = parse_i64(&args[1])
+        .ok_or_else(|| Reply::error("ERR value is not an integer or out of range"))?;
+    let index = u32::try_from(index)
+        .ok()
+        .filter(|&i| i < ctx.shared.databases)
+        .ok_or_else(|| Reply::error("ERR DB index is out of range"))?;
+    ctx.session.database = Database::Index(index);
+    Ok(Reply::OK)
 }
 
 pub fn quit(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
@@ -210,19 +217,39 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         "Replication",
         vec![("role", "master".into()), ("connected_slaves", "0".into())],
     );
-    let keyspace = if wants("keyspace") {
-        match keys::dbsize(ctx, &[])? {
-            Reply::Int(0) => Vec::new(),
-            Reply::Int(n) => vec![("db0", format!("keys={n},expires=0,avg_ttl=0"))],
-            _ => Vec::new(),
+    let mut keyspace = Vec::new();
+    if wants("keyspace") {
+        for index in numbered_databases(shared) {
+            let keys = keys::count_keys(&shared.store, &Database::Index(index))?;
+            if keys > 0 {
+                let value = format!("keys={keys},expires=0,avg_ttl=0");
+                keyspace.push((format!("db{index}"), value));
+            }
         }
-    } else {
-        Vec::new()
-    };
-    section("Keyspace", keyspace);
+    }
+    let keyspace = keyspace.iter().map(|(db, v)| (db.as_str(), v.clone()));
+    section("Keyspace", keyspace.collect());
     let stats = shared.store.db().stats();
     section("Thicket", stats_fields(&stats));
     Ok(Reply::Verbatim(out))
+}
+
+/// The numbered databases that exist: 0, and each `i` in `1..databases`
+/// whose keyspace `db<i>` has been created.
+fn numbered_databases(shared: &Shared) -> Vec<u32> {
+    let created = shared
+        .store
+        .db()
+        .list_keyspaces()
+        .into_iter()
+        .filter_map(|name| {
+            let index: u32 = name.strip_prefix("db")?.parse().ok()?;
+            (index > 0 && index < shared.databases && index_keyspace_name(index) == name)
+                .then_some(index)
+        });
+    let mut indexes: Vec<u32> = std::iter::once(0).chain(created).collect();
+    indexes.sort_unstable();
+    indexes
 }
 
 /// The parameters CONFIG GET reports (what clients and benchmarks ask).
@@ -233,7 +260,7 @@ fn config_parameters(ctx: &Ctx) -> Vec<(&'static str, String)> {
         ("appendonly", "yes".into()),
         ("appendfsync", shared.durability.policy().name().into()),
         ("save", String::new()),
-        ("databases", "1".into()),
+        ("databases", shared.databases.to_string()),
         ("maxmemory", "0".into()),
         ("maxmemory-policy", "noeviction".into()),
         ("maxclients", limits.max_clients.to_string()),

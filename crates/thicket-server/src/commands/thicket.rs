@@ -1,11 +1,12 @@
-//! The ordered-range extensions: THICKET.RANGE and THICKET.STATS.
+//! The ThicketDB extensions: THICKET.RANGE, THICKET.DELRANGE,
+//! THICKET.KEYSPACE, THICKET.SELECT and THICKET.STATS.
 
-use thicketdb::{ReadOptions, Stats};
+use thicketdb::{Profile, ReadOptions, Stats};
 
 use super::numbers::int_arg;
 use super::{syntax_error, CmdResult, Ctx};
 use crate::resp::Reply;
-use crate::store::engine_error;
+use crate::store::{engine_error, Database, Txn};
 
 /// `THICKET.RANGE start end [LIMIT n] [REV]`: the keys in `[start, end)`
 /// (an empty `end`: no upper bound) with their values, in key order or
@@ -40,7 +41,9 @@ pub fn range(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let mut iter = ctx.shared.store.db().iter(opts).map_err(engine_error)?;
+    let Some(mut iter) = ctx.shared.store.iter(&ctx.session.database, opts)? else {
+        return Ok(Reply::Map(Vec::new()));
+    };
     if reverse {
         iter.seek_to_last();
     } else {
@@ -63,6 +66,82 @@ pub fn range(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         )));
     }
     Ok(Reply::Map(pairs))
+}
+
+/// `THICKET.DELRANGE start end`: deletes every key in `[start, end)` of the
+/// selected database with one range tombstone (RocksDB's `DeleteRange`),
+/// however many keys the range holds. Replies 1 when it wrote the
+/// tombstone, 0 for an empty range (`start >= end`).
+pub fn delrange(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
+    let (start, end) = (&args[1], &args[2]);
+    if end.is_empty() {
+        return Err(Reply::error(
+            "ERR thicket: THICKET.DELRANGE needs a non-empty end key",
+        ));
+    }
+    if start >= end {
+        return Ok(Reply::Int(0));
+    }
+    txn.delete_range(start, end)?;
+    Ok(Reply::Int(1))
+}
+
+/// `THICKET.KEYSPACE CREATE name [PROFILE p] [OPTION name value]...`,
+/// `THICKET.KEYSPACE DROP name`, `THICKET.KEYSPACE LIST`: named keyspaces
+/// of the store (`THICKET.SELECT` works in one).
+pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let db = ctx.shared.store.db();
+    let name = || {
+        let name = args.get(2).ok_or_else(syntax_error)?;
+        std::str::from_utf8(name)
+            .map_err(|_| Reply::error("ERR thicket: a keyspace name must be UTF-8"))
+    };
+    match args[1].to_ascii_uppercase().as_slice() {
+        b"CREATE" => {
+            let name = name()?;
+            let mut options = db.options().clone();
+            let mut rest = args[3..].iter();
+            while let Some(word) = rest.next() {
+                let mut value = || {
+                    rest.next()
+                        .map(|v| String::from_utf8_lossy(v))
+                        .ok_or_else(syntax_error)
+                };
+                match word.to_ascii_uppercase().as_slice() {
+                    b"PROFILE" => {
+                        let profile: Profile = value()?.parse().map_err(engine_error)?;
+                        options = profile.options();
+                    }
+                    b"OPTION" => {
+                        let option = value()?.into_owned();
+                        options.set(&option, &value()?).map_err(engine_error)?;
+                    }
+                    _ => return Err(syntax_error()),
+                }
+            }
+            db.create_keyspace(name, options).map_err(engine_error)?;
+            Ok(Reply::OK)
+        }
+        b"DROP" if args.len() == 3 => {
+            db.drop_keyspace(name()?).map_err(engine_error)?;
+            Ok(Reply::OK)
+        }
+        b"LIST" if args.len() == 2 => Ok(Reply::Array(
+            db.list_keyspaces().into_iter().map(Reply::bulk).collect(),
+        )),
+        _ => Err(syntax_error()),
+    }
+}
+
+/// `THICKET.SELECT name`: later commands of the connection work in the
+/// existing keyspace `name` (`SELECT index` goes back to a numbered one).
+pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let name = std::str::from_utf8(&args[1])
+        .map_err(|_| Reply::error("ERR thicket: a keyspace name must be UTF-8"))?;
+    let database = Database::Named(name.to_string());
+    ctx.shared.store.keyspace(&database)?;
+    ctx.session.database = database;
+    Ok(Reply::OK)
 }
 
 /// The engine's statistics as name, value pairs (THICKET.STATS and INFO's

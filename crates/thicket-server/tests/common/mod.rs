@@ -22,14 +22,23 @@ impl TestServer {
     }
 
     pub fn with(fsync: FsyncPolicy, limits: Limits, metrics: bool) -> TestServer {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), Options::default()).unwrap();
         let config = ServerConfig {
             fsync,
             limits,
             metrics: metrics.then(|| "127.0.0.1:0".parse().unwrap()),
             ..ServerConfig::new("127.0.0.1:0".parse().unwrap())
         };
+        TestServer::in_dir(tempfile::tempdir().unwrap(), config)
+    }
+
+    /// A server over the store in `dir` (new or stopped before).
+    pub fn in_dir(dir: TempDir, config: ServerConfig) -> TestServer {
+        TestServer::with_options(dir, Options::default(), config)
+    }
+
+    /// A server over the store in `dir` opened with `options`.
+    pub fn with_options(dir: TempDir, options: Options, config: ServerConfig) -> TestServer {
+        let db = Db::open(dir.path(), options).unwrap();
         TestServer {
             server: start(db, config).unwrap(),
             dir,
@@ -41,7 +50,12 @@ impl TestServer {
     }
 
     pub fn client(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://{}/", self.addr()))
+        self.client_in(0)
+    }
+
+    /// A client connected to database `index` (`redis://addr/index`).
+    pub fn client_in(&self, index: u32) -> redis::Connection {
+        redis::Client::open(format!("redis://{}/{index}", self.addr()))
             .unwrap()
             .get_connection()
             .unwrap()

@@ -194,6 +194,7 @@ pub(super) fn new_table_cache(
             options.comparator.clone(),
         )
         .with_direct_reads(options.use_direct_reads)
+        .with_metadata_charge(options.charge_table_metadata)
         .with_log_cache(log_cache),
     ))
 }

@@ -68,8 +68,12 @@ with_counters!(stat_struct! {
         /// Block cache lookups that read the block from its file (of every
         /// store sharing the cache).
         pub block_cache_misses: u64,
-        /// Bytes charged to the block cache (by every store sharing it).
+        /// Bytes of blocks in the block cache (of every store sharing it).
         pub block_cache_bytes: u64,
+        /// Bytes of the block cache's capacity held for open tables'
+        /// indexes, filters and range tombstones (`charge_table_metadata`;
+        /// of every store sharing the cache).
+        pub block_cache_metadata_bytes: u64,
         /// Segment files held open by the descriptor cache.
         pub open_segment_files: usize,
         /// TRIAD-DISK: L0 compactions deferred since open (each L0 shape
@@ -136,6 +140,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         block_cache_hits: block_cache.hits(),
         block_cache_misses: block_cache.misses(),
         block_cache_bytes: block_cache.usage(),
+        block_cache_metadata_bytes: block_cache.reserved(),
         open_segment_files: inner.table_cache.open_files(),
         l0_compactions_deferred: triad_disk.map_or(0, |t| t.deferred()),
         l0_overlap_ratio: triad_disk.and_then(|t| t.last_ratio()).unwrap_or(-1.0),

@@ -140,6 +140,44 @@ fn compactions_read_without_filling_the_block_cache() {
     assert!(db.stats().block_cache_bytes > after_get);
 }
 
+/// Open tables' indexes and filters are charged to the block cache
+/// (`charge_table_metadata`, on by default): they and the cached blocks
+/// stay within its capacity, and a closed table gives its charge back.
+#[test]
+fn table_metadata_is_charged_to_the_block_cache() {
+    let load = |options: Options| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options).unwrap();
+        for i in 0..20_000u32 {
+            db.put(key(i), format!("v{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(scan(&db, ReadOptions::default()).len(), 20_000);
+        (dir, db)
+    };
+    let (_dir, db) = load(small_options().block_cache_size(256 << 10));
+    let s = db.stats();
+    assert!(s.tables > 1, "{s:?}");
+    // Each table's index and filter: at least its keys' filter bits.
+    assert!(s.block_cache_metadata_bytes >= 20_000 * 10 / 8, "{s:?}");
+    assert!(
+        s.block_cache_bytes + s.block_cache_metadata_bytes <= 256 << 10,
+        "{s:?}"
+    );
+    drop(db);
+    // A cache smaller than the metadata caches no block and still reads.
+    let (_dir, db) = load(small_options().block_cache_size(16 << 10));
+    let s = db.stats();
+    assert_eq!(s.block_cache_bytes, 0, "{s:?}");
+    assert_eq!(db.get(key(77)).unwrap(), Some(b"v77".to_vec()));
+    // Off (LevelDB's way), nothing is held.
+    let (_dir, db) = load(small_options().charge_table_metadata(false));
+    let s = db.stats();
+    assert_eq!(s.block_cache_metadata_bytes, 0, "{s:?}");
+    assert!(s.block_cache_bytes > 0, "{s:?}");
+}
+
 #[test]
 fn snapshots_see_a_fixed_state() {
     let dir = tempfile::tempdir().unwrap();

@@ -64,6 +64,17 @@ pub struct Fragments {
 }
 
 impl Fragments {
+    /// Bytes the fragments hold in memory.
+    pub fn memory_bytes(&self) -> u64 {
+        let each = |f: &Fragment| {
+            std::mem::size_of::<Fragment>()
+                + f.start.capacity()
+                + f.end.capacity()
+                + f.seqs.capacity() * std::mem::size_of::<u64>()
+        };
+        self.list.iter().map(each).sum::<usize>() as u64
+    }
+
     /// Fragments `tombstones` (any order, overlapping or not). Empty
     /// ranges are ignored.
     pub fn fragment<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Fragments {

@@ -133,6 +133,11 @@ options! {
         compression: CompressionType = TableOptions::DEFAULT.compression,
         /// Bytes of the shared block cache.
         block_cache_size: u64 = 64 << 20,
+        /// Charge each open table's index, filter and range tombstones to
+        /// the block cache, so that `block_cache_size` bounds them and the
+        /// cached blocks together (RocksDB can do the same; LevelDB keeps
+        /// them outside, bounded by `max_open_files` only).
+        charge_table_metadata: bool = true,
         /// Open segment files kept in the descriptor cache.
         max_open_files: usize = 1000,
         /// L0 runs that trigger an L0 compaction.

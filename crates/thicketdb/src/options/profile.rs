@@ -96,6 +96,9 @@ impl Profile {
                 grandparent_overlap_factor: 10,
                 soft_pending_compaction_bytes: u64::MAX,
                 hard_pending_compaction_bytes: u64::MAX,
+                // LevelDB's table cache holds indexes and filters outside
+                // the block cache.
+                charge_table_metadata: false,
                 ..paper
             },
             Profile::Bolt => Options {

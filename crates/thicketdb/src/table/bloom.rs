@@ -70,6 +70,11 @@ pub struct BloomFilter {
 }
 
 impl BloomFilter {
+    /// Bytes the filter holds in memory.
+    pub fn memory_bytes(&self) -> u64 {
+        self.bits.capacity() as u64
+    }
+
     /// Decodes a filter; `Err` carries the corruption reason.
     pub fn decode(mut data: Vec<u8>) -> Result<BloomFilter, &'static str> {
         let k = data.pop().ok_or("empty bloom filter")?;

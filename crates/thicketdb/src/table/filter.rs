@@ -111,6 +111,14 @@ impl TableFilter {
         }
     }
 
+    /// Bytes the filter holds in memory.
+    pub fn memory_bytes(&self) -> u64 {
+        match self {
+            TableFilter::Bloom(bloom) => bloom.memory_bytes(),
+            TableFilter::Named { filter, .. } => filter.capacity() as u64,
+        }
+    }
+
     /// False means `user_key` is absent (or the policy is wrong).
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         match self {

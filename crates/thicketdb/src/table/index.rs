@@ -79,6 +79,14 @@ impl BlockIndex {
         Ok(index)
     }
 
+    /// Bytes the decoded index holds in memory.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.keys.capacity()
+            + self.key_ends.capacity() * std::mem::size_of::<u32>()
+            + self.handles.capacity() * std::mem::size_of::<BlockHandle>()
+            + self.prefixes.capacity() * std::mem::size_of::<u64>()) as u64
+    }
+
     /// Number of data blocks.
     pub fn len(&self) -> usize {
         self.handles.len()

@@ -11,7 +11,7 @@ use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_io::TableFile;
 use super::block_iter::BlockIter;
-use super::cache::BlockCache;
+use super::cache::{BlockCache, CacheReservation};
 use super::context::{TableContext, ValueLog};
 use super::filter::{self, TableFilter};
 use super::footer::{Footer, FOOTER_LEN, LOG_TABLE_FORMAT_VERSION};
@@ -48,6 +48,9 @@ pub struct Table {
     order: KeyOrder,
     /// Where a log table's values are read; `None` for a regular table.
     value_log: Option<Arc<dyn ValueLog>>,
+    /// The block cache capacity held for the metadata above while the
+    /// table is open (`charge_table_metadata`).
+    metadata_charge: Option<CacheReservation>,
 }
 
 impl std::fmt::Debug for Table {
@@ -79,6 +82,7 @@ impl Table {
             order,
             filter_policy,
             value_log,
+            charge_metadata,
         } = context;
         let path = Arc::new(path);
         let footer_pos = length
@@ -131,6 +135,13 @@ impl Table {
                 Fragments::decode(&tf.read_block(handle)?).map_err(|r| tf.corruption(handle, r))?,
             ),
         };
+        let metadata_bytes = index.memory_bytes()
+            + filter.as_ref().map_or(0, TableFilter::memory_bytes)
+            + range_dels.memory_bytes();
+        let metadata_charge = match &cache {
+            Some(cache) if charge_metadata => Some(cache.reserve(metadata_bytes)),
+            _ => None,
+        };
         Ok(Table {
             file,
             path,
@@ -145,7 +156,16 @@ impl Table {
             range_dels,
             order,
             value_log,
+            metadata_charge,
         })
+    }
+
+    /// Bytes of block cache capacity this open table holds for its index,
+    /// filter and range tombstones (0 unless `charge_table_metadata`).
+    pub fn charged_metadata_bytes(&self) -> u64 {
+        self.metadata_charge
+            .as_ref()
+            .map_or(0, CacheReservation::bytes)
     }
 
     /// The store's logs when this is a log table (TRIAD-LOG).

@@ -29,6 +29,9 @@ pub struct TableCache {
     order: KeyOrder,
     /// Segments are read with `O_DIRECT` (`use_direct_reads`).
     direct_reads: bool,
+    /// Open tables' metadata is charged to the block cache
+    /// (`charge_table_metadata`).
+    charge_metadata: bool,
     /// Where log tables' values are read (TRIAD-LOG).
     logs: Arc<StoreLogs>,
 }
@@ -53,6 +56,7 @@ impl TableCache {
             filter_policy,
             order,
             direct_reads: false,
+            charge_metadata: false,
             logs: Arc::new(StoreLogs::new(dir, fs, 0)),
         }
     }
@@ -75,6 +79,15 @@ impl TableCache {
     pub fn with_direct_reads(self, direct_reads: bool) -> TableCache {
         TableCache {
             direct_reads,
+            ..self
+        }
+    }
+
+    /// Charges open tables' index, filter and range tombstones to the
+    /// block cache (`charge_table_metadata`).
+    pub fn with_metadata_charge(self, charge_metadata: bool) -> TableCache {
+        TableCache {
+            charge_metadata,
             ..self
         }
     }
@@ -117,6 +130,7 @@ impl TableCache {
                     order: self.order.clone(),
                     filter_policy: self.filter_policy.clone(),
                     value_log: Some(self.logs.clone()),
+                    charge_metadata: self.charge_metadata,
                 },
             )
             .map(Arc::new)

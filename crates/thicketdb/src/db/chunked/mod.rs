@@ -504,6 +504,7 @@ impl ChunkStore {
             s.block_cache_hits = cache.hits();
             s.block_cache_misses = cache.misses();
             s.block_cache_bytes = cache.usage();
+            s.block_cache_metadata_bytes = cache.reserved();
         }
         s.copy_counters(&self.counters);
         let table_bytes = s.compaction_bytes_written;

@@ -78,6 +78,7 @@ pub(super) fn open(
         order: options.comparator.clone(),
         filter_policy: options.filter_policy.clone(),
         value_log: None,
+        charge_metadata: options.charge_table_metadata,
     };
     let mut last_sequence = list.last_sequence;
     // Per keyspace, per chunk: the last sequence number its log holds.

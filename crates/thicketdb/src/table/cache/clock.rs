@@ -47,6 +47,9 @@ pub(super) struct ClockTable {
     slots: Box<[Option<Entry>]>,
     len: usize,
     charge: u64,
+    /// Bytes of the capacity held for memory outside the table (an open
+    /// table's index and filter), which blocks must leave free.
+    reserved: u64,
     capacity: u64,
     hand: usize,
     /// Blocks held per table: store and segment, then the table's start
@@ -64,6 +67,7 @@ impl ClockTable {
             slots: (0..MIN_SLOTS).map(|_| None).collect(),
             len: 0,
             charge: 0,
+            reserved: 0,
             capacity,
             hand: 0,
             residency: HashMap::new(),
@@ -87,6 +91,25 @@ impl ClockTable {
         self.len
     }
 
+    pub fn reserved(&self) -> u64 {
+        self.reserved
+    }
+
+    /// Holds `bytes` of the capacity for memory outside the table,
+    /// evicting blocks until what they and the reservations charge fits.
+    pub fn reserve(&mut self, bytes: u64) {
+        self.reserved += bytes;
+        while self.len > 0 && self.charge + self.reserved > self.capacity {
+            self.evict_one();
+        }
+    }
+
+    /// Gives back bytes [`reserve`](ClockTable::reserve) held.
+    pub fn release(&mut self, bytes: u64) {
+        debug_assert!(bytes <= self.reserved);
+        self.reserved = self.reserved.saturating_sub(bytes);
+    }
+
     /// The cached block at `(store, segment, offset)`, marked as recently
     /// used.
     pub fn get(&self, store: StoreId, segment: u64, offset: u64, hash: u64) -> Option<&Block> {
@@ -101,8 +124,8 @@ impl ClockTable {
     }
 
     /// Caches `block`, a block of the table starting at `table_offset`,
-    /// unless it is already cached or larger than the whole shard, evicting
-    /// unreferenced blocks to make room.
+    /// unless it is already cached or larger than what reservations leave
+    /// of the shard, evicting unreferenced blocks to make room.
     pub fn insert(
         &mut self,
         store: StoreId,
@@ -112,11 +135,12 @@ impl ClockTable {
         block: Block,
     ) {
         let charge = block.charge() as u64;
-        if charge > self.capacity || self.find(store, segment, block.offset(), hash).is_some() {
+        let room = self.capacity.saturating_sub(self.reserved);
+        if charge > room || self.find(store, segment, block.offset(), hash).is_some() {
             return;
         }
         debug_assert!(table_offset <= block.offset());
-        while self.charge + charge > self.capacity {
+        while self.charge + charge > room {
             self.evict_one();
         }
         if (self.len + 1) * 8 > self.slots.len() * MAX_LOAD_EIGHTHS {

@@ -10,6 +10,7 @@
 //! again at the same path, then never meet.
 
 mod clock;
+mod reservation;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use parking_lot::RwLock;
 use super::block::Block;
 use crate::error::{Error, Result};
 use clock::ClockTable;
+pub use reservation::CacheReservation;
 
 /// Identifies one open store within the process.
 type StoreId = u32;
@@ -58,6 +60,21 @@ pub struct BlockCache {
 struct Shared {
     shards: Box<[Shard]>,
     capacity: u64,
+}
+
+impl Shared {
+    /// Calls `f` on each shard's table with its share of `bytes` (an even
+    /// split, the remainder to the first shards): how a reservation is
+    /// taken and given back alike.
+    fn split(&self, bytes: u64, mut f: impl FnMut(&mut ClockTable, u64)) {
+        let n = self.shards.len() as u64;
+        for (i, shard) in (0u64..).zip(self.shards.iter()) {
+            let share = bytes / n + u64::from(i < bytes % n);
+            if share > 0 {
+                f(&mut shard.table.write(), share);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -195,7 +212,24 @@ impl BlockCache {
             .sum()
     }
 
-    /// Bytes currently charged, for every store sharing the cache.
+    /// Holds `bytes` of the cache's capacity for memory kept outside it
+    /// (an open table's index and filter, `charge_table_metadata`) until
+    /// the reservation is dropped, evicting blocks to make room: blocks and
+    /// reservations together stay within the capacity, as RocksDB's
+    /// charged cache entries do. Spread over every shard.
+    pub fn reserve(&self, bytes: u64) -> CacheReservation {
+        CacheReservation::new(self.shared.clone(), bytes)
+    }
+
+    /// Bytes held by reservations, for every store sharing the cache.
+    pub fn reserved(&self) -> u64 {
+        self.shards()
+            .iter()
+            .map(|s| s.table.read().reserved())
+            .sum()
+    }
+
+    /// Bytes of blocks currently cached, for every store sharing the cache.
     pub fn usage(&self) -> u64 {
         self.shards().iter().map(|s| s.table.read().charge()).sum()
     }
@@ -372,6 +406,31 @@ mod tests {
             let b = get_or_load(&cache, 1, i, || panic!("evicted")).unwrap();
             assert_eq!(tag(&b), i);
         }
+    }
+
+    #[test]
+    fn reservations_share_the_capacity_with_blocks() {
+        let cache = BlockCache::new(1 << 20);
+        for i in 0..200 {
+            get_or_load(&cache, 1, i * 4096, || Ok(block(i * 4096, 4000))).unwrap();
+        }
+        let full = cache.usage();
+        assert!(full > 700 << 10, "{full}");
+        // Holding half the capacity evicts blocks down to the other half.
+        let half = cache.reserve(cache.capacity() / 2);
+        assert_eq!(cache.reserved(), cache.capacity() / 2);
+        assert!(cache.usage() + cache.reserved() <= cache.capacity());
+        assert!(cache.usage() < full);
+        // With all of it held, a block is read but not cached.
+        let rest = cache.reserve(cache.capacity() - half.bytes());
+        assert_eq!(cache.usage(), 0);
+        let b = get_or_load(&cache, 2, 0, || Ok(block_at(0, 9, 100))).unwrap();
+        assert_eq!((tag(&b), cache.len()), (9, 0));
+        // Given back, the capacity holds blocks again.
+        drop((half, rest));
+        assert_eq!(cache.reserved(), 0);
+        get_or_load(&cache, 2, 0, || Ok(block_at(0, 9, 100))).unwrap();
+        assert_eq!(cache.len(), 1);
     }
 
     #[test]

@@ -1,0 +1,109 @@
+//! FLUSHDB and FLUSHALL. Where the store has range deletions (an LSM store
+//! in byte order: every store `thicket serve` opens) they are one atomic
+//! write under every key lock: per keyspace, a range tombstone from the
+//! empty key to its last key, and a delete of that key. Elsewhere (the
+//! chunked layout) they delete key by key, in batches.
+
+use thicketdb::{Keyspace, Layout, ReadOptions, WriteBatch};
+
+use super::keys::walk_keyspace;
+use super::{syntax_error, CmdResult, Ctx};
+use crate::resp::Reply;
+use crate::store::{engine_error, Store};
+
+/// Deletions per engine batch without range deletions.
+const FLUSH_BATCH: usize = 1024;
+
+/// FLUSHDB: deletes every key of the selected database.
+pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    check_mode(args)?;
+    let store = &ctx.shared.store;
+    let keyspaces: Vec<Keyspace> = store.keyspace(&ctx.session.database)?.into_iter().collect();
+    flush(ctx, &keyspaces)
+}
+
+/// FLUSHALL: deletes every key of every database, numbered and named (every
+/// keyspace of the store).
+pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    check_mode(args)?;
+    let db = ctx.shared.store.db();
+    // One dropped meanwhile has nothing left to delete.
+    let keyspaces: Vec<Keyspace> = db
+        .list_keyspaces()
+        .iter()
+        .filter_map(|name| db.keyspace(name).ok())
+        .collect();
+    flush(ctx, &keyspaces)
+}
+
+/// `ASYNC` and `SYNC` are accepted (both synchronous here).
+fn check_mode(args: &[Vec<u8>]) -> Result<(), Reply> {
+    match args.get(1).map(|a| a.to_ascii_uppercase()) {
+        None => Ok(()),
+        Some(mode) if args.len() == 2 && (mode == b"ASYNC" || mode == b"SYNC") => Ok(()),
+        Some(_) => Err(syntax_error()),
+    }
+}
+
+fn flush(ctx: &mut Ctx, keyspaces: &[Keyspace]) -> CmdResult {
+    let store = &ctx.shared.store;
+    let options = store.db().options();
+    if options.layout == Layout::Lsm && options.comparator.is_bytewise() {
+        delete_ranges(store, keyspaces)?;
+    } else {
+        for keyspace in keyspaces {
+            delete_keys(store, keyspace)?;
+        }
+    }
+    ctx.session.wrote = true;
+    ctx.shared.durability.note_write();
+    Ok(Reply::OK)
+}
+
+/// Every key of `keyspaces` in one write. Under every key lock no other
+/// command writes, so nothing lands beyond the last key read.
+fn delete_ranges(store: &Store, keyspaces: &[Keyspace]) -> Result<(), Reply> {
+    let _locks = store.lock_all();
+    let mut batch = WriteBatch::new();
+    for keyspace in keyspaces {
+        let opts = ReadOptions {
+            fill_cache: false,
+            ..ReadOptions::default()
+        };
+        let mut iter = keyspace.iter(opts).map_err(engine_error)?;
+        iter.seek_to_last();
+        iter.status().map_err(engine_error)?;
+        if iter.valid() {
+            let last = iter.key();
+            batch
+                .delete_range_in(keyspace, b"", last)
+                .and_then(|()| batch.delete_in(keyspace, last))
+                .map_err(engine_error)?;
+        }
+    }
+    store.db().write(batch).map_err(engine_error)
+}
+
+/// Every key of `keyspace`, in batches of `FLUSH_BATCH` (not atomic).
+fn delete_keys(store: &Store, keyspace: &Keyspace) -> Result<(), Reply> {
+    let db = store.db();
+    let mut batch = WriteBatch::new();
+    let mut failed = None;
+    walk_keyspace(keyspace, b"", b"", |key| {
+        if let Err(e) = batch.delete_in(keyspace, key) {
+            failed = Some(e);
+            return false;
+        }
+        if batch.len() >= FLUSH_BATCH {
+            if let Err(e) = db.write(std::mem::take(&mut batch)) {
+                failed = Some(e);
+                return false;
+            }
+        }
+        true
+    })?;
+    if let Some(e) = failed {
+        return Err(engine_error(e));
+    }
+    db.write(batch).map_err(engine_error)
+}
