@@ -301,6 +301,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "buffer_tables",
         "block_cache_hits",
         "block_cache_misses",
+        "block_cache_metadata_bytes",
         "block_cache_bytes",
         "open_segment_files",
         "l0_compactions_deferred",
