@@ -481,8 +481,17 @@ impl Db {
         match &self.engine {
             Engine::Lsm(h) => space::usage(&h.inner),
             Engine::Chunked(c) => {
-                let it = c.0.iter(c.0.default_space(), ReadOptions::default())?;
-                space::measure(vec![it], c.0.fs(), c.0.dir())
+                // Every keyspace, read at one snapshot.
+                let opts = ReadOptions {
+                    snapshot: Some(c.0.snapshot()),
+                    ..ReadOptions::default()
+                };
+                let cursors =
+                    c.0.spaces()
+                        .iter()
+                        .map(|space| c.0.iter(space, opts.clone()))
+                        .collect::<Result<Vec<_>>>()?;
+                space::measure(cursors, c.0.fs(), c.0.dir())
             }
         }
     }

@@ -156,6 +156,8 @@ fn dropping_a_keyspace_frees_its_files_for_good() {
             .unwrap();
     }
     assert!(funk_files(dir.path()) > before + 4);
+    // Space usage counts every keyspace's live keys.
+    assert_eq!(db.space_usage().unwrap().live_keys, 2001);
     // A reader holds the dropped keyspace's chunks until it goes.
     let reader = doomed.iter(ReadOptions::default()).unwrap();
     db.drop_keyspace("doomed").unwrap();

@@ -154,7 +154,7 @@ impl ChunkStore {
     }
 
     /// Every live keyspace, the default one first.
-    fn spaces(&self) -> Arc<Vec<Arc<ChunkSpace>>> {
+    pub fn spaces(&self) -> Arc<Vec<Arc<ChunkSpace>>> {
         self.spaces.read().clone()
     }
 
