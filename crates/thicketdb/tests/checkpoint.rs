@@ -48,12 +48,12 @@ fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     out
 }
 
-#[test]
-fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
-    let dir = tempfile::tempdir().unwrap();
-    let source_dir = dir.path().join("source");
-    let copy_dir = dir.path().join("copy");
-    let source = Db::open(&source_dir, options()).unwrap();
+/// Writes `4 * KEYS` values on a thread and checkpoints `source` into
+/// `copy_dir` half-way (once flushes and compactions, or rebalances and
+/// splits, have run); checks that the checkpoint's point lies between the
+/// writes acknowledged before and after the call. Returns the report and
+/// the number of writes.
+fn checkpoint_mid_load(source: &Db, copy_dir: &Path) -> (thicketdb::CheckpointReport, u64) {
     let acked = Arc::new(AtomicU64::new(0));
     let total = 4 * KEYS;
     let writer = {
@@ -65,18 +65,27 @@ fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
             }
         })
     };
-    // Take the checkpoint mid-load, once flushes and compactions have run.
     while acked.load(Ordering::Acquire) < total / 2 {
         std::thread::yield_now();
     }
     let acked_before = acked.load(Ordering::Acquire);
-    let report = source.checkpoint(&copy_dir).unwrap();
+    let report = source.checkpoint(copy_dir).unwrap();
     let acked_after = acked.load(Ordering::Acquire);
     writer.join().unwrap();
     assert!(
         report.last_sequence >= acked_before && report.last_sequence <= acked_after + 1,
         "{report:?}, acked {acked_before}..{acked_after}"
     );
+    (report, total)
+}
+
+#[test]
+fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("source");
+    let copy_dir = dir.path().join("copy");
+    let source = Db::open(&source_dir, options()).unwrap();
+    let (report, total) = checkpoint_mid_load(&source, &copy_dir);
     assert!(report.segments_linked > 0, "same file system: {report:?}");
     assert_eq!(report.segments_copied, 0);
     assert!(source.stats().compactions_merge > 0);
@@ -267,28 +276,7 @@ fn a_chunked_checkpoint_under_writes_and_splits_holds_exactly_its_point() {
     let source_dir = dir.path().join("source");
     let copy_dir = dir.path().join("copy");
     let source = Db::open(&source_dir, chunked_options()).unwrap();
-    let acked = Arc::new(AtomicU64::new(0));
-    let total = 4 * KEYS;
-    let writer = {
-        let (db, acked) = (source.clone(), acked.clone());
-        std::thread::spawn(move || {
-            for i in 0..total {
-                db.put(key(i % KEYS), value(i)).unwrap();
-                acked.store(i + 1, Ordering::Release);
-            }
-        })
-    };
-    while acked.load(Ordering::Acquire) < total / 2 {
-        std::thread::yield_now();
-    }
-    let acked_before = acked.load(Ordering::Acquire);
-    let report = source.checkpoint(&copy_dir).unwrap();
-    let acked_after = acked.load(Ordering::Acquire);
-    writer.join().unwrap();
-    assert!(
-        report.last_sequence >= acked_before && report.last_sequence <= acked_after + 1,
-        "{report:?}, acked {acked_before}..{acked_after}"
-    );
+    let (report, total) = checkpoint_mid_load(&source, &copy_dir);
     assert!(report.segments_linked > 1, "funk tables linked: {report:?}");
     assert_eq!(report.segments_copied, 0);
     let stats = source.stats();

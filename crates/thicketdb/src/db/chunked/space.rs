@@ -48,13 +48,7 @@ impl ChunkSpace {
 
     /// `Error::KeyspaceNotFound` once the keyspace is dropped.
     pub fn check_live(&self) -> Result<()> {
-        match self.dropped.load(Ordering::Acquire) {
-            false => Ok(()),
-            true => Err(Error::KeyspaceNotFound(format!(
-                "{:?} (dropped)",
-                self.name
-            ))),
-        }
+        crate::db::tree::check_not_dropped(&self.dropped, &self.name)
     }
 
     /// Marks the keyspace dropped, retires its chunks and lets go of them
