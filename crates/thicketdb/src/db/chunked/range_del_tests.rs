@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::tests::{tiny, tiny_uncached};
 use super::ChunkStore;
-use crate::db::tests::scan;
+use crate::db::tests::{scan, scan_reverse};
 use crate::db::{Db, Engine, ReadOptions, Snapshot, WriteBatch};
 use crate::format::range_tombstone::Fragments;
 use crate::options::Options;
@@ -74,16 +74,7 @@ fn check(db: &Db, model: &Model, snapshot: Option<&Snapshot>, what: &str) {
     }
     let want: Vec<_> = model.clone().into_iter().collect();
     assert_eq!(scan(db, opts.clone()), want, "{what}: scan");
-    let mut it = db.iter(opts).unwrap();
-    it.seek_to_last();
-    let mut back = Vec::new();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    it.status().unwrap();
-    back.reverse();
-    assert_eq!(back, want, "{what}: reverse scan");
+    assert_eq!(scan_reverse(db, opts), want, "{what}: reverse scan");
 }
 
 fn value(i: u64, round: u64) -> Vec<u8> {

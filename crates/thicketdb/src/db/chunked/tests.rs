@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::db::tests::scan;
+use crate::db::tests::{scan, scan_reverse};
 use crate::db::{Db, ReadOptions, WriteBatch, WriteOptions};
 use crate::io::fault::{FaultFs, FaultKind};
 use crate::io::FileSystem;
@@ -103,15 +103,7 @@ fn puts_gets_and_scans_match_a_model(name: &str, options: Options) {
     let want: Vec<_> = model.into_iter().collect();
     assert_eq!(scan(&db, ReadOptions::default()), want);
     // Backwards too.
-    let mut it = db.iter(ReadOptions::default()).unwrap();
-    it.seek_to_last();
-    let mut back = Vec::new();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    back.reverse();
-    assert_eq!(back, want);
+    assert_eq!(scan_reverse(&db, ReadOptions::default()), want);
 }
 
 #[test]
