@@ -130,7 +130,7 @@ pub enum KeyspaceCommand {
     Create {
         name: String,
         /// The profile the keyspace's options start from (default:
-        /// `default`).
+        /// `default`, or `yodb` in a chunked store).
         #[arg(long, value_name = "NAME")]
         keyspace_profile: Option<String>,
         /// Overrides one of the keyspace's options (repeatable).

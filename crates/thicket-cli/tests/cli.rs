@@ -301,6 +301,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "buffer_tables",
         "block_cache_hits",
         "block_cache_misses",
+        "block_cache_metadata_bytes",
         "block_cache_bytes",
         "open_segment_files",
         "l0_compactions_deferred",
@@ -416,6 +417,66 @@ fn keyspaces_from_the_command_line() {
         !manifest.contains("named \"users\""),
         "a rolled MANIFEST forgets it: {manifest}"
     );
+}
+
+/// The same in a chunked store: its keyspaces are chunked too (`yodb`
+/// when no profile is named; an LSM profile is refused), with range
+/// deletes, checkpoints and drops.
+#[test]
+fn keyspaces_from_the_command_line_in_a_chunked_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = &dir.path().join("store");
+    ok(db, &["put", "k", "default-value", "--profile", "yodb"]);
+    let err = fails(
+        db,
+        &["keyspace", "create", "lsm", "--keyspace-profile", "sifr"],
+    );
+    assert!(err.contains("layout lsm"), "{err}");
+    let created = ok(
+        db,
+        &[
+            "keyspace",
+            "create",
+            "users",
+            "--keyspace-option",
+            "chunk_size=8192",
+            "--keyspace-option",
+            "funk_log_limit=2048",
+            "--keyspace-option",
+            "funk_log_limit_with_munk=4096",
+        ],
+    );
+    assert_eq!(created, "created keyspace users\n");
+    assert_eq!(ok(db, &["keyspace", "list"]), "default\nusers\n");
+    ok(db, &["put", "k", "user-value", "--keyspace", "users"]);
+    ok(db, &["load", "--count", "500", "--keyspace", "users"]);
+    ok(
+        db,
+        &[
+            "delete-range",
+            "key0000000000000010",
+            "key0000000000000490",
+            "--keyspace",
+            "users",
+        ],
+    );
+    assert_eq!(ok(db, &["get", "k"]), "default-value\n");
+    assert_eq!(ok(db, &["get", "k", "--keyspace", "users"]), "user-value\n");
+    let scanned = ok(db, &["scan", "--keyspace", "users"]);
+    assert_eq!(scanned.lines().count(), 21, "{scanned}");
+    ok(db, &["compact", "--keyspace", "users"]);
+    let stats = stats_json(db);
+    assert_eq!(stats["keyspaces"], 2);
+    assert!(stats["chunk_splits"].as_u64().unwrap() > 0, "{stats}");
+    let copy = dir.path().join("copy");
+    let report = ok(db, &["checkpoint", "--to", copy.to_str().unwrap()]);
+    assert!(report.contains("segments linked"), "{report}");
+    ok(db, &["keyspace", "drop", "users"]);
+    assert_eq!(ok(db, &["keyspace", "list"]), "default\n");
+    ok(db, &["check"]);
+    let scanned = ok(&copy, &["scan", "--keyspace", "users"]);
+    assert_eq!(scanned.lines().count(), 21, "{scanned}");
+    ok(&copy, &["check"]);
 }
 
 #[test]

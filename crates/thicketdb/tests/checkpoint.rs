@@ -48,12 +48,12 @@ fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     out
 }
 
-#[test]
-fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
-    let dir = tempfile::tempdir().unwrap();
-    let source_dir = dir.path().join("source");
-    let copy_dir = dir.path().join("copy");
-    let source = Db::open(&source_dir, options()).unwrap();
+/// Writes `4 * KEYS` values on a thread and checkpoints `source` into
+/// `copy_dir` half-way (once flushes and compactions, or rebalances and
+/// splits, have run); checks that the checkpoint's point lies between the
+/// writes acknowledged before and after the call. Returns the report and
+/// the number of writes.
+fn checkpoint_mid_load(source: &Db, copy_dir: &Path) -> (thicketdb::CheckpointReport, u64) {
     let acked = Arc::new(AtomicU64::new(0));
     let total = 4 * KEYS;
     let writer = {
@@ -65,18 +65,27 @@ fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
             }
         })
     };
-    // Take the checkpoint mid-load, once flushes and compactions have run.
     while acked.load(Ordering::Acquire) < total / 2 {
         std::thread::yield_now();
     }
     let acked_before = acked.load(Ordering::Acquire);
-    let report = source.checkpoint(&copy_dir).unwrap();
+    let report = source.checkpoint(copy_dir).unwrap();
     let acked_after = acked.load(Ordering::Acquire);
     writer.join().unwrap();
     assert!(
         report.last_sequence >= acked_before && report.last_sequence <= acked_after + 1,
         "{report:?}, acked {acked_before}..{acked_after}"
     );
+    (report, total)
+}
+
+#[test]
+fn a_checkpoint_taken_under_writes_and_compactions_holds_exactly_its_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("source");
+    let copy_dir = dir.path().join("copy");
+    let source = Db::open(&source_dir, options()).unwrap();
+    let (report, total) = checkpoint_mid_load(&source, &copy_dir);
     assert!(report.segments_linked > 0, "same file system: {report:?}");
     assert_eq!(report.segments_copied, 0);
     assert!(source.stats().compactions_merge > 0);
@@ -173,6 +182,9 @@ impl FileSystem for NoLinks {
     fn create(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::WritableFile>> {
         PosixFs.create(path)
     }
+    fn open_append(&self, path: &Path) -> thicketdb::Result<Box<dyn thicketdb::io::WritableFile>> {
+        PosixFs.open_append(path)
+    }
     fn open_random(
         &self,
         path: &Path,
@@ -216,10 +228,16 @@ impl FileSystem for NoLinks {
 
 #[test]
 fn without_hard_links_segments_are_copied() {
+    for options in [options(), chunked_options()] {
+        without_hard_links_files_are_copied(options);
+    }
+}
+
+fn without_hard_links_files_are_copied(options: Options) {
     let dir = tempfile::tempdir().unwrap();
     let source_dir = dir.path().join("source");
     let copy_dir = dir.path().join("copy");
-    let source = Db::open_with_fs(&source_dir, options(), Arc::new(NoLinks)).unwrap();
+    let source = Db::open_with_fs(&source_dir, options.clone(), Arc::new(NoLinks)).unwrap();
     for i in 0..KEYS {
         source.put(key(i), value(i)).unwrap();
     }
@@ -235,6 +253,56 @@ fn without_hard_links_segments_are_copied() {
     source.compact_range(None, None).unwrap();
     source.close().unwrap();
     thicketdb::check::check_store(&copy_dir).unwrap();
-    let copy = Db::open_read_only(&copy_dir, options()).unwrap();
+    let copy = Db::open_read_only(&copy_dir, options).unwrap();
     assert_eq!(scan(&copy), state_after(KEYS));
+}
+
+/// YoDB's chunked layout with chunks that split and funks that rebalance
+/// constantly.
+fn chunked_options() -> Options {
+    let mut o = thicketdb::Profile::YoDb.options();
+    o.chunk_size = 8 << 10;
+    o.funk_log_limit = 2 << 10;
+    o.funk_log_limit_with_munk = 4 << 10;
+    o.munk_cache_bytes = 16 << 10;
+    o.row_cache_bytes = 4 << 10;
+    o.block_size = 512;
+    o
+}
+
+#[test]
+fn a_chunked_checkpoint_under_writes_and_splits_holds_exactly_its_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("source");
+    let copy_dir = dir.path().join("copy");
+    let source = Db::open(&source_dir, chunked_options()).unwrap();
+    let (report, total) = checkpoint_mid_load(&source, &copy_dir);
+    assert!(report.segments_linked > 1, "funk tables linked: {report:?}");
+    assert_eq!(report.segments_copied, 0);
+    let stats = source.stats();
+    assert!(stats.chunk_splits > 0 && stats.chunks > 2, "{stats:?}");
+    // The source rewrites and rebalances everything; the copy's linked
+    // tables and copied logs are its own.
+    source.compact_range(None, None).unwrap();
+    source.close().unwrap();
+
+    let expected = state_after(report.last_sequence);
+    thicketdb::check::check_store(&copy_dir).unwrap();
+    let copy = Db::open_read_only(&copy_dir, chunked_options()).unwrap();
+    assert_eq!(copy.stats().last_sequence, report.last_sequence);
+    assert_eq!(scan(&copy), expected);
+    for k in (0..KEYS).step_by(97) {
+        assert_eq!(copy.get(key(k)).unwrap().as_ref(), expected.get(&key(k)));
+    }
+    copy.close().unwrap();
+    let copy = Db::open(&copy_dir, chunked_options()).unwrap();
+    copy.put(b"after", b"x").unwrap();
+    copy.compact_range(None, None).unwrap();
+    let mut after = expected.clone();
+    after.insert(b"after".to_vec(), b"x".to_vec());
+    assert_eq!(scan(&copy), after);
+    copy.close().unwrap();
+    thicketdb::check::check_store(&copy_dir).unwrap();
+    let source = Db::open_read_only(&source_dir, chunked_options()).unwrap();
+    assert_eq!(scan(&source), state_after(total));
 }

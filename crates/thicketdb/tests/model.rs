@@ -308,8 +308,7 @@ impl Harness {
                     .unwrap();
             }
             840..845 => self.reopen(),
-            // The chunked layout has no range deletes.
-            855..885 if !self.chunked() => self.delete_range(),
+            855..885 => self.delete_range(),
             845..855 if self.config.write_bursts => {
                 for _ in 0..self.rng.random_range(200..600) {
                     let (k, v) = (self.key(), self.value());
@@ -329,14 +328,15 @@ impl Harness {
             0..2 if self.parked.len() + 1 < 4 => {
                 self.created += 1;
                 let name = format!("ks{}", self.created);
-                // A keyspace is an LSM tree: any profile but the chunked one.
-                let lsm: Vec<Profile> = Profile::ALL
+                // The layout is the store's: any profile of it.
+                let layout = self.config.options.layout;
+                let profiles: Vec<Profile> = Profile::ALL
                     .iter()
                     .copied()
-                    .filter(|p| p.options().layout == Layout::Lsm)
+                    .filter(|p| p.options().layout == layout)
                     .collect();
-                let profile = lsm[self.rng.random_range(0..lsm.len())];
-                let options = profile_config(profile).options;
+                let profile = profiles[self.rng.random_range(0..profiles.len())];
+                let options = small_chunks(profile_config(profile)).options;
                 self.db().create_keyspace(&name, options).unwrap();
                 self.parked.insert(name, Model::new());
             }
@@ -938,13 +938,8 @@ fn concurrent_config(profile: Profile) -> Config {
 /// crashes and reopens; every keyspace is checked against its model.
 #[test]
 fn model_keyspaces_under_every_profile() {
-    // Keyspaces are LSM trees: every profile but the chunked layout's
-    // (`chunked::tests::keyspaces_are_refused` covers that one).
-    let lsm = Profile::ALL
-        .iter()
-        .filter(|p| p.options().layout == Layout::Lsm);
-    for &profile in lsm {
-        let mut config = profile_config(profile);
+    for &profile in Profile::ALL {
+        let mut config = small_chunks(profile_config(profile));
         config.keyspaces = true;
         for seed in seeds(&[801]) {
             run(seed, ops(OPS), fault(), config.clone());

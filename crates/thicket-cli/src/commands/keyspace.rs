@@ -1,6 +1,6 @@
 //! `keyspace create|list|drop`.
 
-use thicketdb::Profile;
+use thicketdb::{Layout, Profile};
 
 use super::{apply_overrides, open, Access, Status};
 use crate::cli::{GlobalArgs, KeyspaceCommand};
@@ -13,14 +13,16 @@ pub fn run(g: &GlobalArgs, command: &KeyspaceCommand) -> CliResult<Status> {
             keyspace_profile,
             keyspace_options,
         } => {
-            let profile: Profile = keyspace_profile
-                .as_deref()
-                .map(str::parse)
-                .transpose()?
-                .unwrap_or_default();
+            let asked: Option<Profile> = keyspace_profile.as_deref().map(str::parse).transpose()?;
+            let db = open(g, Access::Create)?;
+            // Absent, the store's layout decides: `yodb` in a chunked store.
+            let profile = match asked {
+                Some(profile) => profile,
+                None if db.options().layout == Layout::Chunked => Profile::YoDb,
+                None => Profile::default(),
+            };
             let mut options = profile.options();
             apply_overrides(&mut options, keyspace_options)?;
-            let db = open(g, Access::Create)?;
             db.create_keyspace(name, options)?;
             db.close()?;
             println!("created keyspace {name}");

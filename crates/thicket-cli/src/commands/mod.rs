@@ -125,7 +125,10 @@ pub fn apply_overrides(options: &mut Options, specs: &[String]) -> CliResult<()>
 pub fn open(g: &GlobalArgs, access: Access) -> CliResult<Db> {
     let dir = db_dir(g)?;
     let options = build_options(g, dir, access)?;
-    if access != Access::Create && !options.create_if_missing && !current_path(dir).exists() {
+    // An LSM store has a `CURRENT`; every store made since layouts an
+    // `OPTIONS` (a chunked one has no `CURRENT`).
+    let exists = current_path(dir).exists() || options_path(dir).exists();
+    if access != Access::Create && !options.create_if_missing && !exists {
         return Err(CliError::Usage(format!("no store in {}", dir.display())));
     }
     Ok(match access {

@@ -2,11 +2,12 @@
 //! default keyspace and `stress-1` .. `stress-{n-1}`), so a batch of
 //! several keys is a batch across keyspaces, and the expected state of a
 //! key is that of its keyspace. Each extra keyspace runs another profile's
-//! options than the store (the next profiles in `Profile::ALL`), with
-//! tunables picked as for the store.
+//! options than the store (the next profiles of the store's layout in
+//! `Profile::ALL`; `yodb` again in a chunked store), with tunables picked
+//! as for the store.
 
 use rand::rngs::StdRng;
-use thicketdb::{Db, Keyspace, Layout, Options, Profile, DEFAULT_KEYSPACE_NAME};
+use thicketdb::{Db, Keyspace, Options, Profile, DEFAULT_KEYSPACE_NAME};
 
 use super::pick_tunables;
 use crate::commands::apply_overrides;
@@ -20,11 +21,7 @@ pub struct Spaces {
 impl Spaces {
     /// Opens the `n` keyspaces of the store, creating the missing ones.
     pub fn open(db: &Db, n: u32, user: &[String], rng: &mut StdRng) -> CliResult<Spaces> {
-        // Keyspaces are LSM trees: a chunked store has its default one only.
-        let n = match db.options().layout {
-            Layout::Lsm => n.max(1),
-            Layout::Chunked => 1,
-        };
+        let n = n.max(1);
         let mut handles = Vec::with_capacity(n as usize);
         for j in 0..n {
             let name = name(j);
@@ -81,14 +78,17 @@ fn keyspace_options(
     user: &[String],
     rng: &mut StdRng,
 ) -> CliResult<(Options, Vec<String>)> {
-    // The LSM profiles: a keyspace is an LSM tree.
-    let lsm: Vec<Profile> = Profile::ALL
+    // The profiles of the store's layout: the layout is per store.
+    let same_layout: Vec<Profile> = Profile::ALL
         .iter()
         .copied()
-        .filter(|p| p.options().layout == Layout::Lsm)
+        .filter(|p| p.options().layout == store.layout)
         .collect();
-    let at = lsm.iter().position(|&p| p == store.profile).unwrap_or(0);
-    let profile = lsm[(at + j as usize) % lsm.len()];
+    let at = same_layout
+        .iter()
+        .position(|&p| p == store.profile)
+        .unwrap_or(0);
+    let profile = same_layout[(at + j as usize) % same_layout.len()];
     let mut options = profile.options();
     let chosen = pick_tunables(&mut options, user, rng);
     apply_overrides(&mut options, user)?;

@@ -197,10 +197,6 @@ impl Worker<'_> {
     /// tombstone (`key` keeps the key order of the numbers, so the range
     /// holds exactly those keys of that keyspace).
     fn delete_range(&mut self) -> Step {
-        if self.s.db.options().layout == thicketdb::Layout::Chunked {
-            // The chunked layout has no range deletes.
-            return self.delete();
-        }
         let i = self.random_key();
         let j = (i + self.rng.random_range(1..=16)).min(self.keys);
         let spaces = &self.s.spaces;

@@ -247,6 +247,15 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Appends a decoded update (with its keyspace) unchanged.
+    pub(crate) fn push_op(&mut self, op: &BatchOp<'_>) -> Result<()> {
+        match op.kind {
+            OpKind::Point(ValueKind::Value) => self.put_to(op.keyspace, op.key, op.value),
+            OpKind::Point(ValueKind::Deletion) => self.delete_to(op.keyspace, op.key),
+            OpKind::RangeDeletion => self.delete_range_to(op.keyspace, op.key, op.value),
+        }
+    }
+
     /// Number of range deletions among the updates.
     pub(crate) fn range_deletions(&self) -> u32 {
         self.range_deletions

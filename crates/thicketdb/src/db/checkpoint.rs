@@ -40,11 +40,13 @@ use crate::version::files::{
 pub struct CheckpointReport {
     /// Sequence number of the newest write the checkpoint holds.
     pub last_sequence: u64,
-    /// Segments hard-linked (sharing their space with the source).
+    /// Segments hard-linked (sharing their space with the source); in the
+    /// chunked layout, funk tables.
     pub segments_linked: usize,
-    /// Segments copied because linking failed.
+    /// Segments (funk tables) copied because linking failed.
     pub segments_copied: usize,
-    /// Logs copied (writes not yet flushed to tables).
+    /// Logs copied (writes not yet flushed to tables; in the chunked
+    /// layout, chunk logs).
     pub logs: usize,
 }
 
@@ -63,20 +65,15 @@ impl Db {
     /// the point is taken, not while files are copied. The copy opens like
     /// any store (read-write or read-only).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
-        let inner = self.lsm_for("checkpoint")?;
+        let inner = match &self.engine {
+            super::Engine::Lsm(h) => &h.inner,
+            super::Engine::Chunked(c) => return c.0.checkpoint(dir.as_ref()),
+        };
         inner.check_open()?;
         inner.check_writable("checkpoint")?;
         let dir = dir.as_ref();
         let fs = inner.fs.as_ref();
-        let building = building_dir(dir)?;
-        for path in [dir, &building] {
-            if fs.exists(path) {
-                return Err(Error::InvalidArgument(format!(
-                    "checkpoint target {} already exists",
-                    path.display()
-                )));
-            }
-        }
+        let building = building_dir(fs, dir)?;
 
         let (versions_held, last_sequence, manifest, files) = {
             let mut log = inner.log.lock();
@@ -113,7 +110,6 @@ impl Db {
             (current, last_sequence, manifest, files)
         };
 
-        fs.create_dir_all(&building)?;
         let mut report = CheckpointReport {
             last_sequence,
             logs: files.len() - 1,
@@ -127,13 +123,9 @@ impl Db {
         segments.dedup();
         for segment in segments {
             let from = segment_path(&inner.dir, segment);
-            let to = segment_path(&building, segment);
-            if fs.hard_link(&from, &to).is_ok() {
-                report.segments_linked += 1;
-            } else {
-                let len = fs.file_size(&from)?;
-                copy_prefix(fs, fs.open_sequential(&from)?, len, &to)?;
-                report.segments_copied += 1;
+            match link_or_copy(fs, &from, &segment_path(&building, segment))? {
+                true => report.segments_linked += 1,
+                false => report.segments_copied += 1,
             }
         }
         // The version pinned the segments' extents until they were linked.
@@ -141,28 +133,61 @@ impl Db {
         for prefix in files {
             copy_prefix(fs, prefix.file, prefix.len, &building.join(&prefix.name))?;
         }
-        let options = options_path(&inner.dir);
-        copy_prefix(
-            fs,
-            fs.open_sequential(&options)?,
-            fs.file_size(&options)?,
-            &options_path(&building),
-        )?;
         fs.write_durably(&current_path(&building), format!("{manifest}\n").as_bytes())?;
-        fs.sync_dir(&building)?;
-        fs.rename(&building, dir)?;
-        fs.sync_dir(parent(dir))?;
+        finish(fs, &inner.dir, &building, dir)?;
         Ok(report)
     }
 }
 
-fn building_dir(dir: &Path) -> Result<PathBuf> {
+/// Where the checkpoint `dir` is built (`DIR.checkpoint-tmp`), once
+/// created; neither may exist.
+pub(super) fn building_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
     let name = dir.file_name().ok_or_else(|| {
         Error::InvalidArgument(format!("bad checkpoint target {}", dir.display()))
     })?;
     let mut building = name.to_os_string();
     building.push(".checkpoint-tmp");
-    Ok(dir.with_file_name(building))
+    let building = dir.with_file_name(building);
+    for path in [dir, &building] {
+        if fs.exists(path) {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint target {} already exists",
+                path.display()
+            )));
+        }
+    }
+    fs.create_dir_all(&building)?;
+    Ok(building)
+}
+
+/// Copies the source's `OPTIONS` into `building`, syncs it and renames it
+/// to `dir`.
+pub(super) fn finish(
+    fs: &dyn FileSystem,
+    source: &Path,
+    building: &Path,
+    dir: &Path,
+) -> Result<()> {
+    let options = options_path(source);
+    copy_prefix(
+        fs,
+        fs.open_sequential(&options)?,
+        fs.file_size(&options)?,
+        &options_path(building),
+    )?;
+    fs.sync_dir(building)?;
+    fs.rename(building, dir)?;
+    fs.sync_dir(parent(dir))
+}
+
+/// Hard-links the immutable file `from` as `to`, or copies it where the
+/// file system cannot link; returns whether it linked.
+pub(super) fn link_or_copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<bool> {
+    if fs.hard_link(from, to).is_ok() {
+        return Ok(true);
+    }
+    copy_prefix(fs, fs.open_sequential(from)?, fs.file_size(from)?, to)?;
+    Ok(false)
 }
 
 fn parent(dir: &Path) -> &Path {
@@ -184,7 +209,7 @@ fn open_prefix(fs: &dyn FileSystem, dir: &Path, name: String) -> Result<Prefix> 
 /// Copies up to `len` bytes of `from` into a new file `to`, durably. A
 /// source shorter than `len` (a memory-mapped log trimmed to its records
 /// when it was closed) is copied whole.
-fn copy_prefix(
+pub(super) fn copy_prefix(
     fs: &dyn FileSystem,
     mut from: Box<dyn SequentialFile>,
     len: u64,

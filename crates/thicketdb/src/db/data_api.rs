@@ -1,6 +1,7 @@
-//! The data API that `Db` (its default keyspace, or its chunked store) and
+//! The data API that `Db` (on its default keyspace) and
 //! `Keyspace` share, written once: `data_api!()` inside an `impl` block
-//! whose type has `fn db(&self) -> &Db` and `fn target(&self) -> Target`.
+//! whose type has `fn db(&self) -> &Db`, `fn target(&self) -> Target` and
+//! `fn handle(&self) -> Keyspace`.
 
 macro_rules! data_api {
     () => {
@@ -84,7 +85,7 @@ macro_rules! data_api {
         ) -> Result<Option<Vec<u8>>> {
             match self.target() {
                 Target::Tree(inner, tree) => read::get(inner, tree, key.as_ref(), opts),
-                Target::Chunked(store) => store.get(key.as_ref(), opts),
+                Target::Chunked(store, space) => store.get(space, key.as_ref(), opts),
             }
         }
 
@@ -118,7 +119,9 @@ macro_rules! data_api {
         ) -> Result<Option<R>> {
             match self.target() {
                 Target::Tree(inner, tree) => read::get_with(inner, tree, key.as_ref(), opts, f),
-                Target::Chunked(store) => Ok(store.get(key.as_ref(), opts)?.map(|v| f(&v))),
+                Target::Chunked(store, space) => {
+                    Ok(store.get(space, key.as_ref(), opts)?.map(|v| f(&v)))
+                }
             }
         }
 
@@ -166,7 +169,7 @@ macro_rules! data_api {
         pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
             match self.target() {
                 Target::Tree(inner, tree) => iter::new(inner, tree, opts),
-                Target::Chunked(store) => store.iter(opts),
+                Target::Chunked(store, space) => store.iter(space, opts),
             }
         }
 
@@ -205,7 +208,7 @@ macro_rules! data_api {
             range: R,
             opts: &ReadOptions,
         ) -> Result<Range> {
-            range::range_in(self.db(), self.target().tree(), range, opts.clone())
+            range::range_in(self.handle(), range, opts.clone())
         }
 
         /// The pairs whose keys start with `prefix`, as `range`.
@@ -217,12 +220,7 @@ macro_rules! data_api {
         /// Refused under a custom comparator, whose keys sharing a prefix need
         /// not be adjacent.
         pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Range> {
-            range::prefix_in(
-                self.db(),
-                self.target().tree(),
-                prefix.as_ref(),
-                opts.clone(),
-            )
+            range::prefix_in(self.handle(), prefix.as_ref(), opts.clone())
         }
 
         /// Flushes, then compacts every table overlapping `[start, end]` (`None`
@@ -232,7 +230,7 @@ macro_rules! data_api {
         pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
             let (inner, tree) = match self.target() {
                 Target::Tree(inner, tree) => (inner, tree),
-                Target::Chunked(store) => return store.compact_range(start, end),
+                Target::Chunked(store, space) => return store.compact_range(space, start, end),
             };
             inner.check_writable("compact_range")?;
             tree.check_live()?;
@@ -240,15 +238,18 @@ macro_rules! data_api {
             compact::compact_range(inner, tree, start, end)
         }
 
-        /// The keyspace id this handle's writes carry (the default one in
-        /// a chunked store); `KeyspaceNotFound` once the keyspace is dropped.
+        /// The keyspace id this handle's writes carry; `KeyspaceNotFound`
+        /// once the keyspace is dropped.
         fn keyspace_id(&self) -> Result<u32> {
             match self.target() {
                 Target::Tree(_, tree) => {
                     tree.check_live()?;
                     Ok(tree.id)
                 }
-                Target::Chunked(_) => Ok(DEFAULT_KEYSPACE),
+                Target::Chunked(_, space) => {
+                    space.check_live()?;
+                    Ok(space.id)
+                }
             }
         }
     };

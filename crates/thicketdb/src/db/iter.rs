@@ -177,8 +177,8 @@ fn buffer_pieces(
 impl DbIterator {
     /// An iterator over the merge of `sources` (disjoint or not, sorted by
     /// internal key in `order`) at `snapshot`, within the bounds of
-    /// `opts`, without range deletes or parallel seeks (the LSM adds
-    /// them); `keep` holds what the sources read.
+    /// `opts`, without range deletes (`with_range_dels` adds them) or
+    /// parallel seeks; `keep` holds what the sources read.
     pub(crate) fn over_sources(
         sources: Vec<Box<dyn InternalIterator>>,
         snapshot: Snapshot,
@@ -201,6 +201,12 @@ impl DbIterator {
             order,
             range_dels: None,
         }
+    }
+
+    /// The iterator with `view` for the range tombstones of its sources.
+    pub(crate) fn with_range_dels(mut self, view: RangeDelView) -> DbIterator {
+        self.range_dels = Some(view);
+        self
     }
 
     /// Whether the cursor is on a key. When it turns false, check `status`.

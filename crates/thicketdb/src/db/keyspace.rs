@@ -3,15 +3,17 @@
 //! all sharing the store's log, sequence numbers and snapshots, so a
 //! `WriteBatch` across keyspaces is atomic and a snapshot reads them all at
 //! one point. The MANIFEST records each keyspace's creation (id, name,
-//! options), its table changes and its drop (`docs/format.md`).
+//! options), its table changes and its drop (`docs/format.md`). In a
+//! chunked store a keyspace is a chunk list of its own instead
+//! (`chunked/keyspaces.rs`), recorded in `CHUNKS`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::background::collect_obsolete_files;
-use super::tree::DEFAULT_KEYSPACE;
+use super::chunked::ChunkSpace;
 use super::tree::{keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE_NAME};
-use super::{compact, iter, range, read, DbInner, SuperVersion, Target};
+use super::{compact, iter, range, read, DbInner, Engine, SuperVersion, Target};
 use super::{Db, DbIterator, Range, ReadOptions, WriteBatch, WriteOptions};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
@@ -42,9 +44,16 @@ pub const MAX_KEYSPACE_NAME: usize = 255;
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    /// The store's LSM engine and the keyspace's tree; `None` for the
-    /// default keyspace of a chunked store (its one namespace).
-    tree: Option<(Arc<DbInner>, Arc<Tree>)>,
+    space: Space,
+}
+
+/// A keyspace in either engine.
+#[derive(Clone)]
+enum Space {
+    /// The store's LSM engine and the keyspace's tree.
+    Tree(Arc<DbInner>, Arc<Tree>),
+    /// The keyspace's chunks (the store is `db`'s chunked engine).
+    Chunked(Arc<ChunkSpace>),
 }
 
 impl std::fmt::Debug for Keyspace {
@@ -56,28 +65,40 @@ impl std::fmt::Debug for Keyspace {
 }
 
 impl Keyspace {
+    /// The default keyspace of `db`.
+    pub(super) fn default_of(db: &Db) -> Keyspace {
+        let space = match &db.engine {
+            Engine::Lsm(h) => Space::Tree(h.inner.clone(), h.inner.default.clone()),
+            Engine::Chunked(c) => Space::Chunked(c.0.default_space().clone()),
+        };
+        Keyspace {
+            db: db.clone(),
+            space,
+        }
+    }
+
     /// The keyspace's name.
     pub fn name(&self) -> &str {
-        match &self.tree {
-            Some((_, tree)) => &tree.name,
-            None => DEFAULT_KEYSPACE_NAME,
+        match &self.space {
+            Space::Tree(_, tree) => &tree.name,
+            Space::Chunked(space) => &space.name,
         }
     }
 
-    /// The options the keyspace's tree runs with (store-wide ones, such as
-    /// the log, caches and threads, are the store's).
+    /// The options the keyspace runs with (store-wide ones, such as the
+    /// log, caches and threads, are the store's).
     pub fn options(&self) -> &Options {
-        match &self.tree {
-            Some((_, tree)) => &tree.options,
-            None => self.db.options(),
+        match &self.space {
+            Space::Tree(_, tree) => &tree.options,
+            Space::Chunked(space) => &space.options,
         }
     }
 
-    /// The keyspace's id in batches and the MANIFEST.
+    /// The keyspace's id in batches, the MANIFEST and `CHUNKS`.
     pub(crate) fn id(&self) -> u32 {
-        match &self.tree {
-            Some((_, tree)) => tree.id,
-            None => DEFAULT_KEYSPACE,
+        match &self.space {
+            Space::Tree(_, tree) => tree.id,
+            Space::Chunked(space) => space.id,
         }
     }
 
@@ -87,16 +108,22 @@ impl Keyspace {
     }
 
     /// For `data_api!`: the store the keyspace is in.
-    fn db(&self) -> &Db {
+    pub(super) fn db(&self) -> &Db {
         &self.db
     }
 
-    /// For `data_api!`: this keyspace's tree.
+    /// For `data_api!`: this keyspace's tree or chunks.
     fn target(&self) -> Target<'_> {
-        match &self.tree {
-            Some((inner, tree)) => Target::Tree(inner, tree),
-            None => self.db.target(),
+        match (&self.space, &self.db.engine) {
+            (Space::Tree(inner, tree), _) => Target::Tree(inner, tree),
+            (Space::Chunked(space), Engine::Chunked(c)) => Target::Chunked(&c.0, space),
+            (Space::Chunked(_), Engine::Lsm(_)) => unreachable!("chunks belong to a chunked store"),
         }
+    }
+
+    /// For `data_api!`: this handle.
+    fn handle(&self) -> Keyspace {
+        self.clone()
     }
 
     data_api!();
@@ -105,12 +132,23 @@ impl Keyspace {
 impl Db {
     /// Creates keyspace `name` with its own `options` for what a keyspace
     /// may choose (profile and compaction policy, compression, Bloom bits,
-    /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...); the
-    /// store-wide ones (key order, log, caches, threads) are the store's.
-    /// The keyspace is durable once this returns. `InvalidArgument` when
-    /// the name is taken, empty or longer than 255 bytes.
+    /// table and block sizes, memtable size, LSbM, TRIAD-DISK, ...; in a
+    /// chunked store chunk size, funk log limits, compression, Bloom bits,
+    /// table sizes); the store-wide ones (key order, log, caches, threads)
+    /// are the store's. The keyspace is durable once this returns.
+    /// `InvalidArgument` when the name is taken, empty or longer than 255
+    /// bytes, or when `options` are of another layout than the store's.
     pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
-        let inner = self.lsm_for("keyspaces")?;
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => {
+                let space = c.0.create_keyspace(name, &options)?;
+                return Ok(Keyspace {
+                    db: self.clone(),
+                    space: Space::Chunked(space),
+                });
+            }
+        };
         inner.check_open()?;
         inner.check_writable("create_keyspace")?;
         if name.is_empty() || name.len() > MAX_KEYSPACE_NAME {
@@ -121,8 +159,9 @@ impl Db {
         options.validate()?;
         if options.layout != crate::options::Layout::Lsm {
             return Err(Error::InvalidArgument(format!(
-                "a keyspace is an LSM tree: layout {} is the store's choice, not a keyspace's",
-                options.layout
+                "a keyspace of an LSM store is an LSM tree: profile {} asks for layout {}, \
+                 and the layout is chosen per store",
+                options.profile, options.layout
             )));
         }
         let tree_options = keyspace_options(&inner.options, &options);
@@ -154,7 +193,7 @@ impl Db {
         Arc::make_mut(&mut inner.trees.write()).push(tree.clone());
         Ok(Keyspace {
             db: self.clone(),
-            tree: Some((inner.clone(), tree)),
+            space: Space::Tree(inner.clone(), tree),
         })
     }
 
@@ -162,30 +201,25 @@ impl Db {
     /// keyspace); `KeyspaceNotFound` when there is none.
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
         let not_found = || Error::KeyspaceNotFound(format!("{name:?}"));
-        let Some(inner) = self.lsm() else {
-            // A chunked store's one namespace is its default keyspace.
-            return match name == DEFAULT_KEYSPACE_NAME {
-                true => Ok(Keyspace {
-                    db: self.clone(),
-                    tree: None,
-                }),
-                false => Err(not_found()),
-            };
+        let space = match &self.engine {
+            Engine::Lsm(h) => {
+                h.inner.check_open()?;
+                Space::Tree(h.inner.clone(), self.find(name).ok_or_else(not_found)?)
+            }
+            Engine::Chunked(c) => Space::Chunked(c.0.find_space(name).ok_or_else(not_found)?),
         };
-        inner.check_open()?;
-        let tree = self.find(name).ok_or_else(not_found)?;
         Ok(Keyspace {
             db: self.clone(),
-            tree: Some((inner.clone(), tree)),
+            space,
         })
     }
 
     /// The names of every keyspace, the default one first, then in order
-    /// of creation (a chunked store has only the default one).
+    /// of creation.
     pub fn list_keyspaces(&self) -> Vec<String> {
-        match self.lsm() {
-            Some(inner) => inner.trees().iter().map(|t| t.name.clone()).collect(),
-            None => vec![DEFAULT_KEYSPACE_NAME.to_string()],
+        match &self.engine {
+            Engine::Lsm(h) => h.inner.trees().iter().map(|t| t.name.clone()).collect(),
+            Engine::Chunked(c) => c.0.keyspace_names(),
         }
     }
 
@@ -195,7 +229,10 @@ impl Db {
     /// `KeyspaceNotFound` from then on; a batch op for it written after
     /// the drop is discarded. The default keyspace cannot be dropped.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        let inner = self.lsm_for("keyspaces")?;
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.drop_keyspace(name),
+        };
         inner.check_open()?;
         inner.check_writable("drop_keyspace")?;
         if name == DEFAULT_KEYSPACE_NAME {

@@ -63,7 +63,7 @@ use crate::version::{Version, VersionSet};
 use chunked::ChunkStore;
 use lock_order::Ranked;
 use snapshot::SnapshotRegistry;
-use tree::{Tree, DEFAULT_KEYSPACE};
+use tree::Tree;
 use write::WriteState;
 
 /// What a read needs, swapped as one unit: the mutable memtable, the
@@ -236,22 +236,12 @@ impl Drop for ChunkedHandle {
 }
 
 /// Where a data call of `Db` or `Keyspace` goes (`data_api!`): a
-/// keyspace's tree in the LSM engine, or the chunked engine, which has one
-/// namespace (keyspaces are LSM trees).
+/// keyspace's tree in the LSM engine, or a keyspace's chunks in the
+/// chunked engine.
 #[derive(Clone, Copy)]
 enum Target<'a> {
     Tree(&'a Arc<DbInner>, &'a Arc<Tree>),
-    Chunked(&'a ChunkStore),
-}
-
-impl<'a> Target<'a> {
-    /// The keyspace's tree; `None` for the chunked store.
-    fn tree(self) -> Option<&'a Arc<Tree>> {
-        match self {
-            Target::Tree(_, tree) => Some(tree),
-            Target::Chunked(_) => None,
-        }
-    }
+    Chunked(&'a ChunkStore, &'a Arc<chunked::ChunkSpace>),
 }
 
 /// The layout seam: the engine behind a `Db`, chosen by `Options::layout`.
@@ -404,12 +394,17 @@ impl Db {
     }
 
     /// For `data_api!`: the data methods of `Db` work on the default
-    /// keyspace, or on the chunked store (which has only that one).
+    /// keyspace.
     fn target(&self) -> Target<'_> {
         match &self.engine {
             Engine::Lsm(h) => Target::Tree(&h.inner, &h.inner.default),
-            Engine::Chunked(c) => Target::Chunked(&c.0),
+            Engine::Chunked(c) => Target::Chunked(&c.0, c.0.default_space()),
         }
+    }
+
+    /// For `data_api!`: a handle on the default keyspace.
+    fn handle(&self) -> Keyspace {
+        Keyspace::default_of(self)
     }
 
     data_api!();
@@ -506,8 +501,17 @@ impl Db {
         match &self.engine {
             Engine::Lsm(h) => space::usage(&h.inner),
             Engine::Chunked(c) => {
-                let it = c.0.iter(ReadOptions::default())?;
-                space::measure(vec![it], c.0.fs(), c.0.dir())
+                // Every keyspace, read at one snapshot.
+                let opts = ReadOptions {
+                    snapshot: Some(c.0.snapshot()),
+                    ..ReadOptions::default()
+                };
+                let cursors =
+                    c.0.spaces()
+                        .iter()
+                        .map(|space| c.0.iter(space, opts.clone()))
+                        .collect::<Result<Vec<_>>>()?;
+                space::measure(cursors, c.0.fs(), c.0.dir())
             }
         }
     }

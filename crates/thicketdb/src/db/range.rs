@@ -7,19 +7,16 @@
 //! backward, and they stop where they meet, so each pair comes out once.
 
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
 
-use super::tree::Tree;
-use super::{iter, Db, DbIterator, ReadOptions};
+use super::{Db, DbIterator, Keyspace, ReadOptions};
 use crate::error::{Error, Result};
 use crate::format::KeyOrder;
 
 /// The pairs of a key range, in key order from the front and in reverse
 /// from the back; an error ends the iteration after it is returned.
 pub struct Range {
-    db: Db,
-    /// The keyspace read (`None`: a chunked store's one namespace).
-    tree: Option<Arc<Tree>>,
+    /// The keyspace read.
+    keyspace: Keyspace,
     /// Bounds and the snapshot both cursors read.
     opts: ReadOptions,
     front: Option<DbIterator>,
@@ -65,22 +62,23 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// `Db::range_opt` and `Keyspace::range_opt` in `tree`.
+/// `Db::range_opt` and `Keyspace::range_opt` in `keyspace`.
 pub(super) fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
-    db: &Db,
-    tree: Option<&Arc<Tree>>,
+    keyspace: Keyspace,
     range: R,
     opts: ReadOptions,
 ) -> Result<Range> {
     let bytewise_only = matches!(range.start_bound(), Bound::Excluded(_))
         || matches!(range.end_bound(), Bound::Included(_));
     if bytewise_only {
-        require_bytewise(db, "a range with an excluded start or an included end")?;
+        require_bytewise(
+            keyspace.db(),
+            "a range with an excluded start or an included end",
+        )?;
     }
     let (lower_bound, upper_bound) = bounds(&range);
     ranged(
-        db,
-        tree,
+        keyspace,
         ReadOptions {
             lower_bound,
             upper_bound,
@@ -89,17 +87,11 @@ pub(super) fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
     )
 }
 
-/// `Db::prefix_opt` and `Keyspace::prefix_opt` in `tree`.
-pub(super) fn prefix_in(
-    db: &Db,
-    tree: Option<&Arc<Tree>>,
-    prefix: &[u8],
-    opts: ReadOptions,
-) -> Result<Range> {
-    require_bytewise(db, "a prefix iteration")?;
+/// `Db::prefix_opt` and `Keyspace::prefix_opt` in `keyspace`.
+pub(super) fn prefix_in(keyspace: Keyspace, prefix: &[u8], opts: ReadOptions) -> Result<Range> {
+    require_bytewise(keyspace.db(), "a prefix iteration")?;
     ranged(
-        db,
-        tree,
+        keyspace,
         ReadOptions {
             lower_bound: Some(prefix.to_vec()),
             upper_bound: prefix_end(prefix),
@@ -119,24 +111,15 @@ fn require_bytewise(db: &Db, what: &str) -> Result<()> {
     )))
 }
 
-/// A cursor over `tree` of `db`, or over `db` itself when it is chunked.
-fn cursor(db: &Db, tree: Option<&Arc<Tree>>, opts: ReadOptions) -> Result<DbIterator> {
-    match tree {
-        Some(tree) => iter::new(db.lsm_for("keyspaces")?, tree, opts),
-        None => db.iter(opts),
-    }
-}
-
-fn ranged(db: &Db, tree: Option<&Arc<Tree>>, mut opts: ReadOptions) -> Result<Range> {
+fn ranged(keyspace: Keyspace, mut opts: ReadOptions) -> Result<Range> {
     if opts.snapshot.is_none() {
-        opts.snapshot = Some(db.snapshot());
+        opts.snapshot = Some(keyspace.db().snapshot());
     }
-    let mut front = cursor(db, tree, opts.clone())?;
+    let mut front = keyspace.iter(opts.clone())?;
     front.seek_to_first();
     Ok(Range {
-        order: db.options().comparator.clone(),
-        db: db.clone(),
-        tree: tree.cloned(),
+        order: keyspace.db().options().comparator.clone(),
+        keyspace,
         opts,
         front: Some(front),
         back: None,
@@ -201,7 +184,7 @@ impl DoubleEndedIterator for Range {
         }
         match self.back.as_mut() {
             Some(back) => back.prev(),
-            None => match cursor(&self.db, self.tree.as_ref(), self.opts.clone()) {
+            None => match self.keyspace.iter(self.opts.clone()) {
                 Ok(mut back) => {
                     back.seek_to_last();
                     self.back = Some(back);

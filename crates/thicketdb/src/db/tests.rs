@@ -30,6 +30,20 @@ pub(super) fn scan(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
+/// Every pair a reverse scan with `opts` returns, in key order.
+pub(super) fn scan_reverse(db: &Db, opts: ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(opts).unwrap();
+    it.seek_to_last();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    it.status().unwrap();
+    out.reverse();
+    out
+}
+
 #[test]
 fn put_get_delete_and_reopen() {
     let dir = tempfile::tempdir().unwrap();

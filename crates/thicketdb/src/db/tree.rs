@@ -70,13 +70,16 @@ impl Tree {
 
     /// `Error::KeyspaceNotFound` once the keyspace is dropped.
     pub fn check_live(&self) -> Result<()> {
-        match self.dropped.load(Ordering::Acquire) {
-            false => Ok(()),
-            true => Err(Error::KeyspaceNotFound(format!(
-                "{:?} (dropped)",
-                self.name
-            ))),
-        }
+        check_not_dropped(&self.dropped, &self.name)
+    }
+}
+
+/// `Error::KeyspaceNotFound` naming keyspace `name` once `dropped` is set
+/// (a tree's or a chunked keyspace's flag).
+pub(crate) fn check_not_dropped(dropped: &AtomicBool, name: &str) -> Result<()> {
+    match dropped.load(Ordering::Acquire) {
+        false => Ok(()),
+        true => Err(Error::KeyspaceNotFound(format!("{name:?} (dropped)"))),
     }
 }
 

@@ -9,20 +9,19 @@ pub mod hot;
 mod iter;
 mod mapped_vec;
 pub mod newest;
+mod range_dels;
 mod skiplist;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
-
-use crate::format::fragment_map::FragmentMap;
 use crate::format::internal_key::{pack_trailer, trailer, user_key, ParsedKey, ValueKind};
-use crate::format::range_tombstone::{Fragments, RangeTombstone};
+use crate::format::range_tombstone::Fragments;
 use crate::format::KeyOrder;
 use crate::io::FilePin;
 
 pub use iter::MemtableIterator;
+pub use range_dels::RangeDels;
 use skiplist::{SkipList, NIL};
 
 /// What a memtable knows about a user key at a snapshot.
@@ -86,14 +85,8 @@ pub struct Memtable {
     /// Entries added without a known location while locations are tracked:
     /// such a memtable cannot be flushed as a log table.
     unlocated: AtomicU64,
-    /// Range tombstones beside the point entries, fragmented; an insert
-    /// re-fragments only what it overlaps.
-    range_dels: RwLock<FragmentMap>,
-    /// `range_dels` as a list for iterators and flush, built when first
-    /// asked for after a change (a reader's copy never changes under it).
-    range_dels_list: Mutex<Option<Arc<Fragments>>>,
-    /// Whether `range_dels` holds anything: point reads skip its lock.
-    has_range_dels: AtomicBool,
+    /// Range tombstones beside the point entries.
+    range_dels: RangeDels,
     log_number: u64,
     /// Keeps the log file while the memtable's writes may still be needed
     /// (until it is flushed and no reader holds it).
@@ -108,9 +101,7 @@ impl Memtable {
             list: SkipList::new(order),
             size: AtomicU64::new(0),
             unlocated: AtomicU64::new(0),
-            range_dels: RwLock::default(),
-            range_dels_list: Mutex::default(),
-            has_range_dels: AtomicBool::new(false),
+            range_dels: RangeDels::default(),
             log_number,
             _log: None,
         }
@@ -172,16 +163,7 @@ impl Memtable {
     /// Records a range deletion of `[start, end)` at `seq`. Only the write
     /// leader (or recovery) adds, one at a time.
     pub fn add_range_deletion(&self, seq: u64, start: &[u8], end: &[u8]) {
-        self.range_dels.write().insert(&RangeTombstone {
-            start: start.to_vec(),
-            end: end.to_vec(),
-            seq,
-        });
-        // After the insert, not inside it: a reader locks the list, then
-        // the map. One that built the list before the insert is dropped
-        // here, before the write is visible to any snapshot.
-        *self.range_dels_list.lock() = None;
-        self.has_range_dels.store(true, AtomicOrdering::Release);
+        self.range_dels.insert(seq, start, end);
         let charge = start.len() + end.len() + 32;
         self.size.fetch_add(charge as u64, AtomicOrdering::Relaxed);
     }
@@ -189,21 +171,13 @@ impl Memtable {
     /// The range tombstones written so far, fragmented (readers filter them
     /// by their snapshot).
     pub fn range_deletions(&self) -> Arc<Fragments> {
-        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
-            return Arc::default();
-        }
-        let mut list = self.range_dels_list.lock();
-        list.get_or_insert_with(|| Arc::new(self.range_dels.read().to_fragments()))
-            .clone()
+        self.range_dels.fragments()
     }
 
     /// The newest range tombstone sequence covering `user_key` visible at
     /// `snapshot` (0: none).
     pub fn covering_seq(&self, user_key: &[u8], snapshot: u64) -> u64 {
-        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
-            return 0;
-        }
-        self.range_dels.read().covering_seq(user_key, snapshot)
+        self.range_dels.covering_seq(user_key, snapshot)
     }
 
     /// The newest version of the user key of `lookup` (an internal key
@@ -245,7 +219,7 @@ impl Memtable {
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty() && !self.has_range_dels.load(AtomicOrdering::Acquire)
+        self.list.is_empty() && self.range_dels.is_empty()
     }
 }
 

@@ -71,7 +71,8 @@ pub struct RangeDelView {
     /// With the merge child reading each.
     memtables: Vec<(usize, Arc<Fragments>)>,
     runs: Vec<RunRangeDels>,
-    cache: Arc<TableCache>,
+    /// Where runs' tables are read (`None`: a view of fragment lists only).
+    cache: Option<Arc<TableCache>>,
 }
 
 /// What covers a key: the newest visible tombstone's sequence, and the
@@ -101,7 +102,19 @@ impl RangeDelView {
             enabled,
             memtables: Vec::new(),
             runs: Vec::new(),
-            cache,
+            cache: Some(cache),
+        }
+    }
+
+    /// A view at `snapshot` of fragment lists only (`add_memtable`), no
+    /// runs: the chunked layout's sources.
+    pub fn of_fragments(snapshot: u64) -> RangeDelView {
+        RangeDelView {
+            snapshot,
+            enabled: true,
+            memtables: Vec::new(),
+            runs: Vec::new(),
+            cache: None,
         }
     }
 
@@ -133,7 +146,8 @@ impl RangeDelView {
         above: Option<Vec<u8>>,
         skippable: bool,
     ) {
-        if self.enabled && !tables.is_empty() {
+        debug_assert!(self.cache.is_some(), "runs need a table cache");
+        if self.enabled && !tables.is_empty() && self.cache.is_some() {
             self.runs.push(RunRangeDels {
                 source,
                 tables,
@@ -181,7 +195,8 @@ impl RangeDelView {
         }
         for run in &mut self.runs {
             let (source, skippable) = (run.source, run.skippable);
-            if let Some((fragments, floor)) = run.fragments_at(key, &self.cache)? {
+            let Some(cache) = &self.cache else { break };
+            if let Some((fragments, floor)) = run.fragments_at(key, cache)? {
                 note(source, skippable, floor, fragments);
             }
         }

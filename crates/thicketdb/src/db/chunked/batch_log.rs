@@ -58,14 +58,13 @@ impl BatchLog {
     }
 }
 
-/// One logged batch: its first sequence number and its updates
-/// (`(key, Some(value))` for a put, `(key, None)` for a delete).
-pub(super) type LoggedBatch = (u64, Vec<(Vec<u8>, Option<Vec<u8>>)>);
+/// One logged batch: its first sequence number and its encoding.
+pub(super) type LoggedBatch = (u64, Vec<u8>);
 
-/// Every complete batch of the batch log `number`, in order. A torn tail
-/// is dropped: its batch was not acknowledged, and no chunk log holds a
-/// part of it, for the parts are appended only once the whole record has
-/// been handed to the file system.
+/// Every complete batch of the batch log `number`, in order (each checked
+/// to decode). A torn tail is dropped: its batch was not acknowledged,
+/// and no chunk log holds a part of it, for the parts are appended only
+/// once the whole record has been handed to the file system.
 pub(super) fn read(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -78,18 +77,10 @@ pub(super) fn read(
     while let Some((offset, record)) = reader.read_record()? {
         let batch =
             DecodedBatch::parse(&record).map_err(|why| Error::corruption(&path, offset, why))?;
-        let mut ops = Vec::new();
         batch
-            .for_each(|op| {
-                let value = matches!(
-                    op.kind,
-                    crate::db::batch::OpKind::Point(crate::format::internal_key::ValueKind::Value)
-                )
-                .then(|| op.value.to_vec());
-                ops.push((op.key.to_vec(), value));
-            })
+            .ops()
             .map_err(|why| Error::corruption(&path, offset, why))?;
-        out.push((batch.first_sequence, ops));
+        out.push((batch.first_sequence, record));
     }
     Ok(out)
 }

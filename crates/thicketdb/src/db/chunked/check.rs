@@ -22,7 +22,7 @@ pub fn check(dir: &Path, fs: &dyn FileSystem) -> Result<CheckReport> {
         manifest_records: 1,
         ..CheckReport::default()
     };
-    for chunk in &list.chunks {
+    for chunk in list.keyspaces.iter().flat_map(|k| &k.chunks) {
         if chunk.table_number != 0 {
             let table =
                 super::chunk::open_table(fs, dir, chunk.table_number, TableContext::default())?;

@@ -14,13 +14,19 @@ use super::files::{chunk_log_path, funk_table_path};
 use super::log_filter::LogFilters;
 use super::munk::Munk;
 use crate::db::batch::{DecodedBatch, OpKind};
+use crate::db::search::{probe_table, Probe};
 use crate::error::{Error, Result};
-use crate::format::internal_key::{InternalKey, ParsedKey, ValueKind};
+use crate::format::internal_key::{InternalKey, ValueKind};
+use crate::format::range_tombstone::{Fragments, RangeTombstone};
 use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::log::{LogReader, LogWriter, RandomAccessLogReader, RecoveryMode};
+use crate::memtable::RangeDels;
 use crate::stats::Counters;
 use crate::table::{Table, TableContext};
+
+/// An internal key and its value.
+pub(super) type Entry = (Vec<u8>, Vec<u8>);
 
 /// What a lookup found for a key.
 pub(super) enum Found {
@@ -39,7 +45,7 @@ pub(super) struct LogEntry {
 
 impl LogEntry {
     /// The entry as an internal key and its value.
-    pub fn into_entry(self) -> (Vec<u8>, Vec<u8>) {
+    pub fn into_entry(self) -> Entry {
         let key = InternalKey::new(&self.key, self.sequence, self.kind).into_vec();
         (key, self.value)
     }
@@ -54,6 +60,8 @@ pub(super) struct ChunkLog {
     /// `None` in a read-only store.
     writer: Mutex<Option<LogWriter>>,
     filters: RwLock<LogFilters>,
+    /// The range tombstones of its records (clipped to the chunk).
+    range_dels: RangeDels,
     /// Bytes of complete records.
     len: AtomicU64,
     /// Appends not synced yet.
@@ -77,6 +85,7 @@ impl ChunkLog {
             reader,
             writer: Mutex::new(Some(writer)),
             filters: RwLock::new(filters),
+            range_dels: RangeDels::default(),
             len: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
         })
@@ -95,16 +104,14 @@ impl ChunkLog {
     ) -> Result<(ChunkLog, u64, bool)> {
         let path = chunk_log_path(dir, number);
         let mut reader = LogReader::new(fs.open_sequential(&path)?, path.clone(), mode);
+        let range_dels = RangeDels::default();
         let mut last_sequence = 0;
         let mut record = Vec::new();
         while let Some(offset) = reader.read_record_into(&mut record)? {
-            let batch = parse(&path, offset, &record)?;
-            let mut keys = Vec::new();
-            batch
-                .for_each(|op| keys.push(op.key))
-                .map_err(|why| Error::corruption(&path, offset, why))?;
-            filters.add_record(offset, keys);
-            last_sequence = batch.first_sequence + u64::from(batch.count).saturating_sub(1);
+            let index = RecordIndex::of(&path, offset, &record)?;
+            filters.add_record(offset, index.keys.iter().copied());
+            index.add_range_deletions(&range_dels);
+            last_sequence = index.last_sequence;
         }
         let torn = reader.dropped_tail().is_some() || !reader.skipped().is_empty();
         // Without a torn tail every byte belongs to a complete record; a
@@ -116,6 +123,7 @@ impl ChunkLog {
             path,
             writer: Mutex::new(None),
             filters: RwLock::new(filters),
+            range_dels,
             len: AtomicU64::new(end),
             dirty: AtomicBool::new(false),
         };
@@ -137,9 +145,10 @@ impl ChunkLog {
         self.len.load(Ordering::Acquire)
     }
 
-    /// Appends one batch record holding `keys`; syncs it when `sync`.
-    /// Returns the bytes written.
-    pub fn append(&self, record: &[u8], keys: &[&[u8]], sync: bool) -> Result<u64> {
+    /// Appends one batch record; syncs it when `sync`. Returns the bytes
+    /// written.
+    pub fn append(&self, record: &[u8], sync: bool) -> Result<u64> {
+        let index = RecordIndex::of(&self.path, 0, record)?;
         let mut writer = self.writer.lock();
         let writer = writer
             .as_mut()
@@ -155,7 +164,8 @@ impl ChunkLog {
         let after = writer.len();
         self.filters
             .write()
-            .add_record(offset, keys.iter().copied());
+            .add_record(offset, index.keys.iter().copied());
+        index.add_range_deletions(&self.range_dels);
         self.len.store(after, Ordering::Release);
         Ok(after - before)
     }
@@ -179,9 +189,15 @@ impl ChunkLog {
         self.sync().map(|()| true)
     }
 
-    /// The newest version of `key` at `sequence` the log holds, if any:
-    /// only the parts whose filter admits the key are read, newest first.
-    pub fn get(&self, key: &[u8], sequence: u64, counters: &Counters) -> Result<Option<Found>> {
+    /// The newest version of `key` at `sequence` the log holds, if any,
+    /// with its sequence number: only the parts whose filter admits the
+    /// key are read, newest first. Range tombstones are not applied.
+    pub fn get(
+        &self,
+        key: &[u8],
+        sequence: u64,
+        counters: &Counters,
+    ) -> Result<Option<(u64, Found)>> {
         let filters = self.filters.read();
         let mut record = Vec::new();
         for part in filters.candidates(key) {
@@ -197,10 +213,15 @@ impl ChunkLog {
                 batch
                     .for_each(|op| {
                         if seq <= sequence && op.key == key {
-                            found = Some(match op.kind {
-                                OpKind::Point(ValueKind::Value) => Found::Value(op.value.to_vec()),
-                                _ => Found::Deleted,
-                            });
+                            match op.kind {
+                                OpKind::Point(ValueKind::Value) => {
+                                    found = Some((seq, Found::Value(op.value.to_vec())))
+                                }
+                                OpKind::Point(ValueKind::Deletion) => {
+                                    found = Some((seq, Found::Deleted))
+                                }
+                                OpKind::RangeDeletion => {}
+                            }
                         }
                         seq += 1;
                     })
@@ -213,7 +234,14 @@ impl ChunkLog {
         Ok(None)
     }
 
-    /// Every entry at or below `sequence`, in log order.
+    /// The log's range tombstones, fragmented (all of them: readers filter
+    /// by their snapshot).
+    pub fn range_deletions(&self) -> Arc<Fragments> {
+        self.range_dels.fragments()
+    }
+
+    /// Every point entry at or below `sequence`, in log order (range
+    /// tombstones: `range_deletions`).
     pub fn entries(&self, sequence: u64) -> Result<Vec<LogEntry>> {
         let offsets: Vec<u64> = {
             let filters = self.filters.read();
@@ -227,13 +255,10 @@ impl ChunkLog {
             let mut seq = batch.first_sequence;
             batch
                 .for_each(|op| {
-                    if seq <= sequence {
+                    if let (OpKind::Point(kind), true) = (op.kind, seq <= sequence) {
                         out.push(LogEntry {
                             sequence: seq,
-                            kind: match op.kind {
-                                OpKind::Point(kind) => kind,
-                                OpKind::RangeDeletion => ValueKind::Deletion,
-                            },
+                            kind,
                             key: op.key.to_vec(),
                             value: op.value.to_vec(),
                         });
@@ -270,6 +295,47 @@ fn parse<'a>(path: &std::path::Path, offset: u64, record: &'a [u8]) -> Result<De
         ));
     }
     Ok(batch)
+}
+
+/// What a record adds to its log's indexes: the keys it updates (for the
+/// filters), its range tombstones, its last sequence number.
+struct RecordIndex<'a> {
+    keys: Vec<&'a [u8]>,
+    tombstones: Vec<RangeTombstone>,
+    last_sequence: u64,
+}
+
+impl<'a> RecordIndex<'a> {
+    /// Indexes the record at `offset` of the log `path`.
+    fn of(path: &std::path::Path, offset: u64, record: &'a [u8]) -> Result<RecordIndex<'a>> {
+        let batch = parse(path, offset, record)?;
+        let mut index = RecordIndex {
+            keys: Vec::with_capacity(batch.count as usize),
+            tombstones: Vec::new(),
+            last_sequence: batch.first_sequence + u64::from(batch.count).saturating_sub(1),
+        };
+        let mut seq = batch.first_sequence;
+        batch
+            .for_each(|op| {
+                match op.kind {
+                    OpKind::Point(_) => index.keys.push(op.key),
+                    OpKind::RangeDeletion => index.tombstones.push(RangeTombstone {
+                        start: op.key.to_vec(),
+                        end: op.value.to_vec(),
+                        seq,
+                    }),
+                }
+                seq += 1;
+            })
+            .map_err(|why| Error::corruption(path, offset, why))?;
+        Ok(index)
+    }
+
+    fn add_range_deletions(&self, to: &RangeDels) {
+        for t in &self.tombstones {
+            to.insert(t.seq, &t.start, &t.end);
+        }
+    }
 }
 
 /// A chunk: the keys from `start` up to the next chunk's start, and its
@@ -335,9 +401,10 @@ impl Chunk {
         std::mem::replace(&mut *self.munk.write(), munk)
     }
 
-    /// Every entry of the table, then every entry of the log (unsorted).
+    /// Every point entry of the table, then of the log (unsorted), and
+    /// every range tombstone of both, fragmented.
     /// REQUIRES: the store's write lock (no entry is unpublished).
-    pub fn all_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn contents(&self) -> Result<(Vec<Entry>, Fragments)> {
         let mut entries = self.table_entries()?;
         entries.extend(
             self.log
@@ -345,11 +412,23 @@ impl Chunk {
                 .into_iter()
                 .map(LogEntry::into_entry),
         );
-        Ok(entries)
+        let log = self.log.range_deletions();
+        let tombstones = match &self.table {
+            Some(t) if !t.range_deletions().is_empty() => {
+                let all: Vec<RangeTombstone> = t
+                    .range_deletions()
+                    .tombstones()
+                    .chain(log.tombstones())
+                    .collect();
+                Fragments::fragment(&all)
+            }
+            _ => (*log).clone(),
+        };
+        Ok((entries, tombstones))
     }
 
     /// Every entry of the table, sorted.
-    fn table_entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    fn table_entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
         if let Some(table) = &self.table {
             let mut it = table.iter_with(false);
@@ -363,32 +442,34 @@ impl Chunk {
         Ok(entries)
     }
 
-    /// The newest version of `key` at `sequence`: the log, then the table.
+    /// The newest version of `key` at `sequence`: the log, then the table
+    /// (every version in the log is newer than the table's), each with the
+    /// range tombstones it holds.
     pub fn get(&self, key: &[u8], sequence: u64, counters: &Counters) -> Result<Found> {
-        if let Some(found) = self.log.get(key, sequence, counters)? {
-            Counters::add(&counters.chunk_gets_from_log, 1);
-            return Ok(found);
+        let covered = self.log.range_dels.covering_seq(key, sequence);
+        match self.log.get(key, sequence, counters)? {
+            Some((seq, found)) => {
+                Counters::add(&counters.chunk_gets_from_log, 1);
+                return Ok(if seq > covered { found } else { Found::Deleted });
+            }
+            None if covered > 0 => {
+                Counters::add(&counters.chunk_gets_from_log, 1);
+                return Ok(Found::Deleted);
+            }
+            None => {}
         }
         Counters::add(&counters.chunk_gets_from_table, 1);
         let Some(table) = &self.table else {
             return Ok(Found::Absent);
         };
         let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
-        let found = table.get_with(lookup.encoded(), true, |k, v| {
-            ParsedKey::parse(k).map(|p| match p.kind {
-                ValueKind::Value => Found::Value(v.to_vec()),
-                ValueKind::Deletion => Found::Deleted,
-            })
-        })?;
-        match found {
-            None => Ok(Found::Absent),
-            Some(Some(found)) => Ok(found),
-            Some(None) => Err(Error::corruption(
-                table.path(),
-                table.offset(),
-                "malformed internal key in a funk table",
-            )),
-        }
+        Ok(
+            match probe_table(table, lookup.encoded(), true, <[u8]>::to_vec)? {
+                Probe::Found(v) => Found::Value(v),
+                Probe::Deleted => Found::Deleted,
+                Probe::Absent => Found::Absent,
+            },
+        )
     }
 }
 

@@ -1,20 +1,28 @@
-//! The chunk list on disk (`CHUNKS`): which funks make up the store, in key
-//! order. Rewritten whole (temporary file, `fdatasync`, rename, directory
-//! sync) after every split or funk rebalance, so an open always finds the
-//! list as of the last completed one. Format (`docs/format.md`, *Chunk
-//! list*):
+//! The chunk list on disk (`CHUNKS`): which keyspaces the store has and
+//! which funks make up each, in key order. Rewritten whole (temporary
+//! file, `fdatasync`, rename, directory sync) after every split, funk
+//! rebalance, keyspace creation and drop, so an open always finds the list
+//! as of the last completed one. Format (`docs/format.md`, *Chunk list*):
 //!
 //! `magic "TKCHUNKS" | fixed32 version | fixed32 body length | body |
-//! fixed32 masked crc32c(body)` with body
+//! fixed32 masked crc32c(body)`. Version 2's body:
 //! `varint64 last_sequence | varint64 next_file_number |
-//! varint64 batch_log_number | varint32 chunks | chunks ×
-//! (length-prefixed start key | varint64 table_number | varint64 log_number) |
-//! varint32 counters | counters × (length-prefixed name | varint64 value)`.
-//! The counters are the store's cumulative statistics.
+//! varint64 batch_log_number | varint32 next_keyspace_id |
+//! varint32 keyspaces | keyspaces × (varint32 id | length-prefixed name |
+//! length-prefixed options | chunks) | counters`, where
+//! `chunks = varint32 n | n × (length-prefixed start key |
+//! varint64 table_number | varint64 log_number)` and
+//! `counters = varint32 n | n × (length-prefixed name | varint64 value)`.
+//! The first keyspace is the default one (id 0, options empty: the
+//! store's `OPTIONS`); another's options are its `OPTIONS` text.
+//! Version 1 (no keyspaces; funks without range tombstones) has
+//! `last_sequence | next_file_number | batch_log_number | chunks |
+//! counters`: its chunks are the default keyspace's.
 //! A table number of 0 is a chunk without a table (an empty funk).
 
 use std::path::Path;
 
+use crate::db::DEFAULT_KEYSPACE_NAME;
 use crate::error::{Error, Result};
 use crate::format::checksum::{crc32c, mask, unmask};
 use crate::format::coding::{
@@ -23,8 +31,11 @@ use crate::format::coding::{
 };
 
 const MAGIC: &[u8; 8] = b"TKCHUNKS";
-/// The only version written and read.
-pub const CHUNK_LIST_VERSION: u32 = 1;
+/// The version written: keyspaces, and funks that may hold range
+/// tombstones (a build that reads only version 1 must not open it).
+pub const CHUNK_LIST_VERSION: u32 = 2;
+/// The version of stores from before keyspaces, still read.
+const CHUNK_LIST_V1: u32 = 1;
 
 /// One chunk's entry: its first key and its funk's files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +46,20 @@ pub struct ChunkRecord {
     pub table_number: u64,
     /// The funk's chunk log file.
     pub log_number: u64,
+}
+
+/// One keyspace: its identity, options and chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyspaceRecord {
+    /// Its id in write batches (0: the default keyspace).
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// Its options as an `OPTIONS` file holds them; empty for the default
+    /// keyspace (the store's).
+    pub options: Vec<u8>,
+    /// Its chunks in key order; the first one starts at the empty key.
+    pub chunks: Vec<ChunkRecord>,
 }
 
 /// The decoded `CHUNKS` file.
@@ -48,24 +73,37 @@ pub struct ChunkList {
     pub next_file_number: u64,
     /// The store-wide log of batches that span chunks.
     pub batch_log_number: u64,
-    /// The chunks in key order; the first one starts at the empty key.
-    pub chunks: Vec<ChunkRecord>,
+    /// Every keyspace id ever given out is below it.
+    pub next_keyspace_id: u32,
+    /// The keyspaces, the default one first.
+    pub keyspaces: Vec<KeyspaceRecord>,
     /// The store's cumulative counters by name.
     pub counters: Vec<(String, u64)>,
 }
 
+fn put_chunks(body: &mut Vec<u8>, chunks: &[ChunkRecord]) {
+    put_varint32(body, chunks.len() as u32);
+    for c in chunks {
+        put_length_prefixed(body, &c.start);
+        put_varint64(body, c.table_number);
+        put_varint64(body, c.log_number);
+    }
+}
+
 impl ChunkList {
-    /// The file's bytes.
+    /// The file's bytes (always the current version).
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::new();
         put_varint64(&mut body, self.last_sequence);
         put_varint64(&mut body, self.next_file_number);
         put_varint64(&mut body, self.batch_log_number);
-        put_varint32(&mut body, self.chunks.len() as u32);
-        for c in &self.chunks {
-            put_length_prefixed(&mut body, &c.start);
-            put_varint64(&mut body, c.table_number);
-            put_varint64(&mut body, c.log_number);
+        put_varint32(&mut body, self.next_keyspace_id);
+        put_varint32(&mut body, self.keyspaces.len() as u32);
+        for k in &self.keyspaces {
+            put_varint32(&mut body, k.id);
+            put_length_prefixed(&mut body, k.name.as_bytes());
+            put_length_prefixed(&mut body, &k.options);
+            put_chunks(&mut body, &k.chunks);
         }
         put_varint32(&mut body, self.counters.len() as u32);
         for (name, value) in &self.counters {
@@ -81,8 +119,8 @@ impl ChunkList {
         out
     }
 
-    /// Parses a `CHUNKS` file; errors name `file` and the offset of the
-    /// damage.
+    /// Parses a `CHUNKS` file of version 1 or 2; errors name `file` and
+    /// the offset of the damage.
     pub fn decode(file: &Path, data: &[u8]) -> Result<ChunkList> {
         let bad = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
         if data.len() < 16 || &data[..8] != MAGIC {
@@ -91,10 +129,12 @@ impl ChunkList {
         let mut header = &data[8..16];
         let version = get_fixed32(&mut header).unwrap_or_default();
         let len = get_fixed32(&mut header).unwrap_or_default() as usize;
-        if version != CHUNK_LIST_VERSION {
+        if version != CHUNK_LIST_VERSION && version != CHUNK_LIST_V1 {
             return Err(bad(
                 8,
-                &format!("chunk list version {version} (this build reads {CHUNK_LIST_VERSION})"),
+                &format!(
+                    "chunk list version {version} (this build reads {CHUNK_LIST_V1} and {CHUNK_LIST_VERSION})"
+                ),
             ));
         }
         let body = data
@@ -110,25 +150,55 @@ impl ChunkList {
         let field = |cur: &mut &[u8], what: &str| {
             get_varint64(cur).ok_or_else(|| bad(at(cur), &format!("truncated {what}")))
         };
+        let small = |cur: &mut &[u8], what: &str| {
+            get_varint32(cur).ok_or_else(|| bad(at(cur), &format!("truncated {what}")))
+        };
+        let bytes = |cur: &mut &[u8], what: &str| {
+            get_length_prefixed(cur)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| bad(at(cur), &format!("truncated {what}")))
+        };
+        let chunks = |cur: &mut &[u8]| -> Result<Vec<ChunkRecord>> {
+            let count = small(cur, "chunk count")?;
+            let mut chunks = Vec::with_capacity(count.min(1 << 16) as usize);
+            for _ in 0..count {
+                chunks.push(ChunkRecord {
+                    start: bytes(cur, "chunk start key")?,
+                    table_number: field(cur, "table number")?,
+                    log_number: field(cur, "log number")?,
+                });
+            }
+            Ok(chunks)
+        };
         let last_sequence = field(&mut cur, "last sequence")?;
         let next_file_number = field(&mut cur, "next file number")?;
         let batch_log_number = field(&mut cur, "batch log number")?;
-        let count = get_varint32(&mut cur).ok_or_else(|| bad(at(cur), "truncated chunk count"))?;
-        let mut chunks = Vec::with_capacity(count.min(1 << 16) as usize);
-        for _ in 0..count {
-            let start = get_length_prefixed(&mut cur)
-                .ok_or_else(|| bad(at(cur), "truncated chunk start key"))?
-                .to_vec();
-            let table_number = field(&mut cur, "table number")?;
-            let log_number = field(&mut cur, "log number")?;
-            chunks.push(ChunkRecord {
-                start,
-                table_number,
-                log_number,
-            });
-        }
-        let count =
-            get_varint32(&mut cur).ok_or_else(|| bad(at(cur), "truncated counter count"))?;
+        let (next_keyspace_id, keyspaces) = if version == CHUNK_LIST_V1 {
+            let default = KeyspaceRecord {
+                id: 0,
+                name: DEFAULT_KEYSPACE_NAME.to_string(),
+                options: Vec::new(),
+                chunks: chunks(&mut cur)?,
+            };
+            (1, vec![default])
+        } else {
+            let next_id = small(&mut cur, "next keyspace id")?;
+            let count = small(&mut cur, "keyspace count")?;
+            let mut keyspaces = Vec::with_capacity(count.min(1 << 10) as usize);
+            for _ in 0..count {
+                let id = small(&mut cur, "keyspace id")?;
+                let name = String::from_utf8(bytes(&mut cur, "keyspace name")?)
+                    .map_err(|_| bad(at(cur), "keyspace name not UTF-8"))?;
+                keyspaces.push(KeyspaceRecord {
+                    id,
+                    name,
+                    options: bytes(&mut cur, "keyspace options")?,
+                    chunks: chunks(&mut cur)?,
+                });
+            }
+            (next_id, keyspaces)
+        };
+        let count = small(&mut cur, "counter count")?;
         let mut counters = Vec::with_capacity(count.min(1 << 10) as usize);
         for _ in 0..count {
             let name = get_length_prefixed(&mut cur)
@@ -144,29 +214,48 @@ impl ChunkList {
             last_sequence,
             next_file_number,
             batch_log_number,
-            chunks,
+            next_keyspace_id,
+            keyspaces,
             counters,
         };
         list.check_order().map_err(|why| bad(16, why))?;
         Ok(list)
     }
 
-    /// The invariants readers rely on: a first chunk at the empty key,
-    /// start keys strictly increasing, file numbers below the next one.
+    /// The invariants readers rely on: the default keyspace first (id 0,
+    /// no options of its own), ids below the next one and names unique;
+    /// in each keyspace a first chunk at the empty key and start keys
+    /// strictly increasing; file numbers below the next one.
     fn check_order(&self) -> std::result::Result<(), &'static str> {
-        match self.chunks.first() {
-            None => return Err("chunk list without chunks"),
-            Some(first) if !first.start.is_empty() => {
-                return Err("first chunk does not start at the empty key")
-            }
-            Some(_) => {}
+        match self.keyspaces.first() {
+            Some(k) if k.id == 0 && k.name == DEFAULT_KEYSPACE_NAME && k.options.is_empty() => {}
+            _ => return Err("the first keyspace is not the default one"),
         }
-        if self.chunks.windows(2).any(|w| w[0].start >= w[1].start) {
-            return Err("chunk start keys out of order");
+        for (i, k) in self.keyspaces.iter().enumerate() {
+            if k.id >= self.next_keyspace_id {
+                return Err("keyspace id not below the next keyspace id");
+            }
+            if self.keyspaces[..i]
+                .iter()
+                .any(|o| o.id == k.id || o.name == k.name)
+            {
+                return Err("keyspace id or name used twice");
+            }
+            match k.chunks.first() {
+                None => return Err("keyspace without chunks"),
+                Some(first) if !first.start.is_empty() => {
+                    return Err("first chunk does not start at the empty key")
+                }
+                Some(_) => {}
+            }
+            if k.chunks.windows(2).any(|w| w[0].start >= w[1].start) {
+                return Err("chunk start keys out of order");
+            }
         }
         let numbers = self
-            .chunks
+            .keyspaces
             .iter()
+            .flat_map(|k| &k.chunks)
             .flat_map(|c| [c.table_number, c.log_number])
             .chain([self.batch_log_number]);
         if numbers.into_iter().any(|n| n >= self.next_file_number) {
@@ -177,7 +266,7 @@ impl ChunkList {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn sample() -> ChunkList {
@@ -185,20 +274,92 @@ mod tests {
             last_sequence: 99,
             next_file_number: 10,
             batch_log_number: 9,
-            chunks: vec![
-                ChunkRecord {
-                    start: vec![],
-                    table_number: 3,
-                    log_number: 4,
+            next_keyspace_id: 3,
+            keyspaces: vec![
+                KeyspaceRecord {
+                    id: 0,
+                    name: "default".into(),
+                    options: Vec::new(),
+                    chunks: vec![
+                        ChunkRecord {
+                            start: vec![],
+                            table_number: 3,
+                            log_number: 4,
+                        },
+                        ChunkRecord {
+                            start: b"m".to_vec(),
+                            table_number: 0,
+                            log_number: 5,
+                        },
+                    ],
                 },
-                ChunkRecord {
-                    start: b"m".to_vec(),
-                    table_number: 0,
-                    log_number: 5,
+                KeyspaceRecord {
+                    id: 2,
+                    name: "users".into(),
+                    options: b"chunk_size=4096\n".to_vec(),
+                    chunks: vec![ChunkRecord {
+                        start: vec![],
+                        table_number: 0,
+                        log_number: 6,
+                    }],
                 },
             ],
             counters: vec![("user_writes".into(), 7)],
         }
+    }
+
+    /// A version 1 file as the first chunked builds wrote it.
+    fn v1_bytes() -> Vec<u8> {
+        let mut list = sample();
+        list.counters.clear();
+        encode_v1(&list)
+    }
+
+    /// `list` in version 1 (its default keyspace only).
+    pub(in crate::db::chunked) fn encode_v1(list: &ChunkList) -> Vec<u8> {
+        let mut body = Vec::new();
+        for n in [
+            list.last_sequence,
+            list.next_file_number,
+            list.batch_log_number,
+        ] {
+            put_varint64(&mut body, n);
+        }
+        put_chunks(&mut body, &list.keyspaces[0].chunks);
+        put_varint32(&mut body, list.counters.len() as u32);
+        for (name, value) in &list.counters {
+            put_length_prefixed(&mut body, name.as_bytes());
+            put_varint64(&mut body, *value);
+        }
+        let mut out = MAGIC.to_vec();
+        put_fixed32(&mut out, 1);
+        put_fixed32(&mut out, body.len() as u32);
+        out.extend_from_slice(&body);
+        put_fixed32(&mut out, mask(crc32c(&body)));
+        out
+    }
+
+    #[test]
+    fn version_1_reads_as_the_default_keyspace() {
+        let list = ChunkList::decode(Path::new("CHUNKS"), &v1_bytes()).unwrap();
+        let mut want = sample();
+        want.keyspaces.truncate(1);
+        want.next_keyspace_id = 1;
+        want.counters.clear();
+        assert_eq!(list, want);
+    }
+
+    #[test]
+    fn keyspaces_must_be_unique_and_start_with_the_default() {
+        let mut list = sample();
+        list.keyspaces[1].name = "default".into();
+        assert!(ChunkList::decode(Path::new("CHUNKS"), &list.encode()).is_err());
+        let mut list = sample();
+        list.keyspaces.swap(0, 1);
+        assert!(ChunkList::decode(Path::new("CHUNKS"), &list.encode()).is_err());
+        let mut list = sample();
+        list.next_keyspace_id = 2;
+        assert!(ChunkList::decode(Path::new("CHUNKS"), &list.encode()).is_err());
     }
 
     #[test]
@@ -224,7 +385,7 @@ mod tests {
     #[test]
     fn unordered_chunks_are_refused() {
         let mut list = sample();
-        list.chunks.swap(0, 1);
+        list.keyspaces[0].chunks.swap(0, 1);
         assert!(ChunkList::decode(Path::new("CHUNKS"), &list.encode()).is_err());
     }
 }

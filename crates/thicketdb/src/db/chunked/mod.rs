@@ -18,14 +18,17 @@
 
 mod batch_log;
 pub(crate) mod check;
+mod checkpoint;
 mod chunk;
 mod files;
+mod keyspaces;
 pub mod log_filter;
 pub mod manifest;
 mod munk;
 mod open;
 mod rebalance;
 mod row_cache;
+mod space;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,10 +47,12 @@ use crate::iterator::{InternalIterator, VecIterator};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
+use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
-use chunk::{Chunk, Found};
+use chunk::{Chunk, Found, LogEntry};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
+pub(crate) use space::ChunkSpace;
 
 /// The chunk index and the chunk list in one: chunks sorted by start key,
 /// the first starting at the empty key. Replaced whole, never changed.
@@ -78,6 +83,8 @@ struct Writer {
     batch_log: BatchLog,
     /// The next file number to hand out.
     next_file_number: u64,
+    /// The next keyspace id to hand out.
+    next_keyspace_id: u32,
 }
 
 /// A store in the chunked layout.
@@ -89,7 +96,11 @@ pub(crate) struct ChunkStore {
     snapshots: Arc<SnapshotRegistry>,
     /// The last sequence number whose write every chunk log holds.
     last_sequence: AtomicU64,
-    chunks: RwLock<Arc<ChunkSet>>,
+    /// Every live keyspace, the default one first; replaced whole (under
+    /// the write lock) when one is created or dropped.
+    spaces: RwLock<Arc<Vec<Arc<ChunkSpace>>>>,
+    /// The default keyspace (also first in `spaces`).
+    default: Arc<ChunkSpace>,
     /// `None` in a read-only store.
     writer: Mutex<Option<Writer>>,
     context: TableContext,
@@ -142,8 +153,22 @@ impl ChunkStore {
         Ok(())
     }
 
-    fn chunk_set(&self) -> Arc<ChunkSet> {
-        self.chunks.read().clone()
+    /// Every live keyspace, the default one first.
+    pub fn spaces(&self) -> Arc<Vec<Arc<ChunkSpace>>> {
+        self.spaces.read().clone()
+    }
+
+    /// The default keyspace.
+    pub fn default_space(&self) -> &Arc<ChunkSpace> {
+        &self.default
+    }
+
+    /// Every chunk of every keyspace (the munk cache's candidates).
+    fn every_chunk(&self) -> Vec<Arc<Chunk>> {
+        self.spaces()
+            .iter()
+            .flat_map(|s| s.chunk_set().chunks.clone())
+            .collect()
     }
 
     /// Applies `batch` atomically: across chunks through the batch log.
@@ -151,17 +176,6 @@ impl ChunkStore {
         self.check_open()?;
         if self.read_only {
             return Err(Error::ReadOnly("write".into()));
-        }
-        if batch.range_deletions() > 0 {
-            return Err(Error::InvalidArgument(
-                "range deletes are not supported by the chunked layout".into(),
-            ));
-        }
-        if !batch.default_keyspace_only() {
-            // A `Keyspace` of another (LSM) store wrote into this batch.
-            return Err(Error::InvalidArgument(
-                "keyspaces are not supported by the chunked layout".into(),
-            ));
         }
         if batch.is_empty() {
             return Ok(());
@@ -187,45 +201,36 @@ impl ChunkStore {
         batch: &mut WriteBatch,
         opts: WriteOptions,
     ) -> Result<()> {
-        let set = self.chunk_set();
-        let groups = group_by_chunk(&set, batch)?;
+        let spaces = self.spaces();
+        let sets: Vec<Arc<ChunkSet>> = spaces.iter().map(|s| s.chunk_set()).collect();
+        let groups = group_by_chunk(&spaces, &sets, batch)?;
         let first = self.last_sequence.load(Ordering::Acquire) + 1;
         let mut logged = 0;
         if groups.len() > 1 {
             // Spanning chunks: the whole batch goes to the batch log first,
             // so that recovery can complete it in every chunk.
             let mut whole = WriteBatch::new();
-            for (_, sub) in &groups {
+            for sub in groups.values() {
                 whole.append(sub);
             }
             logged += writer.batch_log.append(whole.encode(first), opts.sync)?;
         }
         let mut sequence = first;
-        for (index, mut sub) in groups.iter().map(|(i, b)| (*i, b.clone())) {
-            let chunk = &set.chunks[index];
+        for (&(space, index), sub) in &groups {
+            let (space, chunk) = (&spaces[space], &sets[space].chunks[index]);
+            let mut sub = sub.clone();
             let count = sub.len() as u64;
-            let keys = sub_keys(&mut sub)?;
-            let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            logged += chunk.log.append(sub.encode(sequence), &keys, false)?;
+            let record = sub.encode(sequence);
+            logged += chunk.log.append(record, false)?;
             // The munk and the row cache take the writes before they are
             // published: a reader that sees the sequence finds them there.
             let munk = chunk.munk();
             let before = munk.as_ref().map_or(0, |m| m.bytes());
-            let decoded = super::batch::DecodedBatch::parse(sub.encode(sequence))
-                .map_err(Error::invariant)?;
+            let decoded = super::batch::DecodedBatch::parse(record).map_err(Error::invariant)?;
             let mut seq = sequence;
             decoded
                 .for_each(|op| {
-                    let value = matches!(op.kind, OpKind::Point(ValueKind::Value));
-                    self.row_cache.put(op.key, value.then_some(op.value), seq);
-                    if let Some(m) = &munk {
-                        let kind = if value {
-                            ValueKind::Value
-                        } else {
-                            ValueKind::Deletion
-                        };
-                        m.add(seq, kind, op.key, op.value);
-                    }
+                    self.apply_to_caches(space, munk.as_deref(), &op, seq);
                     seq += 1;
                 })
                 .map_err(Error::invariant)?;
@@ -235,7 +240,7 @@ impl ChunkStore {
             sequence += count;
         }
         if opts.sync {
-            self.sync_dirty_logs(writer, &set)?;
+            self.sync_dirty_logs(writer)?;
         }
         self.last_sequence.store(sequence - 1, Ordering::Release);
         let c = &self.counters;
@@ -243,25 +248,52 @@ impl ChunkStore {
         Counters::add(&c.user_writes, batch.len() as u64);
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
-        for (index, _) in groups.iter().rev() {
+        for &(space, index) in groups.keys().rev() {
             // In reverse, so that a split does not move the chunks still
             // to be looked at.
-            let set = self.chunk_set();
-            let chunk = &set.chunks[*index];
-            if self.munks.touch(&set, chunk, 1) {
-                self.munks.admit(self, &set, *index)?;
+            let space = &spaces[space];
+            let set = space.chunk_set();
+            let chunk = &set.chunks[index];
+            if self.munks.touch(self, chunk, 1) {
+                self.munks.admit(self, chunk)?;
             }
             self.munks.rebalance_if_grown(self, chunk);
             let limit = match chunk.munk() {
-                Some(_) => self.options.funk_log_limit_with_munk,
-                None => self.options.funk_log_limit,
+                Some(_) => space.options.funk_log_limit_with_munk,
+                None => space.options.funk_log_limit,
             };
             if chunk.log.len() > limit {
-                rebalance::rebalance(self, writer, &set, *index)?;
+                rebalance::rebalance(self, writer, space, &set, index)?;
             }
         }
-        self.munks.enforce_budget(self, &self.chunk_set());
+        self.munks.enforce_budget(self);
         Ok(())
+    }
+
+    /// Applies one update at `seq` to the row cache and the chunk's munk.
+    fn apply_to_caches(
+        &self,
+        space: &ChunkSpace,
+        munk: Option<&munk::Munk>,
+        op: &super::batch::BatchOp<'_>,
+        seq: u64,
+    ) {
+        match op.kind {
+            OpKind::Point(kind) => {
+                let value = (kind == ValueKind::Value).then_some(op.value);
+                self.row_cache.put(&space.row_key(op.key), value, seq);
+                if let Some(m) = munk {
+                    m.add(seq, kind, op.key, op.value);
+                }
+            }
+            OpKind::RangeDeletion => {
+                let (start, end) = (space.row_key(op.key), space.row_key(op.value));
+                self.row_cache.delete_range(&start, &end, seq);
+                if let Some(m) = munk {
+                    m.mem.add_range_deletion(seq, op.key, op.value);
+                }
+            }
+        }
     }
 
     /// Syncs every log holding unsynced appends, the batch log first (a
@@ -269,23 +301,34 @@ impl ChunkStore {
     /// per log covers all the writes since its last one, in every chunk:
     /// what a power loss keeps is then always a prefix of the writes.
     /// REQUIRES: the write lock (`writer` is its content).
-    fn sync_dirty_logs(&self, writer: &mut Writer, set: &ChunkSet) -> Result<()> {
+    fn sync_dirty_logs(&self, writer: &mut Writer) -> Result<()> {
         let mut syncs = u64::from(writer.batch_log.sync_if_dirty()?);
-        for chunk in &set.chunks {
+        for chunk in self.every_chunk() {
             syncs += u64::from(chunk.log.sync_if_dirty()?);
         }
         Counters::add(&self.counters.fsyncs_log, syncs);
         Ok(())
     }
 
-    /// The newest value of `key` visible to `opts`' snapshot (or now).
-    pub fn get(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    /// The newest value of `key` in `space` visible to `opts`' snapshot
+    /// (or now).
+    pub fn get(
+        &self,
+        space: &ChunkSpace,
+        key: &[u8],
+        opts: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
+        space.check_live()?;
         Counters::add(&self.counters.gets, 1);
         // The chunk set before the sequence: a set a rebalance installed
         // since keeps every version at or above the sequence read after.
         let (set, index, munk, sequence) = loop {
-            let set = self.chunk_set();
+            let set = space.chunk_set();
+            if set.chunks.is_empty() {
+                // Dropped since the check above.
+                space.check_live()?;
+            }
             let index = set.locate(key);
             let chunk = &set.chunks[index];
             let munk = chunk.munk();
@@ -300,11 +343,11 @@ impl ChunkStore {
             }
         };
         let chunk = &set.chunks[index];
-        if self.munks.touch(&set, chunk, 1) {
+        if self.munks.touch(self, chunk, 1) {
             // A get does not wait for writers to build a munk.
             if let Some(_writer) = self.writer.try_lock().filter(|w| w.is_some()) {
                 if !chunk.is_retired() {
-                    self.munks.admit(self, &set, index)?;
+                    self.munks.admit(self, chunk)?;
                 }
             }
         }
@@ -316,7 +359,8 @@ impl ChunkStore {
                 _ => None,
             });
         }
-        if let Cached::Row(value) = self.row_cache.get(key, sequence) {
+        let row_key = space.row_key(key);
+        if let Cached::Row(value) = self.row_cache.get(&row_key, sequence) {
             Counters::add(&self.counters.chunk_gets_from_row_cache, 1);
             return Ok(value);
         }
@@ -325,7 +369,7 @@ impl ChunkStore {
             Found::Deleted => None,
             Found::Absent => return Ok(None),
         };
-        self.row_cache.insert(key, value.clone(), sequence);
+        self.row_cache.insert(&row_key, value.clone(), sequence);
         Ok(value)
     }
 
@@ -334,51 +378,53 @@ impl ChunkStore {
         Snapshot::latest(&self.last_sequence, self.snapshots.clone())
     }
 
-    /// An iterator over the chunks `opts`' bounds overlap, at one snapshot.
-    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+    /// An iterator over the chunks of `space` that `opts`' bounds
+    /// overlap, at one snapshot.
+    pub fn iter(&self, space: &ChunkSpace, opts: ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
+        space.check_live()?;
         let snapshot = match &opts.snapshot {
             Some(s) => s.clone(),
             None => self.snapshot(),
         };
-        let set = self.chunk_set();
+        let set = space.chunk_set();
         let order = self.options.comparator.clone();
         let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut range_dels = RangeDelView::of_fragments(snapshot.sequence());
         let mut chunks = Vec::new();
         for chunk in set.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref()) {
-            self.munks.touch(&set, chunk, 1);
+            self.munks.touch(self, chunk, 1);
+            chunks.push(chunk.clone());
             if let Some(munk) = chunk.munk() {
                 // Taken after the snapshot: it holds every version the
                 // snapshot sees (`munk.rs`).
+                range_dels.add_memtable(sources.len(), munk.mem.range_deletions());
                 sources.push(Box::new(crate::memtable::MemtableIterator::new(
                     munk.mem.clone(),
                 )));
-                chunks.push(chunk.clone());
                 continue;
             }
-            if let Some(table) = &chunk.table {
-                sources.push(Box::new(table.iter_with(opts.fill_cache)));
-            }
+            // The log before the table: every version in the log is newer,
+            // so a log tombstone may skip the table past its end (and the
+            // later chunks' sources hold only keys past the chunk's).
             let mut entries: Vec<(Vec<u8>, Vec<u8>)> = chunk
                 .log
                 .entries(snapshot.sequence())?
                 .into_iter()
-                .map(|e| {
-                    let key = InternalKey::new(&e.key, e.sequence, e.kind).into_vec();
-                    (key, e.value)
-                })
+                .map(LogEntry::into_entry)
                 .collect();
             entries.sort_by(|a, b| order.internal(&a.0, &b.0));
+            range_dels.add_memtable(sources.len(), chunk.log.range_deletions());
             sources.push(Box::new(VecIterator::new(entries, order.clone())));
-            chunks.push(chunk.clone());
+            if let Some(table) = &chunk.table {
+                range_dels.add_memtable(sources.len(), table.range_deletions().clone());
+                sources.push(Box::new(table.iter_with(opts.fill_cache)));
+            }
         }
-        Ok(DbIterator::over_sources(
-            sources,
-            snapshot,
-            opts,
-            order,
-            Box::new(chunks),
-        ))
+        Ok(
+            DbIterator::over_sources(sources, snapshot, opts, order, Box::new(chunks))
+                .with_range_dels(range_dels),
+        )
     }
 
     /// Syncs every chunk log.
@@ -388,7 +434,7 @@ impl ChunkStore {
             return Err(Error::ReadOnly("flush".into()));
         }
         let _writer = self.writer.lock();
-        for chunk in &self.chunk_set().chunks {
+        for chunk in self.every_chunk() {
             chunk.log.sync()?;
         }
         Ok(())
@@ -397,8 +443,14 @@ impl ChunkStore {
     /// Funk-rebalances every chunk overlapping `[start, end]` whose log
     /// holds anything: logs merged into tables, versions no snapshot needs
     /// dropped, chunks past `chunk_size` split.
-    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    pub fn compact_range(
+        &self,
+        space: &ChunkSpace,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
         self.check_open()?;
+        space.check_live()?;
         if self.read_only {
             return Err(Error::ReadOnly("compact_range".into()));
         }
@@ -408,7 +460,7 @@ impl ChunkStore {
             .ok_or_else(|| Error::ReadOnly("compact".into()))?;
         let mut at = start.map(<[u8]>::to_vec);
         loop {
-            let set = self.chunk_set();
+            let set = space.chunk_set();
             let index = at.as_deref().map_or(0, |k| set.locate(k));
             let Some(chunk) = set.chunks.get(index) else {
                 return Ok(());
@@ -418,7 +470,7 @@ impl ChunkStore {
             }
             let next = set.chunks.get(index + 1).map(|c| c.start.clone());
             if chunk.log.len() > 0 {
-                rebalance::rebalance(self, writer, &set, index)?;
+                rebalance::rebalance(self, writer, space, &set, index)?;
             }
             match next {
                 Some(n) => at = Some(n),
@@ -429,12 +481,13 @@ impl ChunkStore {
 
     /// The layout's figures and the shared counters.
     pub fn stats(&self) -> Stats {
-        let set = self.chunk_set();
-        let tables: Vec<_> = set.chunks.iter().filter_map(|c| c.table.clone()).collect();
+        let chunks = self.every_chunk();
+        let tables: Vec<_> = chunks.iter().filter_map(|c| c.table.clone()).collect();
         let (hits, misses) = self.row_cache.hits_and_misses();
         let mut s = Stats {
-            chunks: set.chunks.len(),
-            munks_resident: set.chunks.iter().filter(|c| c.munk().is_some()).count(),
+            keyspaces: self.spaces().len(),
+            chunks: chunks.len(),
+            munks_resident: chunks.iter().filter(|c| c.munk().is_some()).count(),
             munk_bytes: self.munks.resident_bytes(),
             row_cache_bytes: self.row_cache.bytes(),
             row_cache_hit_ratio: match hits + misses {
@@ -469,8 +522,7 @@ impl ChunkStore {
     /// filters, the munks and the row cache.
     pub fn memory_bytes(&self) -> u64 {
         let filters: usize = self
-            .chunk_set()
-            .chunks
+            .every_chunk()
             .iter()
             .map(|c| c.log.filter_bytes())
             .sum();
@@ -497,20 +549,56 @@ impl ChunkStore {
     }
 }
 
-/// The batch's updates grouped by the chunk owning their keys, in chunk
-/// order; each group keeps the batch's order (so two updates of one key
-/// keep theirs).
-fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, WriteBatch)>> {
-    let mut groups: std::collections::BTreeMap<usize, WriteBatch> = Default::default();
+/// The batch's updates grouped by the keyspace (index in `spaces`, whose
+/// chunk sets are `sets`) and chunk owning their keys, in that order; each
+/// group keeps the batch's order (so two updates of one key keep theirs).
+/// A range deletion goes to every chunk it overlaps, cut to the chunk's
+/// keys; an empty one deletes nothing and is left out, as is an update of
+/// a keyspace that is not (any more) in `spaces` (dropped).
+fn group_by_chunk(
+    spaces: &[Arc<ChunkSpace>],
+    sets: &[Arc<ChunkSet>],
+    batch: &mut WriteBatch,
+) -> Result<std::collections::BTreeMap<(usize, usize), WriteBatch>> {
+    let mut groups: std::collections::BTreeMap<(usize, usize), WriteBatch> = Default::default();
     let encoded = batch.encode(0);
     let decoded = super::batch::DecodedBatch::parse(encoded).map_err(Error::invariant)?;
     let mut failed = None;
     decoded
         .for_each(|op| {
-            let sub = groups.entry(set.locate(op.key)).or_default();
+            let Some(space) = spaces.iter().position(|s| s.id == op.keyspace) else {
+                return;
+            };
+            let set = &sets[space];
             let result = match op.kind {
-                OpKind::Point(ValueKind::Value) => sub.put(op.key, op.value),
-                _ => sub.delete(op.key),
+                OpKind::Point(_) => groups
+                    .entry((space, set.locate(op.key)))
+                    .or_default()
+                    .push_op(&op),
+                OpKind::RangeDeletion => {
+                    let (start, end) = (op.key, op.value);
+                    let first = set.locate(start);
+                    let chunks = set.overlapping(Some(start), Some(end));
+                    chunks.iter().enumerate().try_for_each(|(i, chunk)| {
+                        let from = start.max(chunk.start.as_slice());
+                        let to = match set.chunks.get(first + i + 1) {
+                            Some(next) => end.min(next.start.as_slice()),
+                            None => end,
+                        };
+                        if from >= to {
+                            return Ok(());
+                        }
+                        let clipped = super::batch::BatchOp {
+                            key: from,
+                            value: to,
+                            ..op
+                        };
+                        groups
+                            .entry((space, first + i))
+                            .or_default()
+                            .push_op(&clipped)
+                    })
+                }
             };
             if let Err(e) = result {
                 failed.get_or_insert(e);
@@ -519,19 +607,13 @@ fn group_by_chunk(set: &ChunkSet, batch: &mut WriteBatch) -> Result<Vec<(usize, 
         .map_err(Error::invariant)?;
     match failed {
         Some(e) => Err(e),
-        None => Ok(groups.into_iter().collect()),
+        None => Ok(groups),
     }
 }
 
-/// The keys a batch updates, in order.
-fn sub_keys(batch: &mut WriteBatch) -> Result<Vec<Vec<u8>>> {
-    let decoded = super::batch::DecodedBatch::parse(batch.encode(0)).map_err(Error::invariant)?;
-    let mut keys = Vec::with_capacity(decoded.count as usize);
-    decoded
-        .for_each(|op| keys.push(op.key.to_vec()))
-        .map_err(Error::invariant)?;
-    Ok(keys)
-}
-
 #[cfg(test)]
-mod tests;
+mod keyspace_tests;
+#[cfg(test)]
+mod range_del_tests;
+#[cfg(test)]
+pub(crate) mod tests;

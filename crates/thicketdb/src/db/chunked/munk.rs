@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::chunk::Chunk;
-use super::{ChunkSet, ChunkStore};
+use super::ChunkStore;
 use crate::error::Result;
 use crate::format::internal_key::{ParsedKey, ValueKind};
+use crate::format::range_tombstone::Fragments;
 use crate::iterator::InternalIterator;
 use crate::memtable::{Memtable, MemtableIterator};
 use crate::stats::Counters;
@@ -47,13 +48,20 @@ pub(super) struct Munk {
 }
 
 impl Munk {
-    /// A munk of `entries` (internal key, value), in any order.
-    pub fn build(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Munk {
+    /// A munk of `entries` (internal key, value), in any order, and
+    /// `tombstones`.
+    pub fn build(
+        entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+        tombstones: &Fragments,
+    ) -> Munk {
         let mem = Memtable::new(0, crate::format::KeyOrder::Bytewise);
         for (key, value) in entries {
             if let Some(p) = ParsedKey::parse(&key) {
                 mem.add(p.sequence, p.kind, p.user_key, &value);
             }
+        }
+        for t in tombstones.tombstones() {
+            mem.add_range_deletion(t.seq, &t.start, &t.end);
         }
         let built_bytes = mem.approximate_size();
         Munk {
@@ -81,7 +89,7 @@ impl Munk {
     }
 
     /// Every entry, sorted.
-    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut it = MemtableIterator::new(self.mem.clone());
         it.seek_to_first();
         let mut out = Vec::with_capacity(self.mem.len());
@@ -115,13 +123,13 @@ impl MunkCache {
 
     /// Counts an access of `chunk`; returns whether the chunk should be
     /// offered a munk.
-    pub fn touch(&self, set: &ChunkSet, chunk: &Chunk, weight: u64) -> bool {
+    pub fn touch(&self, store: &ChunkStore, chunk: &Chunk, weight: u64) -> bool {
         if self.budget == 0 {
             return false;
         }
         let heat = chunk.heat.fetch_add(weight, Ordering::Relaxed) + weight;
         if self.accesses.fetch_add(1, Ordering::Relaxed) % DECAY_PERIOD == DECAY_PERIOD - 1 {
-            for c in &set.chunks {
+            for c in &store.every_chunk() {
                 let _ = c
                     .heat
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h / 2));
@@ -130,18 +138,17 @@ impl MunkCache {
         heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
     }
 
-    /// Gives `set.chunks[index]` a munk if the budget allows, evicting a
-    /// colder munk if need be.
+    /// Gives `chunk` (of the current set of its keyspace) a munk if the
+    /// budget allows, evicting a colder munk (of any keyspace) if need be.
     /// REQUIRES: the store's write lock.
-    pub fn admit(&self, store: &ChunkStore, set: &ChunkSet, index: usize) -> Result<()> {
-        let chunk = &set.chunks[index];
+    pub fn admit(&self, store: &ChunkStore, chunk: &Chunk) -> Result<()> {
         if chunk.munk().is_some() {
             return Ok(());
         }
         let estimate = chunk.table.as_ref().map_or(0, |t| t.length()) + chunk.log.len();
         let heat = chunk.heat.load(Ordering::Relaxed);
         while self.resident_bytes() + estimate > self.budget {
-            match coldest_munk(set) {
+            match coldest_munk(&store.every_chunk()) {
                 Some(victim) if victim.heat.load(Ordering::Relaxed) * 2 < heat => {
                     self.evict(victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
@@ -149,7 +156,8 @@ impl MunkCache {
                 _ => return Ok(()),
             }
         }
-        let munk = Munk::build(chunk.all_entries()?);
+        let (entries, tombstones) = chunk.contents()?;
+        let munk = Munk::build(entries, &tombstones);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
         Counters::add(&store.counters.chunk_munk_loads, 1);
@@ -159,9 +167,9 @@ impl MunkCache {
     /// Drops the coldest munks while the resident ones exceed the budget
     /// (puts and splits grow munks after their admission).
     /// REQUIRES: the store's write lock.
-    pub fn enforce_budget(&self, store: &ChunkStore, set: &ChunkSet) {
+    pub fn enforce_budget(&self, store: &ChunkStore) {
         while self.resident_bytes() > self.budget {
-            match coldest_munk(set) {
+            match coldest_munk(&store.every_chunk()) {
                 Some(victim) => {
                     self.evict(victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
@@ -206,8 +214,10 @@ impl MunkCache {
             return;
         }
         let oldest = store.snapshots.oldest(&store.last_sequence);
-        let kept = super::rebalance::drop_unneeded(munk.entries(), oldest);
-        let fresh = Munk::build(kept);
+        let tombstones = munk.mem.range_deletions();
+        let kept = super::rebalance::drop_unneeded(munk.entries(), oldest, &tombstones);
+        let tombstones = super::rebalance::needed_tombstones((*tombstones).clone(), oldest);
+        let fresh = Munk::build(kept, &tombstones);
         self.resident.fetch_add(fresh.bytes(), Ordering::Relaxed);
         if let Some(old) = chunk.set_munk(Some(Arc::new(fresh))) {
             old.seal();
@@ -218,8 +228,8 @@ impl MunkCache {
 }
 
 /// The chunk with a munk whose heat is lowest.
-fn coldest_munk(set: &ChunkSet) -> Option<&Arc<Chunk>> {
-    set.chunks
+fn coldest_munk(chunks: &[Arc<Chunk>]) -> Option<&Arc<Chunk>> {
+    chunks
         .iter()
         .filter(|c| c.munk().is_some())
         .min_by_key(|c| c.heat.load(Ordering::Relaxed))

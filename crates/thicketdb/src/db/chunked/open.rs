@@ -14,13 +14,15 @@ use super::batch_log::{self, BatchLog};
 use super::chunk::{open_table, Chunk, ChunkLog};
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
 use super::log_filter::LogFilters;
-use super::manifest::{ChunkList, ChunkRecord};
+use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::munk::MunkCache;
 use super::row_cache::RowCache;
+use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::db::open::check_stored_identity;
 use crate::db::snapshot::SnapshotRegistry;
-use crate::db::WriteBatch;
+use crate::db::tree::DEFAULT_KEYSPACE;
+use crate::db::{WriteBatch, DEFAULT_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::options::Options;
@@ -79,32 +81,51 @@ pub(super) fn open(
         charge_metadata: options.charge_table_metadata,
     };
     let mut last_sequence = list.last_sequence;
-    let mut chunks = Vec::with_capacity(list.chunks.len());
-    let mut log_ends = Vec::with_capacity(list.chunks.len());
+    // Per keyspace, per chunk: the last sequence number its log holds.
+    let mut log_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
     let mut torn = Vec::new();
-    for (i, record) in list.chunks.iter().enumerate() {
-        let table = match record.table_number {
-            0 => None,
-            n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
+    let mut spaces = Vec::with_capacity(list.keyspaces.len());
+    for (s, record) in list.keyspaces.iter().enumerate() {
+        let space_options = match record.id {
+            0 => options.clone(),
+            _ => {
+                let what = format!("{} (keyspace {:?})", list_path.display(), record.name);
+                space_options(&options, &Options::decode(&what, &record.options)?)?
+            }
         };
-        let (log, log_last, is_torn) = ChunkLog::open(
-            fs.as_ref(),
-            dir,
-            record.log_number,
-            filters(&options),
-            options.wal_recovery_mode,
-        )?;
-        if is_torn {
-            torn.push(i);
+        let mut chunks = Vec::with_capacity(record.chunks.len());
+        let mut ends = Vec::with_capacity(record.chunks.len());
+        for (i, chunk) in record.chunks.iter().enumerate() {
+            let table = match chunk.table_number {
+                0 => None,
+                n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
+            };
+            let (log, log_last, is_torn) = ChunkLog::open(
+                fs.as_ref(),
+                dir,
+                chunk.log_number,
+                filters(&space_options),
+                options.wal_recovery_mode,
+            )?;
+            if is_torn {
+                torn.push((s, i));
+            }
+            last_sequence = last_sequence.max(log_last);
+            ends.push(log_last.max(list.last_sequence));
+            chunks.push(Arc::new(Chunk::new(
+                chunk.start.clone(),
+                table,
+                log,
+                fs.clone(),
+                dir.to_path_buf(),
+            )));
         }
-        last_sequence = last_sequence.max(log_last);
-        log_ends.push(log_last.max(list.last_sequence));
-        chunks.push(Arc::new(Chunk::new(
-            record.start.clone(),
-            table,
-            log,
-            fs.clone(),
-            dir.to_path_buf(),
+        log_ends.push(ends);
+        spaces.push(Arc::new(ChunkSpace::new(
+            record.id,
+            record.name.clone(),
+            space_options,
+            ChunkSet { chunks },
         )));
     }
     let batches = batch_log::read(
@@ -113,8 +134,11 @@ pub(super) fn open(
         list.batch_log_number,
         options.wal_recovery_mode,
     )?;
-    if let Some((first, ops)) = batches.last() {
-        last_sequence = last_sequence.max(first + ops.len() as u64 - 1);
+    if let Some((first, record)) = batches.last() {
+        let count = crate::db::DecodedBatch::parse(record)
+            .map_err(Error::invariant)?
+            .count;
+        last_sequence = last_sequence.max(first + u64::from(count).saturating_sub(1));
     }
     let munks = MunkCache::new(options.munk_cache_bytes);
     let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
@@ -125,7 +149,8 @@ pub(super) fn open(
         counters,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
-        chunks: RwLock::new(Arc::new(ChunkSet { chunks })),
+        default: spaces[0].clone(),
+        spaces: RwLock::new(Arc::new(spaces)),
         writer: Mutex::new(None),
         context,
         munks,
@@ -148,7 +173,7 @@ pub(super) fn open(
     }
     let mut next_file_number = list.next_file_number;
     rewrite_torn_logs(&store, &torn, &mut next_file_number)?;
-    for chunk in store.chunk_set().chunks.iter() {
+    for chunk in store.every_chunk() {
         chunk.log.reopen_for_append(fs.as_ref())?;
     }
     complete_batches(&store, missing)?;
@@ -158,6 +183,7 @@ pub(super) fn open(
     *store.writer.lock() = Some(Writer {
         batch_log,
         next_file_number,
+        next_keyspace_id: list.next_keyspace_id,
     });
     store.write_chunk_list(store.writer.lock().as_ref().expect("just set"))?;
     sweep(&store)?;
@@ -180,10 +206,16 @@ fn create(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
         last_sequence: 0,
         next_file_number: 3,
         batch_log_number: 2,
-        chunks: vec![ChunkRecord {
-            start: Vec::new(),
-            table_number: 0,
-            log_number: 1,
+        next_keyspace_id: 1,
+        keyspaces: vec![KeyspaceRecord {
+            id: DEFAULT_KEYSPACE,
+            name: DEFAULT_KEYSPACE_NAME.to_string(),
+            options: Vec::new(),
+            chunks: vec![ChunkRecord {
+                start: Vec::new(),
+                table_number: 0,
+                log_number: 1,
+            }],
         }],
         counters: Vec::new(),
     };
@@ -198,33 +230,30 @@ pub(super) fn write_list(fs: &dyn FileSystem, dir: &Path, list: &ChunkList) -> R
     fs.sync_dir(dir)
 }
 
-/// Copies each torn log's complete records to a new log, so that appends
-/// do not follow the damage.
-fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Result<()> {
+/// Copies each torn log's complete records (keyspace index, chunk index)
+/// to a new log, so that appends do not follow the damage.
+fn rewrite_torn_logs(store: &ChunkStore, torn: &[(usize, usize)], next: &mut u64) -> Result<()> {
     if torn.is_empty() {
         return Ok(());
     }
-    let set = store.chunk_set();
-    let mut chunks = set.chunks.clone();
-    for &i in torn {
+    let spaces = store.spaces();
+    for &(s, i) in torn {
+        let space = &spaces[s];
+        let set = space.chunk_set();
         let old = &set.chunks[i];
         let log = ChunkLog::create(
             store.fs.as_ref(),
             &store.dir,
             *next,
-            filters(&store.options),
+            filters(&space.options),
         )?;
         *next += 1;
         for record in old.log.records()? {
-            let batch = crate::db::batch::DecodedBatch::parse(&record).map_err(Error::invariant)?;
-            let mut keys = Vec::new();
-            batch
-                .for_each(|op| keys.push(op.key))
-                .map_err(Error::invariant)?;
-            log.append(&record, &keys, false)?;
+            log.append(&record, false)?;
         }
         log.sync()?;
         let table = old.table.clone().map(|t| (old.table_number, t));
+        let mut chunks = set.chunks.clone();
         chunks[i] = Arc::new(Chunk::new(
             old.start.clone(),
             table,
@@ -232,9 +261,9 @@ fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Resu
             store.fs.clone(),
             store.dir.clone(),
         ));
+        space.install(ChunkSet { chunks });
     }
     store.fs.sync_dir(&store.dir)?;
-    *store.chunks.write() = Arc::new(ChunkSet { chunks });
     // The chunk list naming the new logs is written by the caller; the
     // old logs are swept once it is.
     Ok(())
@@ -244,28 +273,39 @@ fn rewrite_torn_logs(store: &ChunkStore, torn: &[usize], next: &mut u64) -> Resu
 struct MissingPart {
     /// The batch's first sequence number.
     batch_first: u64,
-    chunk: usize,
+    /// Keyspace index and chunk index.
+    chunk: (usize, usize),
     /// The part's first sequence number.
     first: u64,
     part: WriteBatch,
 }
 
 /// The parts of logged batches each chunk's log ends before
-/// (`log_ends[i]`: the last sequence number chunk `i` holds).
+/// (`log_ends[s][i]`: the last sequence number chunk `i` of keyspace `s`
+/// holds). Updates of a keyspace dropped since are left out.
 fn missing_parts(
     store: &ChunkStore,
     batches: &[batch_log::LoggedBatch],
-    log_ends: &[u64],
+    log_ends: &[Vec<u64>],
     batch_log_number: u64,
 ) -> Result<Vec<MissingPart>> {
-    let set = store.chunk_set();
+    let spaces = store.spaces();
+    let sets: Vec<_> = spaces.iter().map(|s| s.chunk_set()).collect();
     let mut missing = Vec::new();
-    for (first, ops) in batches {
-        let mut parts: std::collections::BTreeMap<usize, (u64, WriteBatch)> = Default::default();
-        for (i, (key, value)) in ops.iter().enumerate() {
+    for (first, record) in batches {
+        let ops = crate::db::DecodedBatch::parse(record)
+            .and_then(|b| b.ops())
+            .map_err(Error::invariant)?;
+        let mut parts: std::collections::BTreeMap<(usize, usize), (u64, WriteBatch)> =
+            Default::default();
+        for (i, op) in ops.iter().enumerate() {
             let sequence = first + i as u64;
-            let chunk = set.locate(key);
-            if sequence <= log_ends[chunk] {
+            let Some(s) = spaces.iter().position(|s| s.id == op.keyspace) else {
+                continue;
+            };
+            // A range deletion was cut to its chunk: its start locates it.
+            let chunk = (s, sets[s].locate(op.key));
+            if sequence <= log_ends[chunk.0][chunk.1] {
                 continue;
             }
             let (start, part) = parts.entry(chunk).or_insert((sequence, WriteBatch::new()));
@@ -278,10 +318,7 @@ fn missing_parts(
                     format!("batch at sequence {first} does not group its updates by chunk"),
                 ));
             }
-            match value {
-                Some(v) => part.put(key, v)?,
-                None => part.delete(key)?,
-            }
+            part.push_op(op)?;
         }
         missing.extend(parts.into_iter().map(|(chunk, (start, part))| MissingPart {
             batch_first: *first,
@@ -295,24 +332,21 @@ fn missing_parts(
 
 /// Appends the missing parts to their chunk logs and syncs those.
 fn complete_batches(store: &ChunkStore, missing: Vec<MissingPart>) -> Result<()> {
-    let set = store.chunk_set();
+    let spaces = store.spaces();
     let mut touched = Vec::new();
     for MissingPart {
-        chunk,
+        chunk: (s, i),
         first,
         mut part,
         ..
     } in missing
     {
-        let keys: Vec<Vec<u8>> = super::sub_keys(&mut part)?;
-        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        set.chunks[chunk]
-            .log
-            .append(part.encode(first), &keys, false)?;
+        let chunk = spaces[s].chunk_set().chunks[i].clone();
+        chunk.log.append(part.encode(first), false)?;
         touched.push(chunk);
     }
     for chunk in touched {
-        set.chunks[chunk].log.sync()?;
+        chunk.log.sync()?;
     }
     Ok(())
 }
@@ -320,9 +354,8 @@ fn complete_batches(store: &ChunkStore, missing: Vec<MissingPart>) -> Result<()>
 /// Deletes funk tables, chunk logs and batch logs the chunk list does not
 /// name (left by a crash mid-rebalance, or replaced at this open).
 fn sweep(store: &ChunkStore) -> Result<()> {
-    let set = store.chunk_set();
-    let mut live: Vec<u64> = set
-        .chunks
+    let mut live: Vec<u64> = store
+        .every_chunk()
         .iter()
         .flat_map(|c| [c.table_number, c.log.number])
         .collect();

@@ -8,54 +8,68 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::chunk::{open_table, Chunk, ChunkLog};
+use super::chunk::{open_table, Chunk, ChunkLog, Entry};
 use super::files::funk_table_path;
-use super::manifest::{ChunkList, ChunkRecord};
 use super::munk::Munk;
 use super::open::{filters, write_list};
-use super::{ChunkSet, ChunkStore, Writer};
+use super::{ChunkSet, ChunkSpace, ChunkStore, Writer};
 use crate::error::Result;
 use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
+use crate::format::range_tombstone::Fragments;
 use crate::stats::Counters;
 use crate::table::TableBuilder;
-
-/// An internal key and its value.
-type Entry = (Vec<u8>, Vec<u8>);
 
 /// Rebalances chunk `index` of `set` (the current set).
 /// REQUIRES: the write lock (`writer` is its content).
 pub(super) fn rebalance(
     store: &ChunkStore,
     writer: &mut Writer,
+    space: &ChunkSpace,
     set: &Arc<ChunkSet>,
     index: usize,
 ) -> Result<()> {
     let chunk = &set.chunks[index];
     // The new funk makes this chunk's writes durable: the other chunks'
     // earlier writes must be too, so that a power loss keeps a prefix.
-    store.sync_dirty_logs(writer, set)?;
+    store.sync_dirty_logs(writer)?;
     let oldest = store.snapshots.oldest(&store.last_sequence);
-    let mut entries = chunk.all_entries()?;
+    let (mut entries, tombstones) = chunk.contents()?;
     if let Some(table) = &chunk.table {
         Counters::add(&store.counters.compaction_bytes_read, table.length());
     }
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
-    let kept = drop_unneeded(entries, oldest);
-    let pieces = split(kept, &store.options);
+    let kept = drop_unneeded(entries, oldest, &tombstones);
+    let tombstones = needed_tombstones(tombstones, oldest);
+    let pieces = split(kept, &space.options);
+    // Piece `i` owns the keys from its start up to the next one's (the
+    // last up to the next chunk's): its share of the tombstones.
+    let mut starts: Vec<Vec<u8>> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| match i {
+            0 => chunk.start.clone(),
+            _ => user_key(&piece[0].0).to_vec(),
+        })
+        .collect();
+    let chunk_end = set.chunks.get(index + 1).map(|c| c.start.clone());
+    let ends: Vec<Option<Vec<u8>>> = starts
+        .iter()
+        .skip(1)
+        .cloned()
+        .map(Some)
+        .chain([chunk_end])
+        .collect();
     let had_munk = chunk.munk().is_some();
     let mut new_chunks = Vec::with_capacity(pieces.len());
     let mut written = 0;
-    for (i, piece) in pieces.into_iter().enumerate() {
-        let start = match i {
-            0 => chunk.start.clone(),
-            _ => user_key(&piece[0].0).to_vec(),
-        };
-        let table = match piece.is_empty() {
+    for ((piece, start), end) in pieces.into_iter().zip(starts.drain(..)).zip(ends) {
+        let piece_tombstones = tombstones.clip(Some(&start), end.as_deref());
+        let table = match piece.is_empty() && piece_tombstones.is_empty() {
             true => None,
             false => {
                 let number = next_number(writer);
-                written += write_table(store, number, &piece)?;
+                written += write_table(store, space, number, &piece, piece_tombstones.clone())?;
                 let table =
                     open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
                 Some((number, table))
@@ -65,7 +79,7 @@ pub(super) fn rebalance(
             store.fs.as_ref(),
             &store.dir,
             next_number(writer),
-            filters(&store.options),
+            filters(&space.options),
         )?;
         let child = Chunk::new(start, table, log, store.fs.clone(), store.dir.clone());
         child
@@ -73,7 +87,9 @@ pub(super) fn rebalance(
             .store(chunk.heat.load(Ordering::Relaxed), Ordering::Relaxed);
         if had_munk {
             // The munk splits with the chunk.
-            store.munks.install(&child, Munk::build(piece));
+            store
+                .munks
+                .install(&child, Munk::build(piece, &piece_tombstones));
         }
         new_chunks.push(Arc::new(child));
     }
@@ -86,9 +102,9 @@ pub(super) fn rebalance(
     let mut chunks = set.chunks[..index].to_vec();
     chunks.extend(new_chunks);
     chunks.extend_from_slice(&set.chunks[index + 1..]);
-    let next = Arc::new(ChunkSet { chunks });
-    store.write_chunk_list_of(writer, &next)?;
-    *store.chunks.write() = next;
+    let next = ChunkSet { chunks };
+    store.write_chunk_list_of(writer, Some((space.id, &next)))?;
+    space.install(next);
     chunk.retire();
     store.munks.release(chunk);
     Ok(())
@@ -101,8 +117,14 @@ fn next_number(writer: &mut Writer) -> u64 {
 
 /// Keeps, per user key, every version newer than `oldest` (a snapshot
 /// may read it) and the newest at or below it unless that is a deletion
-/// (nothing older is left for it to hide). `entries` are sorted.
-pub(super) fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
+/// or a tombstone of `tombstones` visible at `oldest` covers it (nothing
+/// older is left for it to hide; every snapshot sees the deletion).
+/// `entries` are sorted.
+pub(super) fn drop_unneeded(
+    entries: Vec<Entry>,
+    oldest: u64,
+    tombstones: &Fragments,
+) -> Vec<Entry> {
     let mut kept = Vec::with_capacity(entries.len());
     let mut current: Option<Vec<u8>> = None;
     let mut settled = false;
@@ -120,13 +142,23 @@ pub(super) fn drop_unneeded(entries: Vec<Entry>, oldest: u64) -> Vec<Entry> {
         }
         if parsed.sequence <= oldest {
             settled = true;
-            if parsed.kind == ValueKind::Deletion {
+            if parsed.kind == ValueKind::Deletion
+                || tombstones.covering_seq(parsed.user_key, oldest) > parsed.sequence
+            {
                 continue;
             }
         }
         kept.push((key, value));
     }
     kept
+}
+
+/// The tombstones a snapshot may still need: those newer than `oldest`.
+/// One at or below it covers nothing `drop_unneeded` kept (the funk is
+/// the chunk's only level: nothing older lies below it).
+pub(super) fn needed_tombstones(mut tombstones: Fragments, oldest: u64) -> Fragments {
+    tombstones.retain_seqs(|_, seq| seq > oldest);
+    tombstones
 }
 
 /// One piece, or more when the entries exceed `chunk_size`: each filled
@@ -160,10 +192,18 @@ fn split(entries: Vec<Entry>, options: &crate::options::Options) -> Vec<Vec<Entr
     pieces
 }
 
-/// Writes `entries` as funk table `number`, synced; returns its bytes.
-fn write_table(store: &ChunkStore, number: u64, entries: &[Entry]) -> Result<u64> {
+/// Writes `entries` and `tombstones` as funk table `number`, synced;
+/// returns its bytes.
+fn write_table(
+    store: &ChunkStore,
+    space: &ChunkSpace,
+    number: u64,
+    entries: &[Entry],
+    tombstones: Fragments,
+) -> Result<u64> {
     let mut file = store.fs.create(&funk_table_path(&store.dir, number))?;
-    let mut builder = TableBuilder::new(&store.options.table_options(), file.as_mut());
+    let mut builder = TableBuilder::new(&space.options.table_options(), file.as_mut());
+    builder.set_range_deletions(tombstones)?;
     for (key, value) in entries {
         builder.add(key, value)?;
     }
@@ -173,30 +213,21 @@ fn write_table(store: &ChunkStore, number: u64, entries: &[Entry]) -> Result<u64
 }
 
 impl ChunkStore {
-    /// Writes the chunk list of the current set.
+    /// Writes the chunk list of the current sets.
     /// REQUIRES: the write lock (`writer` is its content).
     pub(super) fn write_chunk_list(&self, writer: &Writer) -> Result<()> {
-        self.write_chunk_list_of(writer, &self.chunk_set())
+        self.write_chunk_list_of(writer, None)
     }
 
-    /// Writes `set` as the chunk list.
+    /// Writes the chunk list, with `replaced`'s set for its keyspace
+    /// (id) instead of the current one.
     /// REQUIRES: the write lock (`writer` is its content).
-    fn write_chunk_list_of(&self, writer: &Writer, set: &ChunkSet) -> Result<()> {
-        let list = ChunkList {
-            last_sequence: self.last_sequence.load(Ordering::Acquire),
-            next_file_number: writer.next_file_number,
-            batch_log_number: writer.batch_log.number,
-            chunks: set
-                .chunks
-                .iter()
-                .map(|c| ChunkRecord {
-                    start: c.start.clone(),
-                    table_number: c.table_number,
-                    log_number: c.log.number,
-                })
-                .collect(),
-            counters: self.counters.snapshot(),
-        };
+    pub(super) fn write_chunk_list_of(
+        &self,
+        writer: &Writer,
+        replaced: Option<(u32, &ChunkSet)>,
+    ) -> Result<()> {
+        let list = self.chunk_list(writer, replaced);
         let bytes = list.encode().len() as u64;
         write_list(self.fs.as_ref(), &self.dir, &list)?;
         Counters::add(&self.counters.manifest_bytes_written, bytes);
@@ -227,7 +258,7 @@ mod tests {
             entry("b", 2, ValueKind::Value),
             entry("c", 8, ValueKind::Deletion),
         ];
-        let kept: Vec<(Vec<u8>, u64)> = drop_unneeded(entries, 5)
+        let kept: Vec<(Vec<u8>, u64)> = drop_unneeded(entries, 5, &Fragments::default())
             .iter()
             .map(|(k, _)| {
                 let p = ParsedKey::parse(k).unwrap();

@@ -11,7 +11,9 @@
 //! lock before the put is published. A get inserts the value it read at
 //! sequence `s` only if its slot's record is at most `s`: no put newer
 //! than its read has touched the key (or a key sharing its slot). A put
-//! after the insert finds the key and updates it.
+//! after the insert finds the key and updates it. A range delete marks
+//! every cached key in its range deleted and raises one store-wide guard,
+//! so no get that read before it inserts anything.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +45,8 @@ struct Tables {
     table_bytes: VecDeque<usize>,
     /// The newest put sequence per slot.
     guards: Vec<u64>,
+    /// The newest range delete's sequence.
+    range_guard: u64,
 }
 
 /// What a lookup in the row cache found.
@@ -76,6 +80,7 @@ impl RowCache {
                 } else {
                     vec![0; GUARD_SLOTS]
                 },
+                range_guard: 0,
             }),
             table_budget: (bytes / tables.max(1) as u64) as usize,
             table_count: tables.max(1),
@@ -122,7 +127,7 @@ impl RowCache {
             return;
         }
         let mut t = self.tables.lock();
-        if t.guards[slot(key)] > sequence {
+        if t.guards[slot(key)] > sequence || t.range_guard > sequence {
             return;
         }
         self.insert_head(&mut t, key, Row { value, sequence });
@@ -142,6 +147,25 @@ impl RowCache {
                 if row.sequence < sequence {
                     // Sizes change a little; the budget is coarse anyway.
                     row.value = value.map(<[u8]>::to_vec);
+                    row.sequence = sequence;
+                }
+            }
+        }
+    }
+
+    /// A range delete of `[start, end)` at `sequence`: every cached key
+    /// in it reads as deleted from then on. Called before the delete is
+    /// published.
+    pub fn delete_range(&self, start: &[u8], end: &[u8], sequence: u64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut t = self.tables.lock();
+        t.range_guard = t.range_guard.max(sequence);
+        for table in t.queue.iter_mut() {
+            for (key, row) in table.iter_mut() {
+                if start <= key.as_slice() && key.as_slice() < end && row.sequence < sequence {
+                    row.value = None;
                     row.sequence = sequence;
                 }
             }
@@ -212,6 +236,24 @@ mod tests {
         assert!(value(cache.get(b"b", 6)).is_none());
         cache.put(b"b", None, 8);
         assert_eq!(value(cache.get(b"b", 9)), Some(None));
+    }
+
+    #[test]
+    fn a_range_delete_hides_cached_keys_and_older_reads() {
+        let cache = RowCache::new(1 << 20, 3);
+        for k in [&b"a"[..], b"b", b"c"] {
+            cache.insert(k, Some(b"v".to_vec()), 5);
+        }
+        cache.delete_range(b"b", b"c", 7);
+        assert_eq!(value(cache.get(b"b", 7)), Some(None));
+        assert!(value(cache.get(b"b", 6)).is_none(), "older reader misses");
+        assert_eq!(value(cache.get(b"a", 7)), Some(Some(b"v".to_vec())));
+        assert_eq!(value(cache.get(b"c", 7)), Some(Some(b"v".to_vec())));
+        // A get that read before the delete inserts nothing.
+        cache.insert(b"x", Some(b"read-before".to_vec()), 6);
+        assert!(value(cache.get(b"x", 100)).is_none());
+        cache.insert(b"x", Some(b"read-after".to_vec()), 7);
+        assert!(value(cache.get(b"x", 100)).is_some());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::db::tests::scan;
+use crate::db::tests::{scan, scan_reverse};
 use crate::db::{Db, ReadOptions, WriteBatch, WriteOptions};
 use crate::io::fault::{FaultFs, FaultKind};
 use crate::io::FileSystem;
@@ -103,15 +103,7 @@ fn puts_gets_and_scans_match_a_model(name: &str, options: Options) {
     let want: Vec<_> = model.into_iter().collect();
     assert_eq!(scan(&db, ReadOptions::default()), want);
     // Backwards too.
-    let mut it = db.iter(ReadOptions::default()).unwrap();
-    it.seek_to_last();
-    let mut back = Vec::new();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    back.reverse();
-    assert_eq!(back, want);
+    assert_eq!(scan_reverse(&db, ReadOptions::default()), want);
 }
 
 #[test]
@@ -180,37 +172,6 @@ fn opening_with_the_other_layout_is_refused() {
         .unwrap();
     let err = Db::open(lsm.path(), tiny()).unwrap_err();
     assert!(err.to_string().contains("layout lsm"), "{err}");
-}
-
-/// Keyspaces are LSM trees: a chunked store has the default one only, and
-/// refuses a batch a keyspace of another store wrote into.
-#[test]
-fn keyspaces_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
-    let err = db.create_keyspace("k", Options::default()).unwrap_err();
-    assert!(err.to_string().contains("chunked layout"), "{err}");
-    assert!(db.keyspace("k").is_err());
-    assert_eq!(db.list_keyspaces(), ["default"]);
-    // The default keyspace's handle is the store's one namespace.
-    let default = db.keyspace("default").unwrap();
-    default.put(b"via handle", b"1").unwrap();
-    assert_eq!(db.get(b"via handle").unwrap(), Some(b"1".to_vec()));
-    let lsm_dir = tempfile::tempdir().unwrap();
-    let lsm = Db::open(lsm_dir.path(), Options::default()).unwrap();
-    let other = lsm.create_keyspace("other", Options::default()).unwrap();
-    let mut batch = WriteBatch::new();
-    batch.put_in(&other, b"k", b"v").unwrap();
-    let err = db.write(batch).unwrap_err();
-    assert!(err.to_string().contains("another open store"), "{err}");
-    assert_eq!(db.get(b"k").unwrap(), None);
-}
-
-#[test]
-fn range_deletes_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), tiny()).unwrap();
-    assert!(db.delete_range(b"a", b"b").is_err());
 }
 
 /// A batch spanning chunks is, after a power loss or a process crash that
