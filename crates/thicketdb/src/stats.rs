@@ -116,6 +116,8 @@ macro_rules! with_counters {
             chunk_gets_from_log: "Chunked layout: gets answered by a chunk log.",
             chunk_gets_from_table: "Chunked layout: gets answered by (or missing in) a chunk's table.",
             chunk_log_parts_searched: "Chunked layout: chunk log parts a get read because their Bloom filter admitted the key.",
+            chunk_puts_waited_for_switch: "Chunked layout: writes that found a chunk immutable (a rebalance's switch holding its `rebalance_lock`) and waited for it.",
+            chunk_funk_builds_skipped: "Chunked layout: funk rebalances not started because another thread was building the chunk's new funk (`funk_change_lock`); the write went on without waiting.",
         ] }
     };
 }

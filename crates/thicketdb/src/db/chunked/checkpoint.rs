@@ -1,12 +1,14 @@
 //! `Db::checkpoint` of a chunked store: a consistent, openable copy at one
 //! point of the write order.
 //!
-//! The point: under the write lock (no batch is half-way into the chunk
-//! logs, no rebalance runs) the chunk set is pinned, the last published
-//! sequence read and every chunk log's length of complete records
-//! measured (each append reaches the OS before the lock is released). The
-//! copy holds exactly the writes up to that sequence: every batch is then
-//! whole in every chunk log, so the copy's batch log starts empty.
+//! The point: under every chunk's `append_lock` and the metadata lock
+//! (no batch is half-way into the chunk logs, no chunk is replaced) the
+//! chunk set is pinned, the last published sequence read and every chunk
+//! log's length of complete records measured (each append reaches the OS
+//! before the lock is released). The copy holds every write up to that
+//! sequence, and maybe whole batches after it that were appended but not
+//! yet published: every batch is whole in every chunk log, so the copy's
+//! batch log starts empty.
 //!
 //! Then, without the lock: each funk table (immutable) is hard-linked, or
 //! copied where linking fails; each chunk log is copied up to its measured
@@ -36,16 +38,25 @@ impl ChunkStore {
         }
         let fs = self.fs.as_ref();
         let building = building_dir(fs, dir)?;
-        let (chunks, mut list, log_lens) = {
+        let (chunks, mut list, log_lens) = loop {
+            // Pinned: a chunk retired meanwhile keeps its files.
+            let chunks = self.every_chunk();
+            // Every append lock (in chunk order, before the metadata
+            // lock: the writers' order): no batch is half-way in the
+            // logs, so their prefixes hold whole batches only.
+            let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
             let guard = self.writer.lock();
             let writer = guard
                 .as_ref()
                 .ok_or_else(|| Error::ReadOnly("checkpoint".into()))?;
-            // Pinned: a chunk retired meanwhile keeps its files.
-            let chunks = self.every_chunk();
+            // Chunks are replaced under the metadata lock: none retired
+            // and none added means the list names exactly these.
+            if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
+                continue;
+            }
             let list = self.chunk_list(writer, None);
             let lens: Vec<u64> = chunks.iter().map(|c| c.log.len()).collect();
-            (chunks, list, lens)
+            break (chunks.clone(), list, lens);
         };
         // A fresh, empty batch log: every batch is whole in the logs.
         list.batch_log_number = list.next_file_number;
@@ -79,7 +90,7 @@ impl ChunkStore {
 
     /// The chunk list naming every keyspace's current set, or
     /// `replaced`'s set for its keyspace (id).
-    /// REQUIRES: the write lock (`writer` is its content).
+    /// REQUIRES: the metadata lock (`writer` is its content).
     pub(super) fn chunk_list(
         &self,
         writer: &super::Writer,

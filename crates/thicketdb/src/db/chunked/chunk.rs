@@ -51,7 +51,7 @@ impl LogEntry {
     }
 }
 
-/// A chunk log: appended under the store's write lock, read by anyone up
+/// A chunk log: appended under its chunk's `append_lock`, read by anyone up
 /// to the records its filters list (each complete before it is listed).
 pub(super) struct ChunkLog {
     pub number: u64,
@@ -272,7 +272,14 @@ impl ChunkLog {
 
     /// Every record's payload, in log order (to rewrite a torn log).
     pub fn records(&self) -> Result<Vec<Vec<u8>>> {
-        let offsets: Vec<u64> = self.filters.read().all_records().collect();
+        self.records_from(0)
+    }
+
+    /// The payloads of the records from the `skip`-th on, in log order
+    /// (a funk rebalance reads the log once to build, then the tail
+    /// appended since).
+    pub fn records_from(&self, skip: usize) -> Result<Vec<Vec<u8>>> {
+        let offsets: Vec<u64> = self.filters.read().all_records().skip(skip).collect();
         offsets
             .into_iter()
             .map(|o| self.reader.read_record_at(o))
@@ -341,8 +348,22 @@ impl<'a> RecordIndex<'a> {
 /// A chunk: the keys from `start` up to the next chunk's start, and its
 /// funk. Replaced whole by a rebalance; the replaced chunk's files go when
 /// the last reader drops it.
+///
+/// Lock order (`docs/architecture.md`, *Chunked layout*): the
+/// `funk_change_lock`, then `rebalance_lock`s (of several chunks: in chunk
+/// order), then `append_lock`s (likewise), then the store's metadata lock.
 pub(super) struct Chunk {
     pub start: Vec<u8>,
+    /// Puts hold it shared while they append; a rebalance holds it
+    /// exclusively for its switch only (the chunk is then immutable).
+    /// Gets and scans take no lock.
+    pub rebalance_lock: RwLock<()>,
+    /// Serialises the chunk's appends: sequence numbers are taken under
+    /// it, so the log (and the munk) receive them in order.
+    pub append_lock: Mutex<()>,
+    /// Held (taken with `try_lock`) by the one thread building a new funk
+    /// for the chunk; the others go on without waiting for the build.
+    pub funk_change_lock: Mutex<()>,
     pub table: Option<Arc<Table>>,
     pub table_number: u64,
     pub log: ChunkLog,
@@ -370,6 +391,9 @@ impl Chunk {
         };
         Chunk {
             start,
+            rebalance_lock: RwLock::new(()),
+            append_lock: Mutex::new(()),
+            funk_change_lock: Mutex::new(()),
             table,
             table_number,
             log,
@@ -403,7 +427,7 @@ impl Chunk {
 
     /// Every point entry of the table, then of the log (unsorted), and
     /// every range tombstone of both, fragmented.
-    /// REQUIRES: the store's write lock (no entry is unpublished).
+    /// REQUIRES: the chunk's `append_lock` (no append is half-way).
     pub fn contents(&self) -> Result<(Vec<Entry>, Fragments)> {
         let mut entries = self.table_entries()?;
         entries.extend(
@@ -428,7 +452,7 @@ impl Chunk {
     }
 
     /// Every entry of the table, sorted.
-    fn table_entries(&self) -> Result<Vec<Entry>> {
+    pub fn table_entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
         if let Some(table) = &self.table {
             let mut it = table.iter_with(false);

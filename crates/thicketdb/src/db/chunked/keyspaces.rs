@@ -1,5 +1,5 @@
 //! Keyspaces of a chunked store: each its own chunk list (`space.rs`),
-//! created and dropped under the write lock with a new `CHUNKS` naming
+//! created and dropped under the metadata lock with a new `CHUNKS` naming
 //! them, so a keyspace is durable once `create_keyspace` returns and gone,
 //! files and all, once `drop_keyspace` does (a retired chunk's files go
 //! with its last reader; an open sweeps what a crash left).
@@ -98,7 +98,7 @@ impl ChunkStore {
     }
 
     /// Writes `CHUNKS` naming `spaces`, then installs them.
-    /// REQUIRES: the write lock (`writer` is its content).
+    /// REQUIRES: the metadata lock (`writer` is its content).
     fn publish_spaces(&self, writer: &super::Writer, spaces: Vec<Arc<ChunkSpace>>) -> Result<()> {
         let previous = std::mem::replace(&mut *self.spaces.write(), Arc::new(spaces));
         if let Err(e) = self.write_chunk_list(writer) {

@@ -28,7 +28,9 @@ mod munk;
 mod open;
 mod rebalance;
 mod row_cache;
+mod sequencer;
 mod space;
+mod sync_group;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,7 +80,9 @@ impl ChunkSet {
     }
 }
 
-/// What the write lock guards.
+/// What the store's metadata lock (`ChunkStore::writer`) guards: the
+/// batch log, file numbers and keyspace ids; the chunk list is written,
+/// and chunk sets installed, under it.
 struct Writer {
     batch_log: BatchLog,
     /// The next file number to hand out.
@@ -94,14 +98,19 @@ pub(crate) struct ChunkStore {
     fs: Arc<dyn FileSystem>,
     counters: Arc<Counters>,
     snapshots: Arc<SnapshotRegistry>,
-    /// The last sequence number whose write every chunk log holds.
+    /// The last published sequence number: every write up to it is in
+    /// every chunk log (and munk, row cache) it touches.
     last_sequence: AtomicU64,
+    /// Hands out sequence numbers and publishes them in order.
+    sequencer: sequencer::Sequencer,
+    /// Group commit of syncing writers.
+    sync_group: sync_group::SyncGroup,
     /// Every live keyspace, the default one first; replaced whole (under
-    /// the write lock) when one is created or dropped.
+    /// the metadata lock) when one is created or dropped.
     spaces: RwLock<Arc<Vec<Arc<ChunkSpace>>>>,
     /// The default keyspace (also first in `spaces`).
     default: Arc<ChunkSpace>,
-    /// `None` in a read-only store.
+    /// The metadata lock; `None` in a read-only store.
     writer: Mutex<Option<Writer>>,
     context: TableContext,
     munks: MunkCache,
@@ -112,6 +121,10 @@ pub(crate) struct ChunkStore {
     /// record, so writes are refused until reopen.
     failed: Mutex<Option<Error>>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Run by a funk rebalance between its build and its switch (tests
+    /// hold a build there).
+    #[cfg(test)]
+    before_switch: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
 impl ChunkStore {
@@ -180,44 +193,110 @@ impl ChunkStore {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut guard = self.writer.lock();
         if let Some(e) = &*self.failed.lock() {
             return Err(Error::Background(Box::new(e.clone())));
         }
-        let writer = guard
-            .as_mut()
-            .ok_or_else(|| Error::ReadOnly("write".into()))?;
-        let result = self.write_locked(writer, &mut batch, opts);
+        let result = self.write_batch(&mut batch, opts);
         if let Err(e) = &result {
-            *self.failed.lock() = Some(e.clone());
+            self.fail(e);
         }
         result
     }
 
-    /// REQUIRES: the write lock (`writer` is its content).
-    fn write_locked(
+    /// Refuses writes from now on (until reopen), and lets the writers
+    /// waiting to publish after a failed one give up.
+    fn fail(&self, e: &Error) {
+        self.failed.lock().get_or_insert_with(|| e.clone());
+        self.sequencer.wake_all();
+    }
+
+    /// The write path: append under the chunks' shared `rebalance_lock`s
+    /// and `append_lock`s, sync (group commit), publish in order, then
+    /// rebalance the chunks that grew past their limits.
+    fn write_batch(&self, batch: &mut WriteBatch, opts: WriteOptions) -> Result<()> {
+        let (spaces, chunks, first, last) = loop {
+            let spaces = self.spaces();
+            let sets: Vec<Arc<ChunkSet>> = spaces.iter().map(|s| s.chunk_set()).collect();
+            let groups = group_by_chunk(&spaces, &sets, batch)?;
+            if groups.is_empty() {
+                // Every update was of a dropped keyspace.
+                return Ok(());
+            }
+            // In group order: the lock order.
+            let chunks: Vec<(usize, Arc<Chunk>)> = groups
+                .keys()
+                .map(|&(s, i)| (s, sets[s].chunks[i].clone()))
+                .collect();
+            let shared: Vec<_> = chunks.iter().map(|(_, c)| self.lock_shared(c)).collect();
+            // A chunk retired since the sets were read is replaced: group
+            // again. A chunk not retired now stays current while shared.
+            if chunks.iter().any(|(_, c)| c.is_retired()) {
+                continue;
+            }
+            let (first, last) = self.append(batch, &spaces, &groups, &chunks)?;
+            drop(shared);
+            break (spaces, chunks, first, last);
+        };
+        if opts.sync {
+            self.sync_group.sync(|| self.sync_dirty_logs())?;
+        }
+        self.sequencer
+            .publish(&self.last_sequence, first, last, || self.failed.lock().clone())?;
+        for (space, chunk) in chunks.iter().rev() {
+            let space = &spaces[*space];
+            if self.munks.touch(self, chunk, 1) {
+                self.admit_munk(chunk, false)?;
+            }
+            let limit = match chunk.munk() {
+                Some(_) => space.options.funk_log_limit_with_munk,
+                None => space.options.funk_log_limit,
+            };
+            if chunk.log.len() > limit {
+                rebalance::rebalance(self, space, chunk, rebalance::IfBuilding::Skip)?;
+            }
+        }
+        self.munks.enforce_budget(self);
+        Ok(())
+    }
+
+    /// Takes `chunk`'s `rebalance_lock` shared, counting a put that found
+    /// the chunk immutable (a rebalance switching it).
+    fn lock_shared<'a>(&self, chunk: &'a Chunk) -> parking_lot::RwLockReadGuard<'a, ()> {
+        chunk.rebalance_lock.try_read().unwrap_or_else(|| {
+            Counters::add(&self.counters.chunk_puts_waited_for_switch, 1);
+            chunk.rebalance_lock.read()
+        })
+    }
+
+    /// Appends the batch's groups to their chunks (`chunks`, in group
+    /// order, current while their `rebalance_lock`s are held shared) and
+    /// the caches; returns the sequence numbers it took.
+    fn append(
         &self,
-        writer: &mut Writer,
-        batch: &mut WriteBatch,
-        opts: WriteOptions,
-    ) -> Result<()> {
-        let spaces = self.spaces();
-        let sets: Vec<Arc<ChunkSet>> = spaces.iter().map(|s| s.chunk_set()).collect();
-        let groups = group_by_chunk(&spaces, &sets, batch)?;
-        let first = self.last_sequence.load(Ordering::Acquire) + 1;
+        batch: &WriteBatch,
+        spaces: &[Arc<ChunkSpace>],
+        groups: &std::collections::BTreeMap<(usize, usize), WriteBatch>,
+        chunks: &[(usize, Arc<Chunk>)],
+    ) -> Result<(u64, u64)> {
+        let appending: Vec<_> = chunks.iter().map(|(_, c)| c.append_lock.lock()).collect();
+        let count: u64 = groups.values().map(|g| g.len() as u64).sum();
+        let first = self.sequencer.allocate(count);
         let mut logged = 0;
         if groups.len() > 1 {
             // Spanning chunks: the whole batch goes to the batch log first,
-            // so that recovery can complete it in every chunk.
+            // so that recovery can complete it in every chunk. Synced with
+            // the group, before any chunk log (`sync_dirty_logs`).
             let mut whole = WriteBatch::new();
             for sub in groups.values() {
                 whole.append(sub);
             }
-            logged += writer.batch_log.append(whole.encode(first), opts.sync)?;
+            let mut meta = self.writer.lock();
+            let meta = meta.as_mut().ok_or_else(|| Error::ReadOnly("write".into()))?;
+            logged += meta.batch_log.append(whole.encode(first), false)?;
         }
         let mut sequence = first;
-        for (&(space, index), sub) in &groups {
-            let (space, chunk) = (&spaces[space], &sets[space].chunks[index]);
+        for ((space, chunk), sub) in chunks.iter().zip(groups.values()) {
+            let space = &spaces[*space];
             let mut sub = sub.clone();
             let count = sub.len() as u64;
             let record = sub.encode(sequence);
@@ -234,40 +313,42 @@ impl ChunkStore {
                     seq += 1;
                 })
                 .map_err(Error::invariant)?;
-            if let Some(m) = &munk {
+            if let Some(m) = munk.filter(|m| !m.is_sealed()) {
+                // Evicted meanwhile: its bytes left the budget with it.
                 self.munks.grew(m.bytes() - before);
             }
+            // Under the append lock: the munk misses no put.
+            self.munks.rebalance_if_grown(self, chunk);
             sequence += count;
         }
-        if opts.sync {
-            self.sync_dirty_logs(writer)?;
-        }
-        self.last_sequence.store(sequence - 1, Ordering::Release);
+        drop(appending);
         let c = &self.counters;
         Counters::add(&c.user_bytes_written, batch.user_bytes());
         Counters::add(&c.user_writes, batch.len() as u64);
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
-        for &(space, index) in groups.keys().rev() {
-            // In reverse, so that a split does not move the chunks still
-            // to be looked at.
-            let space = &spaces[space];
-            let set = space.chunk_set();
-            let chunk = &set.chunks[index];
-            if self.munks.touch(self, chunk, 1) {
-                self.munks.admit(self, chunk)?;
-            }
-            self.munks.rebalance_if_grown(self, chunk);
-            let limit = match chunk.munk() {
-                Some(_) => space.options.funk_log_limit_with_munk,
-                None => space.options.funk_log_limit,
-            };
-            if chunk.log.len() > limit {
-                rebalance::rebalance(self, writer, space, &set, index)?;
-            }
+        Ok((first, sequence - 1))
+    }
+
+    /// Gives `chunk` a munk if the munk cache admits it, under its
+    /// `rebalance_lock` (shared) and `append_lock`, so that the munk
+    /// misses no put; `try_only` (a get) gives up rather than wait.
+    fn admit_munk(&self, chunk: &Chunk, try_only: bool) -> Result<()> {
+        let shared = match try_only {
+            true => chunk.rebalance_lock.try_read(),
+            false => Some(chunk.rebalance_lock.read()),
+        };
+        let Some(_shared) = shared else {
+            return Ok(());
+        };
+        let appending = match try_only {
+            true => chunk.append_lock.try_lock(),
+            false => Some(chunk.append_lock.lock()),
+        };
+        if appending.is_none() || chunk.is_retired() {
+            return Ok(());
         }
-        self.munks.enforce_budget(self);
-        Ok(())
+        self.munks.admit(self, chunk)
     }
 
     /// Applies one update at `seq` to the row cache and the chunk's munk.
@@ -300,12 +381,19 @@ impl ChunkStore {
     /// cross-chunk batch's parts are never durable before it). One sync
     /// per log covers all the writes since its last one, in every chunk:
     /// what a power loss keeps is then always a prefix of the writes.
-    /// REQUIRES: the write lock (`writer` is its content).
-    fn sync_dirty_logs(&self, writer: &mut Writer) -> Result<()> {
-        let mut syncs = u64::from(writer.batch_log.sync_if_dirty()?);
+    /// Concurrent syncing writers share it (`sync_group.rs`). The
+    /// metadata lock is held throughout: no cross-chunk batch is logged
+    /// meanwhile, so no chunk log part synced here lacks its synced batch.
+    fn sync_dirty_logs(&self) -> Result<()> {
+        let mut meta = self.writer.lock();
+        let mut syncs = match meta.as_mut() {
+            Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
+            None => 0,
+        };
         for chunk in self.every_chunk() {
             syncs += u64::from(chunk.log.sync_if_dirty()?);
         }
+        drop(meta);
         Counters::add(&self.counters.fsyncs_log, syncs);
         Ok(())
     }
@@ -343,13 +431,9 @@ impl ChunkStore {
             }
         };
         let chunk = &set.chunks[index];
-        if self.munks.touch(self, chunk, 1) {
+        if self.munks.touch(self, chunk, 1) && !self.read_only {
             // A get does not wait for writers to build a munk.
-            if let Some(_writer) = self.writer.try_lock().filter(|w| w.is_some()) {
-                if !chunk.is_retired() {
-                    self.munks.admit(self, chunk)?;
-                }
-            }
+            self.admit_munk(chunk, true)?;
         }
         if let Some(munk) = munk {
             Counters::add(&self.counters.chunk_gets_from_munk, 1);
@@ -433,7 +517,6 @@ impl ChunkStore {
         if self.read_only {
             return Err(Error::ReadOnly("flush".into()));
         }
-        let _writer = self.writer.lock();
         for chunk in self.every_chunk() {
             chunk.log.sync()?;
         }
@@ -454,10 +537,6 @@ impl ChunkStore {
         if self.read_only {
             return Err(Error::ReadOnly("compact_range".into()));
         }
-        let mut guard = self.writer.lock();
-        let writer = guard
-            .as_mut()
-            .ok_or_else(|| Error::ReadOnly("compact".into()))?;
         let mut at = start.map(<[u8]>::to_vec);
         loop {
             let set = space.chunk_set();
@@ -470,7 +549,7 @@ impl ChunkStore {
             }
             let next = set.chunks.get(index + 1).map(|c| c.start.clone());
             if chunk.log.len() > 0 {
-                rebalance::rebalance(self, writer, space, &set, index)?;
+                rebalance::rebalance(self, space, chunk, rebalance::IfBuilding::Wait)?;
             }
             match next {
                 Some(n) => at = Some(n),
@@ -537,7 +616,7 @@ impl ChunkStore {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        // Hold the write lock: no write is half-way through.
+        // Under the metadata lock: the list names the current sets.
         let writer = self.writer.lock();
         // Persists the counters (a failed store keeps its last list).
         let persisted = match (&*writer, self.failed.lock().is_some()) {

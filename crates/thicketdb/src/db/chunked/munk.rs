@@ -1,7 +1,7 @@
 //! Munks: a chunk's image in memory (every version of its funk plus the
 //! puts since), serving all its gets and scans; volatile, built from the
 //! funk on demand. A munk is the engine's concurrent skiplist (lock-free
-//! reads, one writer: the store's write lock) rather than the paper's
+//! reads, one writer: the chunk's `append_lock`) rather than the paper's
 //! array list with a sorted prefix (`docs/profiles.md` says why).
 //!
 //! The munk cache keeps the hottest chunks' munks within
@@ -140,7 +140,7 @@ impl MunkCache {
 
     /// Gives `chunk` (of the current set of its keyspace) a munk if the
     /// budget allows, evicting a colder munk (of any keyspace) if need be.
-    /// REQUIRES: the store's write lock.
+    /// REQUIRES: the chunk's `append_lock` (the munk misses no put).
     pub fn admit(&self, store: &ChunkStore, chunk: &Chunk) -> Result<()> {
         if chunk.munk().is_some() {
             return Ok(());
@@ -166,7 +166,6 @@ impl MunkCache {
 
     /// Drops the coldest munks while the resident ones exceed the budget
     /// (puts and splits grow munks after their admission).
-    /// REQUIRES: the store's write lock.
     pub fn enforce_budget(&self, store: &ChunkStore) {
         while self.resident_bytes() > self.budget {
             match coldest_munk(&store.every_chunk()) {
@@ -204,7 +203,7 @@ impl MunkCache {
 
     /// Rebuilds the munk of `chunk` without the versions no snapshot
     /// needs once it doubled since it was built (munk rebalance).
-    /// REQUIRES: the store's write lock.
+    /// REQUIRES: the chunk's `append_lock` (the munk misses no put).
     pub fn rebalance_if_grown(&self, store: &ChunkStore, chunk: &Chunk) {
         let Some(munk) = chunk.munk() else {
             return;

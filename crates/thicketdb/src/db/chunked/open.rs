@@ -149,6 +149,8 @@ pub(super) fn open(
         counters,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
+        sequencer: super::sequencer::Sequencer::new(last_sequence),
+        sync_group: Default::default(),
         default: spaces[0].clone(),
         spaces: RwLock::new(Arc::new(spaces)),
         writer: Mutex::new(None),
@@ -159,6 +161,8 @@ pub(super) fn open(
         closed: AtomicBool::new(false),
         failed: Mutex::new(None),
         lock: Mutex::new(lock),
+        #[cfg(test)]
+        before_switch: Mutex::new(None),
     };
     let missing = missing_parts(&store, &batches, &log_ends, list.batch_log_number)?;
     if read_only {

@@ -1,11 +1,22 @@
 //! Funk rebalance: a chunk's table and log merged into a new funk (a new
 //! table and an empty log), keeping every version a snapshot may read and
 //! dropping the rest; a chunk holding more than `chunk_size` bytes is split
-//! into chunks filled to `chunk_fill_factor` of it. The new funks are
-//! written and synced, the chunk list naming them is written, then the new
-//! chunk set is installed; the old chunk's files go with its last reader.
+//! into chunks filled to `chunk_fill_factor` of it.
+//!
+//! Only the short switch stops the chunk's puts (YoDB §3.4). The one
+//! thread holding the chunk's `funk_change_lock` builds the new funks
+//! (and, for a chunk with a munk, the children's munks) while the chunk
+//! stays active: it reads the log's records up to the first one not yet
+//! published (those are complete in every chunk: the chunk list written
+//! at the switch may name a table holding them). Then it takes the
+//! chunk's `rebalance_lock` exclusively (the switch): copies the records
+//! appended since (the tail) into the new chunks' logs, syncs, writes the
+//! chunk list naming the new funks, retires the old chunk and installs
+//! the new set. A split's children are built in the background the same
+//! way, while the old chunk takes their puts: the paper's *baby* and
+//! *child* states (children sharing the old funk) are not needed, as the
+//! children appear only at the switch, with their funks complete.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::chunk::{open_table, Chunk, ChunkLog, Entry};
@@ -13,38 +24,110 @@ use super::files::funk_table_path;
 use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkSpace, ChunkStore, Writer};
-use crate::error::Result;
-use crate::format::internal_key::{user_key, ParsedKey, ValueKind};
-use crate::format::range_tombstone::Fragments;
+use crate::db::batch::{BatchOp, DecodedBatch, OpKind};
+use crate::db::WriteBatch;
+use crate::error::{Error, Result};
+use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind};
+use crate::format::range_tombstone::{Fragments, RangeTombstone};
 use crate::stats::Counters;
 use crate::table::TableBuilder;
 
-/// Rebalances chunk `index` of `set` (the current set).
-/// REQUIRES: the write lock (`writer` is its content).
+/// Whether a rebalance waits for another thread building a funk for the
+/// same chunk (then does nothing: the chunk is replaced) or goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum IfBuilding {
+    Wait,
+    Skip,
+}
+
+/// Rebalances `chunk` of `space` unless it is retired.
 pub(super) fn rebalance(
     store: &ChunkStore,
-    writer: &mut Writer,
     space: &ChunkSpace,
-    set: &Arc<ChunkSet>,
-    index: usize,
+    chunk: &Arc<Chunk>,
+    if_building: IfBuilding,
 ) -> Result<()> {
-    let chunk = &set.chunks[index];
-    // The new funk makes this chunk's writes durable: the other chunks'
-    // earlier writes must be too, so that a power loss keeps a prefix.
-    store.sync_dirty_logs(writer)?;
+    let _building = match if_building {
+        IfBuilding::Wait => chunk.funk_change_lock.lock(),
+        IfBuilding::Skip => match chunk.funk_change_lock.try_lock() {
+            Some(guard) => guard,
+            None => {
+                Counters::add(&store.counters.chunk_funk_builds_skipped, 1);
+                return Ok(());
+            }
+        },
+    };
+    if chunk.is_retired() {
+        return Ok(());
+    }
+    let built = build(store, space, chunk)?;
+    #[cfg(test)]
+    if let Some(hook) = &*store.before_switch.lock() {
+        hook();
+    }
+    switch(store, space, chunk, built)
+}
+
+/// The new chunks a build made, and how many of the old log's records
+/// they hold.
+struct Built {
+    chunks: Vec<Chunk>,
+    records: usize,
+    bytes_written: u64,
+}
+
+/// Builds the new funks of `chunk` from its table and its log's
+/// published records.
+/// REQUIRES: the chunk's `funk_change_lock`.
+fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
+    // Before the records: every record up to it is in the log.
+    let published = store.last_sequence.load(std::sync::atomic::Ordering::Acquire);
     let oldest = store.snapshots.oldest(&store.last_sequence);
-    let (mut entries, tombstones) = chunk.contents()?;
-    if let Some(table) = &chunk.table {
-        Counters::add(&store.counters.compaction_bytes_read, table.length());
+    let log = chunk.log.records_from(0)?;
+    let mut entries = chunk.table_entries()?;
+    let mut tombstones: Vec<RangeTombstone> = match &chunk.table {
+        Some(table) => {
+            Counters::add(&store.counters.compaction_bytes_read, table.length());
+            table.range_deletions().tombstones().collect()
+        }
+        None => Vec::new(),
+    };
+    let mut records = 0;
+    for record in &log {
+        let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
+        // The chunk's records are in sequence order: the rest is newer.
+        if batch.first_sequence > published {
+            break;
+        }
+        let mut seq = batch.first_sequence;
+        batch
+            .for_each(|op| {
+                match op.kind {
+                    OpKind::Point(kind) => entries.push((
+                        InternalKey::new(op.key, seq, kind).into_vec(),
+                        op.value.to_vec(),
+                    )),
+                    OpKind::RangeDeletion => tombstones.push(RangeTombstone {
+                        start: op.key.to_vec(),
+                        end: op.value.to_vec(),
+                        seq,
+                    }),
+                }
+                seq += 1;
+            })
+            .map_err(Error::invariant)?;
+        records += 1;
     }
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
+    let tombstones = Fragments::fragment(&tombstones);
     let kept = drop_unneeded(entries, oldest, &tombstones);
     let tombstones = needed_tombstones(tombstones, oldest);
     let pieces = split(kept, &space.options);
-    // Piece `i` owns the keys from its start up to the next one's (the
-    // last up to the next chunk's): its share of the tombstones.
-    let mut starts: Vec<Vec<u8>> = pieces
+    let had_munk = chunk.munk().is_some();
+    let mut chunks = Vec::with_capacity(pieces.len());
+    let mut bytes_written = 0;
+    let starts: Vec<Vec<u8>> = pieces
         .iter()
         .enumerate()
         .map(|(i, piece)| match i {
@@ -52,24 +135,17 @@ pub(super) fn rebalance(
             _ => user_key(&piece[0].0).to_vec(),
         })
         .collect();
-    let chunk_end = set.chunks.get(index + 1).map(|c| c.start.clone());
-    let ends: Vec<Option<Vec<u8>>> = starts
-        .iter()
-        .skip(1)
-        .cloned()
-        .map(Some)
-        .chain([chunk_end])
-        .collect();
-    let had_munk = chunk.munk().is_some();
-    let mut new_chunks = Vec::with_capacity(pieces.len());
-    let mut written = 0;
-    for ((piece, start), end) in pieces.into_iter().zip(starts.drain(..)).zip(ends) {
-        let piece_tombstones = tombstones.clip(Some(&start), end.as_deref());
+    for (i, piece) in pieces.into_iter().enumerate() {
+        // Piece `i` owns the keys from its start up to the next one's (the
+        // last: up to the next chunk's, unknown here, and of no matter:
+        // the chunk's tombstones are clipped to it already).
+        let end = starts.get(i + 1).map(Vec::as_slice);
+        let piece_tombstones = tombstones.clip(Some(&starts[i]), end);
         let table = match piece.is_empty() && piece_tombstones.is_empty() {
             true => None,
             false => {
-                let number = next_number(writer);
-                written += write_table(store, space, number, &piece, piece_tombstones.clone())?;
+                let number = store.next_file_number();
+                bytes_written += write_table(store, space, number, &piece, piece_tombstones.clone())?;
                 let table =
                     open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
                 Some((number, table))
@@ -78,41 +154,171 @@ pub(super) fn rebalance(
         let log = ChunkLog::create(
             store.fs.as_ref(),
             &store.dir,
-            next_number(writer),
+            store.next_file_number(),
             filters(&space.options),
         )?;
-        let child = Chunk::new(start, table, log, store.fs.clone(), store.dir.clone());
-        child
-            .heat
-            .store(chunk.heat.load(Ordering::Relaxed), Ordering::Relaxed);
+        let child = Chunk::new(
+            starts[i].clone(),
+            table,
+            log,
+            store.fs.clone(),
+            store.dir.clone(),
+        );
         if had_munk {
             // The munk splits with the chunk.
             store
                 .munks
                 .install(&child, Munk::build(piece, &piece_tombstones));
         }
-        new_chunks.push(Arc::new(child));
+        chunks.push(child);
     }
-    store.fs.sync_dir(&store.dir)?;
-    let c = &store.counters;
-    Counters::add(&c.chunk_funk_rebalances, 1);
-    Counters::add(&c.chunk_splits, u64::from(new_chunks.len() > 1));
-    Counters::add(&c.compaction_bytes_written, written);
-    Counters::add(&c.fsyncs_compaction, new_chunks.len() as u64);
+    Ok(Built {
+        chunks,
+        records,
+        bytes_written,
+    })
+}
+
+/// The switch: the tail copied, everything synced, the chunk list
+/// written, the new chunks installed in place of `chunk`.
+/// REQUIRES: the chunk's `funk_change_lock`.
+fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Built) -> Result<()> {
+    let Built {
+        chunks: new_chunks,
+        records,
+        bytes_written,
+    } = built;
+    let retire_all = |chunks: &[Chunk]| chunks.iter().for_each(Chunk::retire);
+    let _immutable = chunk.rebalance_lock.write();
+    let copied = copy_tail(store, chunk, records, &new_chunks);
+    if let Err(e) = copied {
+        retire_all(&new_chunks);
+        return Err(e);
+    }
+    // The new funks make the tail durable: the other chunks' earlier
+    // writes must be too, so that a power loss keeps a prefix.
+    let synced = store.sync_dirty_logs().and_then(|()| {
+        new_chunks
+            .iter()
+            .try_for_each(|c| c.log.sync())
+            .and_then(|()| store.fs.sync_dir(&store.dir))
+    });
+    if let Err(e) = synced {
+        retire_all(&new_chunks);
+        return Err(e);
+    }
+    let mut meta = store.writer.lock();
+    let Some(meta) = meta.as_mut() else {
+        retire_all(&new_chunks);
+        return Err(Error::ReadOnly("rebalance".into()));
+    };
+    let set = space.chunk_set();
+    let Some(index) = set.chunks.iter().position(|c| Arc::ptr_eq(c, chunk)) else {
+        // The keyspace was dropped meanwhile.
+        retire_all(&new_chunks);
+        return Ok(());
+    };
+    let new_chunks: Vec<Arc<Chunk>> = new_chunks.into_iter().map(Arc::new).collect();
+    let splits = u64::from(new_chunks.len() > 1);
+    let count = new_chunks.len() as u64;
+    for child in &new_chunks {
+        child.heat.store(
+            chunk.heat.load(std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
     let mut chunks = set.chunks[..index].to_vec();
-    chunks.extend(new_chunks);
+    chunks.extend(new_chunks.iter().cloned());
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
-    store.write_chunk_list_of(writer, Some((space.id, &next)))?;
-    space.install(next);
+    if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
+        new_chunks.iter().for_each(|c| c.retire());
+        return Err(e);
+    }
+    // Retired before the new set is seen: a reader that took the old
+    // chunk and finds it not retired after reading its sequence number
+    // knows no write it sees went to a new chunk (`ChunkStore::get`).
     chunk.retire();
+    space.install(next);
     store.munks.release(chunk);
+    let c = &store.counters;
+    Counters::add(&c.chunk_funk_rebalances, 1);
+    Counters::add(&c.chunk_splits, splits);
+    Counters::add(&c.compaction_bytes_written, bytes_written);
+    Counters::add(&c.fsyncs_compaction, count);
     Ok(())
 }
 
-fn next_number(writer: &mut Writer) -> u64 {
-    writer.next_file_number += 1;
-    writer.next_file_number - 1
+/// Copies the old log's records from the `skip`-th on (appended since the
+/// build read it, in sequence order) to the new chunk owning each update;
+/// a record whose updates all go to one chunk is copied whole, others
+/// one update per record (each keeps its sequence number). The new
+/// chunks' munks take the updates too.
+/// REQUIRES: `old`'s `rebalance_lock` exclusively (no append under way).
+fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Result<()> {
+    let owner = |key: &[u8]| new.partition_point(|c| c.start.as_slice() <= key).max(1) - 1;
+    for record in old.log.records_from(skip)? {
+        let batch = DecodedBatch::parse(&record).map_err(Error::invariant)?;
+        let ops = batch.ops().map_err(Error::invariant)?;
+        let first = batch.first_sequence;
+        let single = ops.iter().all(|op| {
+            let (start, end) = (op.key, op.value);
+            let o = owner(start);
+            match op.kind {
+                OpKind::Point(_) => o == owner(ops[0].key),
+                OpKind::RangeDeletion => {
+                    o == owner(ops[0].key) && new.get(o + 1).is_none_or(|n| end <= n.start.as_slice())
+                }
+            }
+        });
+        if single {
+            append(store, &new[owner(ops[0].key)], &record, first)?;
+            continue;
+        }
+        for (i, op) in ops.iter().enumerate() {
+            let seq = first + i as u64;
+            let pieces: Vec<(usize, BatchOp<'_>)> = match op.kind {
+                OpKind::Point(_) => vec![(owner(op.key), *op)],
+                OpKind::RangeDeletion => (owner(op.key)..new.len())
+                    .map_while(|c| {
+                        let from = op.key.max(new[c].start.as_slice());
+                        let to = match new.get(c + 1) {
+                            Some(n) => op.value.min(n.start.as_slice()),
+                            None => op.value,
+                        };
+                        (from < op.value).then_some((c, BatchOp { key: from, value: to, ..*op }))
+                    })
+                    .filter(|(_, piece)| piece.key < piece.value)
+                    .collect(),
+            };
+            for (c, piece) in pieces {
+                let mut one = WriteBatch::new();
+                one.push_op(&piece)?;
+                append(store, &new[c], one.encode(seq), seq)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends `record` (first sequence `first`) to `chunk`'s log and munk.
+fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Result<()> {
+    let logged = chunk.log.append(record, false)?;
+    Counters::add(&store.counters.log_bytes_written, logged);
+    if let Some(munk) = chunk.munk() {
+        let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
+        let mut seq = first;
+        batch
+            .for_each(|op| {
+                match op.kind {
+                    OpKind::Point(kind) => munk.add(seq, kind, op.key, op.value),
+                    OpKind::RangeDeletion => munk.mem.add_range_deletion(seq, op.key, op.value),
+                }
+                seq += 1;
+            })
+            .map_err(Error::invariant)?;
+    }
+    Ok(())
 }
 
 /// Keeps, per user key, every version newer than `oldest` (a snapshot
@@ -214,14 +420,27 @@ fn write_table(
 
 impl ChunkStore {
     /// Writes the chunk list of the current sets.
-    /// REQUIRES: the write lock (`writer` is its content).
+    /// REQUIRES: the metadata lock (`writer` is its content).
     pub(super) fn write_chunk_list(&self, writer: &Writer) -> Result<()> {
         self.write_chunk_list_of(writer, None)
     }
 
     /// Writes the chunk list, with `replaced`'s set for its keyspace
     /// (id) instead of the current one.
-    /// REQUIRES: the write lock (`writer` is its content).
+    /// REQUIRES: the metadata lock (`writer` is its content).
+    /// A new file number.
+    fn next_file_number(&self) -> u64 {
+        let mut meta = self.writer.lock();
+        match meta.as_mut() {
+            Some(meta) => {
+                meta.next_file_number += 1;
+                meta.next_file_number - 1
+            }
+            // A read-only store rebalances nothing.
+            None => 0,
+        }
+    }
+
     pub(super) fn write_chunk_list_of(
         &self,
         writer: &Writer,

@@ -41,7 +41,7 @@ impl ChunkSpace {
     }
 
     /// Installs a new chunk set.
-    /// REQUIRES: the store's write lock.
+    /// REQUIRES: the store's metadata lock.
     pub(super) fn install(&self, set: ChunkSet) {
         *self.chunks.write() = Arc::new(set);
     }
@@ -54,7 +54,7 @@ impl ChunkSpace {
     /// Marks the keyspace dropped, retires its chunks and lets go of them
     /// (their files go with their last reader; a handle on the keyspace
     /// keeps none).
-    /// REQUIRES: the store's write lock.
+    /// REQUIRES: the store's metadata lock.
     pub(super) fn drop_all(&self) {
         self.dropped.store(true, Ordering::Release);
         let set = std::mem::replace(
