@@ -124,7 +124,7 @@ pub(crate) struct ChunkStore {
     /// Run by a funk rebalance between its build and its switch (tests
     /// hold a build there).
     #[cfg(test)]
-    before_switch: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    before_switch: Mutex<Option<Arc<dyn Fn(&Chunk) + Send + Sync>>>,
 }
 
 impl ChunkStore {
@@ -690,6 +690,8 @@ fn group_by_chunk(
     }
 }
 
+#[cfg(test)]
+mod concurrency_tests;
 #[cfg(test)]
 mod keyspace_tests;
 #[cfg(test)]

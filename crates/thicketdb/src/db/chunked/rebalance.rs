@@ -62,8 +62,12 @@ pub(super) fn rebalance(
     }
     let built = build(store, space, chunk)?;
     #[cfg(test)]
-    if let Some(hook) = &*store.before_switch.lock() {
-        hook();
+    {
+        // Not under the lock: other rebalances run the hook meanwhile.
+        let hook = store.before_switch.lock().clone();
+        if let Some(hook) = hook {
+            hook(chunk);
+        }
     }
     switch(store, space, chunk, built)
 }

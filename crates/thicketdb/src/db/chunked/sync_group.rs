@@ -61,6 +61,14 @@ impl SyncGroup {
 }
 
 #[cfg(test)]
+impl SyncGroup {
+    /// Writers waiting for a round to finish.
+    pub fn waiting(&self) -> usize {
+        self.rounds.lock().waiting
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,7 +108,7 @@ mod tests {
             })
             .collect();
         // Let the leader finish only once all three wait for a round.
-        while group.rounds.lock().waiting < 3 {
+        while group.waiting() < 3 {
             std::thread::yield_now();
         }
         release.wait();
