@@ -193,7 +193,7 @@ fn concurrent_puts_gets_and_scans_are_linearizable_across_splits() {
                 db.put(tracked_key(k), &v).unwrap();
                 initial.insert(k, v);
             }
-            let history = round(&db, r, 3, 20);
+            let history = round(&db, r, 4, 20);
             assert!(
                 linearizable(&history, &initial),
                 "caches {caches}, round {r}: not linearizable: {history:#?}"
