@@ -192,7 +192,14 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
         records,
         bytes_written,
     } = built;
-    let retire_all = |chunks: &[Chunk]| chunks.iter().for_each(Chunk::retire);
+    // A switch that does not happen deletes the new chunks' files and
+    // gives their munks' bytes back.
+    let retire_all = |chunks: &[Chunk]| {
+        for c in chunks {
+            c.retire();
+            store.munks.release(c);
+        }
+    };
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -236,7 +243,10 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        new_chunks.iter().for_each(|c| c.retire());
+        for c in &new_chunks {
+            c.retire();
+            store.munks.release(c);
+        }
         return Err(e);
     }
     // Retired before the new set is seen: a reader that took the old
