@@ -687,7 +687,12 @@ fn dump_decodes_a_chunked_store() {
         .flat_map(|r| r["range_deletions"].as_array().unwrap())
         .collect();
     assert_eq!(tombstones[0]["start"], "key0000000000000100", "{log}");
-    assert_eq!(listing(db), before, "dump wrote nothing");
+    let checked = ok(db, &["check"]);
+    assert!(
+        checked.starts_with(&format!("ok: {} funk tables", chunks.len())),
+        "{checked}"
+    );
+    assert_eq!(listing(db), before, "dump and check wrote nothing");
 }
 
 #[test]
