@@ -20,7 +20,7 @@ mod batch_log;
 pub(crate) mod check;
 mod checkpoint;
 mod chunk;
-mod files;
+pub(crate) mod files;
 mod keyspaces;
 pub mod log_filter;
 pub mod manifest;
