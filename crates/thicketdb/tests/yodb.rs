@@ -259,7 +259,10 @@ fn concurrent_puts_across_splits_lose_nothing() {
         for w in writers {
             w.join().unwrap();
         }
-        assert!(db.stats().chunk_splits > 50, "{:?}", db.stats());
+        // Puts go on while a chunk's new funks are built, so one split
+        // may cut a chunk into many: count the chunks it made.
+        let stats = db.stats();
+        assert!(stats.chunk_splits > 5 && stats.chunks > 50, "{stats:?}");
         let mut it = db.iter(ReadOptions::default()).unwrap();
         it.seek_to_first();
         let mut n = 0u64;
