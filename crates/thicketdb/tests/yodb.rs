@@ -9,7 +9,7 @@ use std::thread;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use thicketdb::{Db, Options, Profile, ReadOptions};
+use thicketdb::{Db, Options, Profile, ReadOptions, Snapshot, WriteBatch};
 
 /// `yodb` with limits that make chunks split, funks and munks rebalance and
 /// munks and rows come and go constantly.
@@ -30,7 +30,9 @@ type State = BTreeMap<u8, Vec<u8>>;
 
 #[derive(Debug, Clone)]
 enum Call {
-    Put(u8, Vec<u8>),
+    /// One batch: a put, or puts of several keys (in several chunks) that
+    /// a scan sees all or none of.
+    Put(Vec<(u8, Vec<u8>)>),
     Get(u8, Option<Vec<u8>>),
     /// The tracked keys a scan returned, with their values.
     Scan(State),
@@ -48,9 +50,9 @@ struct Event {
 /// Applies `call` to `state` if it is legal there.
 fn step(state: &State, call: &Call) -> Option<State> {
     match call {
-        Call::Put(k, v) => {
+        Call::Put(puts) => {
             let mut next = state.clone();
-            next.insert(*k, v.clone());
+            next.extend(puts.iter().cloned());
             Some(next)
         }
         Call::Get(k, got) => (state.get(k) == got.as_ref()).then(|| state.clone()),
@@ -132,12 +134,29 @@ fn round(db: &Db, seed: u64, threads: usize, ops: usize) -> Vec<Event> {
                     let invoked = clock.fetch_add(1, Ordering::SeqCst);
                     let call = match rng.random_range(0..10) {
                         0..4 => {
+                            // Every other put is a batch of two keys.
+                            let keys = match n % 2 {
+                                0 => vec![k],
+                                _ => vec![k, (k + 1 + rng.random_range(0..TRACKED - 1)) % TRACKED],
+                            };
                             let v = unique_value(t, n);
-                            db.put(tracked_key(k), &v).unwrap();
-                            Call::Put(k, v)
+                            let mut batch = WriteBatch::new();
+                            for &k in &keys {
+                                batch.put(tracked_key(k), &v).unwrap();
+                            }
+                            db.write(batch).unwrap();
+                            Call::Put(keys.into_iter().map(|k| (k, v.clone())).collect())
                         }
                         4..8 => Call::Get(k, db.get(tracked_key(k)).unwrap()),
-                        _ => Call::Scan(scan_tracked(&db)),
+                        _ => {
+                            // A snapshot reads the same twice: no write
+                            // numbered below it lands after it was taken.
+                            let snapshot = db.snapshot();
+                            let first = scan_tracked(&db, Some(&snapshot));
+                            thread::yield_now();
+                            assert_eq!(first, scan_tracked(&db, Some(&snapshot)));
+                            Call::Scan(first)
+                        }
                     };
                     let returned = clock.fetch_add(1, Ordering::SeqCst);
                     history.push(Event {
@@ -158,11 +177,13 @@ fn round(db: &Db, seed: u64, threads: usize, ops: usize) -> Vec<Event> {
     history
 }
 
-/// The tracked keys of one scan over all of them (and the fillers).
-fn scan_tracked(db: &Db) -> State {
+/// The tracked keys of one scan over all of them (and the fillers), at
+/// `snapshot` or now.
+fn scan_tracked(db: &Db, snapshot: Option<&Snapshot>) -> State {
     let opts = ReadOptions {
         lower_bound: Some(tracked_key(0)),
         upper_bound: Some(tracked_key(TRACKED)),
+        snapshot: snapshot.cloned(),
         ..ReadOptions::default()
     };
     let mut it = db.iter(opts).unwrap();
@@ -220,18 +241,23 @@ fn the_checker_rejects_non_linearizable_histories() {
     };
     let from_the_future = [
         event(Call::Get(0, Some(v("a1"))), 0, 1),
-        event(Call::Put(0, v("a1")), 2, 3),
+        event(Call::Put(vec![(0, v("a1"))]), 2, 3),
     ];
     assert!(!linearizable(&from_the_future, &initial));
     let torn_scan = [
-        event(Call::Put(0, v("a1")), 0, 1),
-        event(Call::Put(1, v("b1")), 2, 3),
+        event(Call::Put(vec![(0, v("a1"))]), 0, 1),
+        event(Call::Put(vec![(1, v("b1"))]), 2, 3),
         event(Call::Scan([(0, v("a0")), (1, v("b1"))].into()), 4, 5),
     ];
     assert!(!linearizable(&torn_scan, &initial));
+    let torn_batch = [
+        event(Call::Put(vec![(0, v("a1")), (1, v("b1"))]), 0, 3),
+        event(Call::Scan([(0, v("a1")), (1, v("b0"))].into()), 1, 2),
+    ];
+    assert!(!linearizable(&torn_batch, &initial));
     // Overlapping calls may take either order.
     let concurrent = [
-        event(Call::Put(0, v("a1")), 0, 3),
+        event(Call::Put(vec![(0, v("a1"))]), 0, 3),
         event(Call::Get(0, Some(v("a0"))), 1, 2),
         event(Call::Get(0, Some(v("a1"))), 4, 5),
     ];

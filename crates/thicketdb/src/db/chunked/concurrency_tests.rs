@@ -84,7 +84,9 @@ fn puts_go_on_while_a_funk_is_built_and_wait_only_for_its_switch() {
             }
         })
     };
-    building_rx.recv_timeout(STUCK).expect("a funk build started");
+    building_rx
+        .recv_timeout(STUCK)
+        .expect("a funk build started");
     let (skipped, waited) = (
         counters.chunk_funk_builds_skipped.load(Ordering::SeqCst),
         counters.chunk_puts_waited_for_switch.load(Ordering::SeqCst),
@@ -125,9 +127,18 @@ fn puts_go_on_while_a_funk_is_built_and_wait_only_for_its_switch() {
     assert!(counters.chunk_funk_rebalances.load(Ordering::SeqCst) > rebalances);
     for i in 0..400u32 {
         let key = format!("k{:04}", i * 997 % 1000);
-        let last = (i..400).rev().find(|j| j * 997 % 1000 == i * 997 % 1000).unwrap();
-        assert_eq!(get(&store, key.as_bytes()), Some(format!("new{last}").into_bytes()));
-        assert_eq!(get(&store, format!("a-mid{i:04}").as_bytes()), Some(b"mid".to_vec()));
+        let last = (i..400)
+            .rev()
+            .find(|j| j * 997 % 1000 == i * 997 % 1000)
+            .unwrap();
+        assert_eq!(
+            get(&store, key.as_bytes()),
+            Some(format!("new{last}").into_bytes())
+        );
+        assert_eq!(
+            get(&store, format!("a-mid{i:04}").as_bytes()),
+            Some(b"mid".to_vec())
+        );
     }
 }
 

@@ -241,7 +241,9 @@ impl ChunkStore {
             self.sync_group.sync(|| self.sync_dirty_logs())?;
         }
         self.sequencer
-            .publish(&self.last_sequence, first, last, || self.failed.lock().clone())?;
+            .publish(&self.last_sequence, first, last, || {
+                self.failed.lock().clone()
+            })?;
         for (space, chunk) in chunks.iter().rev() {
             let space = &spaces[*space];
             if self.munks.touch(self, chunk, 1) {
@@ -291,7 +293,9 @@ impl ChunkStore {
                 whole.append(sub);
             }
             let mut meta = self.writer.lock();
-            let meta = meta.as_mut().ok_or_else(|| Error::ReadOnly("write".into()))?;
+            let meta = meta
+                .as_mut()
+                .ok_or_else(|| Error::ReadOnly("write".into()))?;
             logged += meta.batch_log.append(whole.encode(first), false)?;
         }
         let mut sequence = first;

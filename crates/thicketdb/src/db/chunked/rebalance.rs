@@ -85,7 +85,9 @@ struct Built {
 /// REQUIRES: the chunk's `funk_change_lock`.
 fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
     // Before the records: every record up to it is in the log.
-    let published = store.last_sequence.load(std::sync::atomic::Ordering::Acquire);
+    let published = store
+        .last_sequence
+        .load(std::sync::atomic::Ordering::Acquire);
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
     let mut entries = chunk.table_entries()?;
@@ -149,7 +151,8 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             true => None,
             false => {
                 let number = store.next_file_number();
-                bytes_written += write_table(store, space, number, &piece, piece_tombstones.clone())?;
+                bytes_written +=
+                    write_table(store, space, number, &piece, piece_tombstones.clone())?;
                 let table =
                     open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
                 Some((number, table))
@@ -281,7 +284,8 @@ fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Res
             match op.kind {
                 OpKind::Point(_) => o == owner(ops[0].key),
                 OpKind::RangeDeletion => {
-                    o == owner(ops[0].key) && new.get(o + 1).is_none_or(|n| end <= n.start.as_slice())
+                    o == owner(ops[0].key)
+                        && new.get(o + 1).is_none_or(|n| end <= n.start.as_slice())
                 }
             }
         });
@@ -300,7 +304,14 @@ fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Res
                             Some(n) => op.value.min(n.start.as_slice()),
                             None => op.value,
                         };
-                        (from < op.value).then_some((c, BatchOp { key: from, value: to, ..*op }))
+                        (from < op.value).then_some((
+                            c,
+                            BatchOp {
+                                key: from,
+                                value: to,
+                                ..*op
+                            },
+                        ))
                     })
                     .filter(|(_, piece)| piece.key < piece.value)
                     .collect(),
