@@ -22,10 +22,7 @@ const STUCK: Duration = Duration::from_secs(120);
 fn put(store: &ChunkStore, key: &[u8], value: &[u8], sync: bool) {
     let mut batch = WriteBatch::new();
     batch.put(key, value).unwrap();
-    let opts = WriteOptions {
-        sync,
-        ..WriteOptions::default()
-    };
+    let opts = WriteOptions { sync };
     store.write(batch, opts).unwrap();
 }
 

@@ -91,6 +91,10 @@ struct Writer {
     next_keyspace_id: u32,
 }
 
+/// What a test runs between a funk build and its switch.
+#[cfg(test)]
+type SwitchHook = Arc<dyn Fn(&Chunk) + Send + Sync>;
+
 /// A store in the chunked layout.
 pub(crate) struct ChunkStore {
     dir: PathBuf,
@@ -124,7 +128,7 @@ pub(crate) struct ChunkStore {
     /// Run by a funk rebalance between its build and its switch (tests
     /// hold a build there).
     #[cfg(test)]
-    before_switch: Mutex<Option<Arc<dyn Fn(&Chunk) + Send + Sync>>>,
+    before_switch: Mutex<Option<SwitchHook>>,
 }
 
 impl ChunkStore {
