@@ -7,14 +7,23 @@
 //! It sits inside `db` because it shares `db`'s write batches, snapshot
 //! registry and user-key iterator (`docs/architecture.md`, *Layouts*).
 //!
-//! Concurrency (this part of issue 16): writes are serialised by the
-//! store's write lock, which assigns one global sequence number per entry
-//! and publishes the batch's last one only after every chunk log holds it,
-//! so a reader at sequence `s` sees exactly the writes up to `s` in every
-//! chunk: scans are atomic across chunks. Rebalances run under the same
-//! lock. Readers take no lock: they clone the current `ChunkSet` (chunk
-//! index and list in one `Arc`, swapped whole on a rebalance); a replaced
-//! chunk keeps its files until its last reader drops it.
+//! Concurrency (YoDB §3.2-§3.4; `docs/architecture.md`, *Chunked layout*,
+//! gives the lock order and who holds what). Writes run concurrently: a
+//! put takes its chunks' `rebalance_lock`s shared and `append_lock`s,
+//! takes its sequence numbers (`sequencer.rs`), appends, and publishes in
+//! `last_sequence` strictly in allocation order. Why a scan never sees a
+//! put out of order with one global sequence: each chunk receives its
+//! numbers in order (they are taken under its `append_lock`), and
+//! `last_sequence` reaches `t` only once every write numbered up to `t` is
+//! in every chunk log, munk and row cache it touches; a reader at `s`
+//! sees exactly the writes up to `s`, in every chunk. It costs one atomic
+//! add and one publish per batch, one atomic load per read. Sync writes
+//! share fsyncs (`sync_group.rs`). A funk rebalance is built by the one
+//! thread holding the chunk's `funk_change_lock` while puts go on; only
+//! its switch holds the `rebalance_lock` exclusively (`rebalance.rs`).
+//! Readers take no lock: they clone the current `ChunkSet` (chunk index
+//! and list in one `Arc`, swapped whole on a rebalance); a replaced chunk
+//! keeps its files until its last reader drops it.
 
 mod batch_log;
 pub(crate) mod check;
