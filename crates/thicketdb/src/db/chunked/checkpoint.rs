@@ -1,14 +1,14 @@
 //! `Db::checkpoint` of a chunked store: a consistent, openable copy at one
 //! point of the write order.
 //!
-//! The point: under every chunk's `append_lock` and the metadata lock
-//! (no batch is half-way into the chunk logs, no chunk is replaced) the
-//! chunk set is pinned, the last published sequence read and every chunk
-//! log's length of complete records measured (each append reaches the OS
-//! before the lock is released). The copy holds every write up to that
-//! sequence, and maybe whole batches after it that were appended but not
-//! yet published: every batch is whole in every chunk log, so the copy's
-//! batch log starts empty.
+//! The point: under every chunk's `append_lock` (no batch is half-way
+//! into the chunk logs), once every batch appended is published, and
+//! under the metadata lock (no chunk is replaced), the chunk set is
+//! pinned, the last published sequence read and every chunk log's length
+//! of complete records measured (each append reaches the OS before the
+//! lock is released). The copy holds exactly the writes up to that
+//! sequence: every batch is whole in every chunk log, so the copy's batch
+//! log starts empty.
 //!
 //! Then, without the lock: each funk table (immutable) is hard-linked, or
 //! copied where linking fails; each chunk log is copied up to its measured
@@ -45,6 +45,9 @@ impl ChunkStore {
             // lock: the writers' order): no batch is half-way in the
             // logs, so their prefixes hold whole batches only.
             let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
+            // The batches appended are published: the point holds them.
+            self.sequencer
+                .wait_all_published(&self.last_sequence, || self.failed.lock().clone())?;
             let guard = self.writer.lock();
             let writer = guard
                 .as_ref()

@@ -61,6 +61,24 @@ impl Sequencer {
         Ok(())
     }
 
+    /// Returns once every number handed out is published.
+    /// REQUIRES: every chunk's `append_lock` (no number is handed out
+    /// meanwhile); no other lock a writer takes after appending.
+    pub fn wait_all_published(
+        &self,
+        published: &AtomicU64,
+        failed: impl Fn() -> Option<Error>,
+    ) -> Result<()> {
+        let mut gate = self.gate.lock();
+        while published.load(Ordering::Acquire) != self.allocated.load(Ordering::Acquire) {
+            if let Some(e) = failed() {
+                return Err(Error::Background(Box::new(e)));
+            }
+            self.turn.wait(&mut gate);
+        }
+        Ok(())
+    }
+
     /// Wakes every writer waiting for its turn (after a failure).
     pub fn wake_all(&self) {
         let _gate = self.gate.lock();
@@ -91,6 +109,31 @@ mod tests {
         sequencer.publish(&published, first, 2, || None).unwrap();
         later.join().unwrap().unwrap();
         assert_eq!(published.load(Ordering::Acquire), 3);
+    }
+
+    /// A checkpoint's wait ends only when the last number handed out is
+    /// published, whatever the order the writers finish in.
+    #[test]
+    fn waiting_for_every_publication() {
+        let sequencer = Arc::new(Sequencer::new(0));
+        let published = Arc::new(AtomicU64::new(0));
+        let (first, second) = (sequencer.allocate(1), sequencer.allocate(1));
+        let waiter = {
+            let (s, p) = (sequencer.clone(), published.clone());
+            std::thread::spawn(move || {
+                s.wait_all_published(&p, || None).unwrap();
+                p.load(Ordering::Acquire)
+            })
+        };
+        let later = {
+            let (s, p) = (sequencer.clone(), published.clone());
+            std::thread::spawn(move || s.publish(&p, second, second, || None))
+        };
+        sequencer
+            .publish(&published, first, first, || None)
+            .unwrap();
+        later.join().unwrap().unwrap();
+        assert_eq!(waiter.join().unwrap(), 2);
     }
 
     #[test]
