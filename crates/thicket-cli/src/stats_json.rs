@@ -279,6 +279,8 @@ mod tests {
         stats.chunk_munk_loads = 71;
         stats.chunk_munk_evictions = 72;
         stats.chunk_munk_rebalances = 73;
+        stats.chunk_puts_waited_for_switch = 75;
+        stats.chunk_funk_builds_skipped = 76;
         let mut space = SpaceUsage::default();
         space.disk_bytes = 43;
         space.logical_bytes = 44;
@@ -361,6 +363,8 @@ mod tests {
                 "chunk_munk_loads": 71,
                 "chunk_munk_evictions": 72,
                 "chunk_munk_rebalances": 73,
+                "chunk_puts_waited_for_switch": 75,
+                "chunk_funk_builds_skipped": 76,
                 "disk_bytes": 43,
                 "logical_bytes": 44,
                 "live_keys": 45,

@@ -331,6 +331,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "chunk_munk_loads",
         "chunk_munk_evictions",
         "chunk_munk_rebalances",
+        "chunk_puts_waited_for_switch",
+        "chunk_funk_builds_skipped",
     ];
     pinned.sort_unstable();
     assert_eq!(keys, pinned, "{s}");
