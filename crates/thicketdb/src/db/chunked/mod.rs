@@ -20,9 +20,12 @@ mod batch_log;
 pub(crate) mod check;
 mod checkpoint;
 mod chunk;
+mod chunk_log;
+mod closed;
 mod files;
 mod keyspaces;
 pub mod log_filter;
+mod log_sorted;
 pub mod manifest;
 mod munk;
 mod open;
@@ -43,13 +46,13 @@ use crate::db::batch::OpKind;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::io::{FileLock, FileSystem};
-use crate::iterator::{InternalIterator, VecIterator};
+use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
 use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
-use chunk::{Chunk, Found, LogEntry};
+use chunk::{Chunk, Found};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
 pub(crate) use space::ChunkSpace;
@@ -407,15 +410,8 @@ impl ChunkStore {
             // The log before the table: every version in the log is newer,
             // so a log tombstone may skip the table past its end (and the
             // later chunks' sources hold only keys past the chunk's).
-            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = chunk
-                .log
-                .entries(snapshot.sequence())?
-                .into_iter()
-                .map(LogEntry::into_entry)
-                .collect();
-            entries.sort_by(|a, b| order.internal(&a.0, &b.0));
-            range_dels.add_memtable(sources.len(), chunk.log.range_deletions());
-            sources.push(Box::new(VecIterator::new(entries, order.clone())));
+            range_dels.add_memtable(sources.len(), chunk.log.range_deletions()?);
+            sources.push(Box::new(chunk.log.sorted_iter()?));
             if let Some(table) = &chunk.table {
                 range_dels.add_memtable(sources.len(), table.range_deletions().clone());
                 sources.push(Box::new(table.iter_with(opts.fill_cache)));
@@ -519,13 +515,9 @@ impl ChunkStore {
     }
 
     /// Bytes of memory the store holds: the block cache, the chunk logs'
-    /// filters, the munks and the row cache.
+    /// filters and sorted views, the munks and the row cache.
     pub fn memory_bytes(&self) -> u64 {
-        let filters: usize = self
-            .every_chunk()
-            .iter()
-            .map(|c| c.log.filter_bytes())
-            .sum();
+        let filters: usize = self.every_chunk().iter().map(|c| c.log.index_bytes()).sum();
         self.context.cache.as_ref().map_or(0, |c| c.usage())
             + filters as u64
             + self.munks.resident_bytes()
@@ -539,9 +531,12 @@ impl ChunkStore {
         }
         // Hold the write lock: no write is half-way through.
         let writer = self.writer.lock();
-        // Persists the counters (a failed store keeps its last list).
+        // Persists the counters (a failed store keeps its last list), and
+        // the logs' lengths, so that the next open reads no log.
         let persisted = match (&*writer, self.failed.lock().is_some()) {
-            (Some(w), false) => self.write_chunk_list(w),
+            (Some(w), false) => self
+                .write_chunk_list(w)
+                .and_then(|()| self.record_clean_close()),
             _ => Ok(()),
         };
         self.lock.lock().take();
@@ -613,6 +608,8 @@ fn group_by_chunk(
 
 #[cfg(test)]
 mod keyspace_tests;
+#[cfg(test)]
+mod lazy_open_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]
