@@ -621,6 +621,80 @@ fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     files
 }
 
+/// In the chunked layout `dump` decodes `CHUNKS` (keyspaces, chunks and
+/// their files), a funk table (`NUMBER:0`) and a chunk log, and writes
+/// nothing.
+#[test]
+fn dump_decodes_a_chunked_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path();
+    let small_chunks = [
+        "--profile",
+        "yodb",
+        "--option",
+        "chunk_size=262144",
+        "--option",
+        "funk_log_limit_with_munk=131072",
+    ];
+    let load = ["load", "--count", "5000", "--value-size", "100"];
+    ok(db, &[&small_chunks[..], &load[..]].concat());
+    ok(db, &["put", "key0000000000000005", "new"]);
+    ok(
+        db,
+        &["delete-range", "key0000000000000100", "key0000000000000200"],
+    );
+    let before = listing(db);
+    let list: serde_json::Value = serde_json::from_str(&ok(db, &["dump", "--json"])).unwrap();
+    let default = &list["keyspaces"][0];
+    assert_eq!(default["name"], "default", "{list}");
+    let chunks = default["chunks"].as_array().unwrap();
+    assert!(chunks.len() > 1, "split into chunks: {list}");
+    let first = &chunks[0];
+    assert_eq!(first["start"], "");
+    assert!(ok(db, &["dump"]).contains(&format!("log {}", first["log"])));
+
+    let table = first["table"].as_u64().unwrap();
+    let dumped: serde_json::Value = serde_json::from_str(&ok(
+        db,
+        &["dump", "--table", &format!("{table}:0"), "--json"],
+    ))
+    .unwrap();
+    assert_eq!(dumped["table"]["keyspace"], "default", "{dumped}");
+    assert_eq!(dumped["table"]["chunk_log"], first["log"]);
+    let entries = dumped["entries"].as_array().unwrap();
+    assert_eq!(entries[5]["key"], "key0000000000000005");
+    assert_ne!(entries[5]["value"], "new", "the put is in the chunk log");
+    let err = fails(db, &["dump", "--table", &format!("{}:0", first["log"])]);
+    assert!(err.contains("no funk table"), "{err}");
+
+    let log: serde_json::Value = serde_json::from_str(&ok(
+        db,
+        &["dump", "--log", &first["log"].to_string(), "--json"],
+    ))
+    .unwrap();
+    let records = log["records"].as_array().unwrap();
+    let ops: Vec<&serde_json::Value> = records
+        .iter()
+        .flat_map(|r| r["ops"].as_array().unwrap())
+        .collect();
+    assert!(
+        ops.iter()
+            .any(|op| op["key"] == "key0000000000000005" && op["value"] == "new"),
+        "{log}"
+    );
+    let tombstones: Vec<&serde_json::Value> = records
+        .iter()
+        .flat_map(|r| r["range_deletions"].as_array().unwrap())
+        .collect();
+    assert_eq!(tombstones[0]["start"], "key0000000000000100", "{log}");
+    let checked = ok(db, &["check"]);
+    assert!(
+        checked.starts_with(&format!("ok: {} funk tables", chunks.len())),
+        "{checked}"
+    );
+    assert_eq!(listing(db), before, "dump and check wrote nothing");
+}
+
 #[test]
 fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
     let dir = tempfile::tempdir().unwrap();

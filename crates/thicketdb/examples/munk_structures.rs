@@ -70,8 +70,7 @@ impl ArrayMunk {
         let mut at = match p {
             0 => {
                 // Appended cells may precede the prefix's first.
-                if self.head == NIL || order(&self.cells[self.head as usize].key, target).is_ge()
-                {
+                if self.head == NIL || order(&self.cells[self.head as usize].key, target).is_ge() {
                     return None;
                 }
                 self.head
@@ -244,9 +243,7 @@ fn main() {
             rebalance = Some((array_ns, start.elapsed().as_nanos()));
         }
         let lookups: Vec<Vec<u8>> = (0..ops)
-            .map(|_| {
-                InternalKey::new(&user_key(zipf.next()), seq, ValueKind::SEEK).into_vec()
-            })
+            .map(|_| InternalKey::new(&user_key(zipf.next()), seq, ValueKind::SEEK).into_vec())
             .collect();
         // One untimed pass over both first: neither pays for the other's
         // cold caches.

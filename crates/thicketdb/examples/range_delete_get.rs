@@ -6,12 +6,15 @@
 //! rounds, with the tombstones (1) in the memtable, (2) flushed into an L0
 //! table, (3) merged into the bottom level's tables (a held snapshot keeps
 //! them there). The median round of each is reported, in ns per get.
+//! Under a chunked profile (`yodb`) the stages are (1) in the chunk logs
+//! and (2) in the funk tables after a funk rebalance (a held snapshot
+//! keeps them).
 //!
-//! `cargo run --release -p thicketdb --example range_delete_get -- [COUNT] [VALUE_SIZE]`
+//! `cargo run --release -p thicketdb --example range_delete_get -- [COUNT] [VALUE_SIZE] [PROFILE]`
 
 use std::time::Instant;
 
-use thicketdb::{Db, Options};
+use thicketdb::{Db, Layout, Profile};
 
 const ROUNDS: usize = 7;
 const LOOKUPS: u64 = 200_000;
@@ -20,9 +23,14 @@ fn key(i: u64) -> String {
     format!("key{i:016}")
 }
 
-fn load(count: u64, value_size: usize) -> Result<(tempfile::TempDir, Db), thicketdb::Error> {
+fn load(
+    profile: Profile,
+    count: u64,
+    value_size: usize,
+) -> Result<(tempfile::TempDir, Db), thicketdb::Error> {
     let dir = tempfile::tempdir().map_err(|e| thicketdb::Error::InvalidArgument(e.to_string()))?;
-    let options = Options::default()
+    let options = profile
+        .options()
         .block_cache_size(512 << 20)
         .write_buffer_size(64 << 20);
     let db = Db::open(dir.path(), options)?;
@@ -75,8 +83,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(200_000);
     let value_size: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100);
-    let (_plain_dir, plain) = load(count, value_size)?;
-    let (_dir, tombstoned) = load(count, value_size)?;
+    let profile: Profile = args
+        .next()
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(Profile::Default);
+    let (_plain_dir, plain) = load(profile, count, value_size)?;
+    let (_dir, tombstoned) = load(profile, count, value_size)?;
     let tombstones = count / 1000;
     for t in 0..tombstones {
         let start = t * 1000 + 500;
@@ -94,7 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect()
     };
     println!(
-        "{count} keys, {value_size}-byte values, {tombstones} range tombstones of 10 keys, median of {ROUNDS} rounds of {LOOKUPS} gets (ns per get)"
+        "{profile}: {count} keys, {value_size}-byte values, {tombstones} range tombstones of 10 keys, median of {ROUNDS} rounds of {LOOKUPS} gets (ns per get)"
     );
     let report = |place: &str, [(plain_ns, plain_found), (ns, found)]: [(f64, u64); 2]| {
         println!(
@@ -102,12 +115,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ns / plain_ns
         );
     };
-    report("in memtable", rounds(&plain, &tombstoned, &keys)?);
-    tombstoned.flush()?;
-    report("in L0", rounds(&plain, &tombstoned, &keys)?);
     let keep = tombstoned.snapshot();
-    tombstoned.compact_range(None, None)?;
-    report("at bottom", rounds(&plain, &tombstoned, &keys)?);
+    if profile.options().layout == Layout::Chunked {
+        report("in logs", rounds(&plain, &tombstoned, &keys)?);
+        tombstoned.compact_range(None, None)?;
+        report("in funks", rounds(&plain, &tombstoned, &keys)?);
+    } else {
+        report("in memtable", rounds(&plain, &tombstoned, &keys)?);
+        tombstoned.flush()?;
+        report("in L0", rounds(&plain, &tombstoned, &keys)?);
+        tombstoned.compact_range(None, None)?;
+        report("at bottom", rounds(&plain, &tombstoned, &keys)?);
+    }
     drop(keep);
     plain.close()?;
     tombstoned.close()?;

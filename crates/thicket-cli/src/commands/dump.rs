@@ -1,6 +1,8 @@
 //! `dump`: decodes the MANIFEST (the default), one live table
 //! (`--table SEGMENT:OFFSET`) or one log (`--log N`), as text or one JSON
 //! object (`--json`, keys in README.md). Reads only (`thicketdb::dump`).
+//! A chunked store's metadata is its `CHUNKS` file, its tables are funk
+//! tables (`--table NUMBER:0`) and its logs chunk and batch logs.
 //!
 //! Byte strings (keys, values) are printed escaped: printable UTF-8 as is,
 //! control characters as `\u{..}`, other bytes as `\xNN`.
@@ -9,14 +11,15 @@ use std::io::Write;
 
 use serde_json::{json, Map, Value};
 use thicketdb::dump::{
-    Entry, Fragment, IndexEntry, LogDump, ManifestDump, ManifestRecord, RangeTombstone, TableDump,
+    ChunkListDump, Entry, Fragment, IndexEntry, LogDump, ManifestDump, ManifestRecord,
+    RangeTombstone, TableDump, TablePlace,
 };
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
 use thicketdb::version::buffer::BufferRecording;
 use thicketdb::version::edit::{DeletedTable, NewTable, VersionEdit};
 use thicketdb::version::meta::TableMeta;
-use thicketdb::Printable;
+use thicketdb::{Layout, Printable};
 
 use super::{db_dir, Status};
 use crate::cli::{DumpArgs, GlobalArgs};
@@ -31,6 +34,9 @@ pub fn run(g: &GlobalArgs, args: &DumpArgs) -> CliResult<Status> {
     } else if let Some(number) = args.log {
         let dump = thicketdb::dump::log(dir, number)?;
         (log_json(&dump), log_text(&dump))
+    } else if thicketdb::dump::layout(dir)? == Layout::Chunked {
+        let dump = thicketdb::dump::chunk_list(dir)?;
+        (chunk_list_json(&dump), chunk_list_text(&dump))
     } else {
         let dump = thicketdb::dump::manifest(dir)?;
         (manifest_json(&dump), manifest_text(&dump))
@@ -393,11 +399,96 @@ fn index_json(i: &IndexEntry) -> Value {
     })
 }
 
+fn chunk_list_json(dump: &ChunkListDump) -> Value {
+    let l = &dump.list;
+    let keyspaces: Vec<Value> = l
+        .keyspaces
+        .iter()
+        .map(|k| {
+            let chunks: Vec<Value> = k
+                .chunks
+                .iter()
+                .map(|c| {
+                    json!({
+                        "start": bytes(&c.start),
+                        "table": c.table_number,
+                        "log": c.log_number,
+                    })
+                })
+                .collect();
+            json!({
+                "id": k.id,
+                "name": k.name,
+                "options": String::from_utf8_lossy(&k.options),
+                "chunks": chunks,
+            })
+        })
+        .collect();
+    let counters: Map<String, Value> = l
+        .counters
+        .iter()
+        .map(|(name, value)| (name.clone(), json!(value)))
+        .collect();
+    json!({
+        "chunk_list": dump.path.display().to_string(),
+        "last_sequence": l.last_sequence,
+        "next_file_number": l.next_file_number,
+        "batch_log": l.batch_log_number,
+        "next_keyspace_id": l.next_keyspace_id,
+        "keyspaces": keyspaces,
+        "counters": counters,
+    })
+}
+
+fn chunk_list_text(dump: &ChunkListDump) -> String {
+    let l = &dump.list;
+    let mut out = format!(
+        "chunk list {}: last sequence {}, next file {}, batch log {}\n",
+        dump.path.display(),
+        l.last_sequence,
+        l.next_file_number,
+        l.batch_log_number
+    );
+    for k in &l.keyspaces {
+        out += &format!(
+            "keyspace {} (id {}): {} chunks\n",
+            k.name,
+            k.id,
+            k.chunks.len()
+        );
+        for c in &k.chunks {
+            let table = match c.table_number {
+                0 => "no table".to_string(),
+                n => format!("table {n}"),
+            };
+            out += &format!(
+                "  from {:?}: {table}, log {}\n",
+                bytes(&c.start),
+                c.log_number
+            );
+        }
+    }
+    out
+}
+
 fn table_json(dump: &TableDump) -> Value {
     let mut table = table_meta_json(&dump.meta);
     table.insert("path".into(), json!(dump.path.display().to_string()));
-    table.insert("level".into(), json!(dump.level));
-    table.insert("run".into(), json!(dump.run));
+    match &dump.place {
+        TablePlace::Run { level, run } => {
+            table.insert("level".into(), json!(level));
+            table.insert("run".into(), json!(run));
+        }
+        TablePlace::Chunk {
+            keyspace,
+            start,
+            log_number,
+        } => {
+            table.insert("keyspace".into(), json!(keyspace));
+            table.insert("chunk_start".into(), json!(bytes(start)));
+            table.insert("chunk_log".into(), json!(log_number));
+        }
+    }
     let p = &dump.properties;
     json!({
         "table": table,
@@ -435,14 +526,23 @@ fn table_json(dump: &TableDump) -> Value {
 fn table_text(dump: &TableDump) -> String {
     let m = &dump.meta;
     let p = &dump.properties;
+    let place = match &dump.place {
+        TablePlace::Run { level, run } => format!("L{level} run {run}"),
+        TablePlace::Chunk {
+            keyspace,
+            start,
+            log_number,
+        } => format!(
+            "funk of the chunk from {:?} in keyspace {keyspace} (log {log_number})",
+            bytes(start)
+        ),
+    };
     let mut out = format!(
-        "table {} in {} at {} ({} bytes), L{} run {}\n",
+        "table {} in {} at {} ({} bytes), {place}\n",
         m.id,
         dump.path.display(),
         m.offset,
         m.length,
-        dump.level,
-        dump.run
     );
     out += &format!(
         "properties: {} entries ({} deletions), {} data bytes, key bytes {}, value bytes {}, seq {}..{}, format {}\n",

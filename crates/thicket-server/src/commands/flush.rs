@@ -1,18 +1,13 @@
-//! FLUSHDB and FLUSHALL. Where the store has range deletions (an LSM store
-//! in byte order: every store `thicket serve` opens) they are one atomic
-//! write under every key lock: per keyspace, a range tombstone from the
-//! empty key to its last key, and a delete of that key. Elsewhere (the
-//! chunked layout) they delete key by key, in batches.
+//! FLUSHDB and FLUSHALL: one atomic write under every key lock: per
+//! keyspace, a range tombstone from the empty key to its last key, and a
+//! delete of that key. Every store `thicket serve` opens has range
+//! deletions (both layouts, in byte order).
 
-use thicketdb::{Keyspace, Layout, ReadOptions, WriteBatch};
+use thicketdb::{Keyspace, ReadOptions, WriteBatch};
 
-use super::keys::walk_keyspace;
 use super::{syntax_error, CmdResult, Ctx};
 use crate::resp::Reply;
 use crate::store::{engine_error, Store};
-
-/// Deletions per engine batch without range deletions.
-const FLUSH_BATCH: usize = 1024;
 
 /// FLUSHDB: deletes every key of the selected database.
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
@@ -46,15 +41,7 @@ fn check_mode(args: &[Vec<u8>]) -> Result<(), Reply> {
 }
 
 fn flush(ctx: &mut Ctx, keyspaces: &[Keyspace]) -> CmdResult {
-    let store = &ctx.shared.store;
-    let options = store.db().options();
-    if options.layout == Layout::Lsm && options.comparator.is_bytewise() {
-        delete_ranges(store, keyspaces)?;
-    } else {
-        for keyspace in keyspaces {
-            delete_keys(store, keyspace)?;
-        }
-    }
+    delete_ranges(&ctx.shared.store, keyspaces)?;
     ctx.session.wrote = true;
     ctx.shared.durability.note_write();
     Ok(Reply::OK)
@@ -82,28 +69,4 @@ fn delete_ranges(store: &Store, keyspaces: &[Keyspace]) -> Result<(), Reply> {
         }
     }
     store.db().write(batch).map_err(engine_error)
-}
-
-/// Every key of `keyspace`, in batches of `FLUSH_BATCH` (not atomic).
-fn delete_keys(store: &Store, keyspace: &Keyspace) -> Result<(), Reply> {
-    let db = store.db();
-    let mut batch = WriteBatch::new();
-    let mut failed = None;
-    walk_keyspace(keyspace, b"", b"", |key| {
-        if let Err(e) = batch.delete_in(keyspace, key) {
-            failed = Some(e);
-            return false;
-        }
-        if batch.len() >= FLUSH_BATCH {
-            if let Err(e) = db.write(std::mem::take(&mut batch)) {
-                failed = Some(e);
-                return false;
-            }
-        }
-        true
-    })?;
-    if let Some(e) = failed {
-        return Err(engine_error(e));
-    }
-    db.write(batch).map_err(engine_error)
 }

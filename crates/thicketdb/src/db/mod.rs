@@ -277,7 +277,7 @@ impl std::fmt::Debug for Db {
 
 /// The layout of the store in `dir` as its `OPTIONS` records it, or
 /// `options`' for a new store.
-fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Layout> {
+pub(crate) fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Layout> {
     let path = crate::version::files::options_path(dir);
     if !fs.exists(&path) {
         return Ok(options.layout);

@@ -22,12 +22,13 @@ mod checkpoint;
 mod chunk;
 mod chunk_log;
 mod closed;
-mod files;
+pub(crate) mod files;
 mod keyspaces;
 pub mod log_filter;
 mod log_sorted;
 pub mod manifest;
 mod munk;
+mod munk_list;
 mod open;
 mod rebalance;
 mod row_cache;
@@ -402,9 +403,7 @@ impl ChunkStore {
                 // Taken after the snapshot: it holds every version the
                 // snapshot sees (`munk.rs`).
                 range_dels.add_memtable(sources.len(), munk.mem.range_deletions());
-                sources.push(Box::new(crate::memtable::MemtableIterator::new(
-                    munk.mem.clone(),
-                )));
+                sources.push(Box::new(munk_list::MunkListIterator::new(munk.mem.clone())));
                 continue;
             }
             // The log before the table: every version in the log is newer,

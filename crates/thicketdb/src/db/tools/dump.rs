@@ -1,11 +1,15 @@
 //! Inspection (RocksDB's `ldb manifest_dump`, `sst_dump`, `dump_wal`):
-//! decodes the MANIFEST, one live table or one log of a store. Reads only,
-//! through the read-only file system of `Db::open_read_only`, without the
-//! store's lock: it works beside a running writer and on a full disk.
+//! decodes the MANIFEST, one live table or one log of a store; in the
+//! chunked layout the `CHUNKS` file, one funk table or one chunk or batch
+//! log. Reads only, through the read-only file system of
+//! `Db::open_read_only`, without the store's lock: it works beside a
+//! running writer and on a full disk.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::db::chunked::files::{batch_log_path, chunk_list_path, chunk_log_path, funk_table_path};
+use crate::db::chunked::manifest::ChunkList;
 use crate::db::read_only::ReadOnlyFs;
 use crate::db::{DecodedBatch, OpKind};
 use crate::error::{Error, Result};
@@ -15,6 +19,7 @@ use crate::format::ValueKind;
 use crate::io::{FileSystem, PosixFs};
 use crate::iterator::InternalIterator;
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode, ValueAddress};
+use crate::options::{Layout, Options};
 use crate::table::{is_put, BlockIter, Table, TableContext, TableProperties};
 use crate::version::edit::VersionEdit;
 use crate::version::files::{current_path, log_path, segment_path};
@@ -52,16 +57,45 @@ pub struct RunSummary {
     pub tables: Vec<u64>,
 }
 
+/// The `CHUNKS` file of a store in the chunked layout.
+#[derive(Debug, Clone)]
+pub struct ChunkListDump {
+    /// The file read.
+    pub path: PathBuf,
+    /// Its contents: keyspaces and their chunks, file numbers, counters.
+    pub list: ChunkList,
+}
+
+/// Where a live table sits in its store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TablePlace {
+    /// A run of an LSM level.
+    Run {
+        /// The level holding it (L0 = 0).
+        level: usize,
+        /// The id of the run holding it.
+        run: u64,
+    },
+    /// A chunk's funk (chunked layout).
+    Chunk {
+        /// The keyspace's name.
+        keyspace: String,
+        /// The chunk's first key.
+        start: Vec<u8>,
+        /// The chunk's log file number.
+        log_number: u64,
+    },
+}
+
 /// One live table, decoded.
 #[derive(Debug, Clone)]
 pub struct TableDump {
     /// The segment file the table lies in.
     pub path: PathBuf,
-    /// The level holding it (L0 = 0).
-    pub level: usize,
-    /// The id of the run holding it.
-    pub run: u64,
-    /// What the MANIFEST records about it.
+    /// Its level and run, or its chunk.
+    pub place: TablePlace,
+    /// What the MANIFEST records about it (for a funk table: the same
+    /// figures, from the table itself; id and segment are its number).
     pub meta: TableMeta,
     /// The table's properties block.
     pub properties: TableProperties,
@@ -133,6 +167,38 @@ fn read_only_fs() -> Arc<dyn FileSystem> {
     ReadOnlyFs::wrap(Arc::new(PosixFs))
 }
 
+/// The layout of the store in `dir`, as its `OPTIONS` file records it.
+pub fn layout(dir: &Path) -> Result<Layout> {
+    let fs = read_only_fs();
+    let options = crate::version::files::options_path(dir);
+    if !fs.exists(&options) {
+        return Err(no_store(dir));
+    }
+    crate::db::layout_of(fs.as_ref(), dir, &Options::default()).or_else(|_| {
+        // `layout_of` refuses a layout other than the one asked for.
+        crate::db::layout_of(
+            fs.as_ref(),
+            dir,
+            &Options::default().layout(Layout::Chunked),
+        )
+    })
+}
+
+fn no_store(dir: &Path) -> Error {
+    Error::InvalidArgument(format!("no store in {}", dir.display()))
+}
+
+/// Decodes the `CHUNKS` file of the chunked store in `dir`.
+pub fn chunk_list(dir: &Path) -> Result<ChunkListDump> {
+    let fs = read_only_fs();
+    let path = chunk_list_path(dir);
+    if !fs.exists(&path) {
+        return Err(no_store(dir));
+    }
+    let list = ChunkList::decode(&path, &fs.read_to_vec(&path)?)?;
+    Ok(ChunkListDump { path, list })
+}
+
 /// Decodes the MANIFEST of the store in `dir`, every record and the
 /// version it produced.
 pub fn manifest(dir: &Path) -> Result<ManifestDump> {
@@ -191,6 +257,9 @@ fn summarize(version: &Version) -> Vec<Vec<RunSummary>> {
 /// Decodes the live table at `offset` of segment `segment`: its
 /// properties, index and every entry.
 pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
+    if layout(dir)? == Layout::Chunked {
+        return funk_table(dir, segment, offset);
+    }
     let fs = read_only_fs();
     let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
     let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
@@ -222,6 +291,65 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
             ..TableContext::default()
         },
     )?);
+    decode_table(table, path, TablePlace::Run { level, run }, (*meta).clone())
+}
+
+/// Decodes funk table `number` (at offset 0: a funk table is a file of
+/// its own) of the chunked store in `dir`, if a chunk of `CHUNKS` has it.
+fn funk_table(dir: &Path, number: u64, offset: u64) -> Result<TableDump> {
+    let list = chunk_list(dir)?.list;
+    let found = list.keyspaces.iter().find_map(|k| {
+        k.chunks
+            .iter()
+            .find(|c| c.table_number == number && number != 0)
+            .map(|c| TablePlace::Chunk {
+                keyspace: k.name.clone(),
+                start: c.start.clone(),
+                log_number: c.log_number,
+            })
+    });
+    let (Some(place), 0) = (found, offset) else {
+        return Err(Error::InvalidArgument(format!(
+            "no funk table {number} at offset {offset} (a chunked store's tables are \
+             NUMBER:0; see dump --manifest)"
+        )));
+    };
+    let fs = read_only_fs();
+    let path = funk_table_path(dir, number);
+    let file = fs.open_random(&path)?;
+    let length = file.len()?;
+    let table = Arc::new(Table::open(
+        file,
+        path.clone(),
+        number,
+        0,
+        length,
+        TableContext::default(),
+    )?);
+    let p = table.properties();
+    let meta = TableMeta {
+        id: number,
+        segment: number,
+        offset: 0,
+        length,
+        smallest: p.smallest_key.clone(),
+        largest: p.largest_key.clone(),
+        entries: p.entries,
+        min_seq: p.min_seq,
+        max_seq: p.max_seq,
+        sketch: Default::default(),
+        logs: p.log_refs.clone(),
+    };
+    decode_table(table, path, place, meta)
+}
+
+fn decode_table(
+    table: Arc<Table>,
+    path: PathBuf,
+    place: TablePlace,
+    meta: TableMeta,
+) -> Result<TableDump> {
+    let offset = table.offset();
     let index = table.index();
     let index = (0..index.len())
         .map(|i| {
@@ -243,9 +371,8 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
     iter.status()?;
     Ok(TableDump {
         path,
-        level,
-        run,
-        meta: (*meta).clone(),
+        place,
+        meta,
         properties: table.properties().clone(),
         index,
         entries,
@@ -293,15 +420,17 @@ fn entry(path: &Path, offset: u64, internal_key: &[u8], value: &[u8]) -> Result<
 }
 
 /// Decodes log `number` of the store in `dir`, up to a torn tail.
+/// In the chunked layout: chunk log or batch log `number`.
 pub fn log(dir: &Path, number: u64) -> Result<LogDump> {
     let fs = read_only_fs();
-    if !fs.exists(&current_path(dir)) {
-        return Err(Error::InvalidArgument(format!(
-            "no store in {}",
-            dir.display()
-        )));
-    }
-    let path = log_path(dir, number);
+    let path = match layout(dir)? {
+        Layout::Lsm if fs.exists(&current_path(dir)) => log_path(dir, number),
+        Layout::Lsm => return Err(no_store(dir)),
+        Layout::Chunked => [chunk_log_path(dir, number), batch_log_path(dir, number)]
+            .into_iter()
+            .find(|p| fs.exists(p))
+            .unwrap_or_else(|| chunk_log_path(dir, number)),
+    };
     let mut reader = LogReader::new(
         fs.open_sequential(&path)?,
         path.clone(),
