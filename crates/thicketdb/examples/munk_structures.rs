@@ -3,13 +3,16 @@
 //! sorted when the munk is built; a put appends a cell and links it after
 //! its predecessor, a "bypass"; a search is a binary search on the sorted
 //! prefix, then a walk along the links; munk rebalance copies the list in
-//! order into a new, wholly sorted array) against the engine's munk, the
-//! memtable skiplist, on the paper's shapes: a chunk of 10 MiB filled to
+//! order into a new, wholly sorted array) against the engine's memtable
+//! skiplist (the munk before), on the paper's shapes: a chunk of 10 MiB filled to
 //! 0.7 by splits (about 8,700 entries of 14-byte keys and 800-byte values),
 //! then puts of Zipf (theta 0.8) keys until the munk doubles (when munk
 //! rebalance rebuilds it), gets of Zipf keys and scans of 1..=100 entries
 //! from a Zipf key, at every stage. One thread; both hold internal keys
 //! (user key + sequence number) and answer the same lookups, checked.
+//!
+//! Both are the engine's own: `thicketdb::MunkList` (the chunked layout's
+//! munk, `db/chunked/munk_list.rs`) and `thicketdb::memtable::Memtable`.
 //!
 //! `cargo run --release -p thicketdb --example munk_structures -- [ENTRIES] [OPS]`
 
@@ -19,117 +22,26 @@ use std::time::Instant;
 use thicketdb::format::internal_key::{InternalKey, ValueKind};
 use thicketdb::iterator::InternalIterator;
 use thicketdb::memtable::{Lookup, Memtable, MemtableIterator};
-use thicketdb::KeyOrder;
+use thicketdb::{KeyOrder, MunkList, MunkListIterator};
 
 const VALUE: usize = 800;
-const NIL: u32 = u32::MAX;
 
 fn order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     KeyOrder::Bytewise.internal(a, b)
 }
 
-/// One cell: an internal key, its value and the next cell in key order.
-struct Cell {
-    key: Box<[u8]>,
-    value: Box<[u8]>,
-    next: u32,
-}
-
-/// The paper's munk: `cells[..sorted]` are in key order and linked in
-/// array order when built; later cells are appended and linked in.
-struct ArrayMunk {
-    cells: Vec<Cell>,
-    sorted: usize,
-    head: u32,
-}
-
-impl ArrayMunk {
-    /// A munk of `entries` sorted by internal key.
-    fn build(entries: Vec<(Box<[u8]>, Box<[u8]>)>) -> ArrayMunk {
-        let n = entries.len() as u32;
-        let cells: Vec<Cell> = entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, (key, value))| Cell {
-                key,
-                value,
-                next: if i as u32 + 1 == n { NIL } else { i as u32 + 1 },
-            })
-            .collect();
-        ArrayMunk {
-            sorted: cells.len(),
-            head: if n == 0 { NIL } else { 0 },
-            cells,
+/// The newest version of each key of `entries` (sorted): what munk
+/// rebalance keeps when no snapshot needs an older one.
+fn newest_versions(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(entries.len());
+    for (key, value) in entries {
+        let user = &key[..key.len() - 8];
+        if out.last().is_some_and(|(k, _)| &k[..k.len() - 8] == user) {
+            continue;
         }
+        out.push((key, value));
     }
-
-    /// The last cell (in list order) whose key is below `target`, if any:
-    /// binary search of the sorted prefix, then the walk along bypasses.
-    fn predecessor(&self, target: &[u8]) -> Option<u32> {
-        let p = self.cells[..self.sorted].partition_point(|c| order(&c.key, target).is_lt());
-        let mut at = match p {
-            0 => {
-                // Appended cells may precede the prefix's first.
-                if self.head == NIL || order(&self.cells[self.head as usize].key, target).is_ge() {
-                    return None;
-                }
-                self.head
-            }
-            p => (p - 1) as u32,
-        };
-        loop {
-            let next = self.cells[at as usize].next;
-            if next == NIL || order(&self.cells[next as usize].key, target).is_ge() {
-                return Some(at);
-            }
-            at = next;
-        }
-    }
-
-    /// The first cell whose key is at or above `target`.
-    fn seek(&self, target: &[u8]) -> u32 {
-        match self.predecessor(target) {
-            Some(p) => self.cells[p as usize].next,
-            None => self.head,
-        }
-    }
-
-    fn put(&mut self, key: Box<[u8]>, value: Box<[u8]>) {
-        let index = self.cells.len() as u32;
-        let next = match self.predecessor(&key) {
-            Some(p) => std::mem::replace(&mut self.cells[p as usize].next, index),
-            None => std::mem::replace(&mut self.head, index),
-        };
-        self.cells.push(Cell { key, value, next });
-    }
-
-    /// The value of the newest version of `lookup`'s user key at or below
-    /// its sequence number.
-    fn get(&self, lookup: &[u8]) -> Option<&[u8]> {
-        let at = self.seek(lookup);
-        let cell = self.cells.get(at as usize)?;
-        (cell.key[..cell.key.len() - 8] == lookup[..lookup.len() - 8]).then_some(&*cell.value)
-    }
-
-    /// Munk rebalance: the list copied in order into a new sorted array
-    /// (versions no snapshot needs dropped: here every older version).
-    fn rebalance(self) -> ArrayMunk {
-        let mut cells: Vec<Option<Cell>> = self.cells.into_iter().map(Some).collect();
-        let mut entries: Vec<(Box<[u8]>, Box<[u8]>)> = Vec::with_capacity(cells.len());
-        let mut at = self.head;
-        while at != NIL {
-            let cell = cells[at as usize].take().expect("each cell is linked once");
-            let user = &cell.key[..cell.key.len() - 8];
-            let newer_kept = entries
-                .last()
-                .is_some_and(|(k, _)| &k[..k.len() - 8] == user);
-            at = cell.next;
-            if !newer_kept {
-                entries.push((cell.key, cell.value));
-            }
-        }
-        ArrayMunk::build(entries)
-    }
+    out
 }
 
 /// Zipf over `0..n` (theta 0.8), by inverse CDF over the precomputed sums.
@@ -190,15 +102,13 @@ fn main() {
     let mut built = Vec::with_capacity(entries);
     for i in 0..entries {
         built.push((
-            InternalKey::new(&user_key(i * 2), seq, ValueKind::Value)
-                .into_vec()
-                .into_boxed_slice(),
-            value.clone().into_boxed_slice(),
+            InternalKey::new(&user_key(i * 2), seq, ValueKind::Value).into_vec(),
+            value.clone(),
         ));
         seq += 1;
     }
     built.sort_by(|a, b| order(&a.0, &b.0));
-    let mut array = ArrayMunk::build(built.clone());
+    let mut array = Arc::new(MunkList::build_sorted(built.clone()));
     let mut skiplist = Arc::new(Memtable::new(0, KeyOrder::Bytewise));
     for (key, value) in &built {
         let (user, trailer) = key.split_at(key.len() - 8);
@@ -221,8 +131,7 @@ fn main() {
         let keys: Vec<Vec<u8>> = (0..puts).map(|_| user_key(zipf.next())).collect();
         let start = Instant::now();
         for (i, k) in keys.iter().enumerate() {
-            let key = InternalKey::new(k, seq + i as u64, ValueKind::Value).into_vec();
-            array.put(key.into_boxed_slice(), value.clone().into_boxed_slice());
+            array.add(seq + i as u64, ValueKind::Value, k, &value);
         }
         let array_put = (puts > 0).then(|| ns_per(start, puts));
         let start = Instant::now();
@@ -233,10 +142,10 @@ fn main() {
         seq += puts as u64;
         let mut rebalance = None;
         if stage == "rebalanced" {
-            // The engine's munk rebalance: the skiplist's entries without
-            // the versions no snapshot needs, into a new skiplist.
+            // Munk rebalance: the entries in order without the versions no
+            // snapshot needs, into a new munk.
             let start = Instant::now();
-            array = array.rebalance();
+            array = Arc::new(MunkList::build_sorted(newest_versions(array.entries())));
             let array_ns = start.elapsed().as_nanos();
             let start = Instant::now();
             skiplist = rebalance_skiplist(&skiplist);
@@ -253,7 +162,7 @@ fn main() {
         let start = Instant::now();
         let mut found = 0usize;
         for l in &lookups {
-            found += usize::from(array.get(l).is_some());
+            found += usize::from(matches!(array.get(l), Some(Lookup::Value(_))));
         }
         let array_get = ns_per(start, ops);
         let start = Instant::now();
@@ -268,13 +177,14 @@ fn main() {
         let start = Instant::now();
         let mut bytes = 0usize;
         for (l, &n) in lookups.iter().zip(&lengths) {
-            let mut at = array.seek(l);
+            let mut it = MunkListIterator::new(array.clone());
+            it.seek(l);
             for _ in 0..n {
-                let Some(cell) = array.cells.get(at as usize) else {
+                if !it.valid() {
                     break;
-                };
-                bytes += cell.value.len();
-                at = cell.next;
+                }
+                bytes += it.value().len();
+                it.next();
             }
         }
         let array_scan = ns_per(start, scans);
@@ -305,7 +215,7 @@ fn main() {
         if let Some((array_ns, skip_ns)) = rebalance {
             println!(
                 "munk rebalance to {} entries (older versions dropped): array list {:.2} ms, skiplist {:.2} ms",
-                array.cells.len(),
+                array.entries().len(),
                 array_ns as f64 / 1e6,
                 skip_ns as f64 / 1e6
             );
@@ -313,21 +223,21 @@ fn main() {
     }
 }
 
-/// The engine's munk rebalance: the skiplist walked in order into a new
-/// one, older versions of each key dropped.
+/// Munk rebalance of a skiplist munk: its entries in order without the
+/// versions no snapshot needs, into a new skiplist.
 fn rebalance_skiplist(old: &Arc<Memtable>) -> Arc<Memtable> {
-    let mem = Memtable::new(0, KeyOrder::Bytewise);
+    let mut entries = Vec::with_capacity(old.len());
     let mut it = MemtableIterator::new(old.clone());
     it.seek_to_first();
-    let mut last: Option<Vec<u8>> = None;
     while it.valid() {
-        let (user, trailer) = it.key().split_at(it.key().len() - 8);
-        if last.as_deref() != Some(user) {
-            let packed = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
-            mem.add(packed >> 8, ValueKind::Value, user, it.value());
-            last = Some(user.to_vec());
-        }
+        entries.push((it.key().to_vec(), it.value().to_vec()));
         it.next();
+    }
+    let mem = Memtable::new(0, KeyOrder::Bytewise);
+    for (key, value) in newest_versions(entries) {
+        let (user, trailer) = key.split_at(key.len() - 8);
+        let packed = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
+        mem.add(packed >> 8, ValueKind::Value, user, &value);
     }
     Arc::new(mem)
 }

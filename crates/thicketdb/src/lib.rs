@@ -70,4 +70,6 @@ pub use table::{BlockCache, CompressionType, FilterPolicy};
 #[doc(hidden)]
 pub use db::chunked::manifest::ChunkList;
 #[doc(hidden)]
+pub use db::chunked::munk_list::{MunkList, MunkListIterator};
+#[doc(hidden)]
 pub use stats::Counters;

@@ -28,7 +28,7 @@ pub mod log_filter;
 mod log_sorted;
 pub mod manifest;
 mod munk;
-mod munk_list;
+pub mod munk_list;
 mod open;
 mod rebalance;
 mod row_cache;

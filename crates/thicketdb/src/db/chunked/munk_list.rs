@@ -10,9 +10,11 @@
 //! Cells hold internal keys (user key and sequence number), so every
 //! version is a cell of its own, newest first among a key's. One writer
 //! (the store's write lock) and any readers share the list through an
-//! `RwLock` held for one search or one step: an iterator keeps its
+//! `RwLock` held for one search or a few steps: an iterator keeps its
 //! position (a cell index, stable: cells are never moved or removed) and
-//! its cell's bytes, not the lock.
+//! where its cell's bytes are, not the lock. The cells a munk is built
+//! with keep their bytes back to back in one buffer, which an iterator
+//! holds once, so a scan touches no per-cell allocation.
 
 use std::sync::Arc;
 
@@ -27,8 +29,8 @@ use crate::memtable::{Lookup, RangeDels};
 
 /// No cell: the end of the list.
 const NIL: u32 = u32::MAX;
-/// Bytes a cell costs besides its key and value: the cell (a fat pointer,
-/// the key length, the link) and the allocation's reference counts.
+/// Bytes a cell costs besides its key and value: the cell (its bytes'
+/// place, the link) and, for a put, its allocation's reference counts.
 const CELL_OVERHEAD: u64 = 48;
 /// Bytes a range tombstone costs besides its keys (as a memtable's).
 const TOMBSTONE_OVERHEAD: u64 = 32;
@@ -37,41 +39,52 @@ fn order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     KeyOrder::Bytewise.internal(a, b)
 }
 
-/// One entry: its internal key and value in one allocation.
+/// Where a cell's internal key and value are: in the list's build buffer
+/// (cells of the sorted prefix: reading them touches no per-cell
+/// allocation), or in one allocation of their own (puts).
 #[derive(Clone)]
-struct CellBytes {
-    bytes: Arc<[u8]>,
-    key_len: usize,
+enum Bytes {
+    Built {
+        start: usize,
+        key_len: usize,
+        end: usize,
+    },
+    Own {
+        bytes: Arc<[u8]>,
+        key_len: usize,
+    },
 }
 
-impl CellBytes {
-    fn new(key: &[u8], value: &[u8]) -> CellBytes {
-        let mut bytes = Vec::with_capacity(key.len() + value.len());
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(value);
-        CellBytes {
-            bytes: bytes.into(),
-            key_len: key.len(),
+impl Bytes {
+    fn key<'a>(&'a self, built: &'a [u8]) -> &'a [u8] {
+        match self {
+            Bytes::Built { start, key_len, .. } => &built[*start..start + key_len],
+            Bytes::Own { bytes, key_len } => &bytes[..*key_len],
         }
     }
 
-    fn key(&self) -> &[u8] {
-        &self.bytes[..self.key_len]
-    }
-
-    fn value(&self) -> &[u8] {
-        &self.bytes[self.key_len..]
+    fn value<'a>(&'a self, built: &'a [u8]) -> &'a [u8] {
+        match self {
+            Bytes::Built {
+                start,
+                key_len,
+                end,
+            } => &built[start + key_len..*end],
+            Bytes::Own { bytes, key_len } => &bytes[*key_len..],
+        }
     }
 }
 
 struct Cell {
-    entry: CellBytes,
+    bytes: Bytes,
     /// The next cell in key order.
     next: u32,
 }
 
 /// The cells; `cells[..sorted]` are in key order.
 struct Cells {
+    /// The keys and values the list was built with, back to back.
+    built: Arc<[u8]>,
     cells: Vec<Cell>,
     sorted: usize,
     head: u32,
@@ -79,13 +92,18 @@ struct Cells {
 
 impl Cells {
     fn key(&self, at: u32) -> &[u8] {
-        self.cells[at as usize].entry.key()
+        self.cells[at as usize].bytes.key(&self.built)
+    }
+
+    fn value(&self, at: u32) -> &[u8] {
+        self.cells[at as usize].bytes.value(&self.built)
     }
 
     /// The last cell in list order whose key is below `target`: binary
     /// search on the sorted prefix, then the walk along the bypasses.
     fn predecessor(&self, target: &[u8]) -> Option<u32> {
-        let p = self.cells[..self.sorted].partition_point(|c| order(c.entry.key(), target).is_lt());
+        let p = self.cells[..self.sorted]
+            .partition_point(|c| order(c.bytes.key(&self.built), target).is_lt());
         let mut at = match p {
             // Appended cells may precede the prefix's first one.
             0 if self.head == NIL || order(self.key(self.head), target).is_ge() => return None,
@@ -126,7 +144,7 @@ impl Cells {
 }
 
 /// A munk's entries and range tombstones.
-pub(super) struct MunkList {
+pub struct MunkList {
     cells: RwLock<Cells>,
     range_dels: RangeDels,
     bytes: std::sync::atomic::AtomicU64,
@@ -135,13 +153,19 @@ pub(super) struct MunkList {
 impl MunkList {
     /// A list of `entries` (internal key, value) sorted by internal key.
     pub fn build_sorted(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> MunkList {
-        let mut bytes = 0;
+        let mut built = Vec::new();
         let mut cells: Vec<Cell> = entries
             .into_iter()
             .map(|(key, value)| {
-                bytes += (key.len() + value.len()) as u64 + CELL_OVERHEAD;
+                let start = built.len();
+                built.extend_from_slice(&key);
+                built.extend_from_slice(&value);
                 Cell {
-                    entry: CellBytes::new(&key, &value),
+                    bytes: Bytes::Built {
+                        start,
+                        key_len: key.len(),
+                        end: built.len(),
+                    },
                     next: NIL,
                 }
             })
@@ -150,15 +174,16 @@ impl MunkList {
         for (i, cell) in cells.iter_mut().enumerate() {
             cell.next = if i + 1 < n { i as u32 + 1 } else { NIL };
         }
-        debug_assert!(cells
-            .windows(2)
-            .all(|w| order(w[0].entry.key(), w[1].entry.key()).is_lt()));
+        let bytes = built.len() as u64 + n as u64 * CELL_OVERHEAD;
+        let cells = Cells {
+            built: built.into(),
+            cells,
+            sorted: n,
+            head: if n == 0 { NIL } else { 0 },
+        };
+        debug_assert!((1..n as u32).all(|i| order(cells.key(i - 1), cells.key(i)).is_lt()));
         MunkList {
-            cells: RwLock::new(Cells {
-                cells,
-                sorted: n,
-                head: if n == 0 { NIL } else { 0 },
-            }),
+            cells: RwLock::new(cells),
             range_dels: RangeDels::default(),
             bytes: bytes.into(),
         }
@@ -167,14 +192,20 @@ impl MunkList {
     /// Adds a put or delete of `user_key` at `seq`.
     pub fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         let key = InternalKey::new(user_key, seq, kind);
-        let entry = CellBytes::new(key.encoded(), value);
+        let mut own = Vec::with_capacity(key.encoded().len() + value.len());
+        own.extend_from_slice(key.encoded());
+        own.extend_from_slice(value);
         let mut cells = self.cells.write();
         let index = cells.cells.len() as u32;
-        let next = match cells.predecessor(entry.key()) {
+        let next = match cells.predecessor(key.encoded()) {
             Some(p) => std::mem::replace(&mut cells.cells[p as usize].next, index),
             None => std::mem::replace(&mut cells.head, index),
         };
-        cells.cells.push(Cell { entry, next });
+        let bytes = Bytes::Own {
+            bytes: own.into(),
+            key_len: key.encoded().len(),
+        };
+        cells.cells.push(Cell { bytes, next });
         drop(cells);
         self.bytes.fetch_add(
             (key.encoded().len() + value.len()) as u64 + CELL_OVERHEAD,
@@ -209,15 +240,14 @@ impl MunkList {
         if found == NIL {
             return deleted;
         }
-        let entry = &cells.cells[found as usize].entry;
-        let Some(parsed) = ParsedKey::parse(entry.key()) else {
+        let Some(parsed) = ParsedKey::parse(cells.key(found)) else {
             return deleted;
         };
         if parsed.user_key != user_key(lookup) || parsed.sequence < covered {
             return deleted;
         }
         Some(match parsed.kind {
-            ValueKind::Value => Lookup::Value(entry.value().to_vec()),
+            ValueKind::Value => Lookup::Value(cells.value(found).to_vec()),
             ValueKind::Deletion => Lookup::Deleted,
         })
     }
@@ -234,39 +264,53 @@ impl MunkList {
         let mut out = Vec::with_capacity(cells.cells.len());
         let mut at = cells.head;
         while at != NIL {
-            let cell = &cells.cells[at as usize];
-            out.push((cell.entry.key().to_vec(), cell.entry.value().to_vec()));
-            at = cell.next;
+            out.push((cells.key(at).to_vec(), cells.value(at).to_vec()));
+            at = cells.cells[at as usize].next;
         }
         out
     }
 }
 
-/// An iterator over a munk list, in key order both ways.
-pub(super) struct MunkListIterator {
+/// Cells a forward step reads ahead under one lock acquisition.
+const READ_AHEAD: usize = 16;
+
+/// An iterator over a munk list, in key order both ways. Forward steps
+/// read `READ_AHEAD` cells at a time: a put made after the iterator read a
+/// stretch is not seen in it, which a reader at a snapshot taken before
+/// the iterator does not need (puts are added before they are published).
+pub struct MunkListIterator {
     list: Arc<MunkList>,
+    /// The list's build buffer, where most cells' bytes are.
+    built: Arc<[u8]>,
     at: u32,
-    entry: Option<CellBytes>,
+    entry: Option<Bytes>,
+    /// The cells after `at`, read ahead, nearest last.
+    ahead: Vec<(u32, Bytes)>,
 }
 
 impl MunkListIterator {
+    /// An iterator over `list`, unpositioned.
     pub fn new(list: Arc<MunkList>) -> MunkListIterator {
+        let built = list.cells.read().built.clone();
         MunkListIterator {
             list,
+            built,
             at: NIL,
             entry: None,
+            ahead: Vec::new(),
         }
     }
 
-    /// Moves to cell `at` of `list` (`NIL`: past the end), taking the
-    /// lock for one step.
+    /// Moves to the cell `to` picks (`NIL`: past the end), taking the
+    /// lock for one search.
     fn step(&mut self, to: impl FnOnce(&Cells, u32) -> u32) {
+        self.ahead.clear();
         let (at, entry) = {
             let cells = self.list.cells.read();
             let at = to(&cells, self.at);
             (
                 at,
-                (at != NIL).then(|| cells.cells[at as usize].entry.clone()),
+                (at != NIL).then(|| cells.cells[at as usize].bytes.clone()),
             )
         };
         self.at = at;
@@ -288,22 +332,43 @@ impl InternalIterator for MunkListIterator {
         self.step(|cells, _| cells.seek(target));
     }
     fn next(&mut self) {
-        self.step(|cells, at| match at {
-            NIL => NIL,
-            at => cells.cells[at as usize].next,
-        });
+        if self.at == NIL {
+            return;
+        }
+        if self.ahead.is_empty() {
+            let cells = self.list.cells.read();
+            let mut at = cells.cells[self.at as usize].next;
+            while at != NIL && self.ahead.len() < READ_AHEAD {
+                let cell = &cells.cells[at as usize];
+                self.ahead.push((at, cell.bytes.clone()));
+                at = cell.next;
+            }
+            drop(cells);
+            self.ahead.reverse();
+        }
+        match self.ahead.pop() {
+            Some((at, entry)) => {
+                self.at = at;
+                self.entry = Some(entry);
+            }
+            None => {
+                self.at = NIL;
+                self.entry = None;
+            }
+        }
     }
     fn prev(&mut self) {
         let Some(entry) = self.entry.take() else {
             return;
         };
-        self.step(|cells, _| cells.predecessor(entry.key()).unwrap_or(NIL));
+        let built = self.built.clone();
+        self.step(|cells, _| cells.predecessor(entry.key(&built)).unwrap_or(NIL));
     }
     fn key(&self) -> &[u8] {
-        self.entry.as_ref().map_or(&[], |e| e.key())
+        self.entry.as_ref().map_or(&[], |e| e.key(&self.built))
     }
     fn value(&self) -> &[u8] {
-        self.entry.as_ref().map_or(&[], |e| e.value())
+        self.entry.as_ref().map_or(&[], |e| e.value(&self.built))
     }
     fn status(&self) -> Result<()> {
         Ok(())
