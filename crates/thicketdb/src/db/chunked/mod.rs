@@ -294,7 +294,7 @@ impl ChunkStore {
                 let (start, end) = (space.row_key(op.key), space.row_key(op.value));
                 self.row_cache.delete_range(&start, &end, seq);
                 if let Some(m) = munk {
-                    m.mem.add_range_deletion(seq, op.key, op.value);
+                    m.add_range_deletion(seq, op.key, op.value);
                 }
             }
         }
@@ -358,7 +358,7 @@ impl ChunkStore {
         if let Some(munk) = munk {
             Counters::add(&self.counters.chunk_gets_from_munk, 1);
             let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
-            return Ok(match munk.mem.get(lookup.encoded()) {
+            return Ok(match munk.get(lookup.encoded()) {
                 Some(crate::memtable::Lookup::Value(v)) => Some(v),
                 _ => None,
             });
@@ -402,8 +402,8 @@ impl ChunkStore {
             if let Some(munk) = chunk.munk() {
                 // Taken after the snapshot: it holds every version the
                 // snapshot sees (`munk.rs`).
-                range_dels.add_memtable(sources.len(), munk.mem.range_deletions());
-                sources.push(Box::new(munk_list::MunkListIterator::new(munk.mem.clone())));
+                range_dels.add_memtable(sources.len(), munk.range_deletions());
+                sources.push(munk.iter());
                 continue;
             }
             // The log before the table: every version in the log is newer,

@@ -61,6 +61,7 @@ pub(super) fn rebalance(
         .chain([chunk_end])
         .collect();
     let had_munk = chunk.munk().is_some();
+    let munk_array_list = store.options.munk_array_list;
     let mut new_chunks = Vec::with_capacity(pieces.len());
     let mut written = 0;
     for ((piece, start), end) in pieces.into_iter().zip(starts.drain(..)).zip(ends) {
@@ -87,9 +88,10 @@ pub(super) fn rebalance(
             .store(chunk.heat.load(Ordering::Relaxed), Ordering::Relaxed);
         if had_munk {
             // The munk splits with the chunk.
-            store
-                .munks
-                .install(&child, Munk::build(piece, &piece_tombstones));
+            store.munks.install(
+                &child,
+                Munk::build(piece, &piece_tombstones, munk_array_list),
+            );
         }
         new_chunks.push(Arc::new(child));
     }
