@@ -279,8 +279,8 @@ options! {
         /// an LFU score with exponential decay (0: no munks).
         munk_cache_bytes: u64 = 256 << 20,
         /// Chunked: munks are the paper's array list with a sorted prefix
-        /// instead of the engine's skiplist (measured slower end to end:
-        /// `docs/benchmarks.md`, *YoDB part 1*).
+        /// instead of the engine's skiplist (faster gets and puts, slower
+        /// scans: `docs/benchmarks.md`, *YoDB part 1*).
         munk_array_list: bool = false,
         /// Chunked: bytes of the row cache of single key-value pairs from
         /// munk-less chunks (0: no row cache).

@@ -3,8 +3,7 @@
 //! funk on demand. A munk is the engine's concurrent skiplist (lock-free
 //! reads, one writer: the store's write lock) or, with `munk_array_list`,
 //! the paper's array list with a sorted prefix (`munk_list.rs`): faster
-//! for single-threaded gets and puts, slower for scans and, under this
-//! engine's concurrent readers, slower end to end
+//! for gets and puts, slower for scans, neither faster end to end
 //! (`examples/munk_structures.rs`, `docs/benchmarks.md`).
 //!
 //! The munk cache keeps the hottest chunks' munks within
