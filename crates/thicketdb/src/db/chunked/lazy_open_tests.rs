@@ -140,7 +140,7 @@ fn fill_and_reopen(dir: &Path) -> (Db, Arc<LogReads>) {
     let db = Db::open(dir, options()).unwrap();
     for round in 0..2 {
         for i in 0..2000 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
         }
     }
     db.close().unwrap();
@@ -161,7 +161,7 @@ fn an_open_after_a_clean_close_reads_no_log_until_a_get_needs_it() {
     let (db, reads) = fill_and_reopen(dir.path());
     assert_eq!(reads.0.load(Ordering::Relaxed), 0, "the open read a log");
     assert!(db.stats().chunks >= 1);
-    assert_eq!(db.get(&key(17)).unwrap(), Some(value(17, 1)));
+    assert_eq!(db.get(key(17)).unwrap(), Some(value(17, 1)));
     let after_first = reads.0.load(Ordering::Relaxed);
     assert!(
         after_first > 2000 * 200,
@@ -169,11 +169,11 @@ fn an_open_after_a_clean_close_reads_no_log_until_a_get_needs_it() {
     );
     // The index is built once: a second get reads part of one filter
     // part (and a false positive's, maybe).
-    assert_eq!(db.get(&key(1234)).unwrap(), Some(value(1234, 1)));
+    assert_eq!(db.get(key(1234)).unwrap(), Some(value(1234, 1)));
     let second = reads.0.load(Ordering::Relaxed) - after_first;
     assert!(second < 3 * 4096, "a second get read {second} bytes");
     // Appends and scans after the lazy build see every record.
-    db.put(&key(5000), b"new").unwrap();
+    db.put(key(5000), b"new").unwrap();
     let all = scan(&db, ReadOptions::default());
     assert_eq!(all.len(), 2001);
     assert_eq!(all[17], (key(17), value(17, 1)));
@@ -195,7 +195,7 @@ fn concurrent_first_gets_build_the_index_once_and_all_find_their_keys() {
             let db = &db;
             s.spawn(move || {
                 for i in (t..2000).step_by(97) {
-                    assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 1)));
+                    assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 1)));
                 }
             });
         }
@@ -235,5 +235,5 @@ fn a_log_changed_since_the_clean_close_is_read_at_open() {
         reads.0.load(Ordering::Relaxed) > 0,
         "the changed log was trusted"
     );
-    assert_eq!(db.get(&key(3)).unwrap(), Some(value(3, 1)));
+    assert_eq!(db.get(key(3)).unwrap(), Some(value(3, 1)));
 }
