@@ -15,10 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::format::checksum::{crc32c, mask, unmask};
-use crate::format::coding::{
-    get_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64,
-};
+use crate::format::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 use crate::io::FileSystem;
 
 const MAGIC: &[u8; 8] = b"TKCLOSED";
@@ -51,40 +48,16 @@ impl ClosedLogs {
             put_varint64(&mut body, number);
             put_varint64(&mut body, length);
         }
-        let mut out = Vec::with_capacity(body.len() + 20);
-        out.extend_from_slice(MAGIC);
-        put_fixed32(&mut out, VERSION);
-        put_fixed32(&mut out, body.len() as u32);
-        out.extend_from_slice(&body);
-        put_fixed32(&mut out, mask(crc32c(&body)));
-        out
+        super::framed::encode(MAGIC, VERSION, &body)
     }
 
     /// Parses the file; errors name `file` and the offset of the damage.
     pub fn decode(file: &Path, data: &[u8]) -> Result<ClosedLogs> {
         let bad = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
-        if data.len() < 16 || &data[..8] != MAGIC {
-            return Err(bad(0, "not a closed-logs file (bad magic)"));
-        }
-        let mut header = &data[8..16];
-        let version = get_fixed32(&mut header).unwrap_or_default();
-        let len = get_fixed32(&mut header).unwrap_or_default() as usize;
-        if version != VERSION {
-            return Err(bad(
-                8,
-                &format!("closed-logs version {version} (this build reads {VERSION})"),
-            ));
-        }
-        let body = data
-            .get(16..16 + len)
-            .ok_or_else(|| bad(12, "closed-logs body truncated"))?;
-        let mut crc = data.get(16 + len..).unwrap_or_default();
-        let stored = get_fixed32(&mut crc).ok_or_else(|| bad(16 + len, "checksum truncated"))?;
-        if unmask(stored) != crc32c(body) {
-            return Err(bad(16 + len, "closed-logs checksum mismatch"));
-        }
+        let (_, body) = super::framed::decode(file, data, MAGIC, "closed-logs file", &[VERSION])?;
+        let len = body.len();
         let mut cur = body;
-        let at = |cur: &[u8]| 16 + len - cur.len();
+        let at = |cur: &[u8]| super::framed::HEADER + len - cur.len();
         let last_sequence =
             get_varint64(&mut cur).ok_or_else(|| bad(at(cur), "truncated last sequence"))?;
         let count = get_varint32(&mut cur).ok_or_else(|| bad(at(cur), "truncated log count"))?;
