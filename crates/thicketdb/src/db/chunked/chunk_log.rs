@@ -134,7 +134,7 @@ impl ChunkLog {
     ) -> Result<(ChunkLog, u64, bool)> {
         let path = chunk_log_path(dir, number);
         let mut reader = LogReader::new(fs.open_sequential(&path)?, path.clone(), mode);
-        let (index, last_sequence) = read_index(&path, &mut reader, filters)?;
+        let (index, last_sequence) = read_index(&path, &mut reader, filters, u64::MAX)?;
         let torn = reader.dropped_tail().is_some() || !reader.skipped().is_empty();
         // Without a torn tail every byte belongs to a complete record; a
         // torn log is rewritten before it is appended to.
@@ -187,8 +187,12 @@ impl ChunkLog {
             self.path.clone(),
             RecoveryMode::TolerateTailCorruption,
         );
-        let (index, _) = read_index(&self.path, &mut reader, filters)?;
-        if let Some(torn) = reader.dropped_tail() {
+        // Only the records the clean close recorded: appends wait for this
+        // build, but a read-only store may share the file with a writer
+        // that appends (and may be mid-record) past them.
+        let len = self.len();
+        let (index, _) = read_index(&self.path, &mut reader, filters, len)?;
+        if let Some(torn) = reader.dropped_tail().filter(|t| t.offset < len) {
             // The file was whole at the clean close that recorded it.
             return Err(Error::corruption(
                 &self.path,
@@ -384,17 +388,21 @@ impl ChunkLog {
     }
 }
 
-/// Reads every record of `reader` into an index listing them in
-/// `filters`; returns it and the last sequence number.
+/// Reads the records of `reader` that start before `until` into an index
+/// listing them in `filters`; returns it and the last sequence number.
 fn read_index(
     path: &std::path::Path,
     reader: &mut LogReader,
     mut filters: LogFilters,
+    until: u64,
 ) -> Result<(LogIndex, u64)> {
     let range_dels = RangeDels::default();
     let mut last_sequence = 0;
     let mut record = Vec::new();
     while let Some(offset) = reader.read_record_into(&mut record)? {
+        if offset >= until {
+            break;
+        }
         let index = RecordIndex::of(path, offset, &record)?;
         filters.add_record(offset, index.keys.iter().copied());
         index.add_range_deletions(&range_dels);
