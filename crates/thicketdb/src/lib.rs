@@ -68,6 +68,10 @@ pub use table::{BlockCache, CompressionType, FilterPolicy};
 
 // Internals the workspace's tests and tools reach; not part of the API.
 #[doc(hidden)]
+pub use db::chunked::closed::ClosedLogs;
+#[doc(hidden)]
 pub use db::chunked::manifest::ChunkList;
+#[doc(hidden)]
+pub use db::chunked::munk_list::{MunkList, MunkListIterator};
 #[doc(hidden)]
 pub use stats::Counters;

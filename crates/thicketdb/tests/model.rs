@@ -877,6 +877,16 @@ fn model_yodb_without_caches() {
     }
 }
 
+/// The paper's array-list munks (`munk_array_list`) under the same load.
+#[test]
+fn model_yodb_array_list_munks() {
+    for seed in seeds(&[313, 314]) {
+        let mut config = small_chunks(profile_config(Profile::YoDb));
+        config.options.munk_array_list = true;
+        run(seed, ops(OPS), fault(), config);
+    }
+}
+
 /// Keys in reverse byte order: every comparison the engine makes (memtable,
 /// table indexes and blocks, merges, run ranges, compaction overlaps,
 /// iterator bounds) must go through the store's comparator, or gets miss

@@ -203,9 +203,11 @@ fn scan_tracked(db: &Db, snapshot: Option<&Snapshot>) -> State {
 
 #[test]
 fn concurrent_puts_gets_and_scans_are_linearizable_across_splits() {
-    for caches in [false, true] {
+    for (caches, array_list) in [(false, false), (true, false), (true, true)] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), tiny(caches)).unwrap();
+        let mut options = tiny(caches);
+        options.munk_array_list = array_list;
+        let db = Db::open(dir.path(), options).unwrap();
         for r in 0..25u64 {
             // A known starting state: every tracked key written.
             let mut initial = State::new();
@@ -217,13 +219,16 @@ fn concurrent_puts_gets_and_scans_are_linearizable_across_splits() {
             let history = round(&db, r, 4, 20);
             assert!(
                 linearizable(&history, &initial),
-                "caches {caches}, round {r}: not linearizable: {history:#?}"
+                "caches {caches}, array-list munks {array_list}, round {r}: not linearizable: {history:#?}"
             );
         }
         let stats = db.stats();
         assert!(stats.chunk_splits > 20, "{stats:?}");
         if caches {
-            assert!(stats.chunk_munk_loads > 0 && stats.chunk_gets_from_row_cache > 0);
+            assert!(stats.chunk_munk_loads > 0 && stats.chunk_gets_from_munk > 0);
+        }
+        if caches && !array_list {
+            assert!(stats.chunk_gets_from_row_cache > 0);
         }
     }
 }

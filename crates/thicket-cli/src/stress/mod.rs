@@ -59,6 +59,7 @@ const TUNABLES: &[(&str, &[&str])] = &[
     ("funk_log_limit_with_munk", &["4096", "16384"]),
     ("log_filter_parts", &["1", "4", "16"]),
     ("munk_cache_bytes", &["0", "32768", "1048576"]),
+    ("munk_array_list", &["false", "true"]),
     ("row_cache_bytes", &["0", "4096", "1048576"]),
 ];
 

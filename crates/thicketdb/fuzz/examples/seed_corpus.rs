@@ -185,6 +185,10 @@ fn main() {
             write(&root, "chunk_list", "seed-chunks", &prefixed(0, data));
             write(&root, "chunk_list", "seed-fixed-chunks", &prefixed(1, data));
         }
+        if name == "LOGS_CLOSED" {
+            write(&root, "closed_logs", "seed-closed", &prefixed(0, data));
+            write(&root, "closed_logs", "seed-fixed-closed", &prefixed(1, data));
+        }
         if name.ends_with(".clog") || name.ends_with(".blog") {
             write(&root, "log_reader", &format!("seed-{name}"), &prefixed(0, data));
         }

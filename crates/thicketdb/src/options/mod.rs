@@ -278,6 +278,10 @@ options! {
         /// Chunked: bytes of munks kept in memory, the hottest chunks' by
         /// an LFU score with exponential decay (0: no munks).
         munk_cache_bytes: u64 = 256 << 20,
+        /// Chunked: munks are the paper's array list with a sorted prefix
+        /// instead of the engine's skiplist (faster gets and puts, slower
+        /// scans: `docs/benchmarks.md`, *YoDB part 1*).
+        munk_array_list: bool = false,
         /// Chunked: bytes of the row cache of single key-value pairs from
         /// munk-less chunks (0: no row cache).
         row_cache_bytes: u64 = 64 << 20,

@@ -165,9 +165,13 @@ fn syncing_writers_share_one_sync_per_chunk_log() {
         .collect();
     let syncs = fs.stats().syncs;
     let fsyncs_log = store.counters.fsyncs_log.load(Ordering::SeqCst);
-    // Holding the metadata lock stops the first sync round before it
-    // syncs anything: every writer appends meanwhile.
-    let meta = store.writer.lock();
+    // The first sync round stops before it syncs anything until
+    // released: every writer appends meanwhile.
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = parking_lot::Mutex::new(release_rx);
+    *store.before_sync_round.lock() = Some(Arc::new(move || {
+        let _ = release_rx.lock().recv_timeout(STUCK);
+    }));
     let writers: Vec<_> = keys
         .iter()
         .cloned()
@@ -180,7 +184,8 @@ fn syncing_writers_share_one_sync_per_chunk_log() {
     while store.sync_group.waiting() < keys.len() - 1 {
         std::thread::yield_now();
     }
-    drop(meta);
+    store.before_sync_round.lock().take();
+    release_tx.send(()).unwrap();
     for w in writers {
         w.join().unwrap();
     }

@@ -2,8 +2,9 @@
 //! filters that each cover one stretch of `part_bytes` of the log, so a get
 //! learns both whether to search the log and which part of it. Each part
 //! also keeps the offsets of its records (8 bytes a record), where a
-//! search of the part reads. Built as records are appended, or on demand
-//! by one pass over the log after an open; never persisted.
+//! search of the part reads. Built as records are appended, or by one pass
+//! over the log: at an open after a crash, or on the log's first use after
+//! a clean close (`chunk_log.rs`); never persisted.
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -58,6 +59,15 @@ impl LogFilters {
         LogFilters {
             part_bytes,
             words_per_part,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Empty filters of the same shape.
+    pub fn empty_like(&self) -> LogFilters {
+        LogFilters {
+            part_bytes: self.part_bytes,
+            words_per_part: self.words_per_part,
             parts: Vec::new(),
         }
     }

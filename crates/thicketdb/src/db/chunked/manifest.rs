@@ -24,10 +24,9 @@ use std::path::Path;
 
 use crate::db::DEFAULT_KEYSPACE_NAME;
 use crate::error::{Error, Result};
-use crate::format::checksum::{crc32c, mask, unmask};
 use crate::format::coding::{
-    get_fixed32, get_length_prefixed, get_varint32, get_varint64, put_fixed32, put_length_prefixed,
-    put_varint32, put_varint64,
+    get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
+    put_varint64,
 };
 
 const MAGIC: &[u8; 8] = b"TKCHUNKS";
@@ -110,43 +109,23 @@ impl ChunkList {
             put_length_prefixed(&mut body, name.as_bytes());
             put_varint64(&mut body, *value);
         }
-        let mut out = Vec::with_capacity(body.len() + 20);
-        out.extend_from_slice(MAGIC);
-        put_fixed32(&mut out, CHUNK_LIST_VERSION);
-        put_fixed32(&mut out, body.len() as u32);
-        out.extend_from_slice(&body);
-        put_fixed32(&mut out, mask(crc32c(&body)));
-        out
+        super::framed::encode(MAGIC, CHUNK_LIST_VERSION, &body)
     }
 
     /// Parses a `CHUNKS` file of version 1 or 2; errors name `file` and
     /// the offset of the damage.
     pub fn decode(file: &Path, data: &[u8]) -> Result<ChunkList> {
         let bad = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
-        if data.len() < 16 || &data[..8] != MAGIC {
-            return Err(bad(0, "not a chunk list (bad magic)"));
-        }
-        let mut header = &data[8..16];
-        let version = get_fixed32(&mut header).unwrap_or_default();
-        let len = get_fixed32(&mut header).unwrap_or_default() as usize;
-        if version != CHUNK_LIST_VERSION && version != CHUNK_LIST_V1 {
-            return Err(bad(
-                8,
-                &format!(
-                    "chunk list version {version} (this build reads {CHUNK_LIST_V1} and {CHUNK_LIST_VERSION})"
-                ),
-            ));
-        }
-        let body = data
-            .get(16..16 + len)
-            .ok_or_else(|| bad(12, "chunk list body truncated"))?;
-        let mut crc = data.get(16 + len..).unwrap_or_default();
-        let stored = get_fixed32(&mut crc).ok_or_else(|| bad(16 + len, "checksum truncated"))?;
-        if unmask(stored) != crc32c(body) {
-            return Err(bad(16 + len, "chunk list checksum mismatch"));
-        }
+        let (version, body) = super::framed::decode(
+            file,
+            data,
+            MAGIC,
+            "chunk list",
+            &[CHUNK_LIST_V1, CHUNK_LIST_VERSION],
+        )?;
+        let len = body.len();
         let mut cur = body;
-        let at = |cur: &[u8]| 16 + len - cur.len();
+        let at = |cur: &[u8]| super::framed::HEADER + len - cur.len();
         let field = |cur: &mut &[u8], what: &str| {
             get_varint64(cur).ok_or_else(|| bad(at(cur), &format!("truncated {what}")))
         };
@@ -331,12 +310,7 @@ pub(super) mod tests {
             put_length_prefixed(&mut body, name.as_bytes());
             put_varint64(&mut body, *value);
         }
-        let mut out = MAGIC.to_vec();
-        put_fixed32(&mut out, 1);
-        put_fixed32(&mut out, body.len() as u32);
-        out.extend_from_slice(&body);
-        put_fixed32(&mut out, mask(crc32c(&body)));
-        out
+        super::super::framed::encode(MAGIC, 1, &body)
     }
 
     #[test]

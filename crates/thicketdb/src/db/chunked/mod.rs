@@ -29,11 +29,16 @@ mod batch_log;
 pub(crate) mod check;
 mod checkpoint;
 mod chunk;
+mod chunk_log;
+pub mod closed;
 pub(crate) mod files;
+mod framed;
 mod keyspaces;
 pub mod log_filter;
+mod log_sorted;
 pub mod manifest;
 mod munk;
+pub mod munk_list;
 mod open;
 mod rebalance;
 mod row_cache;
@@ -54,13 +59,13 @@ use crate::db::batch::OpKind;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::io::{FileLock, FileSystem};
-use crate::iterator::{InternalIterator, VecIterator};
+use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
 use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
-use chunk::{Chunk, Found, LogEntry};
+use chunk::{Chunk, Found};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
 pub(crate) use space::ChunkSpace;
@@ -138,6 +143,10 @@ pub(crate) struct ChunkStore {
     /// hold a build there).
     #[cfg(test)]
     before_switch: Mutex<Option<SwitchHook>>,
+    /// Run by a sync round's leader before it syncs (tests hold a round
+    /// there).
+    #[cfg(test)]
+    before_sync_round: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 impl ChunkStore {
@@ -251,7 +260,17 @@ impl ChunkStore {
             break (spaces, chunks, first, last);
         };
         if opts.sync {
-            self.sync_group.sync(|| self.sync_dirty_logs())?;
+            self.sync_group.sync(|| {
+                #[cfg(test)]
+                {
+                    // Not under the lock: the hook may block.
+                    let hook = self.before_sync_round.lock().clone();
+                    if let Some(hook) = hook {
+                        hook();
+                    }
+                }
+                self.sync_dirty_logs()
+            })?;
         }
         self.sequencer
             .publish(&self.last_sequence, first, last, || {
@@ -294,6 +313,8 @@ impl ChunkStore {
         chunks: &[(usize, Arc<Chunk>)],
     ) -> Result<(u64, u64)> {
         let appending: Vec<_> = chunks.iter().map(|(_, c)| c.append_lock.lock()).collect();
+        // `close` records the logs' lengths under every append lock.
+        self.check_open()?;
         let count: u64 = groups.values().map(|g| g.len() as u64).sum();
         let first = self.sequencer.allocate(count);
         let mut logged = 0;
@@ -388,7 +409,7 @@ impl ChunkStore {
                 let (start, end) = (space.row_key(op.key), space.row_key(op.value));
                 self.row_cache.delete_range(&start, &end, seq);
                 if let Some(m) = munk {
-                    m.mem.add_range_deletion(seq, op.key, op.value);
+                    m.add_range_deletion(seq, op.key, op.value);
                 }
             }
         }
@@ -396,23 +417,34 @@ impl ChunkStore {
 
     /// Syncs every log holding unsynced appends, the batch log first (a
     /// cross-chunk batch's parts are never durable before it). One sync
-    /// per log covers all the writes since its last one, in every chunk:
-    /// what a power loss keeps is then always a prefix of the writes.
-    /// Concurrent syncing writers share it (`sync_group.rs`). The
-    /// metadata lock is held throughout: no cross-chunk batch is logged
-    /// meanwhile, so no chunk log part synced here lacks its synced batch.
+    /// per log covers all the writes since its last one, in every chunk.
+    /// Concurrent syncing writers share it (`sync_group.rs`). Every
+    /// chunk's `append_lock` and the metadata lock are held throughout:
+    /// the logs then hold exactly the batches numbered up to the last one
+    /// handed out (each batch takes its numbers and appends under its
+    /// chunks' append locks), so what a power loss keeps is always a
+    /// prefix of the writes.
+    /// REQUIRES: no `append_lock` held by the caller.
     fn sync_dirty_logs(&self) -> Result<()> {
-        let mut meta = self.writer.lock();
-        let mut syncs = match meta.as_mut() {
-            Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
-            None => 0,
-        };
-        for chunk in self.every_chunk() {
-            syncs += u64::from(chunk.log.sync_if_dirty()?);
+        loop {
+            let chunks = self.every_chunk();
+            let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
+            let mut meta = self.writer.lock();
+            // Chunks are replaced under the metadata lock: none retired
+            // and none added means no other log takes appends.
+            if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
+                continue;
+            }
+            let mut syncs = match meta.as_mut() {
+                Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
+                None => 0,
+            };
+            for chunk in &chunks {
+                syncs += u64::from(chunk.log.sync_if_dirty()?);
+            }
+            Counters::add(&self.counters.fsyncs_log, syncs);
+            return Ok(());
         }
-        drop(meta);
-        Counters::add(&self.counters.fsyncs_log, syncs);
-        Ok(())
     }
 
     /// The newest value of `key` in `space` visible to `opts`' snapshot
@@ -455,7 +487,7 @@ impl ChunkStore {
         if let Some(munk) = munk {
             Counters::add(&self.counters.chunk_gets_from_munk, 1);
             let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
-            return Ok(match munk.mem.get(lookup.encoded()) {
+            return Ok(match munk.get(lookup.encoded()) {
                 Some(crate::memtable::Lookup::Value(v)) => Some(v),
                 _ => None,
             });
@@ -499,24 +531,15 @@ impl ChunkStore {
             if let Some(munk) = chunk.munk() {
                 // Taken after the snapshot: it holds every version the
                 // snapshot sees (`munk.rs`).
-                range_dels.add_memtable(sources.len(), munk.mem.range_deletions());
-                sources.push(Box::new(crate::memtable::MemtableIterator::new(
-                    munk.mem.clone(),
-                )));
+                range_dels.add_memtable(sources.len(), munk.range_deletions());
+                sources.push(munk.iter());
                 continue;
             }
             // The log before the table: every version in the log is newer,
             // so a log tombstone may skip the table past its end (and the
             // later chunks' sources hold only keys past the chunk's).
-            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = chunk
-                .log
-                .entries(snapshot.sequence())?
-                .into_iter()
-                .map(LogEntry::into_entry)
-                .collect();
-            entries.sort_by(|a, b| order.internal(&a.0, &b.0));
-            range_dels.add_memtable(sources.len(), chunk.log.range_deletions());
-            sources.push(Box::new(VecIterator::new(entries, order.clone())));
+            range_dels.add_memtable(sources.len(), chunk.log.range_deletions()?);
+            sources.push(Box::new(chunk.log.sorted_iter()?));
             if let Some(table) = &chunk.table {
                 range_dels.add_memtable(sources.len(), table.range_deletions().clone());
                 sources.push(Box::new(table.iter_with(opts.fill_cache)));
@@ -615,13 +638,9 @@ impl ChunkStore {
     }
 
     /// Bytes of memory the store holds: the block cache, the chunk logs'
-    /// filters, the munks and the row cache.
+    /// filters and sorted views, the munks and the row cache.
     pub fn memory_bytes(&self) -> u64 {
-        let filters: usize = self
-            .every_chunk()
-            .iter()
-            .map(|c| c.log.filter_bytes())
-            .sum();
+        let filters: usize = self.every_chunk().iter().map(|c| c.log.index_bytes()).sum();
         self.context.cache.as_ref().map_or(0, |c| c.usage())
             + filters as u64
             + self.munks.resident_bytes()
@@ -633,11 +652,24 @@ impl ChunkStore {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        // Under the metadata lock: the list names the current sets.
+        // Every append lock, then every appended batch published: no
+        // append is under way, and none follows (a writer checks `closed`
+        // under its append locks), so the log lengths recorded hold whole,
+        // published batches.
+        let chunks = self.every_chunk();
+        let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
+        let published = self
+            .sequencer
+            .wait_all_published(&self.last_sequence, || self.failed.lock().clone());
+        // Under the metadata lock: the list names the current sets (a
+        // rebalance's switch finding the store closed installs nothing).
         let writer = self.writer.lock();
-        // Persists the counters (a failed store keeps its last list).
-        let persisted = match (&*writer, self.failed.lock().is_some()) {
-            (Some(w), false) => self.write_chunk_list(w),
+        // Persists the counters (a failed store keeps its last list), and
+        // the logs' lengths, so that the next open reads no log.
+        let persisted = match (&*writer, self.failed.lock().is_some() || published.is_err()) {
+            (Some(w), false) => self
+                .write_chunk_list(w)
+                .and_then(|()| self.record_clean_close()),
             _ => Ok(()),
         };
         self.lock.lock().take();
@@ -711,6 +743,8 @@ fn group_by_chunk(
 mod concurrency_tests;
 #[cfg(test)]
 mod keyspace_tests;
+#[cfg(test)]
+mod lazy_open_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]

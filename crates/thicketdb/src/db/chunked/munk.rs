@@ -1,8 +1,10 @@
 //! Munks: a chunk's image in memory (every version of its funk plus the
 //! puts since), serving all its gets and scans; volatile, built from the
 //! funk on demand. A munk is the engine's concurrent skiplist (lock-free
-//! reads, one writer: the chunk's `append_lock`) rather than the paper's
-//! array list with a sorted prefix (`docs/profiles.md` says why).
+//! reads, one writer: the chunk's `append_lock`) or, with `munk_array_list`,
+//! the paper's array list with a sorted prefix (`munk_list.rs`): faster
+//! for gets and puts, slower for scans, neither faster end to end
+//! (`examples/munk_structures.rs`, `docs/benchmarks.md`).
 //!
 //! The munk cache keeps the hottest chunks' munks within
 //! `munk_cache_bytes`: each access adds to its chunk's heat, and every
@@ -21,12 +23,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::chunk::Chunk;
+use super::munk_list::{MunkList, MunkListIterator};
 use super::ChunkStore;
 use crate::error::Result;
 use crate::format::internal_key::{ParsedKey, ValueKind};
 use crate::format::range_tombstone::Fragments;
+use crate::format::KeyOrder;
 use crate::iterator::InternalIterator;
-use crate::memtable::{Memtable, MemtableIterator};
+use crate::memtable::{Lookup, Memtable, MemtableIterator};
 use crate::stats::Counters;
 
 /// Accesses between two halvings of every chunk's heat.
@@ -38,9 +42,15 @@ const REBALANCE_GROWTH: u64 = 2;
 /// Munks smaller than this are not rebuilt.
 const REBALANCE_MIN_BYTES: u64 = 64 << 10;
 
+/// The structure holding a munk's entries.
+enum Image {
+    Skiplist(Arc<Memtable>),
+    ArrayList(Arc<MunkList>),
+}
+
 /// A chunk's image in memory.
 pub(super) struct Munk {
-    pub mem: Arc<Memtable>,
+    image: Image,
     /// Set when the munk was replaced or dropped.
     sealed: AtomicBool,
     /// Its size when built.
@@ -49,25 +59,41 @@ pub(super) struct Munk {
 
 impl Munk {
     /// A munk of `entries` (internal key, value), in any order, and
-    /// `tombstones`.
+    /// `tombstones`; an array list if `array_list`.
     pub fn build(
         entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
         tombstones: &Fragments,
+        array_list: bool,
     ) -> Munk {
-        let mem = Memtable::new(0, crate::format::KeyOrder::Bytewise);
-        for (key, value) in entries {
-            if let Some(p) = ParsedKey::parse(&key) {
-                mem.add(p.sequence, p.kind, p.user_key, &value);
+        let image = if array_list {
+            // Sorted (and rid of a version read twice): the list's prefix.
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = entries
+                .into_iter()
+                .filter(|(key, _)| ParsedKey::parse(key).is_some())
+                .collect();
+            entries.sort_by(|a, b| KeyOrder::Bytewise.internal(&a.0, &b.0));
+            entries.dedup_by(|a, b| a.0 == b.0);
+            Image::ArrayList(Arc::new(MunkList::build_sorted(entries)))
+        } else {
+            let mem = Memtable::new(0, KeyOrder::Bytewise);
+            for (key, value) in entries {
+                if let Some(p) = ParsedKey::parse(&key) {
+                    mem.add(p.sequence, p.kind, p.user_key, &value);
+                }
             }
-        }
-        for t in tombstones.tombstones() {
-            mem.add_range_deletion(t.seq, &t.start, &t.end);
-        }
-        let built_bytes = mem.approximate_size();
-        Munk {
-            mem: Arc::new(mem),
+            Image::Skiplist(Arc::new(mem))
+        };
+        let munk = Munk {
+            image,
             sealed: AtomicBool::new(false),
-            built_bytes,
+            built_bytes: 0,
+        };
+        for t in tombstones.tombstones() {
+            munk.add_range_deletion(t.seq, &t.start, &t.end);
+        }
+        Munk {
+            built_bytes: munk.bytes(),
+            ..munk
         }
     }
 
@@ -80,24 +106,72 @@ impl Munk {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.mem.approximate_size()
+        match &self.image {
+            Image::Skiplist(m) => m.approximate_size(),
+            Image::ArrayList(l) => l.approximate_size(),
+        }
+    }
+
+    fn is_array_list(&self) -> bool {
+        matches!(self.image, Image::ArrayList(_))
     }
 
     /// Adds a put or delete at `sequence`.
     pub fn add(&self, sequence: u64, kind: ValueKind, key: &[u8], value: &[u8]) {
-        self.mem.add(sequence, kind, key, value);
+        match &self.image {
+            Image::Skiplist(m) => m.add(sequence, kind, key, value),
+            Image::ArrayList(l) => l.add(sequence, kind, key, value),
+        }
+    }
+
+    /// Adds a range tombstone `[start, end)` at `sequence`.
+    pub fn add_range_deletion(&self, sequence: u64, start: &[u8], end: &[u8]) {
+        match &self.image {
+            Image::Skiplist(m) => m.add_range_deletion(sequence, start, end),
+            Image::ArrayList(l) => l.add_range_deletion(sequence, start, end),
+        }
+    }
+
+    /// The range tombstones, fragmented.
+    pub fn range_deletions(&self) -> Arc<Fragments> {
+        match &self.image {
+            Image::Skiplist(m) => m.range_deletions(),
+            Image::ArrayList(l) => l.range_deletions(),
+        }
+    }
+
+    /// The newest version of `lookup`'s user key visible at its sequence
+    /// number (`Memtable::get`).
+    pub fn get(&self, lookup: &[u8]) -> Option<Lookup> {
+        match &self.image {
+            Image::Skiplist(m) => m.get(lookup),
+            Image::ArrayList(l) => l.get(lookup),
+        }
+    }
+
+    /// An iterator over every entry; it sees later puts.
+    pub fn iter(&self) -> Box<dyn InternalIterator> {
+        match &self.image {
+            Image::Skiplist(m) => Box::new(MemtableIterator::new(m.clone())),
+            Image::ArrayList(l) => Box::new(MunkListIterator::new(l.clone())),
+        }
     }
 
     /// Every entry, sorted.
     fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut it = MemtableIterator::new(self.mem.clone());
-        it.seek_to_first();
-        let mut out = Vec::with_capacity(self.mem.len());
-        while it.valid() {
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
+        match &self.image {
+            Image::ArrayList(l) => l.entries(),
+            Image::Skiplist(_) => {
+                let mut it = self.iter();
+                it.seek_to_first();
+                let mut out = Vec::new();
+                while it.valid() {
+                    out.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next();
+                }
+                out
+            }
         }
-        out
     }
 }
 
@@ -157,7 +231,7 @@ impl MunkCache {
             }
         }
         let (entries, tombstones) = chunk.contents()?;
-        let munk = Munk::build(entries, &tombstones);
+        let munk = Munk::build(entries, &tombstones, store.options.munk_array_list);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
         Counters::add(&store.counters.chunk_munk_loads, 1);
@@ -213,10 +287,10 @@ impl MunkCache {
             return;
         }
         let oldest = store.snapshots.oldest(&store.last_sequence);
-        let tombstones = munk.mem.range_deletions();
+        let tombstones = munk.range_deletions();
         let kept = super::rebalance::drop_unneeded(munk.entries(), oldest, &tombstones);
         let tombstones = super::rebalance::needed_tombstones((*tombstones).clone(), oldest);
-        let fresh = Munk::build(kept, &tombstones);
+        let fresh = Munk::build(kept, &tombstones, munk.is_array_list());
         self.resident.fetch_add(fresh.bytes(), Ordering::Relaxed);
         if let Some(old) = chunk.set_munk(Some(Arc::new(fresh))) {
             old.seal();

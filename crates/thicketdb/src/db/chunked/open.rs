@@ -1,6 +1,8 @@
 //! Opening a chunked store: the chunk list from `CHUNKS`, each funk's
 //! table opened and each chunk log read once (its records listed in its
-//! filters, its last sequence number found; no entry is kept in memory),
+//! filters, its last sequence number found; no entry is kept in memory)
+//! unless a clean close recorded it in `LOGS_CLOSED` (then it is read on
+//! first need, `chunk_log.rs`),
 //! unfinished cross-chunk batches completed from the batch log, torn log
 //! tails rewritten, and files no chunk names deleted.
 
@@ -12,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::batch_log::{self, BatchLog};
 use super::chunk::{open_table, Chunk, ChunkLog};
+use super::closed::ClosedLogs;
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
 use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
@@ -80,6 +83,8 @@ pub(super) fn open(
         value_log: None,
         charge_metadata: options.charge_table_metadata,
     };
+    // A damaged `LOGS_CLOSED` only costs reading every log.
+    let closed = ClosedLogs::read(fs.as_ref(), dir).ok().flatten();
     let mut last_sequence = list.last_sequence;
     // Per keyspace, per chunk: the last sequence number its log holds.
     let mut log_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
@@ -100,13 +105,26 @@ pub(super) fn open(
                 0 => None,
                 n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
             };
-            let (log, log_last, is_torn) = ChunkLog::open(
-                fs.as_ref(),
-                dir,
-                chunk.log_number,
-                filters(&space_options),
-                options.wal_recovery_mode,
-            )?;
+            let number = chunk.log_number;
+            let (log, log_last, is_torn) = match closed_length(fs.as_ref(), dir, &closed, number) {
+                Some((len, last)) => {
+                    let log = ChunkLog::open_unread(
+                        fs.clone(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        len,
+                    )?;
+                    (log, last, false)
+                }
+                None => ChunkLog::open(
+                    fs.as_ref(),
+                    dir,
+                    number,
+                    filters(&space_options),
+                    options.wal_recovery_mode,
+                )?,
+            };
             if is_torn {
                 torn.push((s, i));
             }
@@ -163,6 +181,8 @@ pub(super) fn open(
         lock: Mutex::new(lock),
         #[cfg(test)]
         before_switch: Mutex::new(None),
+        #[cfg(test)]
+        before_sync_round: Mutex::new(None),
     };
     let missing = missing_parts(&store, &batches, &log_ends, list.batch_log_number)?;
     if read_only {
@@ -175,6 +195,8 @@ pub(super) fn open(
         }
         return Ok(store);
     }
+    // Before the first append: the lengths it records stop being true.
+    ClosedLogs::remove(fs.as_ref(), dir)?;
     let mut next_file_number = list.next_file_number;
     rewrite_torn_logs(&store, &torn, &mut next_file_number)?;
     for chunk in store.every_chunk() {
@@ -192,6 +214,23 @@ pub(super) fn open(
     store.write_chunk_list(store.writer.lock().as_ref().expect("just set"))?;
     sweep(&store)?;
     Ok(store)
+}
+
+/// The length a clean close recorded for chunk log `number` and the
+/// store's last sequence number then, if the file still has that length
+/// (else the log is read at open, as after a crash).
+fn closed_length(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    closed: &Option<ClosedLogs>,
+    number: u64,
+) -> Option<(u64, u64)> {
+    let closed = closed.as_ref()?;
+    let len = *closed.lengths.get(&number)?;
+    let size = fs
+        .file_size(&super::files::chunk_log_path(dir, number))
+        .ok()?;
+    (size == len).then_some((len, closed.last_sequence))
 }
 
 /// Filters sized for the store's chunk logs.

@@ -51,7 +51,7 @@ fn tombstones_within_chunks(db: &Db) -> (usize, usize) {
         if let Some(t) = &chunk.table {
             in_tables += usize::from(check(t.range_deletions()));
         }
-        in_logs += usize::from(check(&chunk.log.range_deletions()));
+        in_logs += usize::from(check(&chunk.log.range_deletions().unwrap()));
     }
     (in_tables, in_logs)
 }

@@ -131,6 +131,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     let tombstones = needed_tombstones(tombstones, oldest);
     let pieces = split(kept, &space.options);
     let had_munk = chunk.munk().is_some();
+    let munk_array_list = store.options.munk_array_list;
     let mut chunks = Vec::with_capacity(pieces.len());
     let mut bytes_written = 0;
     let starts: Vec<Vec<u8>> = pieces
@@ -173,9 +174,10 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         );
         if had_munk {
             // The munk splits with the chunk.
-            store
-                .munks
-                .install(&child, Munk::build(piece, &piece_tombstones));
+            store.munks.install(
+                &child,
+                Munk::build(piece, &piece_tombstones, munk_array_list),
+            );
         }
         chunks.push(child);
     }
@@ -226,6 +228,11 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
         retire_all(&new_chunks);
         return Err(Error::ReadOnly("rebalance".into()));
     };
+    if store.closed.load(std::sync::atomic::Ordering::Acquire) {
+        // `close` recorded the logs it found: the old chunk stays.
+        retire_all(&new_chunks);
+        return Err(Error::Closed);
+    }
     let set = space.chunk_set();
     let Some(index) = set.chunks.iter().position(|c| Arc::ptr_eq(c, chunk)) else {
         // The keyspace was dropped meanwhile.
@@ -337,7 +344,7 @@ fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Resul
             .for_each(|op| {
                 match op.kind {
                     OpKind::Point(kind) => munk.add(seq, kind, op.key, op.value),
-                    OpKind::RangeDeletion => munk.mem.add_range_deletion(seq, op.key, op.value),
+                    OpKind::RangeDeletion => munk.add_range_deletion(seq, op.key, op.value),
                 }
                 seq += 1;
             })

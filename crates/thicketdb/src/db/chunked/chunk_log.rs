@@ -1,0 +1,482 @@
+//! A chunk log: the append-only half of a funk, in the log record format
+//! whose records are write batches (`docs/format.md`, *Chunk log*).
+//!
+//! Its in-memory index (the partitioned filters listing every record, and
+//! its range tombstones) is built as records are appended, by one pass
+//! over the file when a log is opened after a crash, or on first need for
+//! a log a clean close left (`closed.rs`): the first get, scan, munk load
+//! or append that needs it reads the log once while concurrent ones wait
+//! for it (`index`). Scans read the log through its sorted view
+//! (`log_sorted.rs`), built on the first scan and extended by later ones.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
+
+use super::chunk::Found;
+use super::files::chunk_log_path;
+use super::log_filter::LogFilters;
+use super::log_sorted::{SortedLog, SortedLogIterator};
+use crate::db::batch::{DecodedBatch, OpKind};
+use crate::error::{Error, Result};
+use crate::format::internal_key::{InternalKey, ValueKind};
+use crate::format::range_tombstone::{Fragments, RangeTombstone};
+use crate::io::FileSystem;
+use crate::log::{LogReader, LogWriter, RandomAccessLogReader, RecoveryMode};
+use crate::memtable::RangeDels;
+use crate::stats::Counters;
+
+/// One write of a put or delete, as a log record holds it.
+pub(super) struct LogEntry {
+    pub sequence: u64,
+    pub kind: ValueKind,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+impl LogEntry {
+    /// The entry as an internal key and its value.
+    pub fn into_entry(self) -> super::chunk::Entry {
+        let key = InternalKey::new(&self.key, self.sequence, self.kind).into_vec();
+        (key, self.value)
+    }
+}
+
+/// The log's index in memory, or how to build it.
+enum IndexState {
+    /// A log a clean close left: nothing read yet.
+    Unbuilt {
+        fs: Arc<dyn FileSystem>,
+        /// Empty filters of the log's shape.
+        filters: LogFilters,
+    },
+    Built(LogIndex),
+}
+
+/// A built index.
+pub(super) struct LogIndex {
+    pub filters: LogFilters,
+    /// The range tombstones of its records (clipped to the chunk).
+    pub range_dels: RangeDels,
+}
+
+/// A chunk log: appended under its chunk's `append_lock`, read by anyone up
+/// to the records its filters list (each complete before it is listed).
+pub(super) struct ChunkLog {
+    pub number: u64,
+    path: PathBuf,
+    reader: Arc<RandomAccessLogReader>,
+    /// `None` in a read-only store.
+    writer: Mutex<Option<LogWriter>>,
+    index: RwLock<IndexState>,
+    /// Held while an index is built from the file: one reader builds it,
+    /// the others wait for it.
+    building: Mutex<()>,
+    /// The view scans read, sorted by key (built on the first scan).
+    sorted: Mutex<SortedLog>,
+    /// Bytes of complete records.
+    len: AtomicU64,
+    /// Appends not synced yet.
+    dirty: AtomicBool,
+}
+
+impl ChunkLog {
+    fn with(
+        number: u64,
+        path: PathBuf,
+        reader: RandomAccessLogReader,
+        writer: Option<LogWriter>,
+        index: IndexState,
+        len: u64,
+    ) -> ChunkLog {
+        ChunkLog {
+            number,
+            path,
+            reader: Arc::new(reader),
+            writer: Mutex::new(writer),
+            index: RwLock::new(index),
+            building: Mutex::new(()),
+            sorted: Mutex::new(SortedLog::default()),
+            len: AtomicU64::new(len),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Creates an empty log (the caller syncs the directory).
+    pub fn create(
+        fs: &dyn FileSystem,
+        dir: &std::path::Path,
+        number: u64,
+        filters: LogFilters,
+    ) -> Result<ChunkLog> {
+        let path = chunk_log_path(dir, number);
+        let writer = LogWriter::new(fs.create(&path)?);
+        let reader = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
+        let index = IndexState::Built(LogIndex {
+            filters,
+            range_dels: RangeDels::default(),
+        });
+        Ok(ChunkLog::with(number, path, reader, Some(writer), index, 0))
+    }
+
+    /// Opens an existing log: one pass lists its records in `filters` and
+    /// finds its last sequence number. Returns the log, that sequence and
+    /// whether the file ends in a torn record (to be rewritten before the
+    /// log is appended to).
+    pub fn open(
+        fs: &dyn FileSystem,
+        dir: &std::path::Path,
+        number: u64,
+        filters: LogFilters,
+        mode: RecoveryMode,
+    ) -> Result<(ChunkLog, u64, bool)> {
+        let path = chunk_log_path(dir, number);
+        let mut reader = LogReader::new(fs.open_sequential(&path)?, path.clone(), mode);
+        let (index, last_sequence) = read_index(&path, &mut reader, filters, u64::MAX)?;
+        let torn = reader.dropped_tail().is_some() || !reader.skipped().is_empty();
+        // Without a torn tail every byte belongs to a complete record; a
+        // torn log is rewritten before it is appended to.
+        let end = fs.file_size(&path)?;
+        let random = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
+        let log = ChunkLog::with(number, path, random, None, IndexState::Built(index), end);
+        Ok((log, last_sequence, torn))
+    }
+
+    /// Opens a log a clean close left `len` bytes long (all complete,
+    /// synced records) without reading it: its index is built on first
+    /// need, from `fs`.
+    pub fn open_unread(
+        fs: Arc<dyn FileSystem>,
+        dir: &std::path::Path,
+        number: u64,
+        filters: LogFilters,
+        len: u64,
+    ) -> Result<ChunkLog> {
+        let path = chunk_log_path(dir, number);
+        let random = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
+        let index = IndexState::Unbuilt { fs, filters };
+        Ok(ChunkLog::with(number, path, random, None, index, len))
+    }
+
+    /// The log's index, built first if the log was opened unread.
+    fn index(&self) -> Result<MappedRwLockReadGuard<'_, LogIndex>> {
+        loop {
+            let guard = self.index.read();
+            if let Ok(built) = RwLockReadGuard::try_map(guard, |state| match state {
+                IndexState::Built(index) => Some(index),
+                IndexState::Unbuilt { .. } => None,
+            }) {
+                return Ok(built);
+            }
+            self.build_index()?;
+        }
+    }
+
+    /// Reads the whole log once into its index (one thread; the others
+    /// wait on `building` and find it built).
+    fn build_index(&self) -> Result<()> {
+        let _one = self.building.lock();
+        let (fs, filters) = match &*self.index.read() {
+            IndexState::Unbuilt { fs, filters } => (fs.clone(), filters.empty_like()),
+            IndexState::Built(_) => return Ok(()),
+        };
+        let mut reader = LogReader::new(
+            fs.open_sequential(&self.path)?,
+            self.path.clone(),
+            RecoveryMode::TolerateTailCorruption,
+        );
+        // Only the records the clean close recorded: appends wait for this
+        // build, but a read-only store may share the file with a writer
+        // that appends (and may be mid-record) past them.
+        let len = self.len();
+        let (index, _) = read_index(&self.path, &mut reader, filters, len)?;
+        if let Some(torn) = reader.dropped_tail().filter(|t| t.offset < len) {
+            // The file was whole at the clean close that recorded it.
+            return Err(Error::corruption(
+                &self.path,
+                torn.offset,
+                "chunk log damaged since the clean close that recorded it",
+            ));
+        }
+        *self.index.write() = IndexState::Built(index);
+        Ok(())
+    }
+
+    /// Makes an opened log appendable at its end (a no-op for a log
+    /// created by this process).
+    pub fn reopen_for_append(&self, fs: &dyn FileSystem) -> Result<()> {
+        let mut writer = self.writer.lock();
+        if writer.is_none() {
+            *writer = Some(LogWriter::new(fs.open_append(&self.path)?));
+        }
+        Ok(())
+    }
+
+    /// Bytes of complete records.
+    pub fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Appends one batch record; syncs it when `sync`. Returns the bytes
+    /// written.
+    pub fn append(&self, record: &[u8], sync: bool) -> Result<u64> {
+        let index = RecordIndex::of(&self.path, 0, record)?;
+        // The index lists every record before this one first.
+        drop(self.index()?);
+        let mut writer = self.writer.lock();
+        let writer = writer
+            .as_mut()
+            .ok_or_else(|| Error::ReadOnly("write".into()))?;
+        let before = writer.len();
+        let offset = writer.add_record(record)?;
+        writer.flush()?;
+        if sync {
+            writer.sync()?;
+        } else {
+            self.dirty.store(true, Ordering::Release);
+        }
+        let after = writer.len();
+        if let IndexState::Built(built) = &mut *self.index.write() {
+            built.filters.add_record(offset, index.keys.iter().copied());
+            index.add_range_deletions(&built.range_dels);
+        }
+        self.len.store(after, Ordering::Release);
+        Ok(after - before)
+    }
+
+    /// Syncs what was appended.
+    pub fn sync(&self) -> Result<()> {
+        match self.writer.lock().as_mut() {
+            Some(w) => w
+                .sync()
+                .map(|()| self.dirty.store(false, Ordering::Release)),
+            None => Ok(()),
+        }
+    }
+
+    /// Syncs the log if an append since the last sync was not; returns
+    /// whether it did.
+    pub fn sync_if_dirty(&self) -> Result<bool> {
+        if !self.dirty.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.sync().map(|()| true)
+    }
+
+    /// The newest version of `key` at `sequence` the log holds, if any,
+    /// with its sequence number: only the parts whose filter admits the
+    /// key are read, newest first. Range tombstones are not applied.
+    pub fn get(
+        &self,
+        key: &[u8],
+        sequence: u64,
+        counters: &Counters,
+    ) -> Result<Option<(u64, Found)>> {
+        let index = self.index()?;
+        let mut record = Vec::new();
+        for part in index.filters.candidates(key) {
+            Counters::add(&counters.chunk_log_parts_searched, 1);
+            for &offset in part.iter().rev() {
+                self.reader.read_record_at_into(offset, &mut record)?;
+                let batch = parse(&self.path, offset, &record)?;
+                if batch.first_sequence > sequence {
+                    continue;
+                }
+                let mut found = None;
+                let mut seq = batch.first_sequence;
+                batch
+                    .for_each(|op| {
+                        if seq <= sequence && op.key == key {
+                            match op.kind {
+                                OpKind::Point(ValueKind::Value) => {
+                                    found = Some((seq, Found::Value(op.value.to_vec())))
+                                }
+                                OpKind::Point(ValueKind::Deletion) => {
+                                    found = Some((seq, Found::Deleted))
+                                }
+                                OpKind::RangeDeletion => {}
+                            }
+                        }
+                        seq += 1;
+                    })
+                    .map_err(|why| Error::corruption(&self.path, offset, why))?;
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The sequence number of the newest range tombstone of the log
+    /// covering `key` at `sequence` (0 for none).
+    pub fn covering_seq(&self, key: &[u8], sequence: u64) -> Result<u64> {
+        Ok(self.index()?.range_dels.covering_seq(key, sequence))
+    }
+
+    /// The log's range tombstones, fragmented (all of them: readers filter
+    /// by their snapshot).
+    pub fn range_deletions(&self) -> Result<Arc<Fragments>> {
+        Ok(self.index()?.range_dels.fragments())
+    }
+
+    /// Every record's offset, oldest first.
+    fn record_offsets(&self) -> Result<Vec<u64>> {
+        Ok(self.index()?.filters.all_records().collect())
+    }
+
+    /// Every point entry at or below `sequence`, in log order (range
+    /// tombstones: `range_deletions`).
+    pub fn entries(&self, sequence: u64) -> Result<Vec<LogEntry>> {
+        let mut out = Vec::new();
+        let mut record = Vec::new();
+        for offset in self.record_offsets()? {
+            self.reader.read_record_at_into(offset, &mut record)?;
+            let batch = parse(&self.path, offset, &record)?;
+            let mut seq = batch.first_sequence;
+            batch
+                .for_each(|op| {
+                    if let (OpKind::Point(kind), true) = (op.kind, seq <= sequence) {
+                        out.push(LogEntry {
+                            sequence: seq,
+                            kind,
+                            key: op.key.to_vec(),
+                            value: op.value.to_vec(),
+                        });
+                    }
+                    seq += 1;
+                })
+                .map_err(|why| Error::corruption(&self.path, offset, why))?;
+        }
+        Ok(out)
+    }
+
+    /// Every record's payload, in log order (to rewrite a torn log).
+    pub fn records(&self) -> Result<Vec<Vec<u8>>> {
+        self.records_from(0)
+    }
+
+    /// The payloads of the records from the `skip`-th on, in log order
+    /// (a funk rebalance reads the log once to build, then the tail
+    /// appended since).
+    pub fn records_from(&self, skip: usize) -> Result<Vec<Vec<u8>>> {
+        self.record_offsets()?
+            .into_iter()
+            .skip(skip)
+            .map(|o| self.reader.read_record_at(o))
+            .collect()
+    }
+
+    /// An iterator over every point entry of the log in key order (the
+    /// caller's merge drops versions above its snapshot): the sorted view,
+    /// first extended by the records appended since the last scan.
+    pub fn sorted_iter(&self) -> Result<SortedLogIterator> {
+        let offsets = self.record_offsets()?;
+        let entries = self
+            .sorted
+            .lock()
+            .extend(&self.path, &self.reader, &offsets)?;
+        Ok(SortedLogIterator::new(
+            entries,
+            self.reader.clone(),
+            self.path.clone(),
+        ))
+    }
+
+    /// Memory the log's filters and sorted view take (nothing for an index
+    /// not built yet).
+    pub fn index_bytes(&self) -> usize {
+        let filters = match &*self.index.read() {
+            IndexState::Built(index) => index.filters.memory_bytes(),
+            IndexState::Unbuilt { .. } => 0,
+        };
+        filters + self.sorted.lock().memory_bytes()
+    }
+}
+
+/// Reads the records of `reader` that start before `until` into an index
+/// listing them in `filters`; returns it and the last sequence number.
+fn read_index(
+    path: &std::path::Path,
+    reader: &mut LogReader,
+    mut filters: LogFilters,
+    until: u64,
+) -> Result<(LogIndex, u64)> {
+    let range_dels = RangeDels::default();
+    let mut last_sequence = 0;
+    let mut record = Vec::new();
+    while let Some(offset) = reader.read_record_into(&mut record)? {
+        if offset >= until {
+            break;
+        }
+        let index = RecordIndex::of(path, offset, &record)?;
+        filters.add_record(offset, index.keys.iter().copied());
+        index.add_range_deletions(&range_dels);
+        last_sequence = index.last_sequence;
+    }
+    let index = LogIndex {
+        filters,
+        range_dels,
+    };
+    Ok((index, last_sequence))
+}
+
+/// Parses the record at `offset` of the log `path` as a batch.
+pub(super) fn parse<'a>(
+    path: &std::path::Path,
+    offset: u64,
+    record: &'a [u8],
+) -> Result<DecodedBatch<'a>> {
+    let batch = DecodedBatch::parse(record).map_err(|why| Error::corruption(path, offset, why))?;
+    if batch.first_sequence == 0 {
+        return Err(Error::corruption(
+            path,
+            offset,
+            "chunk log record with sequence 0",
+        ));
+    }
+    Ok(batch)
+}
+
+/// What a record adds to its log's indexes: the keys it updates (for the
+/// filters), its range tombstones, its last sequence number.
+struct RecordIndex<'a> {
+    keys: Vec<&'a [u8]>,
+    tombstones: Vec<RangeTombstone>,
+    last_sequence: u64,
+}
+
+impl<'a> RecordIndex<'a> {
+    /// Indexes the record at `offset` of the log `path`.
+    fn of(path: &std::path::Path, offset: u64, record: &'a [u8]) -> Result<RecordIndex<'a>> {
+        let batch = parse(path, offset, record)?;
+        let mut index = RecordIndex {
+            keys: Vec::with_capacity(batch.count as usize),
+            tombstones: Vec::new(),
+            last_sequence: batch.first_sequence + u64::from(batch.count).saturating_sub(1),
+        };
+        let mut seq = batch.first_sequence;
+        batch
+            .for_each(|op| {
+                match op.kind {
+                    OpKind::Point(_) => index.keys.push(op.key),
+                    OpKind::RangeDeletion => index.tombstones.push(RangeTombstone {
+                        start: op.key.to_vec(),
+                        end: op.value.to_vec(),
+                        seq,
+                    }),
+                }
+                seq += 1;
+            })
+            .map_err(|why| Error::corruption(path, offset, why))?;
+        Ok(index)
+    }
+
+    fn add_range_deletions(&self, to: &RangeDels) {
+        for t in &self.tombstones {
+            to.insert(t.seq, &t.start, &t.end);
+        }
+    }
+}
