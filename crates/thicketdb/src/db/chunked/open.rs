@@ -189,9 +189,11 @@ pub(super) fn open(
         // Nothing is completed: the unfinished batch (the last write: a
         // crash cut it short) is hidden below its first sequence number.
         if let Some(part) = missing.first() {
+            let visible = part.batch_first - 1;
             store
                 .last_sequence
-                .store(part.batch_first - 1, std::sync::atomic::Ordering::Release);
+                .store(visible, std::sync::atomic::Ordering::Release);
+            store.sequencer.restart_at(visible);
         }
         return Ok(store);
     }

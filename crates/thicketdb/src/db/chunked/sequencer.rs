@@ -31,6 +31,14 @@ impl Sequencer {
         }
     }
 
+    /// Moves the sequence back to `last`: a read-only open hides an
+    /// unfinished batch below its first number, and a checkpoint or close
+    /// waits only for numbers handed out after that.
+    /// REQUIRES: no number handed out yet (the store is being opened).
+    pub fn restart_at(&self, last: u64) {
+        self.allocated.store(last, Ordering::Release);
+    }
+
     /// Hands out `count` consecutive numbers; returns the first.
     /// REQUIRES: the `append_lock` of every chunk the numbers go to, so
     /// each chunk log receives its numbers in order.
