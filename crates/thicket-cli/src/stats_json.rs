@@ -281,6 +281,8 @@ mod tests {
         stats.chunk_munk_rebalances = 73;
         stats.chunk_puts_waited_for_switch = 75;
         stats.chunk_funk_builds_skipped = 76;
+        stats.chunk_funk_builds_queued = 77;
+        stats.chunk_puts_waited_for_build = 78;
         let mut space = SpaceUsage::default();
         space.disk_bytes = 43;
         space.logical_bytes = 44;
@@ -365,6 +367,8 @@ mod tests {
                 "chunk_munk_rebalances": 73,
                 "chunk_puts_waited_for_switch": 75,
                 "chunk_funk_builds_skipped": 76,
+                "chunk_funk_builds_queued": 77,
+                "chunk_puts_waited_for_build": 78,
                 "disk_bytes": 43,
                 "logical_bytes": 44,
                 "live_keys": 45,

@@ -333,6 +333,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "chunk_munk_rebalances",
         "chunk_puts_waited_for_switch",
         "chunk_funk_builds_skipped",
+        "chunk_funk_builds_queued",
+        "chunk_puts_waited_for_build",
     ];
     pinned.sort_unstable();
     assert_eq!(keys, pinned, "{s}");

@@ -49,11 +49,6 @@ struct Run {
     finished: bool,
 }
 
-/// Runs `thicket load` from `start` and SIGKILLs it after `after`.
-fn load_and_kill(db: &Path, profile: Profile, start: u64, sync: bool, after: Duration) -> Run {
-    load_and_kill_with(db, profile, start, sync, after, &[])
-}
-
 /// `thicket --db DB --profile P` with the small options and `extra`.
 fn thicket(db: &Path, profile: Profile, extra: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_thicket"));
@@ -64,6 +59,8 @@ fn thicket(db: &Path, profile: Profile, extra: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// Runs `thicket load` from `start` with `extra` options and SIGKILLs it
+/// after `after`.
 fn load_and_kill_with(
     db: &Path,
     profile: Profile,
@@ -195,7 +192,13 @@ fn crash_cycles(profile: Profile, seed: u64) {
             k
         };
         let after = Duration::from_millis(rng.random_range(50..=500));
-        let run = load_and_kill(path, profile, start, sync, after);
+        // YoDB: in every other pair of cycles the writers build funk
+        // rebalances themselves (no build thread).
+        let extra: &[(&str, &str)] = match profile == Profile::YoDb && cycle % 4 >= 2 {
+            true => &[("chunk_rebalance_threads", "0")],
+            false => &[],
+        };
+        let run = load_and_kill_with(path, profile, start, sync, after, extra);
         if !path.join("CURRENT").exists() && !path.join("CHUNKS").exists() {
             // Killed before it created the store (a loaded machine can be
             // that slow to start): nothing was acknowledged, nothing to

@@ -877,6 +877,17 @@ fn model_yodb_without_caches() {
     }
 }
 
+/// Writers that build funk rebalances themselves (no build thread,
+/// `chunk_rebalance_threads=0`) under the same load.
+#[test]
+fn model_yodb_inline_rebalance() {
+    for seed in seeds(&[315, 316]) {
+        let mut config = small_chunks(profile_config(Profile::YoDb));
+        config.options.chunk_rebalance_threads = 0;
+        run(seed, ops(OPS), fault(), config);
+    }
+}
+
 /// The paper's array-list munks (`munk_array_list`) under the same load.
 #[test]
 fn model_yodb_array_list_munks() {

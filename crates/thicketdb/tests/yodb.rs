@@ -203,10 +203,17 @@ fn scan_tracked(db: &Db, snapshot: Option<&Snapshot>) -> State {
 
 #[test]
 fn concurrent_puts_gets_and_scans_are_linearizable_across_splits() {
-    for (caches, array_list) in [(false, false), (true, false), (true, true)] {
+    // The last: writers build funk rebalances themselves (no build thread).
+    for (caches, array_list, builders) in [
+        (false, false, 1),
+        (true, false, 1),
+        (true, true, 1),
+        (true, false, 0),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut options = tiny(caches);
         options.munk_array_list = array_list;
+        options.chunk_rebalance_threads = builders;
         let db = Db::open(dir.path(), options).unwrap();
         for r in 0..25u64 {
             // A known starting state: every tracked key written.
@@ -219,7 +226,8 @@ fn concurrent_puts_gets_and_scans_are_linearizable_across_splits() {
             let history = round(&db, r, 4, 20);
             assert!(
                 linearizable(&history, &initial),
-                "caches {caches}, array-list munks {array_list}, round {r}: not linearizable: {history:#?}"
+                "caches {caches}, array-list munks {array_list}, build threads {builders}, \
+                 round {r}: not linearizable: {history:#?}"
             );
         }
         let stats = db.stats();
@@ -271,9 +279,11 @@ fn the_checker_rejects_non_linearizable_histories() {
 
 #[test]
 fn concurrent_puts_across_splits_lose_nothing() {
-    for caches in [false, true] {
+    for (caches, builders) in [(false, 1), (true, 1), (true, 0)] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), tiny(caches)).unwrap();
+        let mut options = tiny(caches);
+        options.chunk_rebalance_threads = builders;
+        let db = Db::open(dir.path(), options).unwrap();
         let writers: Vec<_> = (0..4u64)
             .map(|t| {
                 let db = db.clone();
@@ -306,7 +316,7 @@ fn concurrent_puts_across_splits_lose_nothing() {
             it.next();
         }
         it.status().unwrap();
-        assert_eq!(n, 6000, "caches {caches}");
+        assert_eq!(n, 6000, "caches {caches}, build threads {builders}");
         for n in (0..6000u64).step_by(7) {
             let key = format!("key{n:08}");
             assert_eq!(

@@ -60,6 +60,7 @@ const TUNABLES: &[(&str, &[&str])] = &[
     ("log_filter_parts", &["1", "4", "16"]),
     ("munk_cache_bytes", &["0", "32768", "1048576"]),
     ("munk_array_list", &["false", "true"]),
+    ("chunk_rebalance_threads", &["0", "1", "2"]),
     ("row_cache_bytes", &["0", "4096", "1048576"]),
 ];
 

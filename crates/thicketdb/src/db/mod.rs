@@ -226,7 +226,7 @@ impl Drop for DbHandle {
 }
 
 /// Closes a chunked store when its last `Db` handle goes.
-struct ChunkedHandle(ChunkStore);
+struct ChunkedHandle(Arc<ChunkStore>);
 
 impl Drop for ChunkedHandle {
     fn drop(&mut self) {
@@ -321,7 +321,7 @@ impl Db {
         })
     }
 
-    fn chunked(store: ChunkStore) -> Db {
+    fn chunked(store: Arc<ChunkStore>) -> Db {
         Db {
             engine: Engine::Chunked(Arc::new(ChunkedHandle(store))),
             instance: next_instance(),

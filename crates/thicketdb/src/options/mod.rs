@@ -288,6 +288,12 @@ options! {
         /// Chunked: hash tables in the row cache's queue; the oldest is
         /// dropped whole when the newest fills (YoDB: 3).
         row_cache_tables: usize = 3,
+        /// Chunked: background threads building funk rebalances and
+        /// splits (YoDB's dedicated background thread): a write that finds
+        /// its chunk's log past its limit queues the chunk and returns; a
+        /// log past twice its limit makes the write wait for the build.
+        /// 0: the write builds the new funk itself before it returns.
+        chunk_rebalance_threads: usize = 1,
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
@@ -424,6 +430,11 @@ impl Options {
         if self.funk_log_limit_with_munk < 1024 {
             return bad("funk_log_limit_with_munk must be at least 1024");
         }
+        if self.chunk_rebalance_threads > MAX_CHUNK_REBALANCE_THREADS {
+            return Err(Error::InvalidArgument(format!(
+                "chunk_rebalance_threads must be at most {MAX_CHUNK_REBALANCE_THREADS}"
+            )));
+        }
         if !(1..=1024).contains(&self.log_filter_parts) {
             return bad("log_filter_parts must be between 1 and 1024");
         }
@@ -548,6 +559,10 @@ const OPTIONS_HEADER: &str = "thicketdb-options 1";
 /// More compaction threads than this only contend: a task needs a level
 /// (and key range) no other task touches, and a tree has few levels.
 pub const MAX_COMPACTION_THREADS: usize = 64;
+
+/// More build threads than this only contend for the disk and the cores
+/// the writers need.
+pub const MAX_CHUNK_REBALANCE_THREADS: usize = 64;
 
 #[cfg(test)]
 mod tests {

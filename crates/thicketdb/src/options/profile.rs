@@ -154,6 +154,7 @@ impl Profile {
                 funk_log_limit_with_munk: 20 << 20,
                 log_filter_parts: 16,
                 row_cache_tables: 3,
+                chunk_rebalance_threads: 1,
                 ..Options::default()
             },
         }

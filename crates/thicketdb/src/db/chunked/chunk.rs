@@ -51,6 +51,9 @@ pub(super) struct Chunk {
     /// Held (taken with `try_lock`) by the one thread building a new funk
     /// for the chunk; the others go on without waiting for the build.
     pub funk_change_lock: Mutex<()>,
+    /// Set while the chunk waits in the build queue or is built by a
+    /// build thread, so that it is queued once (`build_queue.rs`).
+    pub build_queued: AtomicBool,
     pub table: Option<Arc<Table>>,
     pub table_number: u64,
     pub log: ChunkLog,
@@ -81,6 +84,7 @@ impl Chunk {
             rebalance_lock: RwLock::new(()),
             append_lock: Mutex::new(()),
             funk_change_lock: Mutex::new(()),
+            build_queued: AtomicBool::new(false),
             table,
             table_number,
             log,

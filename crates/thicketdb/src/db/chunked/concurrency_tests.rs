@@ -17,28 +17,32 @@ use crate::options::Options;
 
 /// How long a test waits for something that must happen before it calls
 /// the code under test stuck (a liveness guard, not a timing assertion).
-const STUCK: Duration = Duration::from_secs(120);
+pub(super) const STUCK: Duration = Duration::from_secs(120);
 
-fn put(store: &ChunkStore, key: &[u8], value: &[u8], sync: bool) {
+pub(super) fn put(store: &ChunkStore, key: &[u8], value: &[u8], sync: bool) {
     let mut batch = WriteBatch::new();
     batch.put(key, value).unwrap();
     let opts = WriteOptions { sync };
     store.write(batch, opts).unwrap();
 }
 
-fn get(store: &ChunkStore, key: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn get(store: &ChunkStore, key: &[u8]) -> Option<Vec<u8>> {
     store
         .get(store.default_space(), key, &ReadOptions::default())
         .unwrap()
 }
 
 fn open(dir: &std::path::Path, options: Options) -> Arc<ChunkStore> {
-    Arc::new(ChunkStore::open(dir, options, Arc::new(PosixFs)).unwrap())
+    ChunkStore::open(dir, options, Arc::new(PosixFs)).unwrap()
 }
 
 /// A store of at least `chunks` chunks: keys `k0000` to `k0999`, split
 /// by `compact_range`.
-fn split_store(dir: &std::path::Path, options: Options, chunks: usize) -> Arc<ChunkStore> {
+pub(super) fn split_store(
+    dir: &std::path::Path,
+    options: Options,
+    chunks: usize,
+) -> Arc<ChunkStore> {
     let store = open(dir, options);
     for i in 0..1000u32 {
         put(&store, format!("k{i:04}").as_bytes(), &[b'a'; 64], false);
@@ -53,7 +57,12 @@ fn split_store(dir: &std::path::Path, options: Options, chunks: usize) -> Arc<Ch
 #[test]
 fn puts_go_on_while_a_funk_is_built_and_wait_only_for_its_switch() {
     let dir = tempfile::tempdir().unwrap();
-    let store = split_store(dir.path(), tiny_uncached(), 3);
+    // Writers build themselves (the build threads: `build_queue_tests.rs`).
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..tiny_uncached()
+    };
+    let store = split_store(dir.path(), options, 3);
     let counters = &store.counters;
     // The first chunk's next funk build stops before its switch until
     // released (other chunks rebalance freely).
@@ -151,7 +160,7 @@ fn syncing_writers_share_one_sync_per_chunk_log() {
         store
             .compact_range(store.default_space(), None, None)
             .unwrap();
-        Arc::new(store)
+        store
     };
     let set = store.default_space().chunk_set();
     assert!(set.chunks.len() >= 2);

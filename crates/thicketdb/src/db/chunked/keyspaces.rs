@@ -84,6 +84,10 @@ impl ChunkStore {
             self.munks.release(chunk);
         }
         space.drop_all();
+        drop(guard);
+        // With the metadata lock free: a build of its chunks under way
+        // finds it gone at its switch.
+        self.builds.forget(space.id);
         Ok(())
     }
 

@@ -19,13 +19,16 @@
 //! sees exactly the writes up to `s`, in every chunk. It costs one atomic
 //! add and one publish per batch, one atomic load per read. Sync writes
 //! share fsyncs (`sync_group.rs`). A funk rebalance is built by the one
-//! thread holding the chunk's `funk_change_lock` while puts go on; only
-//! its switch holds the `rebalance_lock` exclusively (`rebalance.rs`).
+//! thread holding the chunk's `funk_change_lock` while puts go on (a build
+//! thread the writer queued the chunk for, `build_queue.rs`, or with
+//! `chunk_rebalance_threads=0` the writer); only its switch holds the
+//! `rebalance_lock` exclusively (`rebalance.rs`).
 //! Readers take no lock: they clone the current `ChunkSet` (chunk index
 //! and list in one `Arc`, swapped whole on a rebalance); a replaced chunk
 //! keeps its files until its last reader drops it.
 
 mod batch_log;
+mod build_queue;
 pub(crate) mod check;
 mod checkpoint;
 mod chunk;
@@ -105,9 +108,9 @@ struct Writer {
     next_keyspace_id: u32,
 }
 
-/// What a test runs between a funk build and its switch.
+/// What a test runs before a funk build, or between it and its switch.
 #[cfg(test)]
-type SwitchHook = Arc<dyn Fn(&Chunk) + Send + Sync>;
+type ChunkHook = Arc<dyn Fn(&Chunk) + Send + Sync>;
 
 /// A store in the chunked layout.
 pub(crate) struct ChunkStore {
@@ -139,10 +142,17 @@ pub(crate) struct ChunkStore {
     /// record, so writes are refused until reopen.
     failed: Mutex<Option<Error>>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// The background threads building funk rebalances
+    /// (`chunk_rebalance_threads`).
+    builds: build_queue::BuildQueue,
+    /// Run by a funk rebalance before its build (tests hold a build or
+    /// inject a fault there).
+    #[cfg(test)]
+    before_build: Mutex<Option<ChunkHook>>,
     /// Run by a funk rebalance between its build and its switch (tests
     /// hold a build there).
     #[cfg(test)]
-    before_switch: Mutex<Option<SwitchHook>>,
+    before_switch: Mutex<Option<ChunkHook>>,
     /// Run by a sync round's leader before it syncs (tests hold a round
     /// there).
     #[cfg(test)]
@@ -150,19 +160,26 @@ pub(crate) struct ChunkStore {
 }
 
 impl ChunkStore {
-    /// Opens (or creates) the chunked store in `dir`.
-    pub fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<ChunkStore> {
-        open::open(dir, options, fs, false)
+    /// Opens (or creates) the chunked store in `dir` and starts its
+    /// `chunk_rebalance_threads` build threads.
+    pub fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Result<Arc<ChunkStore>> {
+        let store = Arc::new(open::open(dir, options, fs, false)?);
+        store
+            .builds
+            .start(&store, store.options.chunk_rebalance_threads)?;
+        Ok(store)
     }
 
-    /// Opens the store for reading only: nothing is written, no lock taken.
+    /// Opens the store for reading only: nothing is written, no lock taken,
+    /// no thread started.
     pub fn open_read_only(
         dir: &Path,
         options: Options,
         fs: Arc<dyn FileSystem>,
-    ) -> Result<ChunkStore> {
+    ) -> Result<Arc<ChunkStore>> {
         // Through the read-only file system: a mistaken write cannot land.
-        open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)
+        let store = open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)?;
+        Ok(Arc::new(store))
     }
 
     pub fn dir(&self) -> &Path {
@@ -286,11 +303,39 @@ impl ChunkStore {
                 None => space.options.funk_log_limit,
             };
             if chunk.log.len() > limit {
-                rebalance::rebalance(self, space, chunk, rebalance::IfBuilding::Skip)?;
+                self.rebalance_past_limit(space, chunk, limit)?;
             }
         }
         self.munks.enforce_budget(self);
         Ok(())
+    }
+
+    /// A chunk whose log grew past `limit`: queued for a build thread, or
+    /// (no threads) built here unless another thread builds it. Past
+    /// `BACKLOG_FACTOR` times the limit the writer waits for the build
+    /// under way, or runs it (`build_queue.rs`).
+    fn rebalance_past_limit(
+        &self,
+        space: &Arc<ChunkSpace>,
+        chunk: &Arc<Chunk>,
+        limit: u64,
+    ) -> Result<()> {
+        use rebalance::IfBuilding;
+        let built = if !self.builds.is_running() {
+            rebalance::rebalance(self, space, chunk, IfBuilding::Skip)
+        } else if chunk.log.len() > limit.saturating_mul(build_queue::BACKLOG_FACTOR) {
+            Counters::add(&self.counters.chunk_puts_waited_for_build, 1);
+            rebalance::rebalance(self, space, chunk, IfBuilding::Wait)
+        } else {
+            self.builds.push(space, chunk, &self.counters);
+            Ok(false)
+        };
+        match built {
+            // The write is published; a build `close` stopped wrote
+            // nothing the store keeps.
+            Ok(_) | Err(Error::Closed) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Takes `chunk`'s `rebalance_lock` shared, counting a put that found
@@ -588,8 +633,13 @@ impl ChunkStore {
                 return Ok(());
             }
             let next = set.chunks.get(index + 1).map(|c| c.start.clone());
-            if chunk.log.len() > 0 {
-                rebalance::rebalance(self, space, chunk, rebalance::IfBuilding::Wait)?;
+            if chunk.log.len() > 0
+                && !rebalance::rebalance(self, space, chunk, rebalance::IfBuilding::Wait)?
+                && chunk.is_retired()
+            {
+                // Another thread's build replaced it: its replacements may
+                // hold puts of the tail; look again at the same key.
+                continue;
             }
             match next {
                 Some(n) => at = Some(n),
@@ -647,11 +697,14 @@ impl ChunkStore {
             + self.row_cache.bytes()
     }
 
-    /// Stops writes and releases the lock; later calls get `Closed`.
+    /// Stops the build threads and writes and releases the lock; later
+    /// calls get `Closed`.
     pub fn close(&self) -> Result<()> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // A build under way sees `closed` and abandons (`rebalance.rs`).
+        self.builds.stop();
         // Every append lock, then every appended batch published: no
         // append is under way, and none follows (a writer checks `closed`
         // under its append locks), so the log lengths recorded hold whole,
@@ -674,6 +727,13 @@ impl ChunkStore {
         };
         self.lock.lock().take();
         persisted
+    }
+}
+
+impl Drop for ChunkStore {
+    fn drop(&mut self) {
+        // Unclosed (a test's store): the threads must not outlive it.
+        self.builds.stop();
     }
 }
 
@@ -739,6 +799,8 @@ fn group_by_chunk(
     }
 }
 
+#[cfg(test)]
+mod build_queue_tests;
 #[cfg(test)]
 mod concurrency_tests;
 #[cfg(test)]

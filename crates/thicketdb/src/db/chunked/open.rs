@@ -179,6 +179,9 @@ pub(super) fn open(
         closed: AtomicBool::new(false),
         failed: Mutex::new(None),
         lock: Mutex::new(lock),
+        builds: Default::default(),
+        #[cfg(test)]
+        before_build: Mutex::new(None),
         #[cfg(test)]
         before_switch: Mutex::new(None),
         #[cfg(test)]

@@ -7,10 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::tests::{tiny, tiny_uncached};
-use super::ChunkStore;
+use super::tests::{settle_builds, store, tiny, tiny_uncached};
 use crate::db::tests::{scan, scan_reverse};
-use crate::db::{Db, Engine, ReadOptions, Snapshot, WriteBatch};
+use crate::db::{Db, ReadOptions, Snapshot, WriteBatch};
 use crate::format::range_tombstone::Fragments;
 use crate::options::Options;
 
@@ -18,13 +17,6 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn k(i: u64) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
-}
-
-fn store(db: &Db) -> &ChunkStore {
-    match &db.engine {
-        Engine::Chunked(c) => &c.0,
-        Engine::Lsm(_) => panic!("a chunked store"),
-    }
 }
 
 /// Every chunk's tombstones (table and log) lie within its key range.
@@ -220,6 +212,7 @@ fn a_tombstone_is_cut_by_a_split() {
                 model.insert(k(i), value(i, 1));
             }
         }
+        settle_builds(&db);
         assert!(db.stats().chunk_splits > splits + 2);
         let (in_tables, _) = tombstones_within_chunks(&db);
         assert!(in_tables > 2, "{in_tables} children carry the tombstone");

@@ -3,8 +3,10 @@
 //! dropping the rest; a chunk holding more than `chunk_size` bytes is split
 //! into chunks filled to `chunk_fill_factor` of it.
 //!
-//! Only the short switch stops the chunk's puts (YoDB §3.4). The one
-//! thread holding the chunk's `funk_change_lock` builds the new funks
+//! Only the short switch stops the chunk's puts (YoDB §3.4). It runs in a
+//! build thread (`build_queue.rs`), in a writer (backpressure, or
+//! `chunk_rebalance_threads=0`) or in `compact_range`. The one thread
+//! holding the chunk's `funk_change_lock` builds the new funks
 //! (and, for a chunk with a munk, the children's munks) while the chunk
 //! stays active: it reads the log's records up to the first one not yet
 //! published (those are complete in every chunk: the chunk list written
@@ -40,25 +42,33 @@ pub(super) enum IfBuilding {
     Skip,
 }
 
-/// Rebalances `chunk` of `space` unless it is retired.
+/// Rebalances `chunk` of `space` unless it is retired; whether this call
+/// replaced it.
 pub(super) fn rebalance(
     store: &ChunkStore,
     space: &ChunkSpace,
     chunk: &Arc<Chunk>,
     if_building: IfBuilding,
-) -> Result<()> {
+) -> Result<bool> {
     let _building = match if_building {
         IfBuilding::Wait => chunk.funk_change_lock.lock(),
         IfBuilding::Skip => match chunk.funk_change_lock.try_lock() {
             Some(guard) => guard,
             None => {
                 Counters::add(&store.counters.chunk_funk_builds_skipped, 1);
-                return Ok(());
+                return Ok(false);
             }
         },
     };
     if chunk.is_retired() {
-        return Ok(());
+        return Ok(false);
+    }
+    #[cfg(test)]
+    {
+        let hook = store.before_build.lock().clone();
+        if let Some(hook) = hook {
+            hook(chunk);
+        }
     }
     let built = build(store, space, chunk)?;
     #[cfg(test)]
@@ -143,6 +153,11 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         })
         .collect();
     for (i, piece) in pieces.into_iter().enumerate() {
+        if store.closed.load(std::sync::atomic::Ordering::Acquire) {
+            // `close` stops the builds: what this one wrote goes.
+            discard(store, chunks.iter());
+            return Err(Error::Closed);
+        }
         // Piece `i` owns the keys from its start up to the next one's (the
         // last: up to the next chunk's, unknown here, and of no matter:
         // the chunk's tombstones are clipped to it already).
@@ -191,7 +206,12 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
 /// The switch: the tail copied, everything synced, the chunk list
 /// written, the new chunks installed in place of `chunk`.
 /// REQUIRES: the chunk's `funk_change_lock`.
-fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Built) -> Result<()> {
+fn switch(
+    store: &ChunkStore,
+    space: &ChunkSpace,
+    chunk: &Arc<Chunk>,
+    built: Built,
+) -> Result<bool> {
     let Built {
         chunks: new_chunks,
         records,
@@ -199,12 +219,7 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
     } = built;
     // A switch that does not happen deletes the new chunks' files and
     // gives their munks' bytes back.
-    let retire_all = |chunks: &[Chunk]| {
-        for c in chunks {
-            c.retire();
-            store.munks.release(c);
-        }
-    };
+    let retire_all = |chunks: &[Chunk]| discard(store, chunks.iter());
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -237,7 +252,7 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
     let Some(index) = set.chunks.iter().position(|c| Arc::ptr_eq(c, chunk)) else {
         // The keyspace was dropped meanwhile.
         retire_all(&new_chunks);
-        return Ok(());
+        return Ok(false);
     };
     let new_chunks: Vec<Arc<Chunk>> = new_chunks.into_iter().map(Arc::new).collect();
     let splits = u64::from(new_chunks.len() > 1);
@@ -253,10 +268,7 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        for c in &new_chunks {
-            c.retire();
-            store.munks.release(c);
-        }
+        discard(store, new_chunks.iter().map(|c| &**c));
         return Err(e);
     }
     // Retired before the new set is seen: a reader that took the old
@@ -270,7 +282,16 @@ fn switch(store: &ChunkStore, space: &ChunkSpace, chunk: &Arc<Chunk>, built: Bui
     Counters::add(&c.chunk_splits, splits);
     Counters::add(&c.compaction_bytes_written, bytes_written);
     Counters::add(&c.fsyncs_compaction, count);
-    Ok(())
+    Ok(true)
+}
+
+/// Retires new chunks that are not installed (their files go when they
+/// are dropped) and gives their munks' bytes back.
+fn discard<'a>(store: &ChunkStore, chunks: impl Iterator<Item = &'a Chunk>) {
+    for c in chunks {
+        c.retire();
+        store.munks.release(c);
+    }
 }
 
 /// Copies the old log's records from the `skip`-th on (appended since the
@@ -333,11 +354,14 @@ fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Res
     Ok(())
 }
 
-/// Appends `record` (first sequence `first`) to `chunk`'s log and munk.
+/// Appends `record` (first sequence `first`) to `chunk`'s log and munk
+/// (its growth counted in the munk budget: the munk's bytes leave it
+/// whole when it is dropped).
 fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Result<()> {
     let logged = chunk.log.append(record, false)?;
     Counters::add(&store.counters.log_bytes_written, logged);
     if let Some(munk) = chunk.munk() {
+        let before = munk.bytes();
         let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
         let mut seq = first;
         batch
@@ -349,6 +373,8 @@ fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Resul
                 seq += 1;
             })
             .map_err(Error::invariant)?;
+        // Not installed yet: nothing evicts it meanwhile.
+        store.munks.grew(munk.bytes() - before);
     }
     Ok(())
 }
