@@ -178,6 +178,39 @@ fn a_log_past_twice_its_limit_makes_its_writer_wait_for_the_build() {
     store.close().unwrap();
 }
 
+#[test]
+fn a_chunk_is_queued_once_it_grew_by_its_limit_past_the_tail_its_switch_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = split_store(dir.path(), one_thread(), 3);
+    let limit = store.options.funk_log_limit;
+    let first = store.default_space().chunk_set().chunks[0].clone();
+    let (hook, held) = hold(Some(first.clone()));
+    *store.before_switch.lock() = Some(hook);
+    fill_past(&store, &first, "a", limit);
+    held.building.recv_timeout(STUCK).expect("a build started");
+    // A tail of most of a limit, which the build does not merge.
+    let started = first.log.len();
+    fill_past(&store, &first, "b", started + limit * 3 / 4);
+    store.before_switch.lock().take();
+    held.release.send(()).unwrap();
+    wait_until("the build switched", || first.is_retired());
+    let child = store.default_space().chunk_set().chunks[0].clone();
+    assert!(child.tail_bytes > limit / 2, "tail {}", child.tail_bytes);
+    let c = &store.counters;
+    let queued = c.chunk_funk_builds_queued.load(Ordering::SeqCst);
+    // Past the limit, not past the limit beyond the tail: not queued.
+    // (Keys below "a": the first chunk's, whatever the split.)
+    fill_past(&store, &child, "0c", limit);
+    assert!(child.log.len() - child.tail_bytes < limit);
+    assert_eq!(c.chunk_funk_builds_queued.load(Ordering::SeqCst), queued);
+    // Grown by the limit past the tail: queued.
+    fill_past(&store, &child, "0d", child.tail_bytes + limit);
+    wait_until("the chunk was queued", || {
+        c.chunk_funk_builds_queued.load(Ordering::SeqCst) == queued + 1
+    });
+    store.close().unwrap();
+}
+
 /// The numbered files in `dir` and those its `CHUNKS` names (funk tables,
 /// chunk logs, the batch log).
 fn files_and_named(dir: &std::path::Path) -> (Vec<u64>, Vec<u64>) {

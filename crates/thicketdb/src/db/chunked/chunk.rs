@@ -54,6 +54,9 @@ pub(super) struct Chunk {
     /// Set while the chunk waits in the build queue or is built by a
     /// build thread, so that it is queued once (`build_queue.rs`).
     pub build_queued: AtomicBool,
+    /// The bytes its log held when a switch made it: the tail of puts
+    /// its build did not merge (0 for a chunk opened from disk).
+    pub tail_bytes: u64,
     pub table: Option<Arc<Table>>,
     pub table_number: u64,
     pub log: ChunkLog,
@@ -85,6 +88,7 @@ impl Chunk {
             append_lock: Mutex::new(()),
             funk_change_lock: Mutex::new(()),
             build_queued: AtomicBool::new(false),
+            tail_bytes: 0,
             table,
             table_number,
             log,

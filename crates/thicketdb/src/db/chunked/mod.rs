@@ -311,7 +311,10 @@ impl ChunkStore {
     }
 
     /// A chunk whose log grew past `limit`: queued for a build thread, or
-    /// (no threads) built here unless another thread builds it. Past
+    /// (no threads) built here unless another thread builds it. With
+    /// threads, the log counts from the tail a switch left in it (puts
+    /// that came during its build; a chunk written as fast as it is built
+    /// would otherwise be rebuilt for the tail alone), and past
     /// `BACKLOG_FACTOR` times the limit the writer waits for the build
     /// under way, or runs it (`build_queue.rs`).
     fn rebalance_past_limit(
@@ -321,9 +324,12 @@ impl ChunkStore {
         limit: u64,
     ) -> Result<()> {
         use rebalance::IfBuilding;
+        let grown = chunk.log.len().saturating_sub(chunk.tail_bytes);
         let built = if !self.builds.is_running() {
             rebalance::rebalance(self, space, chunk, IfBuilding::Skip)
-        } else if chunk.log.len() > limit.saturating_mul(build_queue::BACKLOG_FACTOR) {
+        } else if grown <= limit {
+            Ok(false)
+        } else if grown > limit.saturating_mul(build_queue::BACKLOG_FACTOR) {
             Counters::add(&self.counters.chunk_puts_waited_for_build, 1);
             rebalance::rebalance(self, space, chunk, IfBuilding::Wait)
         } else {

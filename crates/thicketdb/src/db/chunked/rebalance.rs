@@ -213,7 +213,7 @@ fn switch(
     built: Built,
 ) -> Result<bool> {
     let Built {
-        chunks: new_chunks,
+        chunks: mut new_chunks,
         records,
         bytes_written,
     } = built;
@@ -225,6 +225,9 @@ fn switch(
     if let Err(e) = copied {
         retire_all(&new_chunks);
         return Err(e);
+    }
+    for child in &mut new_chunks {
+        child.tail_bytes = child.log.len();
     }
     // The new funks make the tail durable: the other chunks' earlier
     // writes must be too, so that a power loss keeps a prefix.
