@@ -8,9 +8,12 @@
 //! A chunk is queued once: its `build_queued` flag stays set while it
 //! waits and while it is built (a replaced chunk is never queued again;
 //! one whose build did not replace it is cleared for the next writer).
-//! Backpressure: a writer that finds the log past `BACKLOG_FACTOR` times
-//! its limit waits for the build under way (or runs it itself), so logs
-//! stay bounded when the threads fall behind (`ChunkStore::write_batch`).
+//! A chunk a switch made counts its log from the tail copied into it (the
+//! puts that came during its build), so a chunk written as fast as it is
+//! built is not rebuilt for that tail alone. Backpressure: a writer that
+//! finds the log grown past `BACKLOG_FACTOR` times its limit waits for the
+//! build under way (or runs it itself), so logs stay bounded when the
+//! threads fall behind (`ChunkStore::rebalance_past_limit`).
 //!
 //! The threads hold the store only through a `Weak` while idle, so they
 //! never keep it alive; `close` (and dropping the store) stops them and
@@ -33,10 +36,12 @@ use super::{ChunkSpace, ChunkStore};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 
-/// A log this many times past its limit makes its writer wait for the
-/// chunk's build: twice the limit leaves a build under way the time of a
-/// whole log's worth of puts to finish before anyone waits, and bounds a
-/// log (and a get's search of it) to twice what the limit asks.
+/// A log grown this many times its limit past the tail its switch left
+/// makes its writer wait for the chunk's build: twice leaves a build under
+/// way the time of a whole log's worth of puts to finish before anyone
+/// waits, and bounds a log (and a get's search of it) to about three
+/// limits (a build merges at least the limit past the old tail, so a new
+/// tail is at most about one limit).
 pub(super) const BACKLOG_FACTOR: u64 = 2;
 
 /// A chunk waiting for its build, and its keyspace.
