@@ -533,3 +533,44 @@ fn rangehot_with_a_paced_writer_records_reader_and_hit_ratio_series() {
         }
     }
 }
+
+/// A child given no keys (`scripts/yodb-bench` passes its sizes straight
+/// to `--internal-child`) refuses them, as the command line does, instead
+/// of hanging: a stream's arithmetic panicked on an empty key space and
+/// the watcher waited for it forever.
+#[test]
+fn a_child_given_no_keys_fails_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = serde_json::json!({
+        "engine": "thicket", "profile": "yodb", "workload": "p",
+        "db": dir.path(), "num": 0, "ops": 1000, "key_size": 14,
+        "value_size": 800, "threads": 2, "duration_secs": null,
+        "cache_bytes": 8 << 20, "write_buffer_bytes": 16 << 20,
+        "compression": "none", "sync": false, "bloom_bits": 10,
+        "background_threads": 2, "read_ratio": 0.0, "scan_length": null,
+        "hot_fraction": 0.15, "seed": 42, "latency": "all", "settle": false,
+        "thicket_options": [],
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thicket"))
+        .args(["bench", "--internal-child", &settings.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run thicket");
+    // A liveness guard, not a timing assertion.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("bench --internal-child with num 0 hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("--num must be at least 1"), "{stderr}");
+}

@@ -202,7 +202,33 @@ pub struct Settings {
     pub thicket_options: Vec<String>,
 }
 
+/// The shape checks a run's settings must pass, from the command line or
+/// in a child's settings (a child given 0 keys used to hang: its streams'
+/// arithmetic assumes keys).
+fn check_shape(num: u64, key_size: usize, threads: usize, background: usize) -> Result<(), String> {
+    if num == 0 {
+        return Err("--num must be at least 1".into());
+    }
+    if key_size < 8 {
+        return Err("--key-size must be at least 8".into());
+    }
+    if threads == 0 || background == 0 {
+        return Err("--threads and --background-threads must be at least 1".into());
+    }
+    Ok(())
+}
+
 impl Settings {
+    /// Checks the settings a child was given.
+    pub fn validate(&self) -> Result<(), String> {
+        check_shape(
+            self.num,
+            self.key_size,
+            self.threads,
+            self.background_threads,
+        )
+    }
+
     pub fn workload(&self) -> Result<Workload, String> {
         self.workload.parse()
     }
@@ -227,15 +253,12 @@ impl Settings {
 impl BenchArgs {
     /// Checks the shared settings.
     pub fn validate(&self) -> Result<(), String> {
-        if self.num == 0 {
-            return Err("--num must be at least 1".into());
-        }
-        if self.key_size < 8 {
-            return Err("--key-size must be at least 8".into());
-        }
-        if self.threads == 0 || self.background_threads == 0 {
-            return Err("--threads and --background-threads must be at least 1".into());
-        }
+        check_shape(
+            self.num,
+            self.key_size,
+            self.threads,
+            self.background_threads,
+        )?;
         if !(0.0..=1.0).contains(&self.read_ratio) || !(0.0..=1.0).contains(&self.hot_fraction) {
             return Err("--read-ratio and --hot-fraction must be within 0..1".into());
         }

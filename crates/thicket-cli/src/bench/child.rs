@@ -16,6 +16,7 @@ pub const RESULT_PREFIX: &str = "thicket-bench-result ";
 pub fn serve(settings_json: &str) -> Result<(), String> {
     let settings: Settings =
         serde_json::from_str(settings_json).map_err(|e| format!("bad child settings: {e}"))?;
+    settings.validate()?;
     let result = runner::run(&settings)?;
     let line = serde_json::to_string(&result).map_err(|e| e.to_string())?;
     println!("{RESULT_PREFIX}{line}");

@@ -383,9 +383,10 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
             .enumerate()
             .map(|(t, s)| {
                 scope.spawn(move || {
-                    let r = drive(ctx, signals, s, t, Role::Reader);
-                    signals.running.fetch_sub(1, Ordering::AcqRel);
-                    r
+                    // Counted out even if `drive` panics: the loop below
+                    // waits for every stream.
+                    let _counted = CountedOut(&signals.running);
+                    drive(ctx, signals, s, t, Role::Reader)
                 })
             })
             .collect();
@@ -628,4 +629,14 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         hit_ratio_timeline: m.phase.hit_ratio_timeline,
         settings: s.clone(),
     })
+}
+
+/// Counts a stream out of `PhaseSignals::running` when dropped (its
+/// thread returned or panicked).
+struct CountedOut<'a>(&'a AtomicUsize);
+
+impl Drop for CountedOut<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
