@@ -298,7 +298,10 @@ fn a_fault_in_a_background_build_fails_the_store_and_a_reopen_keeps_every_put() 
     let mut batch = crate::db::WriteBatch::new();
     batch.put(b"after", b"refused").unwrap();
     let refused = store.write(batch, Default::default()).unwrap_err();
-    assert!(matches!(refused, crate::error::Error::Background(_)), "{refused}");
+    assert!(
+        matches!(refused, crate::error::Error::Background(_)),
+        "{refused}"
+    );
     fs.clear_faults();
     store.close().unwrap();
     drop(chunk);
