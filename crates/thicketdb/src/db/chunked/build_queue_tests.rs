@@ -72,24 +72,71 @@ fn fill_past(store: &ChunkStore, chunk: &Chunk, prefix: &str, limit: u64) -> Vec
     keys
 }
 
-#[test]
-fn a_put_past_the_limit_returns_while_its_chunk_is_built_in_the_background() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = split_store(dir.path(), one_thread(), 3);
+/// Asserts that every key of `keys` has a value.
+fn assert_all_found(store: &ChunkStore, keys: &[Vec<u8>]) {
+    for key in keys {
+        assert!(get(store, key).is_some(), "{key:?} lost");
+    }
+}
+
+/// A store of three chunks or more whose first chunk's build is held
+/// before its switch: puts of keys `a00000..` passed its log limit,
+/// queued it and returned.
+struct HeldBuild {
+    store: Arc<ChunkStore>,
+    limit: u64,
+    first: Arc<Chunk>,
+    held: Hold,
+    /// The keys put.
+    keys: Vec<Vec<u8>>,
+    /// The thread running the build.
+    builder: Option<String>,
+    /// `chunk_funk_builds_queued` before the puts.
+    queued_before: u64,
+}
+
+fn held_build(dir: &std::path::Path) -> HeldBuild {
+    let store = split_store(dir, one_thread(), 3);
     let limit = store.options.funk_log_limit;
     let first = store.default_space().chunk_set().chunks[0].clone();
     let (hook, held) = hold(Some(first.clone()));
     *store.before_switch.lock() = Some(hook);
+    let queued_before = store
+        .counters
+        .chunk_funk_builds_queued
+        .load(Ordering::SeqCst);
+    let keys = fill_past(&store, &first, "a", limit);
+    let builder = held.building.recv_timeout(STUCK).expect("a build started");
+    HeldBuild {
+        store,
+        limit,
+        first,
+        held,
+        keys,
+        builder,
+        queued_before,
+    }
+}
+
+#[test]
+fn a_put_past_the_limit_returns_while_its_chunk_is_built_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    // The put that passed the limit queued the chunk and returned.
+    let HeldBuild {
+        store,
+        first,
+        held,
+        mut keys,
+        builder,
+        queued_before,
+        ..
+    } = held_build(dir.path());
+    assert_eq!(builder.as_deref(), Some("thicket-rebalance-0"));
     let c = &store.counters;
-    let (queued, waited, rebalances) = (
-        c.chunk_funk_builds_queued.load(Ordering::SeqCst),
+    let (waited, rebalances) = (
         c.chunk_puts_waited_for_build.load(Ordering::SeqCst),
         c.chunk_funk_rebalances.load(Ordering::SeqCst),
     );
-    // The put that passes the limit queues the chunk and returns.
-    let mut keys = fill_past(&store, &first, "a", limit);
-    let builder = held.building.recv_timeout(STUCK).expect("a build started");
-    assert_eq!(builder.as_deref(), Some("thicket-rebalance-0"));
     // Meanwhile more puts to the chunk, past its limit, return too and
     // do not queue it again.
     let (done_tx, done_rx) = mpsc::channel();
@@ -114,7 +161,7 @@ fn a_put_past_the_limit_returns_while_its_chunk_is_built_in_the_background() {
     assert!(!first.is_retired(), "the build is held before its switch");
     assert_eq!(
         c.chunk_funk_builds_queued.load(Ordering::SeqCst),
-        queued + 1
+        queued_before + 1
     );
     assert_eq!(c.chunk_puts_waited_for_build.load(Ordering::SeqCst), waited);
     // Released, the build switches: every put is in the new chunks.
@@ -125,22 +172,21 @@ fn a_put_past_the_limit_returns_while_its_chunk_is_built_in_the_background() {
         c.chunk_funk_rebalances.load(Ordering::SeqCst) > rebalances
     });
     assert!(first.is_retired());
-    for key in &keys {
-        assert!(get(&store, key).is_some(), "{key:?} lost");
-    }
+    assert_all_found(&store, &keys);
     store.close().unwrap();
 }
 
 #[test]
 fn a_log_past_twice_its_limit_makes_its_writer_wait_for_the_build() {
     let dir = tempfile::tempdir().unwrap();
-    let store = split_store(dir.path(), one_thread(), 3);
-    let limit = store.options.funk_log_limit;
-    let first = store.default_space().chunk_set().chunks[0].clone();
-    let (hook, held) = hold(Some(first.clone()));
-    *store.before_switch.lock() = Some(hook);
-    let mut keys = fill_past(&store, &first, "a", limit);
-    held.building.recv_timeout(STUCK).expect("a build started");
+    let HeldBuild {
+        store,
+        limit,
+        first,
+        held,
+        mut keys,
+        ..
+    } = held_build(dir.path());
     let c = &store.counters;
     let waited = c.chunk_puts_waited_for_build.load(Ordering::SeqCst);
     // A writer fills the held chunk's log up to four times its limit
@@ -172,22 +218,20 @@ fn a_log_past_twice_its_limit_makes_its_writer_wait_for_the_build() {
     keys.extend(done_rx.recv_timeout(STUCK).expect("the writer went on"));
     writer.join().unwrap();
     assert!(first.is_retired());
-    for key in &keys {
-        assert!(get(&store, key).is_some(), "{key:?} lost");
-    }
+    assert_all_found(&store, &keys);
     store.close().unwrap();
 }
 
 #[test]
 fn a_chunk_is_queued_once_it_grew_by_its_limit_past_the_tail_its_switch_left() {
     let dir = tempfile::tempdir().unwrap();
-    let store = split_store(dir.path(), one_thread(), 3);
-    let limit = store.options.funk_log_limit;
-    let first = store.default_space().chunk_set().chunks[0].clone();
-    let (hook, held) = hold(Some(first.clone()));
-    *store.before_switch.lock() = Some(hook);
-    fill_past(&store, &first, "a", limit);
-    held.building.recv_timeout(STUCK).expect("a build started");
+    let HeldBuild {
+        store,
+        limit,
+        first,
+        held,
+        ..
+    } = held_build(dir.path());
     // A tail of most of a limit, which the build does not merge.
     let started = first.log.len();
     fill_past(&store, &first, "b", started + limit * 3 / 4);
@@ -238,13 +282,13 @@ fn files_and_named(dir: &std::path::Path) -> (Vec<u64>, Vec<u64>) {
 #[test]
 fn close_stops_a_held_build_which_leaves_no_file_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let store = split_store(dir.path(), one_thread(), 3);
-    let limit = store.options.funk_log_limit;
-    let first = store.default_space().chunk_set().chunks[0].clone();
-    let (hook, held) = hold(Some(first.clone()));
-    *store.before_switch.lock() = Some(hook);
-    let keys = fill_past(&store, &first, "a", limit);
-    held.building.recv_timeout(STUCK).expect("a build started");
+    let HeldBuild {
+        store,
+        first,
+        held,
+        keys,
+        ..
+    } = held_build(dir.path());
     let rebalances = store.counters.chunk_funk_rebalances.load(Ordering::SeqCst);
     let (closed_tx, closed_rx) = mpsc::channel();
     let closer = {
@@ -270,9 +314,7 @@ fn close_stops_a_held_build_which_leaves_no_file_behind() {
     let (files, named) = files_and_named(dir.path());
     assert_eq!(files, named, "files CHUNKS does not name");
     let store = ChunkStore::open(dir.path(), one_thread(), Arc::new(PosixFs)).unwrap();
-    for key in &keys {
-        assert!(get(&store, key).is_some(), "{key:?} lost");
-    }
+    assert_all_found(&store, &keys);
     store.close().unwrap();
 }
 
