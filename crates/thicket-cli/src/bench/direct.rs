@@ -157,6 +157,7 @@ fn read(
 /// The timed loop of `a` on one engine's put, get and settle.
 fn run_loop(
     a: &DirectArgs,
+    dir: &Path,
     put: impl FnMut(&[u8], &[u8]) -> Result<(), String>,
     get: impl FnMut(&[u8]) -> Result<bool, String>,
     settle: impl FnOnce() -> Result<(), String>,
@@ -169,6 +170,7 @@ fn run_loop(
     drop(data);
     if a.settle {
         settle()?;
+        super::procfs::write_back(dir)?;
     }
     let ops = a.shape.ops.unwrap_or(a.num);
     Ok((ops, read(a.num, ops, a.seed, get)?))
@@ -187,6 +189,7 @@ fn thicket(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     let db = Db::open(dir, o).map_err(e)?;
     let measured = run_loop(
         a,
+        dir,
         |k, v| db.put(k, v).map_err(e),
         |k| Ok(db.get(k).map_err(e)?.is_some()),
         || db.wait_for_compactions().map_err(e),
@@ -212,6 +215,7 @@ fn rocksdb(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     let db = rocksdb::DB::open(&o, dir).map_err(e)?;
     run_loop(
         a,
+        dir,
         |k, v| db.put(k, v).map_err(e),
         |k| Ok(db.get_pinned(k).map_err(e)?.is_some()),
         || {
@@ -245,6 +249,7 @@ fn fjall(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
         .map_err(e)?;
     let measured = run_loop(
         a,
+        dir,
         |k, v| ks.insert(k, v).map_err(e),
         |k| Ok(ks.get(k).map_err(e)?.is_some()),
         || super::peers::fjall_wait_for_compactions(&db, &ks),

@@ -1,5 +1,6 @@
 //! What the kernel knows about this process and a directory: bytes sent to
-//! the block layer, peak RSS, disk usage.
+//! the block layer, peak RSS, disk usage; and the write-back a settled
+//! run waits for.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -40,6 +41,16 @@ pub fn disk_usage(dir: &Path) -> Result<u64, String> {
     Ok(total)
 }
 
+/// Writes back every dirty page of the file system holding `dir` and waits
+/// for it (`syncfs`). A settled run calls it before measuring: left alone,
+/// the kernel writes back the prefill's pages ~30 s after they were
+/// dirtied (`dirty_expire_centisecs`), inside the measured phase of
+/// whichever engine runs then.
+pub fn write_back(dir: &Path) -> Result<(), String> {
+    let file = fs::File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    rustix::fs::syncfs(&file).map_err(|e| format!("syncfs {}: {e}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +68,15 @@ mod tests {
         assert!(write_bytes().unwrap() >= before + (1 << 20));
         assert!(disk_usage(dir.path()).unwrap() >= (1 << 20) + 8192);
         assert!(peak_rss().unwrap() > 1 << 20);
+    }
+
+    #[test]
+    fn write_back_syncs_a_store_directory_and_names_a_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("f"), vec![3u8; 4096]).unwrap();
+        write_back(dir.path()).unwrap();
+        let missing = dir.path().join("missing");
+        let err = write_back(&missing).unwrap_err();
+        assert!(err.contains("missing"), "{err}");
     }
 }

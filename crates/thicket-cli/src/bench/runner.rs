@@ -470,10 +470,12 @@ fn prefill(
     Ok(execute(&quiet, plan)?.seconds)
 }
 
-/// Seconds spent waiting for the engine's background work.
-fn settle(engine: &dyn Engine) -> Result<f64, String> {
+/// Seconds spent waiting for the engine's background work, then for the
+/// kernel to write the store's dirty pages back (`procfs::write_back`).
+fn settle(engine: &dyn Engine, db: &std::path::Path) -> Result<f64, String> {
     let start = Instant::now();
     engine.wait_for_compactions()?;
+    procfs::write_back(db)?;
     Ok(start.elapsed().as_secs_f64())
 }
 
@@ -563,7 +565,7 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         let label = format!("{} {} prefill", s.engine, s.workload);
         prefill_seconds = Some(prefill(&ctx, &p, &order, label)?);
         if s.settle {
-            settle_seconds = Some(settle(&*engine)?);
+            settle_seconds = Some(settle(&*engine, &s.db)?);
         }
     }
     let m = measure(&ctx, s, &p, &order)?;

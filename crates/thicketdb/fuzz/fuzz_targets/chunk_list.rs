@@ -9,13 +9,8 @@ use libfuzzer_sys::fuzz_target;
 use thicketdb::ChunkList;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&flags, rest)) = data.split_first() else {
+    let Some(bytes) = thicketdb_fuzz::framed_input(data) else {
         return;
-    };
-    let bytes = if flags & 1 == 1 {
-        thicketdb_fuzz::fix_chunk_list_checksum(rest)
-    } else {
-        rest.to_vec()
     };
     if let Ok(list) = ChunkList::decode(Path::new("CHUNKS"), &bytes) {
         let encoded = list.encode();

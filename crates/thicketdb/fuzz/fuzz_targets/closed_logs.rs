@@ -10,14 +10,8 @@ use libfuzzer_sys::fuzz_target;
 use thicketdb::ClosedLogs;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&flags, rest)) = data.split_first() else {
+    let Some(bytes) = thicketdb_fuzz::framed_input(data) else {
         return;
-    };
-    let bytes = if flags & 1 == 1 {
-        // The same envelope as `CHUNKS`.
-        thicketdb_fuzz::fix_chunk_list_checksum(rest)
-    } else {
-        rest.to_vec()
     };
     if let Ok(closed) = ClosedLogs::decode(Path::new("LOGS_CLOSED"), &bytes) {
         let encoded = closed.encode();

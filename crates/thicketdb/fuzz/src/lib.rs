@@ -177,6 +177,18 @@ pub fn write_records<'a>(data: &'a [u8], sizes: &[u8]) -> (FaultFs, PathBuf, Vec
     (fs, path, records)
 }
 
+/// The bytes a framed-file target decodes (`CHUNKS`, `LOGS_CLOSED`: one
+/// envelope): the input after its first byte, with the checksum fixed up
+/// when that byte is odd, so the fuzzer reaches the body's decoder too.
+pub fn framed_input(data: &[u8]) -> Option<Vec<u8>> {
+    let (&flags, rest) = data.split_first()?;
+    Some(if flags & 1 == 1 {
+        fix_chunk_list_checksum(rest)
+    } else {
+        rest.to_vec()
+    })
+}
+
 /// Rewrites the checksum of a chunk list (`CHUNKS`) so that it passes,
 /// letting the fuzzer reach the body's decoder: the body is the stated
 /// length (cut to what is there) after the 16-byte header.

@@ -403,7 +403,10 @@ pub(super) fn replay_logs(
             .iter()
             .map(|t| TreeReplay {
                 target: t,
-                mem: Arc::new(Memtable::new(0, t.options.comparator.clone())),
+                mem: Arc::new(
+                    Memtable::new(0, t.options.comparator.clone())
+                        .with_filter(t.options.memtable_filter_bytes()),
+                ),
                 edit: VersionEdit::default(),
                 kept: Vec::new(),
             })
@@ -586,7 +589,9 @@ impl Replay<'_> {
     /// replayed (with `triad_log`; otherwise for those of every log).
     fn fresh_memtable(&self, i: usize) -> Memtable {
         let options = &self.trees[i].target.options;
-        Memtable::new(self.log, options.comparator.clone()).tracking_locations(options.triad_log)
+        Memtable::new(self.log, options.comparator.clone())
+            .tracking_locations(options.triad_log)
+            .with_filter(options.memtable_filter_bytes())
     }
 
     fn memtable_full(&mut self, i: usize) -> Result<()> {

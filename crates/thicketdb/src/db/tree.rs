@@ -94,6 +94,7 @@ pub(crate) fn memtable_on_log(
         options.comparator.clone(),
     )
     .tracking_locations(options.triad_log)
+    .with_filter(options.memtable_filter_bytes())
 }
 
 /// The options a keyspace's tree runs with: `requested` for what a

@@ -5,6 +5,7 @@
 //! inside their skiplist node; see `skiplist.rs`.
 
 mod byte_arena;
+mod filter;
 pub mod hot;
 mod iter;
 mod mapped_vec;
@@ -20,6 +21,7 @@ use crate::format::range_tombstone::Fragments;
 use crate::format::KeyOrder;
 use crate::io::FilePin;
 
+use filter::MemtableFilter;
 pub use iter::MemtableIterator;
 pub use range_dels::RangeDels;
 use skiplist::{SkipList, NIL};
@@ -87,6 +89,9 @@ pub struct Memtable {
     unlocated: AtomicU64,
     /// Range tombstones beside the point entries.
     range_dels: RangeDels,
+    /// Rules out most user keys the memtable does not hold, before a get
+    /// searches the skiplist (`memtable_bloom_size_ratio`).
+    filter: Option<MemtableFilter>,
     log_number: u64,
     /// Keeps the log file while the memtable's writes may still be needed
     /// (until it is flushed and no reader holds it).
@@ -102,6 +107,7 @@ impl Memtable {
             size: AtomicU64::new(0),
             unlocated: AtomicU64::new(0),
             range_dels: RangeDels::default(),
+            filter: None,
             log_number,
             _log: None,
         }
@@ -122,6 +128,18 @@ impl Memtable {
     pub fn tracking_locations(mut self, on: bool) -> Memtable {
         if on {
             self.list.track_locations();
+        }
+        self
+    }
+
+    /// Gives the memtable a Bloom filter of about `bytes` over its user
+    /// keys (none when 0), charged to its size as the skiplist is.
+    pub fn with_filter(mut self, bytes: usize) -> Memtable {
+        if bytes > 0 {
+            let filter = MemtableFilter::new(bytes);
+            self.size
+                .fetch_add(filter.bytes() as u64, AtomicOrdering::Relaxed);
+            self.filter = Some(filter);
         }
         self
     }
@@ -154,6 +172,11 @@ impl Memtable {
         let location = PackedLocation::pack(location);
         if location == PackedLocation::UNKNOWN && self.list.tracks_locations() {
             self.unlocated.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        if let Some(filter) = &self.filter {
+            // Before the insert: a reader that finds the entry's sequence
+            // published finds its bits.
+            filter.add(user_key);
         }
         let trailer = pack_trailer(seq, kind).to_le_bytes();
         let charge = self.list.insert(user_key, trailer, value, location);
@@ -188,6 +211,13 @@ impl Memtable {
     pub fn get(&self, lookup: &[u8]) -> Option<Lookup> {
         let covered = self.covering_seq(user_key(lookup), trailer(lookup) >> 8);
         let deleted = (covered > 0).then_some(Lookup::Deleted);
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|f| !f.may_contain(user_key(lookup)))
+        {
+            return deleted;
+        }
         let found = self.list.seek(lookup);
         if found == NIL {
             return deleted;
@@ -249,6 +279,37 @@ mod tests {
         assert_eq!(get(&m, b"c", 9), None);
         assert_eq!(m.len(), 4);
         assert!(m.approximate_size() > 4 * 64);
+    }
+
+    /// With a filter, every lookup answers as without one: values,
+    /// deletions, range tombstones over keys the memtable never held, and
+    /// keys it never held; the filter is charged to the size.
+    #[test]
+    fn a_filtered_memtable_answers_as_an_unfiltered_one() {
+        let plain = Memtable::new(1, KeyOrder::Bytewise);
+        let filtered = Memtable::new(1, KeyOrder::Bytewise).with_filter(1024);
+        assert_eq!(filtered.approximate_size(), 1024);
+        for m in [&plain, &filtered] {
+            for i in 0..500u32 {
+                let kind = match i % 7 {
+                    0 => ValueKind::Deletion,
+                    _ => ValueKind::Value,
+                };
+                m.add(u64::from(i) + 1, kind, format!("k{i}").as_bytes(), b"v");
+            }
+            m.add_range_deletion(600, b"r0", b"r5");
+        }
+        for seq in [0, 250, 700] {
+            for key in ["k0", "k3", "k499", "k500", "absent", "r1", "r9", ""] {
+                let key = key.as_bytes();
+                assert_eq!(
+                    get(&filtered, key, seq),
+                    get(&plain, key, seq),
+                    "{key:?}@{seq}"
+                );
+            }
+        }
+        assert_eq!(get(&filtered, b"r2", 700), Some(Lookup::Deleted));
     }
 
     #[test]

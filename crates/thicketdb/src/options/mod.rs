@@ -301,6 +301,12 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20,
+        /// A Bloom filter over each memtable's user keys, of this fraction
+        /// of `write_buffer_size` (RocksDB's
+        /// `memtable_prefix_bloom_size_ratio` with whole-key filtering):
+        /// a get of a key the memtable does not hold skips its search.
+        /// 0: none; at most 0.25.
+        memtable_bloom_size_ratio: f64 = 0.01,
         /// Create the store when the directory holds none.
         create_if_missing: bool = true,
         /// Refuse to open a store that already exists.
@@ -341,6 +347,12 @@ options! {
 }
 
 impl Options {
+    /// Bytes of each memtable's Bloom filter (`memtable_bloom_size_ratio`
+    /// of `write_buffer_size`).
+    pub(crate) fn memtable_filter_bytes(&self) -> usize {
+        (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize
+    }
+
     /// Rejects combinations the engine cannot run with.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: &str| Err(Error::InvalidArgument(msg.to_string()));
@@ -380,6 +392,9 @@ impl Options {
         }
         if !(0.0..=1.0).contains(&self.lsbm_trim_threshold) {
             return bad("lsbm_trim_threshold must be between 0 and 1");
+        }
+        if !(0.0..=0.25).contains(&self.memtable_bloom_size_ratio) {
+            return bad("memtable_bloom_size_ratio must be between 0 and 0.25");
         }
         if self.lsbm_superfile_tables == 0 {
             return bad("lsbm_superfile_tables must be at least 1");

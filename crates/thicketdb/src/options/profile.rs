@@ -77,6 +77,8 @@ impl Profile {
             // LevelDB's fixed level targets, L1 first.
             dynamic_level_bytes: false,
             compaction_threads: 1,
+            // LevelDB's memtable has no filter.
+            memtable_bloom_size_ratio: 0.0,
             ..Options::default()
         };
         match self {
