@@ -211,3 +211,49 @@ fn syncing_writers_share_one_sync_per_chunk_log() {
         assert_eq!(get(&store, key), Some(b"synced".to_vec()));
     }
 }
+
+/// A write that passed the open check and then met `close` (which sets
+/// `closed` before it takes the append locks) gets `Closed` and leaves
+/// the store unfailed, so `close` still records a clean close.
+#[test]
+fn a_write_racing_close_gets_closed_and_fails_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), tiny_uncached());
+    put(&store, b"k", b"v", false);
+    let chunk = store.default_space().chunk_set().chunks[0].clone();
+    let held = chunk.append_lock.lock();
+    let writer = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let mut batch = WriteBatch::new();
+            batch.put(b"k2", b"v").unwrap();
+            store.write(batch, WriteOptions::default())
+        })
+    };
+    // The writer holds the chunk's `rebalance_lock` shared (past the open
+    // check) and waits for its append lock.
+    let start = std::time::Instant::now();
+    while !chunk.rebalance_lock.is_locked() {
+        assert!(
+            start.elapsed() < STUCK,
+            "the writer never reached the chunk"
+        );
+        std::thread::yield_now();
+    }
+    let closer = {
+        let store = store.clone();
+        std::thread::spawn(move || store.close())
+    };
+    while !store.closed.load(Ordering::Acquire) {
+        assert!(start.elapsed() < STUCK, "close never started");
+        std::thread::yield_now();
+    }
+    drop(held);
+    let written = writer.join().unwrap();
+    closer.join().unwrap().unwrap();
+    assert!(
+        matches!(written, Err(crate::error::Error::Closed)),
+        "{written:?}"
+    );
+    assert!(store.failed.lock().is_none(), "{:?}", store.failed.lock());
+}

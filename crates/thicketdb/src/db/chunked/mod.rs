@@ -236,8 +236,12 @@ impl ChunkStore {
             return Err(Error::Background(Box::new(e.clone())));
         }
         let result = self.write_batch(&mut batch, opts);
-        if let Err(e) = &result {
-            self.fail(e);
+        match &result {
+            // A write that met `close` under its append locks took no
+            // number and appended nothing: the store is not damaged, and
+            // failing it would keep `close` from recording a clean close.
+            Err(Error::Closed) | Ok(()) => {}
+            Err(e) => self.fail(e),
         }
         result
     }
