@@ -154,6 +154,32 @@ fn compactions_read_without_filling_the_block_cache() {
     assert!(db.stats().block_cache_bytes > after_get);
 }
 
+/// `memtable_bloom_size_ratio` reaches the store's memtables: `default`'s
+/// memtable holds a filter of that share of `write_buffer_size` before
+/// any write (charged to its size), `leveldb`'s none; out-of-range ratios
+/// are refused.
+#[test]
+fn the_memtable_filter_follows_the_profile() {
+    use crate::options::Profile;
+    // 1% of 64 MiB, rounded up to whole 64-byte blocks.
+    for (profile, filter) in [(Profile::Default, 671_088), (Profile::LevelDb, 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = profile.options().write_buffer_size(64 << 20);
+        let db = Db::open(dir.path(), options).unwrap();
+        // An empty store: no table, nothing cached; only the memtable.
+        let memory = db.approximate_memory_usage();
+        assert!(
+            (filter..filter + 64).contains(&memory),
+            "{profile:?}: {memory} bytes"
+        );
+    }
+    for ratio in [-0.1, 0.3, f64::NAN] {
+        let mut options = Options::default();
+        options.memtable_bloom_size_ratio = ratio;
+        assert!(options.validate().is_err(), "{ratio}");
+    }
+}
+
 /// Open tables' indexes and filters are charged to the block cache
 /// (`charge_table_metadata`, on by default): they and the cached blocks
 /// stay within its capacity, and a closed table gives its charge back.
