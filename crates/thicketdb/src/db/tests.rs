@@ -174,8 +174,10 @@ fn the_memtable_filter_follows_the_profile() {
         );
     }
     for ratio in [-0.1, 0.3, f64::NAN] {
-        let mut options = Options::default();
-        options.memtable_bloom_size_ratio = ratio;
+        let options = Options {
+            memtable_bloom_size_ratio: ratio,
+            ..Options::default()
+        };
         assert!(options.validate().is_err(), "{ratio}");
     }
 }
