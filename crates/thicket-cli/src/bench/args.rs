@@ -8,14 +8,18 @@ use serde::{Deserialize, Serialize};
 use super::crosscheck::CrosscheckArgs;
 use super::direct::DirectArgs;
 use super::latency::LatencyMode;
-use super::workload::{Params, Workload};
+use super::recovery::RecoveryPhase;
+use super::workload::{Distribution, Params, Workload};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub command: Option<BenchCommand>,
-    /// Engines to run in turn, comma-separated: thicket, rocksdb, fjall.
+    /// Engines to run in turn, comma-separated: thicket, rocksdb, fjall;
+    /// `thicket:PROFILE` runs ThicketDB with that profile (several may be
+    /// listed, e.g. `thicket:yodb,thicket:default,rocksdb`; plain `thicket`
+    /// takes `--profile`).
     #[arg(
         long,
         value_delimiter = ',',
@@ -86,9 +90,17 @@ pub struct BenchArgs {
     /// Entries per range read: seekrandom (default 1), e (maximum, default
     /// 100), rangehot (default: point reads), zipf-simple and
     /// zipf-composite (maximum, lengths uniform from 1; default: point
-    /// reads).
-    #[arg(long, value_name = "L")]
-    pub scan_length: Option<usize>,
+    /// reads). Comma-separated lengths run each scanning workload once per
+    /// length (e.g. YoDB's E10, E100, E1000: `--scan-length 10,100,1000`).
+    #[arg(long, value_name = "L", value_delimiter = ',')]
+    pub scan_length: Vec<usize>,
+    /// Draws the keys of the YCSB mixes (a, b, c, e, f, p) from a YoDB
+    /// distribution, zipf-simple or zipf-composite (θ 0.8), instead of
+    /// YCSB's: the store is loaded in key order, and e's inserts become
+    /// puts of drawn keys (YoDB's evaluation: `--workload p,a,c,e
+    /// --distribution zipf-composite`).
+    #[arg(long, value_name = "D", value_parser = ["zipf-simple", "zipf-composite"])]
+    pub distribution: Option<String>,
     /// rangehot: share of the key space in the hot range.
     #[arg(long, value_name = "F", default_value_t = 0.15)]
     pub hot_fraction: f64,
@@ -120,6 +132,8 @@ pub struct BenchArgs {
     /// A ThicketDB option set after the profile's and the shared settings
     /// (repeatable), for one technique's ablation (e.g. `triad_mem=true`
     /// on `--profile default`); other engines ignore it.
+    /// `PROFILE:NAME=VALUE` sets it for that profile's runs only (e.g.
+    /// `yodb:munk_cache_bytes=25165824` beside `thicket:default`).
     #[arg(long, value_name = "NAME=VALUE")]
     pub thicket_option: Vec<String>,
     /// Writes `{"runs": [...]}` to FILE.
@@ -181,6 +195,9 @@ pub struct Settings {
     pub direct_reads: bool,
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
+    /// `--distribution` (absent when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<String>,
     pub hot_fraction: f64,
     /// rangehot: the paced writer thread's operations per second.
     #[serde(default)]
@@ -200,6 +217,10 @@ pub struct Settings {
     /// `--thicket-option` values, in order (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thicket_options: Vec<String>,
+    /// The recovery workload's child: load then be killed, or open the
+    /// killed store (absent in recorded results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_phase: Option<RecoveryPhase>,
 }
 
 /// The shape checks a run's settings must pass, from the command line or
@@ -234,6 +255,11 @@ impl Settings {
     }
 
     pub fn params(&self) -> Result<Params, String> {
+        let distribution = self
+            .distribution
+            .as_deref()
+            .map(str::parse::<Distribution>)
+            .transpose()?;
         Ok(Params {
             workload: self.workload()?,
             num: self.num,
@@ -245,6 +271,7 @@ impl Settings {
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,
             write_rate: self.write_rate,
+            distribution,
             seed: self.seed,
         })
     }
@@ -272,18 +299,49 @@ impl BenchArgs {
         if self.direct_reads && self.engine.iter().any(|e| e == "fjall") {
             return Err("--direct-reads: fjall has no direct reads".into());
         }
+        for e in &self.engine {
+            engine_spec(e)?;
+        }
+        for option in &self.thicket_option {
+            if let Some((profile, _)) = scoped_option(option) {
+                profile
+                    .parse::<thicketdb::Profile>()
+                    .map_err(|e| format!("--thicket-option {option:?}: {e}"))?;
+            }
+        }
+        if self.scan_length.contains(&0) && self.scan_length.len() > 1 {
+            return Err("--scan-length: a list of lengths takes no 0".into());
+        }
         for w in &self.workload {
-            w.parse::<Workload>()?;
+            let w = w.parse::<Workload>()?;
+            if self.distribution.is_some() && !w.takes_distribution() {
+                return Err(format!(
+                    "--distribution draws the keys of the YCSB mixes a, b, c, e, f and p, not {w}'s"
+                ));
+            }
         }
         Ok(())
     }
 
-    /// The settings of `engine` running `workload` in `db`.
+    /// The scan lengths `workload` runs with, one run each: every length
+    /// of `--scan-length` for a scanning workload, else the first (it has
+    /// no effect there, and keeps every run's settings alike).
+    pub fn scan_lengths(&self, workload: Workload) -> Vec<Option<usize>> {
+        if workload.scans() && self.scan_length.len() > 1 {
+            self.scan_length.iter().copied().map(Some).collect()
+        } else {
+            vec![self.scan_length.first().copied()]
+        }
+    }
+
+    /// The settings of `engine` running `workload` (with `scan_length`) in
+    /// `db`.
     pub fn settings(
         &self,
         engine: &str,
         profile: Option<&str>,
         workload: Workload,
+        scan_length: Option<usize>,
         db: PathBuf,
     ) -> Settings {
         Settings {
@@ -310,7 +368,8 @@ impl BenchArgs {
             search_threads: self.search_threads,
             direct_reads: self.direct_reads,
             read_ratio: self.read_ratio,
-            scan_length: self.scan_length,
+            scan_length,
+            distribution: self.distribution.clone(),
             hot_fraction: self.hot_fraction,
             write_rate: self.write_rate,
             seed: self.seed,
@@ -319,6 +378,31 @@ impl BenchArgs {
             level_base_bytes: self.level_base_mb.map(|mb| mb << 20),
             table_bytes: self.table_size_kb.map(|kb| kb << 10),
             thicket_options: self.thicket_option.clone(),
+            recovery_phase: None,
         }
     }
+}
+
+/// An `--engine` entry: the engine, and the profile of `thicket:PROFILE`.
+pub fn engine_spec(spec: &str) -> Result<(&str, Option<&str>), String> {
+    match spec.split_once(':') {
+        None => Ok((spec, None)),
+        Some(("thicket", profile)) => {
+            profile
+                .parse::<thicketdb::Profile>()
+                .map_err(|e| format!("--engine {spec:?}: {e}"))?;
+            Ok(("thicket", Some(profile)))
+        }
+        Some(_) => Err(format!(
+            "--engine {spec:?}: only thicket takes a profile (thicket:PROFILE)"
+        )),
+    }
+}
+
+/// The profile and the option of a `PROFILE:NAME=VALUE` thicket option
+/// (`None` for a plain `NAME=VALUE`, even one whose value holds a colon).
+pub fn scoped_option(option: &str) -> Option<(&str, &str)> {
+    option
+        .split_once(':')
+        .filter(|(profile, _)| !profile.contains('='))
 }

@@ -7,8 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::args::Settings;
+use super::recovery::{self, RecoveryPhase};
 use super::report::RunResult;
 use super::runner;
+use super::workload::Workload;
 
 pub const RESULT_PREFIX: &str = "thicket-bench-result ";
 
@@ -17,20 +19,42 @@ pub fn serve(settings_json: &str) -> Result<(), String> {
     let settings: Settings =
         serde_json::from_str(settings_json).map_err(|e| format!("bad child settings: {e}"))?;
     settings.validate()?;
-    let result = runner::run(&settings)?;
+    let recovery = settings.workload()? == Workload::Recovery;
+    let result = match (recovery, settings.recovery_phase) {
+        (true, Some(RecoveryPhase::Load)) => match recovery::load(&settings)? {},
+        (true, Some(RecoveryPhase::Open)) => recovery::open(&settings)?,
+        (false, None) => runner::run(&settings)?,
+        (true, None) | (false, Some(_)) => {
+            return Err(
+                "a recovery phase goes with the recovery workload (its parent runs both)".into(),
+            )
+        }
+    };
     let line = serde_json::to_string(&result).map_err(|e| e.to_string())?;
     println!("{RESULT_PREFIX}{line}");
     Ok(())
 }
 
-/// The parent's side: run `settings` in a child of `exe`; the store
-/// directory is created fresh and removed afterwards.
-pub fn run(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
-    let dir = &settings.db;
+/// Empties `dir` (creating it).
+pub fn fresh_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The parent's side: run `settings` in a child of `exe`; the store
+/// directory is created fresh and removed afterwards.
+pub fn run(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
+    fresh_dir(&settings.db)?;
+    let result = spawn(exe, settings);
+    let dir = &settings.db;
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    result
+}
+
+/// Runs `settings` in a child of `exe` on the store as it is.
+pub fn spawn(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
     let json = serde_json::to_string(settings).map_err(|e| e.to_string())?;
     let out = Command::new(exe)
         .args(["bench", "--internal-child", &json])
@@ -43,7 +67,6 @@ pub fn run(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
         .lines()
         .find_map(|l| l.strip_prefix(RESULT_PREFIX))
         .map(serde_json::from_str::<RunResult>);
-    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     match result {
         Some(r) if out.status.success() => r.map_err(|e| format!("bad child result: {e}")),
         _ => Err(format!(

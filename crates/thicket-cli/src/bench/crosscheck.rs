@@ -149,6 +149,7 @@ impl CrosscheckArgs {
             direct_reads: false,
             read_ratio: 0.5,
             scan_length: None,
+            distribution: None,
             hot_fraction: 0.15,
             write_rate: None,
             seed: self.seed,
@@ -157,6 +158,7 @@ impl CrosscheckArgs {
             level_base_bytes: None,
             table_bytes: None,
             thicket_options: Vec::new(),
+            recovery_phase: None,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use thicketdb::{Db, Options, Profile, ReadOptions, WriteOptions};
 
-use super::args::Settings;
+use super::args::{scoped_option, Settings};
 
 pub type EngineResult<T> = Result<T, String>;
 
@@ -22,6 +22,35 @@ pub struct Counters {
     /// Bytes written by flushes and by compactions.
     pub flush_bytes: Option<u64>,
     pub compaction_bytes: Option<u64>,
+    /// Where the chunked layout served its gets (ThicketDB only; all zero
+    /// for its LSM layout).
+    pub chunk_gets: Option<ChunkGets>,
+}
+
+/// Gets of ThicketDB's chunked layout by the component that answered them
+/// (the stats' `chunk_gets_from_*`; YoDB's Figure 4a).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkGets {
+    pub munk: u64,
+    pub row_cache: u64,
+    pub log: u64,
+    pub table: u64,
+}
+
+impl ChunkGets {
+    /// The gets between `earlier` and `self`.
+    pub fn since(self, earlier: ChunkGets) -> ChunkGets {
+        ChunkGets {
+            munk: self.munk.saturating_sub(earlier.munk),
+            row_cache: self.row_cache.saturating_sub(earlier.row_cache),
+            log: self.log.saturating_sub(earlier.log),
+            table: self.table.saturating_sub(earlier.table),
+        }
+    }
+
+    pub fn total(self) -> u64 {
+        self.munk + self.row_cache + self.log + self.table
+    }
 }
 
 /// A sequential reader (readseq).
@@ -97,7 +126,13 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     if let Some(bytes) = s.table_bytes {
         o.target_table_size = bytes;
     }
+    let run_profile = profile.name();
     for option in &s.thicket_options {
+        let option = match scoped_option(option) {
+            Some((scope, _)) if scope != run_profile => continue,
+            Some((_, option)) => option,
+            None => option.as_str(),
+        };
         let (name, value) = option
             .split_once('=')
             .ok_or_else(|| format!("--thicket-option {option:?} is not NAME=VALUE"))?;
@@ -201,6 +236,12 @@ impl Engine for Thicket {
             get_blocks_read: Some(st.get_blocks_read),
             flush_bytes: Some(st.flush_bytes_written),
             compaction_bytes: Some(st.compaction_bytes_written),
+            chunk_gets: Some(ChunkGets {
+                munk: st.chunk_gets_from_munk,
+                row_cache: st.chunk_gets_from_row_cache,
+                log: st.chunk_gets_from_log,
+                table: st.chunk_gets_from_table,
+            }),
         }
     }
 

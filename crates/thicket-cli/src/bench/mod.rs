@@ -13,6 +13,7 @@ mod latency;
 mod peers;
 mod plot;
 mod procfs;
+mod recovery;
 mod report;
 mod runner;
 mod workload;
@@ -69,8 +70,9 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
         ));
     }
     args.validate().map_err(CliError::Usage)?;
-    for e in &args.engine {
-        if !engine::available().contains(&e.as_str()) {
+    for spec in &args.engine {
+        let (e, _) = args::engine_spec(spec).map_err(CliError::Usage)?;
+        if !engine::available().contains(&e) {
             return Err(CliError::Usage(format!(
                 "engine {e:?} is not available in this build (available: {}; peers need --features peers)",
                 engine::available().join(", ")
@@ -91,6 +93,7 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
         "thicket",
         g.profile.as_deref(),
         Workload::FillSeq,
+        None,
         dir.into(),
     );
     eprintln!(
@@ -115,15 +118,28 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
     );
     for w in &args.workload {
         let w: Workload = w.parse().map_err(CliError::Usage)?;
-        for e in &args.engine {
-            let s = args.settings(e, g.profile.as_deref(), w, dir.join(format!("{w}-{e}")));
-            eprintln!("running {e} {w}");
-            let r = child::run(&exe, &s).map_err(CliError::Usage)?;
-            report.runs.push(r);
-            if let Some(path) = &args.json {
-                let text = serde_json::to_string_pretty(&report)
-                    .map_err(|e| CliError::Usage(e.to_string()))?;
-                std::fs::write(path, text)?;
+        for scan_length in args.scan_lengths(w) {
+            for spec in &args.engine {
+                let (e, profile) = args::engine_spec(spec).map_err(CliError::Usage)?;
+                let profile = profile.or(g.profile.as_deref());
+                let name = match scan_length.filter(|_| w.scans()) {
+                    Some(len) => format!("{w}-L{len}-{}", spec.replace(':', "-")),
+                    None => format!("{w}-{}", spec.replace(':', "-")),
+                };
+                eprintln!("running {name}");
+                let s = args.settings(e, profile, w, scan_length, dir.join(name));
+                let r = if w == Workload::Recovery {
+                    recovery::run(&exe, &s)
+                } else {
+                    child::run(&exe, &s)
+                };
+                report.runs.push(r.map_err(CliError::Usage)?);
+                report::link_recovery_ratios(&mut report.runs);
+                if let Some(path) = &args.json {
+                    let text = serde_json::to_string_pretty(&report)
+                        .map_err(|e| CliError::Usage(e.to_string()))?;
+                    std::fs::write(path, text)?;
+                }
             }
         }
     }

@@ -156,6 +156,7 @@ impl Engine for Rocks {
             get_blocks_read: Some(self.get_blocks_read.load(Ordering::Relaxed)),
             flush_bytes: Some(t(Ticker::FlushWriteBytes)),
             compaction_bytes: Some(t(Ticker::CompactWriteBytes)),
+            chunk_gets: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! What the kernel knows about this process and a directory: bytes sent to
-//! the block layer, peak RSS, disk usage; and the write-back a settled
-//! run waits for.
+//! and read from the block layer, read system calls, peak RSS, disk usage;
+//! and the write-back a settled run waits for.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -8,6 +8,11 @@ use std::path::Path;
 
 fn field(file: &str, name: &str) -> Result<u64, String> {
     let text = fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+    field_of(&text, file, name)
+}
+
+/// The number after `name` in `text`, the contents of `file`.
+fn field_of(text: &str, file: &str, name: &str) -> Result<u64, String> {
     text.lines()
         .find_map(|l| l.strip_prefix(name))
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
@@ -18,6 +23,41 @@ fn field(file: &str, name: &str) -> Result<u64, String> {
 /// caused to be written to storage, counted when pages are dirtied.
 pub fn write_bytes() -> Result<u64, String> {
     field("/proc/self/io", "write_bytes:")
+}
+
+/// The read side of `/proc/self/io`, for every thread of this process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounters {
+    /// `read_bytes`: bytes this process caused to be read from storage
+    /// (page-cache misses and direct reads).
+    pub device_bytes: u64,
+    /// `syscr`: read system calls (`read`, `pread64`, `readv`, ...).
+    pub syscalls: u64,
+    /// `rchar`: bytes those system calls returned, from the page cache or
+    /// the device.
+    pub syscall_bytes: u64,
+}
+
+impl ReadCounters {
+    /// What was read between `self` and `later`.
+    pub fn since(self, earlier: ReadCounters) -> ReadCounters {
+        ReadCounters {
+            device_bytes: self.device_bytes.saturating_sub(earlier.device_bytes),
+            syscalls: self.syscalls.saturating_sub(earlier.syscalls),
+            syscall_bytes: self.syscall_bytes.saturating_sub(earlier.syscall_bytes),
+        }
+    }
+}
+
+/// This process's read counters, from one read of `/proc/self/io`.
+pub fn read_counters() -> Result<ReadCounters, String> {
+    let file = "/proc/self/io";
+    let text = fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+    Ok(ReadCounters {
+        device_bytes: field_of(&text, file, "read_bytes:")?,
+        syscalls: field_of(&text, file, "syscr:")?,
+        syscall_bytes: field_of(&text, file, "rchar:")?,
+    })
 }
 
 /// Peak resident set size (`VmHWM`), bytes.
@@ -68,6 +108,31 @@ mod tests {
         assert!(write_bytes().unwrap() >= before + (1 << 20));
         assert!(disk_usage(dir.path()).unwrap() >= (1 << 20) + 8192);
         assert!(peak_rss().unwrap() > 1 << 20);
+    }
+
+    /// Reads through the page cache count as system calls and their
+    /// bytes; `syncfs` plus dropping the file's pages is not possible
+    /// without privileges, so the device bytes are only checked to be
+    /// monotonic.
+    #[test]
+    fn read_counters_count_our_own_reads() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, vec![5u8; 64 << 10]).unwrap();
+        let before = read_counters().unwrap();
+        let mut f = fs::File::open(&path).unwrap();
+        let mut buf = [0u8; 4096];
+        for _ in 0..16 {
+            f.read_exact(&mut buf).unwrap();
+        }
+        let after = read_counters().unwrap();
+        let d = after.since(before);
+        // 16 reads, plus the read(s) of /proc/self/io itself.
+        assert!((16..=20).contains(&d.syscalls), "{d:?}");
+        assert!(d.syscall_bytes >= 16 * 4096, "{d:?}");
+        assert!(after.device_bytes >= before.device_bytes);
+        assert_eq!(before.since(after), ReadCounters::default(), "saturates");
     }
 
     #[test]

@@ -7,6 +7,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::args::Settings;
+use super::engine::ChunkGets;
+use super::workload::Workload;
 
 /// Latency percentiles, microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -95,6 +97,32 @@ pub struct RunResult {
     pub flush_bytes_written: Option<u64>,
     #[serde(default)]
     pub compaction_bytes_written: Option<u64>,
+    /// `/proc/self/io` over the measured phase, in the child that runs
+    /// only this engine (its background threads included): bytes read
+    /// from the device (`read_bytes`), read system calls (`syscr`) and
+    /// the bytes they returned from the page cache or the device
+    /// (`rchar`). Absent from results written before they existed.
+    #[serde(default)]
+    pub device_read_bytes: u64,
+    #[serde(default)]
+    pub read_syscalls: u64,
+    #[serde(default)]
+    pub read_syscall_bytes: u64,
+    /// The same per point read (gets and read-modify-writes' reads; null
+    /// without point reads): YoDB's Table 3 read amplification.
+    #[serde(default)]
+    pub device_read_bytes_per_get: Option<f64>,
+    #[serde(default)]
+    pub read_syscalls_per_get: Option<f64>,
+    #[serde(default)]
+    pub read_syscall_bytes_per_get: Option<f64>,
+    /// Where ThicketDB's chunked layout served the measured gets (YoDB's
+    /// Figure 4a); null for peers, the LSM layout and runs without gets.
+    #[serde(default)]
+    pub chunk_get_shares: Option<ChunkGetShares>,
+    /// The recovery workload's figures (absent for other workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
     /// Keys live at the end.
     pub live_keys: u64,
     pub logical_bytes: u64,
@@ -122,6 +150,87 @@ pub struct RunResult {
     pub settings: Settings,
 }
 
+/// Shares of the chunked layout's gets, by the component that answered:
+/// the munk, the row cache, the chunk's log, its table (or none: a miss).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChunkGetShares {
+    pub gets: u64,
+    pub munk: f64,
+    pub row_cache: f64,
+    pub log: f64,
+    pub table: f64,
+}
+
+impl ChunkGetShares {
+    /// The shares of `gets`, `None` when there were none.
+    pub fn of(gets: ChunkGets) -> Option<ChunkGetShares> {
+        let total = gets.total();
+        let share = |n: u64| n as f64 / total as f64;
+        (total > 0).then(|| ChunkGetShares {
+            gets: total,
+            munk: share(gets.munk),
+            row_cache: share(gets.row_cache),
+            log: share(gets.log),
+            table: share(gets.table),
+        })
+    }
+}
+
+/// Open after a crash: a child loaded the store without syncing and was
+/// killed with SIGKILL; a fresh child opened it and read one key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Keys and key plus value bytes the killed child had written.
+    pub loaded_keys: u64,
+    pub loaded_bytes: u64,
+    pub load_seconds: f64,
+    /// `du` of the store right after the kill.
+    pub store_bytes_at_kill: u64,
+    /// Seconds to open the killed store, then for one get (of the first
+    /// key loaded).
+    pub open_seconds: f64,
+    pub first_get_seconds: f64,
+    pub first_get_found: bool,
+    /// `/proc/self/io` over the open: device bytes read, read system calls,
+    /// the bytes they returned (a log replay reads the log).
+    pub open_device_read_bytes: u64,
+    pub open_read_syscalls: u64,
+    pub open_read_syscall_bytes: u64,
+    /// `open_seconds` over RocksDB's in the same invocation, with the same
+    /// settings (null without a RocksDB run).
+    pub open_vs_rocksdb: Option<f64>,
+}
+
+/// Sets every recovery run's `open_vs_rocksdb` from the RocksDB recovery
+/// run of the same settings in `runs`.
+pub fn link_recovery_ratios(runs: &mut [RunResult]) {
+    let rocks: Vec<(Settings, f64)> = runs
+        .iter()
+        .filter(|r| r.engine == "rocksdb")
+        .filter_map(|r| Some((comparable(&r.settings), r.recovery.as_ref()?.open_seconds)))
+        .collect();
+    for r in runs.iter_mut() {
+        let key = comparable(&r.settings);
+        if let Some(rec) = r.recovery.as_mut() {
+            rec.open_vs_rocksdb = rocks
+                .iter()
+                .find(|(s, secs)| *s == key && *secs > 0.0)
+                .map(|(_, secs)| rec.open_seconds / secs);
+        }
+    }
+}
+
+/// `s` without what differs between engines of one comparison.
+fn comparable(s: &Settings) -> Settings {
+    Settings {
+        engine: String::new(),
+        profile: None,
+        db: Default::default(),
+        thicket_options: Vec::new(),
+        ..s.clone()
+    }
+}
+
 /// The `--json` file.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -147,13 +256,65 @@ fn p99(r: &RunResult) -> Option<f64> {
     r.latency_us.as_ref().map(|l| l.p99)
 }
 
-/// The comparison table: one row per run, then per workload the ratios
-/// thicket/peer.
+fn p95_of(r: &RunResult, op: &str) -> Option<f64> {
+    r.latency_by_op.get(op).map(|l| l.p95)
+}
+
+/// The workload of a row: its name, then `--distribution` and the scan
+/// length of a scanning workload when set (e.g. `e/zipf-composite/L100`).
+fn workload_label(r: &RunResult) -> String {
+    let mut label = r.workload.clone();
+    if let Some(d) = &r.settings.distribution {
+        label = format!("{label}/{d}");
+    }
+    let scans = r.workload.parse::<Workload>().is_ok_and(Workload::scans);
+    if let (true, Some(len)) = (scans, r.settings.scan_length) {
+        label = format!("{label}/L{len}");
+    }
+    label
+}
+
+/// The engine of a row: `thicket:PROFILE` when the runs hold several
+/// ThicketDB profiles, else the engine.
+fn engine_label(r: &RunResult, runs: &[RunResult]) -> String {
+    let mut profiles = runs
+        .iter()
+        .filter(|o| o.engine == "thicket")
+        .map(|o| &o.profile);
+    let first = profiles.next();
+    match &r.profile {
+        Some(p) if profiles.any(|o| Some(o) != first) => format!("{}:{p}", r.engine),
+        _ => r.engine.clone(),
+    }
+}
+
+/// The comparison tables: one row per run (throughput, latency, write
+/// and space amplification), per workload the ratios thicket/peer, then
+/// the read side (per-operation p95, read amplification per get, where the
+/// chunked layout served gets), and the recovery runs.
 pub fn table(runs: &[RunResult]) -> String {
+    let (recovery, measured): (Vec<RunResult>, Vec<RunResult>) =
+        runs.iter().cloned().partition(|r| r.recovery.is_some());
+    let mut out = String::new();
+    if !measured.is_empty() {
+        out.push_str(&throughput_table(&measured));
+        out.push('\n');
+        out.push_str(&read_table(&measured));
+    }
+    if !recovery.is_empty() {
+        if !measured.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&recovery_table(&recovery));
+    }
+    out
+}
+
+fn throughput_table(runs: &[RunResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<16} {:<8} {:>11} {:>8} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8}",
+        "{:<24} {:<15} {:>11} {:>8} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8}",
         "workload",
         "engine",
         "ops/s",
@@ -168,9 +329,9 @@ pub fn table(runs: &[RunResult]) -> String {
     for r in runs {
         let _ = writeln!(
             out,
-            "{:<16} {:<8} {:>11.0} {:>8.1} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8.0}",
-            r.workload,
-            r.engine,
+            "{:<24} {:<15} {:>11.0} {:>8.1} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8.0}",
+            workload_label(r),
+            engine_label(r, runs),
             r.ops_per_sec,
             r.mb_per_sec,
             opt(r.latency_us.as_ref().map(|l| l.p50), 1),
@@ -185,12 +346,13 @@ pub fn table(runs: &[RunResult]) -> String {
     for t in runs.iter().filter(|r| r.engine == "thicket") {
         for p in runs
             .iter()
-            .filter(|p| p.engine != "thicket" && p.workload == t.workload)
+            .filter(|p| p.engine != "thicket" && workload_label(p) == workload_label(t))
         {
             let _ = writeln!(
                 ratios,
-                "{:<16} thicket/{:<8} ops/s {:>6}  p99 {:>6}  dev-WA {:>6}  space {:>6}",
-                t.workload,
+                "{:<24} {}/{:<8} ops/s {:>6}  p99 {:>6}  dev-WA {:>6}  space {:>6}",
+                workload_label(t),
+                engine_label(t, runs),
                 p.engine,
                 ratio(Some(t.ops_per_sec), Some(p.ops_per_sec)),
                 ratio(p99(t), p99(p)),
@@ -202,6 +364,85 @@ pub fn table(runs: &[RunResult]) -> String {
     if !ratios.is_empty() {
         out.push('\n');
         out.push_str(&ratios);
+    }
+    out
+}
+
+/// Per-operation p95, read amplification per point read (device bytes,
+/// read system calls, bytes they returned) and the chunked layout's get
+/// sources.
+fn read_table(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<15} {:>9} {:>9} {:>9} {:>10} {:>8} {:>10} {:>6} {:>6} {:>6} {:>6}",
+        "workload",
+        "engine",
+        "get p95",
+        "put p95",
+        "scan p95",
+        "dev-B/get",
+        "rd/get",
+        "rd-B/get",
+        "munk%",
+        "rowc%",
+        "log%",
+        "tbl%"
+    );
+    let pct = |v: Option<f64>| opt(v.map(|v| v * 100.0), 1);
+    for r in runs {
+        let shares = r.chunk_get_shares.as_ref();
+        let _ = writeln!(
+            out,
+            "{:<24} {:<15} {:>9} {:>9} {:>9} {:>10} {:>8} {:>10} {:>6} {:>6} {:>6} {:>6}",
+            workload_label(r),
+            engine_label(r, runs),
+            opt(p95_of(r, "get"), 1),
+            opt(p95_of(r, "put"), 1),
+            opt(p95_of(r, "scan"), 1),
+            opt(r.device_read_bytes_per_get, 1),
+            opt(r.read_syscalls_per_get, 2),
+            opt(r.read_syscall_bytes_per_get, 1),
+            pct(shares.map(|s| s.munk)),
+            pct(shares.map(|s| s.row_cache)),
+            pct(shares.map(|s| s.log)),
+            pct(shares.map(|s| s.table)),
+        );
+    }
+    out
+}
+
+/// Open time after SIGKILL per engine, and against RocksDB's.
+fn recovery_table(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<15} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
+        "recovery",
+        "engine",
+        "loaded MB",
+        "store MB",
+        "open ms",
+        "get ms",
+        "open rd MB",
+        "vs rocksdb"
+    );
+    let mb = |b: u64| b as f64 / (1 << 20) as f64;
+    for r in runs {
+        let Some(rec) = &r.recovery else { continue };
+        let _ = writeln!(
+            out,
+            "{:<24} {:<15} {:>10.1} {:>10.1} {:>10.1} {:>10.3} {:>12.1} {:>10}",
+            format!("{} keys", rec.loaded_keys),
+            engine_label(r, runs),
+            mb(rec.loaded_bytes),
+            mb(rec.store_bytes_at_kill),
+            rec.open_seconds * 1e3,
+            rec.first_get_seconds * 1e3,
+            mb(rec.open_read_syscall_bytes),
+            rec.open_vs_rocksdb
+                .map_or("-".to_string(), |v| format!("{v:.2}x")),
+        );
     }
     out
 }

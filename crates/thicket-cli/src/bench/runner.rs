@@ -15,8 +15,10 @@ use super::engine::{self, Counters, Cursor, Engine};
 use super::generators::Rng;
 use super::latency::{LatencyMode, Sampler};
 use super::procfs;
-use super::report::{cdf, Latency, RunResult};
-use super::workload::{prefill_order, KeySpace, Op, OpStream, Params, Shared, OP_KINDS};
+use super::report::{cdf, ChunkGetShares, Latency, RunResult};
+use super::workload::{
+    prefill_order, prefill_streams, KeySpace, Op, OpStream, Params, Shared, OP_KINDS,
+};
 
 /// Runs longer than this get a progress bar (on a terminal).
 const PROGRESS_AFTER: Duration = Duration::from_secs(3);
@@ -455,9 +457,7 @@ fn prefill(
 ) -> Result<f64, String> {
     let plan = PhasePlan {
         label,
-        streams: (0..p.threads)
-            .map(|t| OpStream::prefill(order.clone(), p.threads, t))
-            .collect(),
+        streams: prefill_streams(p, ctx.space, order),
         writer: None,
         deadline: None,
         total: ctx.space.count,
@@ -484,6 +484,8 @@ struct Measured {
     phase: Phase,
     /// `/proc/self/io` write bytes at the start.
     io_before: u64,
+    /// `/proc/self/io` reads over the phase.
+    reads: procfs::ReadCounters,
     counters: (Counters, Counters),
 }
 
@@ -508,12 +510,15 @@ fn measure(
         total: s.ops,
     };
     let io_before = procfs::write_bytes()?;
+    let reads_before = procfs::read_counters()?;
     let c0 = ctx.engine.counters();
     let phase = execute(ctx, plan)?;
     let c1 = ctx.engine.counters();
+    let reads = procfs::read_counters()?.since(reads_before);
     Ok(Measured {
         phase,
         io_before,
+        reads,
         counters: (c0, c1),
     })
 }
@@ -543,6 +548,28 @@ fn summarize_latency(st: &ThreadStats) -> LatencySummary {
         by_op,
         all,
     }
+}
+
+/// Loads the settings' key space into `engine` as a prefill does (the
+/// recovery workload's load); its seconds.
+pub fn load(engine: &dyn Engine, s: &Settings) -> Result<f64, String> {
+    let p: Params = s.params()?;
+    let space = KeySpace::new(&p);
+    let order = prefill_order(&p, &space);
+    let shared = Shared::default();
+    let ctx = PhaseContext {
+        engine,
+        space: &space,
+        shared: &shared,
+        latency: s.latency,
+        seed: s.seed,
+    };
+    prefill(
+        &ctx,
+        &p,
+        &order,
+        format!("{} {} load", s.engine, s.workload),
+    )
 }
 
 /// Runs the settings' engine and workload; the store directory must be new.
@@ -585,6 +612,8 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
     let hits = delta(c0.cache_hits, c1.cache_hits);
     let misses = delta(c0.cache_misses, c1.cache_misses);
     let seconds = m.phase.seconds.max(1e-9);
+    let point_reads = st.found + st.not_found;
+    let chunk_gets = c1.chunk_gets.zip(c0.chunk_gets).map(|(b, a)| b.since(a));
     Ok(RunResult {
         engine: s.engine.clone(),
         profile: s.profile.clone(),
@@ -615,6 +644,14 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         },
         flush_bytes_written: c1.flush_bytes,
         compaction_bytes_written: c1.compaction_bytes,
+        device_read_bytes: m.reads.device_bytes,
+        read_syscalls: m.reads.syscalls,
+        read_syscall_bytes: m.reads.syscall_bytes,
+        device_read_bytes_per_get: per(Some(m.reads.device_bytes), point_reads),
+        read_syscalls_per_get: per(Some(m.reads.syscalls), point_reads),
+        read_syscall_bytes_per_get: per(Some(m.reads.syscall_bytes), point_reads),
+        chunk_get_shares: chunk_gets.and_then(ChunkGetShares::of),
+        recovery: None,
         live_keys,
         logical_bytes,
         space_bytes,

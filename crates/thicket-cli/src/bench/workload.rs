@@ -68,6 +68,45 @@ workloads! {
     ZipfSimple => "zipf-simple",
     ZipfComposite => "zipf-composite",
     RangeHot => "rangehot",
+    Recovery => "recovery",
+}
+
+/// YoDB's key distributions (θ = `YODB_THETA`): workloads of their own
+/// (`zipf-simple`, `zipf-composite`: gets or scans and puts by
+/// `--read-ratio`), or the keys of a YCSB mix (`--distribution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Zipf ranks over a seeded permutation of the keys: popular keys are
+    /// dispersed (no spatial locality).
+    ZipfSimple,
+    /// Composite keys: a 14-bit primary attribute and the rest, each drawn
+    /// by Zipf (high spatial locality).
+    ZipfComposite,
+}
+
+impl Distribution {
+    pub const ALL: &'static [Distribution] =
+        &[Distribution::ZipfSimple, Distribution::ZipfComposite];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::ZipfSimple => "zipf-simple",
+            Distribution::ZipfComposite => "zipf-composite",
+        }
+    }
+}
+
+impl FromStr for Distribution {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Distribution, String> {
+        Distribution::ALL
+            .iter()
+            .copied()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                format!("unknown distribution {s:?} (known: zipf-simple, zipf-composite)")
+            })
+    }
 }
 
 impl fmt::Display for Workload {
@@ -94,7 +133,30 @@ impl FromStr for Workload {
 impl Workload {
     /// Whether the store is loaded with `count` keys before measuring.
     pub fn prefills(self) -> bool {
-        !self.is_fill()
+        !self.is_fill() && self != Workload::Recovery
+    }
+
+    /// The YCSB mixes whose keys `--distribution` may draw instead of
+    /// YCSB's own generators (d keeps its Latest generator, the fills
+    /// their order).
+    pub fn takes_distribution(self) -> bool {
+        use Workload::*;
+        matches!(self, A | B | C | E | F | P)
+    }
+
+    /// Whether `--scan-length` shapes the workload's reads.
+    pub fn scans(self) -> bool {
+        use Workload::*;
+        matches!(self, SeekRandom | E | RangeHot | ZipfSimple | ZipfComposite)
+    }
+
+    /// The YoDB distribution the workload is itself.
+    fn own_distribution(self) -> Option<Distribution> {
+        match self {
+            Workload::ZipfSimple => Some(Distribution::ZipfSimple),
+            Workload::ZipfComposite => Some(Distribution::ZipfComposite),
+            _ => None,
+        }
     }
 
     /// Fill workloads write every key exactly once.
@@ -151,6 +213,9 @@ pub struct Params {
     /// rangehot: operations per second of a separate writer thread (the
     /// other threads then only read).
     pub write_rate: Option<f64>,
+    /// The keys of a YCSB mix drawn by a YoDB distribution
+    /// (`--distribution`; `takes_distribution` workloads only).
+    pub distribution: Option<Distribution>,
     pub seed: u64,
 }
 
@@ -163,6 +228,17 @@ impl Params {
             Workload::RangeHot => self.write_rate.map(Some),
             _ => None,
         }
+    }
+
+    /// The YoDB distribution of the run's keys: the workload's own, or
+    /// `--distribution` on a YCSB mix. Such runs load the store in key
+    /// order (the paper's sequential fill) and draw every operation's key
+    /// from the distribution; a YCSB insert becomes a put of a drawn key
+    /// (the paper's E is 5% puts), so the key space stays the loaded one.
+    pub fn key_distribution(&self) -> Option<Distribution> {
+        self.workload.own_distribution().or(self
+            .distribution
+            .filter(|_| self.workload.takes_distribution()))
     }
 }
 
@@ -189,14 +265,15 @@ pub struct KeySpace {
 
 impl KeySpace {
     pub fn new(p: &Params) -> KeySpace {
-        let (layout, count) = match p.workload {
-            Workload::ZipfComposite => {
+        let (layout, count) = match p.key_distribution() {
+            Some(Distribution::ZipfComposite) => {
                 let prefixes = p.num.clamp(1, 1 << COMPOSITE_PREFIX_BITS);
                 let suffixes = (p.num / prefixes).max(1);
                 (Layout::Composite { suffixes }, prefixes * suffixes)
             }
-            w if w.is_ycsb() => (Layout::Hashed, p.num),
-            _ => (Layout::Plain, p.num),
+            Some(Distribution::ZipfSimple) => (Layout::Plain, p.num),
+            None if p.workload.is_ycsb() => (Layout::Hashed, p.num),
+            None => (Layout::Plain, p.num),
         };
         let sifr = p.workload == Workload::Sifrdb;
         KeySpace {
@@ -296,6 +373,15 @@ struct Mix {
 }
 
 impl Mix {
+    /// The mix with its inserts turned into updates.
+    fn inserts_as_updates(self) -> Mix {
+        Mix {
+            update: self.update + self.insert,
+            insert: 0.0,
+            ..self
+        }
+    }
+
     /// `read` gets, the rest updates.
     fn read_update(read: f64) -> Mix {
         Mix {
@@ -323,6 +409,21 @@ impl Chooser {
     /// prefill permutation (zipf-simple ranks it).
     fn for_workload(p: &Params, space: &KeySpace, order: &Arc<Vec<u64>>) -> Chooser {
         let n = space.count;
+        match p.key_distribution() {
+            Some(Distribution::ZipfSimple) => {
+                return Chooser::Permuted(Zipfian::new(n, YODB_THETA), order.clone())
+            }
+            Some(Distribution::ZipfComposite) => {
+                if let Layout::Composite { suffixes } = space.layout {
+                    return Chooser::Composite(
+                        Zipfian::new(n / suffixes, YODB_THETA),
+                        Zipfian::new(suffixes, YODB_THETA),
+                        suffixes,
+                    );
+                }
+            }
+            None => {}
+        }
         use Workload::*;
         match p.workload {
             A | B | C | F | P => Chooser::Scrambled(ScrambledZipfian::new(0, n - 1)),
@@ -333,15 +434,6 @@ impl Chooser {
             }
             Ws1 => Chooser::Hotspot(Hotspot::new(0, n - 1, 0.01, 0.99)),
             Ws2 => Chooser::Hotspot(Hotspot::new(0, n - 1, 0.2, 0.8)),
-            ZipfSimple => Chooser::Permuted(Zipfian::new(n, YODB_THETA), order.clone()),
-            ZipfComposite => match space.layout {
-                Layout::Composite { suffixes } => Chooser::Composite(
-                    Zipfian::new(n / suffixes, YODB_THETA),
-                    Zipfian::new(suffixes, YODB_THETA),
-                    suffixes,
-                ),
-                Layout::Plain | Layout::Hashed => Chooser::Uniform,
-            },
             RangeHot => {
                 let len = ((n as f64 * p.hot_fraction) as u64).clamp(1, n);
                 Chooser::RangeHot {
@@ -477,14 +569,36 @@ pub struct OpStream {
     source: Source,
 }
 
-/// The prefill order: YCSB loads keynums in order (their keys are hashed);
-/// the others load a seeded random permutation.
+/// The seeded permutation of the keynums: fillrandom's and sifrdb's order,
+/// zipf-simple's ranking, and the prefill order of the workloads that
+/// `prefill_streams` does not load in key order; YCSB's is the keynums in
+/// order (their keys are hashed).
 pub fn prefill_order(p: &Params, space: &KeySpace) -> Arc<Vec<u64>> {
     Arc::new(if space.layout == Layout::Hashed {
         (0..space.count).collect()
     } else {
         permutation(0, space.count, p.seed ^ 0xf111)
     })
+}
+
+/// The prefill's streams, one per thread: runs with a YoDB distribution
+/// load in key order, each thread its contiguous share (the paper builds
+/// its data set by a sequential fill); the others load `order`.
+pub fn prefill_streams(p: &Params, space: &KeySpace, order: &Arc<Vec<u64>>) -> Vec<OpStream> {
+    (0..p.threads)
+        .map(|t| {
+            if p.key_distribution().is_some() {
+                let (at, end) = share(space.count, p.threads, t);
+                OpStream {
+                    rng: Rng::new(0),
+                    count: 0,
+                    source: Source::Range { at, end },
+                }
+            } else {
+                OpStream::prefill(order.clone(), p.threads, t)
+            }
+        })
+        .collect()
 }
 
 /// Thread `t`'s share `[start, end)` of `n` items.
@@ -505,6 +619,9 @@ fn mix_of(p: &Params, writer: bool) -> Mix {
         Overwrite => Mix::read_update(0.0),
         ReadWhileWriting | RangeHot if writer => Mix::read_update(0.0),
         RangeHot if p.write_rate.is_some() => Mix::read_update(1.0),
+        A | B | C | D | E | F | P if p.key_distribution().is_some() => {
+            p.workload.ycsb_mix().inserts_as_updates()
+        }
         A | B | C | D | E | F | P => p.workload.ycsb_mix(),
         Ws1 | Ws2 | Ws3 | ZipfSimple | ZipfComposite | RangeHot => Mix::read_update(p.read_ratio),
         _ => Mix::read_update(1.0),
@@ -528,7 +645,7 @@ fn reads_scan_of(p: &Params) -> Option<(usize, bool)> {
 
 impl OpStream {
     /// Puts of `order`'s share for thread `t` (the prefill).
-    pub fn prefill(order: Arc<Vec<u64>>, threads: usize, t: usize) -> OpStream {
+    fn prefill(order: Arc<Vec<u64>>, threads: usize, t: usize) -> OpStream {
         let (at, end) = share(order.len() as u64, threads, t);
         OpStream {
             rng: Rng::new(0),
@@ -623,6 +740,7 @@ mod tests {
             scan_length: None,
             hot_fraction: 0.15,
             write_rate: None,
+            distribution: None,
             seed: 42,
         }
     }
@@ -709,14 +827,124 @@ mod tests {
             let order = prefill_order(&p, &space);
             let shared = Shared::default();
             let mut seen = HashSet::new();
-            for t in 0..2 {
-                let mut s = OpStream::prefill(order.clone(), 2, t);
+            for mut s in prefill_streams(&p, &space, &order) {
                 while let Some(Op::Put(k)) = s.next(&shared) {
                     assert!(seen.insert(k));
                 }
             }
             assert_eq!(seen.len() as u64, space.count);
         }
+    }
+
+    /// The keys of `p`'s prefill, thread by thread.
+    fn prefill_keys(p: &Params) -> Vec<Vec<Vec<u8>>> {
+        let space = KeySpace::new(p);
+        let order = prefill_order(p, &space);
+        let shared = Shared::default();
+        prefill_streams(p, &space, &order)
+            .into_iter()
+            .map(|mut s| {
+                let mut keys = Vec::new();
+                while let Some(op) = s.next(&shared) {
+                    let Op::Put(k) = op else { panic!("{op:?}") };
+                    let mut buf = Vec::new();
+                    space.key_into(&mut buf, k);
+                    keys.push(buf);
+                }
+                keys
+            })
+            .collect()
+    }
+
+    /// The paper builds its data set by a sequential fill: runs with a
+    /// YoDB distribution load each thread's share in key order; others
+    /// keep their random (or YCSB's hashed) order.
+    #[test]
+    fn yodb_distributions_prefill_in_key_order() {
+        let simple_a = Params {
+            distribution: Some(Distribution::ZipfSimple),
+            ..params(Workload::A, 5000, 2)
+        };
+        for p in [
+            params(Workload::ZipfComposite, 5000, 2),
+            params(Workload::ZipfSimple, 5000, 2),
+            simple_a,
+        ] {
+            let threads = prefill_keys(&p);
+            assert_eq!(threads.iter().map(Vec::len).sum::<usize>(), 5000);
+            for keys in &threads {
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{:?}", p.workload);
+            }
+        }
+        for w in [Workload::ReadRandom, Workload::A] {
+            let threads = prefill_keys(&params(w, 5000, 1));
+            assert!(threads[0].windows(2).any(|w| w[0] > w[1]), "{w}");
+        }
+    }
+
+    /// `--distribution` draws a YCSB mix's keys exactly as the workload of
+    /// that name draws them at the mix's read ratio: `a`, `c` and `p` under
+    /// a distribution issue zipf-*'s operations at 0.5, 1 and 0.
+    #[test]
+    fn a_distribution_on_a_ycsb_mix_is_the_zipf_workload_at_its_read_ratio() {
+        for (dist, own) in [
+            (Distribution::ZipfSimple, Workload::ZipfSimple),
+            (Distribution::ZipfComposite, Workload::ZipfComposite),
+        ] {
+            for (mix, read_ratio) in [(Workload::A, 0.5), (Workload::C, 1.0), (Workload::P, 0.0)] {
+                let ycsb = Params {
+                    distribution: Some(dist),
+                    ..params(mix, 1 << 15, 2)
+                };
+                let zipf = Params {
+                    read_ratio,
+                    ..params(own, 1 << 15, 2)
+                };
+                assert_eq!(all_ops(&ycsb), all_ops(&zipf), "{mix} {}", dist.name());
+            }
+        }
+        // D keeps YCSB's Latest keys: the distribution does not apply.
+        let d = Params {
+            distribution: Some(Distribution::ZipfComposite),
+            ..params(Workload::D, 1000, 1)
+        };
+        assert_eq!(d.key_distribution(), None);
+    }
+
+    /// YoDB's E: 95% scans of 1..=L entries and 5% puts (no inserts), at
+    /// keys of the loaded space drawn by the distribution.
+    #[test]
+    fn e_under_a_distribution_scans_and_puts_drawn_keys() {
+        let p = Params {
+            distribution: Some(Distribution::ZipfComposite),
+            scan_length: Some(10),
+            ..params(Workload::E, 1 << 16, 2)
+        };
+        let ops = all_ops(&p);
+        let space = KeySpace::new(&p);
+        let (mut scans, mut puts, mut prefix0) = (0, 0, 0);
+        for op in &ops {
+            match *op {
+                Op::Scan(k, len) => {
+                    assert!((1..=10).contains(&len));
+                    assert!(k < space.count);
+                    scans += 1;
+                    prefix0 += usize::from(k < 4);
+                }
+                Op::Put(k) => {
+                    assert!(k < space.count);
+                    puts += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let share = scans as f64 / ops.len() as f64;
+        assert!((share - 0.95).abs() < 0.01, "{share}");
+        assert_eq!(scans + puts, ops.len());
+        // The most popular prefix draws Zipf(0.8)'s rank-0 share of scans.
+        let p0 = 1.0 / super::super::generators::zeta(0, 1 << 14, YODB_THETA, 0.0);
+        let got = prefix0 as f64 / scans as f64;
+        assert!((got - p0).abs() / p0 < 0.15, "{got} vs {p0}");
     }
 
     #[test]
