@@ -54,8 +54,14 @@ fn num(v: &Value, key: &str) -> f64 {
 }
 
 fn bench(dir: &Path, workloads: &str, extra: &[&str]) -> Value {
+    bench_engines(dir, &engines().join(","), workloads, extra)
+}
+
+/// Runs `bench` on the engines of `engine_list` (`thicket:PROFILE`
+/// entries allowed); the table names every engine, and the ratios
+/// against RocksDB when it ran.
+fn bench_engines(dir: &Path, engine_list: &str, workloads: &str, extra: &[&str]) -> Value {
     let json = dir.join("result.json");
-    let engine_list = engines().join(",");
     let mut args = vec![
         "bench",
         "--db",
@@ -75,10 +81,10 @@ fn bench(dir: &Path, workloads: &str, extra: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let table = String::from_utf8_lossy(&out.stdout);
-    for e in engines() {
+    for e in engine_list.split(',') {
         assert!(table.contains(e), "table lacks {e}:\n{table}");
     }
-    if engines().len() > 1 {
+    if engine_list == engines().join(",") && engines().len() > 1 && workloads != "recovery" {
         assert!(table.contains("thicket/rocksdb"), "no ratios:\n{table}");
     }
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
@@ -128,10 +134,25 @@ fn every_workload_runs_on_every_engine_and_counts_add_up() {
             "mb_per_sec",
             "fsyncs",
             "block_cache_hit_ratio",
+            "device_read_bytes",
+            "read_syscalls",
+            "read_syscall_bytes",
+            "device_read_bytes_per_get",
+            "read_syscalls_per_get",
+            "read_syscall_bytes_per_get",
+            "chunk_get_shares",
         ] {
             assert!(r.get(key).is_some(), "{ctx}: missing {key}");
         }
         assert_eq!(r["profile"].is_null(), e != "thicket", "{ctx}");
+        // The LSM layout and the peers have no chunk get sources.
+        assert!(r["chunk_get_shares"].is_null(), "{ctx}");
+        let point_reads = r["found"].as_u64().unwrap() + r["not_found"].as_u64().unwrap();
+        assert_eq!(
+            r["read_syscalls_per_get"].is_null(),
+            point_reads == 0,
+            "{ctx}: per get only with gets"
+        );
         let total = r["ops"].as_u64().unwrap();
         let counts: u64 = r["op_counts"]
             .as_object()
@@ -573,4 +594,302 @@ fn a_child_given_no_keys_fails_instead_of_hanging() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!status.success());
     assert!(stderr.contains("--num must be at least 1"), "{stderr}");
+}
+
+fn per_get(r: &Value, key: &str) -> f64 {
+    num(r, key)
+}
+
+/// Read amplification per get from `/proc/self/io` of the engine's child:
+/// gets answered by the memtable read nothing; gets through a 1 MiB block
+/// cache with direct reads (settled store) read from the device, with
+/// read system calls.
+#[test]
+fn read_amplification_per_get_counts_the_engines_own_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = bench(
+        dir.path(),
+        "readrandom",
+        &["--num", "2000", "--ops", "4000", "--write-buffer-mb", "64"],
+    );
+    for r in report["runs"].as_array().unwrap() {
+        let ctx = format!("{} in memory", r["engine"]);
+        assert_eq!(r["found"].as_u64(), Some(4000), "{ctx}");
+        assert!(per_get(r, "read_syscalls_per_get") < 0.05, "{ctx}: {r}");
+        assert!(
+            per_get(r, "read_syscall_bytes_per_get") < 50.0,
+            "{ctx}: {r}"
+        );
+        assert_eq!(r["device_read_bytes"].as_u64(), Some(0), "{ctx}");
+    }
+    let direct: Vec<&str> = engines().into_iter().filter(|e| *e != "fjall").collect();
+    let report = bench_engines(
+        dir.path(),
+        &direct.join(","),
+        "readrandom",
+        &[
+            "--num",
+            "20000",
+            "--ops",
+            "2000",
+            "--write-buffer-mb",
+            "1",
+            "--cache-mb",
+            "1",
+            "--direct-reads",
+            "--settle",
+        ],
+    );
+    for r in report["runs"].as_array().unwrap() {
+        let ctx = format!("{} direct", r["engine"]);
+        assert_eq!(r["found"].as_u64(), Some(2000), "{ctx}");
+        let calls = r["read_syscalls"].as_u64().unwrap();
+        let bytes = r["device_read_bytes"].as_u64().unwrap();
+        assert!(per_get(r, "read_syscalls_per_get") > 0.05, "{ctx}: {r}");
+        assert!(
+            per_get(r, "device_read_bytes_per_get") > 100.0,
+            "{ctx}: {r}"
+        );
+        assert_eq!(
+            per_get(r, "read_syscalls_per_get"),
+            calls as f64 / 2000.0,
+            "{ctx}"
+        );
+        assert_eq!(
+            per_get(r, "device_read_bytes_per_get"),
+            bytes as f64 / 2000.0,
+            "{ctx}"
+        );
+    }
+}
+
+/// `thicket:PROFILE` engines in one invocation, a YCSB mix under
+/// `--distribution`, and the chunked layout's get sources: `yodb` reports
+/// where every get was served (shares adding up to 1, munks serving a
+/// small hot store), `default` (LSM) reports none; a profile-scoped
+/// `--thicket-option` reaches its profile's runs only.
+#[test]
+fn chunked_get_sources_and_profiles_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let common = [
+        "--num",
+        "5000",
+        "--ops",
+        "5000",
+        "--key-size",
+        "14",
+        "--value-size",
+        "800",
+        "--threads",
+        "2",
+        "--distribution",
+        "zipf-composite",
+    ];
+    let report = bench_engines(dir.path(), "thicket:yodb,thicket:default", "c,a", &common);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        let ctx = format!("{} {}", r["profile"], r["workload"]);
+        assert_eq!(r["settings"]["distribution"], "zipf-composite", "{ctx}");
+        assert_eq!(r["not_found"].as_u64(), Some(0), "{ctx}: keys loaded");
+        let shares = &r["chunk_get_shares"];
+        if r["profile"] == "default" {
+            assert!(shares.is_null(), "{ctx}");
+            continue;
+        }
+        let gets = r["found"].as_u64().unwrap();
+        assert_eq!(
+            shares["gets"].as_u64(),
+            Some(gets),
+            "{ctx}: every get placed"
+        );
+        let sum: f64 = ["munk", "row_cache", "log", "table"]
+            .iter()
+            .map(|k| num(shares, k))
+            .sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{ctx}: {shares}");
+        assert!(
+            num(shares, "munk") > 0.5,
+            "{ctx}: a hot small store is in munks: {shares}"
+        );
+    }
+    // No munks for yodb (scoped), so its gets come from the rest; the
+    // option is not applied to default (whose runs would refuse nothing,
+    // but whose recorded options list it unchanged).
+    let mut scoped = common.to_vec();
+    scoped.extend(["--thicket-option", "yodb:munk_cache_bytes=0"]);
+    let report = bench_engines(dir.path(), "thicket:yodb,thicket:default", "c", &scoped);
+    for r in report["runs"].as_array().unwrap() {
+        assert_eq!(
+            r["settings"]["thicket_options"][0],
+            "yodb:munk_cache_bytes=0"
+        );
+        if r["profile"] == "yodb" {
+            let shares = &r["chunk_get_shares"];
+            assert_eq!(num(shares, "munk"), 0.0, "{shares}");
+            assert!(
+                num(shares, "row_cache") + num(shares, "table") > 0.5,
+                "{shares}"
+            );
+        }
+    }
+}
+
+/// YoDB's E with several scan lengths: one run per length and engine,
+/// scans no longer than their length, labelled by length in the table.
+#[test]
+fn scan_length_lists_run_e_once_per_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = bench(
+        dir.path(),
+        "e,c",
+        &[
+            "--num",
+            "3000",
+            "--ops",
+            "600",
+            "--distribution",
+            "zipf-simple",
+            "--scan-length",
+            "10,100",
+        ],
+    );
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3 * engines().len(), "e twice, c once");
+    for r in runs {
+        let ctx = format!(
+            "{} {} {}",
+            r["engine"], r["workload"], r["settings"]["scan_length"]
+        );
+        if r["workload"] == "c" {
+            assert_eq!(r["settings"]["scan_length"], 10, "{ctx}: the first length");
+            continue;
+        }
+        let len = r["settings"]["scan_length"].as_f64().unwrap();
+        let scans = r["op_counts"]["scan"].as_f64().unwrap();
+        assert!(
+            r["op_counts"].get("insert").is_none(),
+            "{ctx}: puts, not inserts"
+        );
+        assert!(num(r, "entries_read") <= scans * len, "{ctx}");
+        assert!(
+            num(r, "entries_read") > scans,
+            "{ctx}: scans read past their first entry"
+        );
+    }
+    let lens: Vec<u64> = runs
+        .iter()
+        .filter(|r| r["workload"] == "e")
+        .map(|r| r["settings"]["scan_length"].as_u64().unwrap())
+        .collect();
+    assert!(lens.contains(&10) && lens.contains(&100), "{lens:?}");
+}
+
+/// The recovery workload: a child loads without syncing and is killed
+/// with SIGKILL; a fresh child opens the store and reads the first key.
+/// The LSM (`default`) replays its log at the open, reading at least the
+/// bytes loaded: the store was left as a crash leaves it.
+#[test]
+fn recovery_opens_a_store_killed_after_its_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut list = vec!["thicket:yodb", "thicket:default"];
+    if engines().contains(&"rocksdb") {
+        list.push("rocksdb");
+    }
+    let report = bench_engines(
+        dir.path(),
+        &list.join(","),
+        "recovery",
+        &["--num", "3000", "--threads", "2"],
+    );
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), list.len());
+    for r in runs {
+        let ctx = format!("{} {}", r["engine"], r["profile"]);
+        let rec = &r["recovery"];
+        assert_eq!(rec["loaded_keys"].as_u64(), Some(3000), "{ctx}");
+        let loaded = 3000 * (16 + 100);
+        assert_eq!(rec["loaded_bytes"].as_u64(), Some(loaded), "{ctx}");
+        assert!(
+            rec["store_bytes_at_kill"].as_u64().unwrap() >= loaded * 9 / 10,
+            "{ctx}"
+        );
+        assert_eq!(rec["first_get_found"], true, "{ctx}: {rec}");
+        assert!(num(rec, "open_seconds") > 0.0, "{ctx}");
+        assert_eq!(r["found"].as_u64(), Some(1), "{ctx}");
+        if r["profile"] == "default" {
+            assert!(
+                rec["open_read_syscall_bytes"].as_u64().unwrap() >= loaded,
+                "{ctx}: the log was replayed: {rec}"
+            );
+        }
+        assert_eq!(
+            rec["open_vs_rocksdb"].is_null(),
+            !list.contains(&"rocksdb"),
+            "{ctx}"
+        );
+        assert!(r["settings"].get("recovery_phase").is_none(), "{ctx}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "result.json")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn yodb_evaluation_arguments_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for (args, message) in [
+        (
+            vec![
+                "--engine",
+                "thicket",
+                "--workload",
+                "d",
+                "--distribution",
+                "zipf-simple",
+            ],
+            "YCSB mixes",
+        ),
+        (
+            vec!["--engine", "thicket:nope", "--workload", "c"],
+            "thicket:nope",
+        ),
+        (
+            vec!["--engine", "rocksdb:yodb", "--workload", "c"],
+            "only thicket",
+        ),
+        (
+            vec![
+                "--engine",
+                "thicket",
+                "--workload",
+                "c",
+                "--thicket-option",
+                "nope:a=1",
+            ],
+            "nope:a=1",
+        ),
+        (
+            vec![
+                "--engine",
+                "thicket",
+                "--workload",
+                "c",
+                "--distribution",
+                "uniform",
+            ],
+            "uniform",
+        ),
+    ] {
+        let mut all = vec!["bench", "--db", d];
+        all.extend(args.iter().copied());
+        let out = thicket(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
 }

@@ -350,10 +350,9 @@ fn throughput_table(runs: &[RunResult]) -> String {
         {
             let _ = writeln!(
                 ratios,
-                "{:<24} {}/{:<8} ops/s {:>6}  p99 {:>6}  dev-WA {:>6}  space {:>6}",
+                "{:<24} {:<24} ops/s {:>6}  p99 {:>6}  dev-WA {:>6}  space {:>6}",
                 workload_label(t),
-                engine_label(t, runs),
-                p.engine,
+                format!("{}/{}", engine_label(t, runs), p.engine),
                 ratio(Some(t.ops_per_sec), Some(p.ops_per_sec)),
                 ratio(p99(t), p99(p)),
                 ratio(t.device_write_amplification, p.device_write_amplification),
@@ -445,4 +444,93 @@ fn recovery_table(runs: &[RunResult]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recovery run of `engine` (`profile`) that opened in `open` s.
+    fn recovery_run(engine: &str, profile: Option<&str>, num: u64, open: f64) -> RunResult {
+        let settings = serde_json::json!({
+            "engine": engine, "profile": profile, "workload": "recovery",
+            "db": format!("/tmp/recovery-{engine}"), "num": num, "ops": num,
+            "key_size": 16, "value_size": 100, "threads": 1, "duration_secs": null,
+            "cache_bytes": 1, "write_buffer_bytes": 1, "compression": "none",
+            "sync": false, "bloom_bits": 10, "background_threads": 2,
+            "read_ratio": 0.5, "scan_length": null, "hot_fraction": 0.15, "seed": 42,
+        });
+        let recovery = Recovery {
+            loaded_keys: num,
+            loaded_bytes: num * 116,
+            load_seconds: 1.0,
+            store_bytes_at_kill: num * 116,
+            open_seconds: open,
+            first_get_seconds: 0.001,
+            first_get_found: true,
+            open_device_read_bytes: 0,
+            open_read_syscalls: 0,
+            open_read_syscall_bytes: 0,
+            open_vs_rocksdb: None,
+        };
+        serde_json::from_value(serde_json::json!({
+            "engine": engine, "profile": profile, "workload": "recovery",
+            "ops": 1, "seconds": open, "ops_per_sec": 1.0 / open, "mb_per_sec": 0.0,
+            "op_counts": {"get": 1}, "found": 1, "not_found": 0, "entries_read": 0,
+            "latency_us": null, "latency_by_op": {}, "latency_cdf": [],
+            "user_bytes_written": 0, "device_write_bytes": 0,
+            "live_keys": num, "logical_bytes": num * 116, "space_bytes": num * 116,
+            "peak_rss_bytes": 1, "timeline": [], "settings": settings,
+            "recovery": recovery,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn recovery_ratios_pair_runs_of_the_same_settings() {
+        let mut runs = vec![
+            recovery_run("thicket", Some("yodb"), 1000, 0.01),
+            recovery_run("thicket", Some("default"), 1000, 0.5),
+            recovery_run("rocksdb", None, 1000, 1.0),
+            // Another size, no RocksDB run of it.
+            recovery_run("thicket", Some("yodb"), 2000, 0.02),
+        ];
+        link_recovery_ratios(&mut runs);
+        let ratio = |i: usize| runs[i].recovery.as_ref().unwrap().open_vs_rocksdb;
+        assert_eq!(ratio(0), Some(0.01));
+        assert_eq!(ratio(1), Some(0.5));
+        assert_eq!(ratio(2), Some(1.0));
+        assert_eq!(ratio(3), None);
+        let text = table(&runs);
+        assert!(
+            text.contains("thicket:yodb") && text.contains("thicket:default"),
+            "{text}"
+        );
+        assert!(text.contains("0.01x") && text.contains("0.50x"), "{text}");
+        assert!(
+            !text.contains("ops/s"),
+            "no throughput table without measured runs: {text}"
+        );
+    }
+
+    #[test]
+    fn one_profile_keeps_the_plain_engine_label_and_shares_need_gets() {
+        let runs = vec![
+            recovery_run("thicket", Some("yodb"), 10, 0.1),
+            recovery_run("rocksdb", None, 10, 0.1),
+        ];
+        assert_eq!(engine_label(&runs[0], &runs), "thicket");
+        assert_eq!(ChunkGetShares::of(ChunkGets::default()), None);
+        let shares = ChunkGetShares::of(ChunkGets {
+            munk: 3,
+            row_cache: 1,
+            log: 0,
+            table: 0,
+        })
+        .unwrap();
+        assert_eq!(
+            (shares.gets, shares.munk, shares.row_cache),
+            (4, 0.75, 0.25)
+        );
+    }
 }
