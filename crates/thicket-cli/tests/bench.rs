@@ -787,8 +787,8 @@ fn scan_length_lists_run_e_once_per_length() {
 
 /// The recovery workload: a child loads without syncing and is killed
 /// with SIGKILL; a fresh child opens the store and reads the first key.
-/// The LSM (`default`) replays its log at the open, reading at least the
-/// bytes loaded: the store was left as a crash leaves it.
+/// The LSMs (`default`, RocksDB) replay their log at the open, reading at
+/// least the bytes loaded: the store was left as a crash leaves it.
 #[test]
 fn recovery_opens_a_store_killed_after_its_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -817,7 +817,8 @@ fn recovery_opens_a_store_killed_after_its_load() {
         assert_eq!(rec["first_get_found"], true, "{ctx}: {rec}");
         assert!(num(rec, "open_seconds") > 0.0, "{ctx}");
         assert_eq!(r["found"].as_u64(), Some(1), "{ctx}");
-        if r["profile"] == "default" {
+        // The LSMs replay their whole log: no flush came after the load.
+        if r["profile"] == "default" || r["engine"] == "rocksdb" {
             assert!(
                 rec["open_read_syscall_bytes"].as_u64().unwrap() >= loaded,
                 "{ctx}: the log was replayed: {rec}"
@@ -892,4 +893,22 @@ fn yodb_evaluation_arguments_are_checked() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+    // A loading child that fails (here: an unknown option at the open)
+    // fails the run instead of being taken for a killed one.
+    let out = thicket(&[
+        "bench",
+        "--db",
+        d,
+        "--engine",
+        "thicket",
+        "--workload",
+        "recovery",
+        "--num",
+        "100",
+        "--thicket-option",
+        "no_such_option=1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ended before its report"), "{stderr}");
 }
