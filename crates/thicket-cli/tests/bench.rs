@@ -53,6 +53,16 @@ fn num(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
+/// The stores were removed after their runs: `dir` holds the result only.
+fn assert_stores_removed(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "result.json")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 fn bench(dir: &Path, workloads: &str, extra: &[&str]) -> Value {
     bench_engines(dir, &engines().join(","), workloads, extra)
 }
@@ -243,13 +253,7 @@ fn every_workload_runs_on_every_engine_and_counts_add_up() {
     assert_eq!(s["compression"], "none");
     assert_eq!(s["bloom_bits"].as_u64(), Some(10));
 
-    // The stores were removed after their runs.
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "result.json")
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_stores_removed(dir.path());
 
     // The plot has one line per engine.
     let svg = dir.path().join("plot.svg");
@@ -596,10 +600,6 @@ fn a_child_given_no_keys_fails_instead_of_hanging() {
     assert!(stderr.contains("--num must be at least 1"), "{stderr}");
 }
 
-fn per_get(r: &Value, key: &str) -> f64 {
-    num(r, key)
-}
-
 /// Read amplification per get from `/proc/self/io` of the engine's child:
 /// gets answered by the memtable read nothing; gets through a 1 MiB block
 /// cache with direct reads (settled store) read from the device, with
@@ -615,11 +615,8 @@ fn read_amplification_per_get_counts_the_engines_own_reads() {
     for r in report["runs"].as_array().unwrap() {
         let ctx = format!("{} in memory", r["engine"]);
         assert_eq!(r["found"].as_u64(), Some(4000), "{ctx}");
-        assert!(per_get(r, "read_syscalls_per_get") < 0.05, "{ctx}: {r}");
-        assert!(
-            per_get(r, "read_syscall_bytes_per_get") < 50.0,
-            "{ctx}: {r}"
-        );
+        assert!(num(r, "read_syscalls_per_get") < 0.05, "{ctx}: {r}");
+        assert!(num(r, "read_syscall_bytes_per_get") < 50.0, "{ctx}: {r}");
         assert_eq!(r["device_read_bytes"].as_u64(), Some(0), "{ctx}");
     }
     let direct: Vec<&str> = engines().into_iter().filter(|e| *e != "fjall").collect();
@@ -645,18 +642,15 @@ fn read_amplification_per_get_counts_the_engines_own_reads() {
         assert_eq!(r["found"].as_u64(), Some(2000), "{ctx}");
         let calls = r["read_syscalls"].as_u64().unwrap();
         let bytes = r["device_read_bytes"].as_u64().unwrap();
-        assert!(per_get(r, "read_syscalls_per_get") > 0.05, "{ctx}: {r}");
-        assert!(
-            per_get(r, "device_read_bytes_per_get") > 100.0,
-            "{ctx}: {r}"
-        );
+        assert!(num(r, "read_syscalls_per_get") > 0.05, "{ctx}: {r}");
+        assert!(num(r, "device_read_bytes_per_get") > 100.0, "{ctx}: {r}");
         assert_eq!(
-            per_get(r, "read_syscalls_per_get"),
+            num(r, "read_syscalls_per_get"),
             calls as f64 / 2000.0,
             "{ctx}"
         );
         assert_eq!(
-            per_get(r, "device_read_bytes_per_get"),
+            num(r, "device_read_bytes_per_get"),
             bytes as f64 / 2000.0,
             "{ctx}"
         );
@@ -831,12 +825,7 @@ fn recovery_opens_a_store_killed_after_its_load() {
         );
         assert!(r["settings"].get("recovery_phase").is_none(), "{ctx}");
     }
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "result.json")
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_stores_removed(dir.path());
 }
 
 #[test]
