@@ -118,11 +118,13 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
     );
     for w in &args.workload {
         let w: Workload = w.parse().map_err(CliError::Usage)?;
-        for scan_length in args.scan_lengths(w) {
+        let lengths = args.scan_lengths(w);
+        let several_lengths = lengths.len() > 1;
+        for scan_length in lengths {
             for spec in &args.engine {
                 let (e, profile) = args::engine_spec(spec).map_err(CliError::Usage)?;
                 let profile = profile.or(g.profile.as_deref());
-                let name = match scan_length.filter(|_| w.scans()) {
+                let name = match scan_length.filter(|_| several_lengths) {
                     Some(len) => format!("{w}-L{len}-{}", spec.replace(':', "-")),
                     None => format!("{w}-{}", spec.replace(':', "-")),
                 };
