@@ -16,6 +16,7 @@ use std::sync::Arc;
 use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
 
 use super::chunk::Found;
+use super::durable_prefix::SeqRange;
 use super::files::chunk_log_path;
 use super::log_filter::LogFilters;
 use super::log_sorted::{SortedLog, SortedLogIterator};
@@ -121,27 +122,27 @@ impl ChunkLog {
         Ok(ChunkLog::with(number, path, reader, Some(writer), index, 0))
     }
 
-    /// Opens an existing log: one pass lists its records in `filters` and
-    /// finds its last sequence number. Returns the log, that sequence and
-    /// whether the file ends in a torn record (to be rewritten before the
-    /// log is appended to).
+    /// Opens an existing log: one pass lists its records in `filters`.
+    /// Returns the log, each record's first and last sequence numbers
+    /// and whether the file ends in a torn record (to be rewritten before
+    /// the log is appended to).
     pub fn open(
         fs: &dyn FileSystem,
         dir: &std::path::Path,
         number: u64,
         filters: LogFilters,
         mode: RecoveryMode,
-    ) -> Result<(ChunkLog, u64, bool)> {
+    ) -> Result<(ChunkLog, Vec<SeqRange>, bool)> {
         let path = chunk_log_path(dir, number);
         let mut reader = LogReader::new(fs.open_sequential(&path)?, path.clone(), mode);
-        let (index, last_sequence) = read_index(&path, &mut reader, filters, u64::MAX)?;
+        let (index, ranges) = read_index(&path, &mut reader, filters, u64::MAX)?;
         let torn = reader.dropped_tail().is_some() || !reader.skipped().is_empty();
         // Without a torn tail every byte belongs to a complete record; a
         // torn log is rewritten before it is appended to.
         let end = fs.file_size(&path)?;
         let random = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
         let log = ChunkLog::with(number, path, random, None, IndexState::Built(index), end);
-        Ok((log, last_sequence, torn))
+        Ok((log, ranges, torn))
     }
 
     /// Opens a log a clean close left `len` bytes long (all complete,
@@ -397,15 +398,16 @@ impl ChunkLog {
 }
 
 /// Reads the records of `reader` that start before `until` into an index
-/// listing them in `filters`; returns it and the last sequence number.
+/// listing them in `filters`; returns it and each record's first and last
+/// sequence numbers.
 fn read_index(
     path: &std::path::Path,
     reader: &mut LogReader,
     mut filters: LogFilters,
     until: u64,
-) -> Result<(LogIndex, u64)> {
+) -> Result<(LogIndex, Vec<SeqRange>)> {
     let range_dels = RangeDels::default();
-    let mut last_sequence = 0;
+    let mut ranges = Vec::new();
     let mut record = Vec::new();
     while let Some(offset) = reader.read_record_into(&mut record)? {
         if offset >= until {
@@ -414,13 +416,13 @@ fn read_index(
         let index = RecordIndex::of(path, offset, &record)?;
         filters.add_record(offset, index.keys.iter().copied());
         index.add_range_deletions(&range_dels);
-        last_sequence = index.last_sequence;
+        ranges.push((index.first_sequence, index.last_sequence));
     }
     let index = LogIndex {
         filters,
         range_dels,
     };
-    Ok((index, last_sequence))
+    Ok((index, ranges))
 }
 
 /// Parses the record at `offset` of the log `path` as a batch.
@@ -445,6 +447,7 @@ pub(super) fn parse<'a>(
 struct RecordIndex<'a> {
     keys: Vec<&'a [u8]>,
     tombstones: Vec<RangeTombstone>,
+    first_sequence: u64,
     last_sequence: u64,
 }
 
@@ -455,6 +458,7 @@ impl<'a> RecordIndex<'a> {
         let mut index = RecordIndex {
             keys: Vec::with_capacity(batch.count as usize),
             tombstones: Vec::new(),
+            first_sequence: batch.first_sequence,
             last_sequence: batch.first_sequence + u64::from(batch.count).saturating_sub(1),
         };
         let mut seq = batch.first_sequence;

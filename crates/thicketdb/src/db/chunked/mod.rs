@@ -34,6 +34,7 @@ mod checkpoint;
 mod chunk;
 mod chunk_log;
 pub mod closed;
+mod durable_prefix;
 pub(crate) mod files;
 mod framed;
 mod keyspaces;
@@ -124,6 +125,10 @@ pub(crate) struct ChunkStore {
     last_sequence: AtomicU64,
     /// Hands out sequence numbers and publishes them in order.
     sequencer: sequencer::Sequencer,
+    /// Every write numbered up to it is synced (in the logs or funks):
+    /// `CHUNKS` records it, and recovery keeps only a gapless run of
+    /// writes past it (`durable_prefix.rs`).
+    durable_sequence: AtomicU64,
     /// Group commit of syncing writers.
     sync_group: sync_group::SyncGroup,
     /// Every live keyspace, the default one first; replaced whole (under
@@ -276,7 +281,10 @@ impl ChunkStore {
             if chunks.iter().any(|(_, c)| c.is_retired()) {
                 continue;
             }
-            let (first, last) = self.append(batch, &spaces, &groups, &chunks)?;
+            // `None`: a keyspace drop retired a chunk meanwhile.
+            let Some((first, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
+                continue;
+            };
             drop(shared);
             break (spaces, chunks, first, last);
         };
@@ -359,17 +367,24 @@ impl ChunkStore {
 
     /// Appends the batch's groups to their chunks (`chunks`, in group
     /// order, current while their `rebalance_lock`s are held shared) and
-    /// the caches; returns the sequence numbers it took.
+    /// the caches; returns the sequence numbers it took, or `None` (and
+    /// takes none) when a keyspace drop retired one of the chunks.
     fn append(
         &self,
         batch: &WriteBatch,
         spaces: &[Arc<ChunkSpace>],
         groups: &std::collections::BTreeMap<(usize, usize), WriteBatch>,
         chunks: &[(usize, Arc<Chunk>)],
-    ) -> Result<(u64, u64)> {
+    ) -> Result<Option<(u64, u64)>> {
         let appending: Vec<_> = chunks.iter().map(|(_, c)| c.append_lock.lock()).collect();
         // `close` records the logs' lengths under every append lock.
         self.check_open()?;
+        // A drop retires its chunks under every append lock: a number
+        // appended to a dropped chunk's log would leave a gap that makes
+        // recovery drop every later write (`durable_prefix.rs`).
+        if chunks.iter().any(|(_, c)| c.is_retired()) {
+            return Ok(None);
+        }
         let count: u64 = groups.values().map(|g| g.len() as u64).sum();
         let first = self.sequencer.allocate(count);
         let mut logged = 0;
@@ -420,7 +435,7 @@ impl ChunkStore {
         Counters::add(&c.user_writes, batch.len() as u64);
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
-        Ok((first, sequence - 1))
+        Ok(Some((first, sequence - 1)))
     }
 
     /// Gives `chunk` a munk if the munk cache admits it, under its
@@ -477,10 +492,20 @@ impl ChunkStore {
     /// chunk's `append_lock` and the metadata lock are held throughout:
     /// the logs then hold exactly the batches numbered up to the last one
     /// handed out (each batch takes its numbers and appends under its
-    /// chunks' append locks), so what a power loss keeps is always a
-    /// prefix of the writes.
+    /// chunks' append locks), and the durable sequence moves up to the
+    /// last number handed out. A power loss in the middle of the round
+    /// may keep a later write and lose an earlier one: recovery keeps
+    /// only the writes before the first one lost (`durable_prefix.rs`).
     /// REQUIRES: no `append_lock` held by the caller.
     fn sync_dirty_logs(&self) -> Result<()> {
+        self.with_logs_synced(|_| Ok(()))
+    }
+
+    /// Runs `f` with the metadata lock's content once every dirty log is
+    /// synced (`sync_dirty_logs`), holding every append lock throughout:
+    /// no write comes between the sync and `f`.
+    /// REQUIRES: no `append_lock` held by the caller.
+    fn with_logs_synced<T>(&self, f: impl FnOnce(Option<&mut Writer>) -> Result<T>) -> Result<T> {
         loop {
             let chunks = self.every_chunk();
             let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
@@ -490,6 +515,9 @@ impl ChunkStore {
             if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
                 continue;
             }
+            // Every number handed out is in the logs (each batch takes
+            // its numbers and appends under its chunks' append locks).
+            let allocated = self.sequencer.last_allocated();
             let mut syncs = match meta.as_mut() {
                 Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
                 None => 0,
@@ -498,7 +526,8 @@ impl ChunkStore {
                 syncs += u64::from(chunk.log.sync_if_dirty()?);
             }
             Counters::add(&self.counters.fsyncs_log, syncs);
-            return Ok(());
+            self.durable_sequence.fetch_max(allocated, Ordering::AcqRel);
+            return f(meta.as_mut());
         }
     }
 
@@ -606,16 +635,16 @@ impl ChunkStore {
         )
     }
 
-    /// Syncs every chunk log.
+    /// Syncs every log holding unsynced appends. Under the append locks
+    /// (`sync_dirty_logs`): syncing chunk logs one by one while writers
+    /// append could make a later write durable and an earlier one, in a
+    /// log synced before it, not.
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         if self.read_only {
             return Err(Error::ReadOnly("flush".into()));
         }
-        for chunk in self.every_chunk() {
-            chunk.log.sync()?;
-        }
-        Ok(())
+        self.sync_dirty_logs()
     }
 
     /// Funk-rebalances every chunk overlapping `[start, end]` whose log

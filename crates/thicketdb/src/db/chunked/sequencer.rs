@@ -39,6 +39,11 @@ impl Sequencer {
         self.allocated.store(last, Ordering::Release);
     }
 
+    /// The last number handed out.
+    pub fn last_allocated(&self) -> u64 {
+        self.allocated.load(Ordering::Acquire)
+    }
+
     /// Hands out `count` consecutive numbers; returns the first.
     /// REQUIRES: the `append_lock` of every chunk the numbers go to, so
     /// each chunk log receives its numbers in order.
