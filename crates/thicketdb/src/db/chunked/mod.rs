@@ -31,12 +31,15 @@ mod batch_log;
 mod build_queue;
 pub(crate) mod check;
 mod checkpoint;
+mod checkpoint_mark;
+mod checkpointer;
 mod chunk;
 mod chunk_log;
 pub mod closed;
 mod durable_prefix;
 pub(crate) mod files;
 mod framed;
+mod incarnations;
 mod keyspaces;
 pub mod log_filter;
 mod log_sorted;
@@ -129,6 +132,16 @@ pub(crate) struct ChunkStore {
     /// `CHUNKS` records it, and recovery keeps only a gapless run of
     /// writes past it (`durable_prefix.rs`).
     durable_sequence: AtomicU64,
+    /// The store's incarnation (`incarnations.rs`).
+    incarnation: u32,
+    /// `durability=async`: every write up to it is durable and recorded in
+    /// `CHECKPOINT`; funk rebalances merge nothing past it. `u64::MAX` in
+    /// the synchronous mode.
+    checkpointed: AtomicU64,
+    /// `durability=async`: the background checkpointer.
+    checkpointer: checkpointer::Checkpointer,
+    /// When the last checkpoint began.
+    last_checkpoint_at: Mutex<std::time::Instant>,
     /// Group commit of syncing writers.
     sync_group: sync_group::SyncGroup,
     /// Every live keyspace, the default one first; replaced whole (under
@@ -172,6 +185,10 @@ impl ChunkStore {
         store
             .builds
             .start(&store, store.options.chunk_rebalance_threads)?;
+        if store.is_async() {
+            let interval = std::time::Duration::from_millis(store.options.checkpoint_interval);
+            store.checkpointer.start(&store, interval)?;
+        }
         Ok(store)
     }
 
@@ -185,6 +202,11 @@ impl ChunkStore {
         // Through the read-only file system: a mistaken write cannot land.
         let store = open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)?;
         Ok(Arc::new(store))
+    }
+
+    /// Whether writes become durable by checkpoints (`durability=async`).
+    fn is_async(&self) -> bool {
+        self.options.durability == crate::options::Durability::Async && !self.read_only
     }
 
     pub fn dir(&self) -> &Path {
@@ -288,7 +310,7 @@ impl ChunkStore {
             drop(shared);
             break (spaces, chunks, first, last);
         };
-        if opts.sync {
+        if opts.sync && !self.is_async() {
             self.sync_group.sync(|| {
                 #[cfg(test)]
                 {
@@ -305,6 +327,10 @@ impl ChunkStore {
             .publish(&self.last_sequence, first, last, || {
                 self.failed.lock().clone()
             })?;
+        if opts.sync && self.is_async() {
+            // After publication: the checkpoint waits for it.
+            self.wait_checkpointed(last)?;
+        }
         for (space, chunk) in chunks.iter().rev() {
             let space = &spaces[*space];
             if self.munks.touch(self, chunk, 1) {
@@ -644,6 +670,9 @@ impl ChunkStore {
         if self.read_only {
             return Err(Error::ReadOnly("flush".into()));
         }
+        if self.is_async() {
+            return self.take_checkpoint().map(|_| ());
+        }
         self.sync_dirty_logs()
     }
 
@@ -660,6 +689,10 @@ impl ChunkStore {
         space.check_live()?;
         if self.read_only {
             return Err(Error::ReadOnly("compact_range".into()));
+        }
+        if self.is_async() {
+            // Tables take checkpointed writes only: all of them, now.
+            self.take_checkpoint()?;
         }
         let mut at = start.map(<[u8]>::to_vec);
         loop {
@@ -744,6 +777,7 @@ impl ChunkStore {
         }
         // A build under way sees `closed` and abandons (`rebalance.rs`).
         self.builds.stop();
+        self.checkpointer.stop();
         // Every append lock, then every appended batch published: no
         // append is under way, and none follows (a writer checks `closed`
         // under its append locks), so the log lengths recorded hold whole,
@@ -761,7 +795,8 @@ impl ChunkStore {
         let persisted = match (&*writer, self.failed.lock().is_some() || published.is_err()) {
             (Some(w), false) => self
                 .write_chunk_list(w)
-                .and_then(|()| self.record_clean_close()),
+                .and_then(|()| self.record_clean_close())
+                .and_then(|()| self.mark_clean_close()),
             _ => Ok(()),
         };
         self.lock.lock().take();
@@ -773,6 +808,7 @@ impl Drop for ChunkStore {
     fn drop(&mut self) {
         // Unclosed (a test's store): the threads must not outlive it.
         self.builds.stop();
+        self.checkpointer.stop();
     }
 }
 
@@ -838,6 +874,8 @@ fn group_by_chunk(
     }
 }
 
+#[cfg(test)]
+mod async_tests;
 #[cfg(test)]
 mod build_queue_tests;
 #[cfg(test)]

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::batch_log::{self, BatchLog};
+use super::checkpoint_mark::CheckpointMark;
 use super::chunk::{open_table, Chunk, ChunkLog};
 use super::closed::ClosedLogs;
 use super::durable_prefix::{self, SeqRange};
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
+use super::incarnations::Incarnations;
 use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::munk::MunkCache;
@@ -30,7 +32,7 @@ use crate::db::{WriteBatch, DEFAULT_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::log::RecoveryMode;
-use crate::options::Options;
+use crate::options::{Durability, Options};
 use crate::stats::Counters;
 use crate::table::{BlockCache, TableContext};
 use crate::version::files::{lock_path, options_path, temp_path};
@@ -92,6 +94,28 @@ pub(super) fn open(
         (Some(d), Some(c)) => Some(d.max(c.last_sequence)),
         (d, c) => d.or(c.as_ref().map(|c| c.last_sequence)),
     };
+    let stored_incarnations = Incarnations::read(fs.as_ref(), dir)?;
+    // The stored bits win: the sequence numbers on disk are laid out so.
+    let incarnations = stored_incarnations
+        .clone()
+        .unwrap_or_else(|| Incarnations::new(options.incarnation_bits));
+    let recovery = Recovery::of(
+        closed.is_some(),
+        CheckpointMark::read(fs.as_ref(), dir)?,
+        &incarnations,
+    );
+    // The table this run keeps (the next incarnation's after a recovery
+    // from a checkpoint), and the one every log read leaves ignored
+    // records out by (past the checkpoint, also when no incarnation is
+    // left: those logs are rewritten without them).
+    let (kept, reading) = match &recovery {
+        Recovery::Lazy { next } => (next.clone(), next.clone()),
+        Recovery::Cut { checkpointed } => {
+            (incarnations.clone(), incarnations.advanced(*checkpointed))
+        }
+        Recovery::Logs => (incarnations.clone(), incarnations.clone()),
+    };
+    let reading = Arc::new(reading);
     // Per keyspace, per chunk: the sequence numbers of each record its
     // log holds (none read for a log a clean close recorded).
     let mut log_ranges: Vec<Vec<Vec<SeqRange>>> = Vec::with_capacity(list.keyspaces.len());
@@ -116,29 +140,40 @@ pub(super) fn open(
                 n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
             };
             let number = chunk.log_number;
-            let (log, log_ranges, log_last, is_torn) =
-                match closed_length(fs.as_ref(), dir, &closed, number) {
-                    Some((len, last)) => {
-                        let log = ChunkLog::open_unread(
-                            fs.clone(),
-                            dir,
-                            number,
-                            filters(&space_options),
-                            len,
-                        )?;
-                        (log, Vec::new(), last, false)
-                    }
-                    None => {
-                        let (log, ranges, torn) = ChunkLog::open(
-                            fs.as_ref(),
-                            dir,
-                            number,
-                            filters(&space_options),
-                            options.wal_recovery_mode,
-                        )?;
-                        (log, ranges, 0, torn)
-                    }
-                };
+            let lazy = match (&recovery, closed_length(fs.as_ref(), dir, &closed, number)) {
+                // Read on first need, cut at any damage then.
+                (Recovery::Lazy { .. }, _) => {
+                    let len = fs.file_size(&super::files::chunk_log_path(dir, number))?;
+                    Some((len, 0, true))
+                }
+                (_, Some((len, last))) => Some((len, last, false)),
+                (_, None) => None,
+            };
+            let (log, log_ranges, log_last, is_torn) = match lazy {
+                Some((len, last, may_be_torn)) => {
+                    let log = ChunkLog::open_unread(
+                        fs.clone(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        len,
+                        reading.clone(),
+                        may_be_torn,
+                    )?;
+                    (log, Vec::new(), last, false)
+                }
+                None => {
+                    let (log, ranges, torn) = ChunkLog::open(
+                        fs.as_ref(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        options.wal_recovery_mode,
+                        &reading,
+                    )?;
+                    (log, ranges, 0, torn)
+                }
+            };
             if is_torn {
                 torn.push((s, i));
             }
@@ -167,6 +202,10 @@ pub(super) fn open(
         list.batch_log_number,
         options.wal_recovery_mode,
     )?;
+    if let Recovery::Lazy { .. } = recovery {
+        // The checkpointed batches are whole in the chunk logs.
+        batches.clear();
+    }
     let batch_ranges = batches
         .iter()
         .map(|(first, record)| {
@@ -176,14 +215,17 @@ pub(super) fn open(
             Ok((*first, first + u64::from(count).saturating_sub(1)))
         })
         .collect::<Result<Vec<_>>>()?;
-    // Salvaging a damaged store keeps every record it can read.
-    let cut = durable
-        .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
-        .and_then(|d| {
-            let logged = log_ranges.iter().flatten().flatten().copied();
-            durable_prefix::first_gap(d, logged.chain(batch_ranges.iter().copied()))
-        })
-        .unwrap_or(u64::MAX);
+    let cut = match recovery {
+        Recovery::Cut { .. } | Recovery::Lazy { .. } => u64::MAX,
+        // Salvaging a damaged store keeps every record it can read.
+        Recovery::Logs => durable
+            .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
+            .and_then(|d| {
+                let logged = log_ranges.iter().flatten().flatten().copied();
+                durable_prefix::first_gap(d, logged.chain(batch_ranges.iter().copied()))
+            })
+            .unwrap_or(u64::MAX),
+    };
     batches.truncate(batch_ranges.iter().filter(|r| r.0 < cut).count());
     let kept_last = |ranges: &[SeqRange]| {
         ranges
@@ -221,9 +263,10 @@ pub(super) fn open(
         .iter()
         .flatten()
         .copied()
-        .chain([kept_last(&batch_ranges), floor])
+        .chain([kept_last(&batch_ranges), floor, kept.base()])
         .max()
         .unwrap_or(0);
+    let is_async = options.durability == Durability::Async && !read_only;
     let munks = MunkCache::new(options.munk_cache_bytes);
     let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
     let store = ChunkStore {
@@ -235,6 +278,13 @@ pub(super) fn open(
         last_sequence: AtomicU64::new(last_sequence),
         // Raised below once the logs read are synced.
         durable_sequence: AtomicU64::new(durable.unwrap_or(0)),
+        incarnation: kept.current(),
+        checkpointed: AtomicU64::new(match is_async {
+            true => last_sequence,
+            false => u64::MAX,
+        }),
+        checkpointer: Default::default(),
+        last_checkpoint_at: Mutex::new(std::time::Instant::now()),
         sequencer: super::sequencer::Sequencer::new(last_sequence),
         sync_group: Default::default(),
         default: spaces[0].clone(),
@@ -268,6 +318,11 @@ pub(super) fn open(
         }
         return Ok(store);
     }
+    // Before anything is written in the new incarnation (a crash now
+    // must find the table that ignores the old one's unsaved writes).
+    if stored_incarnations.as_ref() != Some(&kept) {
+        kept.write(fs.as_ref(), dir)?;
+    }
     // Before the first append: the lengths it records stop being true.
     ClosedLogs::remove(fs.as_ref(), dir)?;
     let mut next_file_number = list.next_file_number;
@@ -299,8 +354,54 @@ pub(super) fn open(
         next_keyspace_id: list.next_keyspace_id,
     });
     store.write_chunk_list(store.writer.lock().as_ref().expect("just set"))?;
+    // The mark says how this run's crash is recovered: from a checkpoint
+    // (the first: everything recovered), or by reading the logs.
+    match is_async {
+        true => CheckpointMark {
+            incarnation: store.incarnation,
+            sequence: last_sequence,
+        }
+        .write(fs.as_ref(), dir)?,
+        false => CheckpointMark::remove(fs.as_ref(), dir)?,
+    }
     sweep(&store)?;
     Ok(store)
+}
+
+/// How an open recovers the last run's writes.
+enum Recovery {
+    /// Read every log not closed cleanly (the synchronous mode's crash, or
+    /// no crash): keep the writes up to the first one missing past the
+    /// durable sequence (`durable_prefix.rs`).
+    Logs,
+    /// An asynchronous-mode crash: the next incarnation, whose table
+    /// ignores the last one's writes past its checkpoint; no log is read
+    /// (each is on first need).
+    Lazy { next: Incarnations },
+    /// An asynchronous-mode crash with no incarnation left: read every
+    /// log and rewrite those holding writes past the checkpoint without
+    /// them; the incarnation goes on.
+    Cut { checkpointed: u64 },
+}
+
+impl Recovery {
+    /// The recovery after a run that closed cleanly (`clean`) or left
+    /// `mark` (a run in the asynchronous mode), with `incarnations`.
+    fn of(clean: bool, mark: Option<CheckpointMark>, incarnations: &Incarnations) -> Recovery {
+        match mark {
+            Some(mark) if !clean && mark.incarnation == incarnations.current() => {
+                match incarnations.can_advance() {
+                    true => Recovery::Lazy {
+                        next: incarnations.advanced(mark.sequence),
+                    },
+                    false => Recovery::Cut {
+                        checkpointed: mark.sequence,
+                    },
+                }
+            }
+            _ => Recovery::Logs,
+        }
+    }
 }
 
 /// The length a clean close recorded for chunk log `number` and the

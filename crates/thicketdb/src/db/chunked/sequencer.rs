@@ -82,8 +82,19 @@ impl Sequencer {
         published: &AtomicU64,
         failed: impl Fn() -> Option<Error>,
     ) -> Result<()> {
+        self.wait_published_through(published, self.last_allocated(), failed)
+    }
+
+    /// Returns once every number up to `target` (handed out) is published.
+    /// REQUIRES: no lock a writer takes after appending.
+    pub fn wait_published_through(
+        &self,
+        published: &AtomicU64,
+        target: u64,
+        failed: impl Fn() -> Option<Error>,
+    ) -> Result<()> {
         let mut gate = self.gate.lock();
-        while published.load(Ordering::Acquire) != self.allocated.load(Ordering::Acquire) {
+        while published.load(Ordering::Acquire) < target {
             if let Some(e) = failed() {
                 return Err(Error::Background(Box::new(e)));
             }
