@@ -216,7 +216,10 @@ pub(super) fn open(
         })
         .collect::<Result<Vec<_>>>()?;
     let cut = match recovery {
-        Recovery::Cut { .. } | Recovery::Lazy { .. } => u64::MAX,
+        // The logs' records past the checkpoint are left out already; the
+        // batch log's are dropped here.
+        Recovery::Cut { checkpointed } => checkpointed + 1,
+        Recovery::Lazy { .. } => u64::MAX,
         // Salvaging a damaged store keeps every record it can read.
         Recovery::Logs => durable
             .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
