@@ -282,6 +282,7 @@ mod tests {
         stats.chunk_puts_waited_for_switch = 75;
         stats.chunk_funk_builds_skipped = 76;
         stats.chunk_funk_builds_queued = 77;
+        stats.chunk_checkpoints = 79;
         stats.chunk_puts_waited_for_build = 78;
         let mut space = SpaceUsage::default();
         space.disk_bytes = 43;
@@ -369,6 +370,7 @@ mod tests {
                 "chunk_funk_builds_skipped": 76,
                 "chunk_funk_builds_queued": 77,
                 "chunk_puts_waited_for_build": 78,
+                "chunk_checkpoints": 79,
                 "disk_bytes": 43,
                 "logical_bytes": 44,
                 "live_keys": 45,

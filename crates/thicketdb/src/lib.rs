@@ -61,7 +61,7 @@ pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};
 pub use io::{FileSystem, PosixFs};
 pub use log::RecoveryMode;
-pub use options::{Layout, Options, PolicyKind, Profile};
+pub use options::{Durability, Layout, Options, PolicyKind, Profile};
 pub use stats::StatValue;
 
 pub use table::{BlockCache, CompressionType, FilterPolicy};

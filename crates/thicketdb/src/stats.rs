@@ -118,6 +118,7 @@ macro_rules! with_counters {
             chunk_log_parts_searched: "Chunked layout: chunk log parts a get read because their Bloom filter admitted the key.",
             chunk_puts_waited_for_switch: "Chunked layout: writes that found a chunk immutable (a rebalance's switch holding its `rebalance_lock`) and waited for it.",
             chunk_funk_builds_skipped: "Chunked layout: funk rebalances not started because another thread was building the chunk's new funk (`funk_change_lock`); the write went on without waiting.",
+            chunk_checkpoints: "Chunked layout, `durability=async`: checkpoints taken (each syncs the chunk logs holding unsynced writes and records its point in `CHECKPOINT`).",
             chunk_funk_builds_queued: "Chunked layout: funk rebalances handed to the build threads (`chunk_rebalance_threads`) by writes that found a chunk log past its limit.",
             chunk_puts_waited_for_build: "Chunked layout: writes that found a chunk log past twice its limit while the build threads were behind, and waited for (or ran) its funk rebalance.",
         ] }

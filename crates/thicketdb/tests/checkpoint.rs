@@ -209,6 +209,9 @@ impl FileSystem for NoLinks {
     fn exists(&self, path: &Path) -> bool {
         PosixFs.exists(path)
     }
+    fn set_len(&self, path: &Path, len: u64) -> thicketdb::Result<()> {
+        PosixFs.set_len(path, len)
+    }
     fn file_size(&self, path: &Path) -> thicketdb::Result<u64> {
         PosixFs.file_size(path)
     }

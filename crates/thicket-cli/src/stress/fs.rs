@@ -92,6 +92,9 @@ impl FileSystem for ProcessFs {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.change(dir, || self.fs.sync_dir(dir))
     }
+    fn set_len(&self, path: &Path, len: u64) -> Result<()> {
+        self.change(path, || self.fs.set_len(path, len))
+    }
     fn sync_file(&self, path: &Path) -> Result<()> {
         self.change(path, || self.fs.sync_file(path))
     }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thicketdb::io::fault::FaultFs;
-use thicketdb::{Db, Options, Profile};
+use thicketdb::{Db, Durability, Options, Profile};
 
 pub use args::{CrashtestArgs, StressArgs};
 pub use crashtest::run as crashtest;
@@ -64,11 +64,27 @@ const TUNABLES: &[(&str, &[&str])] = &[
     ("row_cache_bytes", &["0", "4096", "1048576"]),
 ];
 
-/// Applies randomly chosen tunables the user did not set; returns them as
-/// `NAME=VALUE`. Choices a profile rejects are left out.
-fn pick_tunables(options: &mut Options, user: &[String], rng: &mut StdRng) -> Vec<String> {
+/// Tunables only the power-loss mode picks: its history tells which
+/// prefix a recovery must keep, where a SIGKILL run's per-key shadow
+/// cannot tell which writes a checkpoint covered.
+const POWER_LOSS_TUNABLES: &[(&str, &[&str])] = &[
+    // YoDB's asynchronous mode (the LSM refuses it): checkpoints often,
+    // and incarnations that run out after one or three recoveries.
+    ("durability", &["sync", "async"]),
+    ("checkpoint_interval", &["2", "20"]),
+    ("incarnation_bits", &["1", "2", "4"]),
+];
+
+/// Applies randomly chosen `tunables` the user did not set; returns them
+/// as `NAME=VALUE`. Choices a profile rejects are left out.
+fn pick_tunables(
+    options: &mut Options,
+    user: &[String],
+    rng: &mut StdRng,
+    tunables: &[(&str, &[&str])],
+) -> Vec<String> {
     let mut chosen = Vec::new();
-    for (name, values) in TUNABLES {
+    for (name, values) in tunables {
         let value = values[rng.random_range(0..values.len())];
         if user
             .iter()
@@ -163,7 +179,14 @@ fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
     let dir = db_dir(g)?;
     let mut rng = StdRng::seed_from_u64(seed);
     let mut options = build_options(g, dir, Access::Create)?;
-    let chosen = pick_tunables(&mut options, &g.options, &mut rng);
+    if options.durability == Durability::Async {
+        return Err(CliError::Usage(
+            "stress: durability=async is checked with --power-loss-cycles (a crash loses the \
+             writes since the last checkpoint, which only that mode's history can tell)"
+                .into(),
+        ));
+    }
+    let chosen = pick_tunables(&mut options, &g.options, &mut rng, TUNABLES);
     println!(
         "stress: {} profile {} seed {seed} threads {} options {}",
         dir.display(),
@@ -263,7 +286,16 @@ fn memory_options(g: &GlobalArgs) -> CliResult<Options> {
 fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliResult<Status> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut options = memory_options(g)?;
-    let chosen = pick_tunables(&mut options, &g.options, &mut rng);
+    let mut chosen = pick_tunables(&mut options, &g.options, &mut rng, TUNABLES);
+    chosen.extend(pick_tunables(
+        &mut options,
+        &g.options,
+        &mut rng,
+        POWER_LOSS_TUNABLES,
+    ));
+    // Asynchronous: a process crash, too, keeps only what a checkpoint
+    // (or a synced write, which waits for one) made durable.
+    let only_synced_kept = options.durability == Durability::Async;
     println!(
         "stress: in-memory power-loss mode, profile {} seed {seed} threads {} options {}",
         options.profile,
@@ -311,7 +343,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         // The keyspaces were created before the first cycle: none is missing.
         spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
         let state = verify::read_state(&spaces, args.keys).map_err(|p| failed(&p, seed))?;
-        let min = verify::required_prefix(&history, how == Crash::PowerLoss);
+        let min = verify::required_prefix(&history, how == Crash::PowerLoss || only_synced_kept);
         let kept = verify::check_prefix(&start, &history, min, &state).map_err(|mut p| {
             p.insert(0, format!("cycle {cycle} ({how:?})"));
             failed(&p, seed)

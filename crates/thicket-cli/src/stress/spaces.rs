@@ -90,7 +90,7 @@ fn keyspace_options(
         .unwrap_or(0);
     let profile = same_layout[(at + j as usize) % same_layout.len()];
     let mut options = profile.options();
-    let chosen = pick_tunables(&mut options, user, rng);
+    let chosen = pick_tunables(&mut options, user, rng, super::TUNABLES);
     apply_overrides(&mut options, user)?;
     Ok((options, chosen))
 }

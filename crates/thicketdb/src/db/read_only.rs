@@ -240,6 +240,10 @@ impl FileSystem for ReadOnlyFs {
         Err(refused("syncing", dir))
     }
 
+    fn set_len(&self, path: &Path, _len: u64) -> Result<()> {
+        Err(refused("truncating", path))
+    }
+
     fn sync_file(&self, path: &Path) -> Result<()> {
         Err(refused("syncing", path))
     }

@@ -577,6 +577,11 @@ impl FileSystem for FaultFs {
         Ok(())
     }
 
+    fn set_len(&self, path: &Path, len: u64) -> Result<()> {
+        self.disk.lock().check_fault(path)?;
+        self.truncate(path, len)
+    }
+
     fn sync_file(&self, path: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
         disk.check_fault(path)?;

@@ -113,6 +113,9 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Makes the content of an existing file durable (`fdatasync`), e.g.
     /// a log that recovery replayed and log tables will rely on.
     fn sync_file(&self, path: &Path) -> Result<()>;
+    /// Cuts the file to its first `len` bytes (a torn log tail; the cut
+    /// is durable with the file's next sync).
+    fn set_len(&self, path: &Path, len: u64) -> Result<()>;
     /// Takes an exclusive lock; `Error::Locked` when someone else has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Reads a whole (small) file.

@@ -240,6 +240,14 @@ impl FileSystem for PosixFs {
         path.exists()
     }
 
+    fn set_len(&self, path: &Path, len: u64) -> Result<()> {
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len))
+            .map_err(|e| Error::io(e, ctx(path)))
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         Ok(fs::metadata(path)
             .map_err(|e| Error::io(e, ctx(path)))?

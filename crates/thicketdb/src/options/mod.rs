@@ -6,11 +6,13 @@
 //! option is declared once, in the `options!` list below: the struct, its
 //! defaults, `NAMES`, `set` and `get` are generated from it.
 
+mod durability;
 mod layout;
 mod policy_kind;
 mod profile;
 mod value;
 
+pub use durability::Durability;
 pub use layout::Layout;
 pub use policy_kind::PolicyKind;
 pub use profile::Profile;
@@ -294,6 +296,17 @@ options! {
         /// log past twice its limit makes the write wait for the build.
         /// 0: the write builds the new funk itself before it returns.
         chunk_rebalance_threads: usize = 1,
+        /// Chunked: `sync` (`WriteOptions::sync` decides per write) or
+        /// `async` (YoDB's asynchronous mode: a background checkpointer
+        /// makes the writes durable every `checkpoint_interval`; recovery
+        /// returns to the last checkpoint without reading the logs).
+        durability: Durability = Durability::Sync,
+        /// Chunked, `durability=async`: milliseconds between checkpoints.
+        checkpoint_interval: u64 = 1000,
+        /// Chunked: the high bits of a sequence number that count
+        /// recoveries (YoDB's incarnation; the paper's 4). Fixed when the
+        /// store is created (`RECOVERY`).
+        incarnation_bits: u32 = 4,
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
@@ -449,6 +462,15 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "chunk_rebalance_threads must be at most {MAX_CHUNK_REBALANCE_THREADS}"
             )));
+        }
+        if !(1..=8).contains(&self.incarnation_bits) {
+            return bad("incarnation_bits must be between 1 and 8");
+        }
+        if self.checkpoint_interval == 0 {
+            return bad("checkpoint_interval must be at least 1 (milliseconds)");
+        }
+        if self.durability == Durability::Async && self.layout != Layout::Chunked {
+            return bad("durability=async needs layout=chunked");
         }
         if !(1..=1024).contains(&self.log_filter_parts) {
             return bad("log_filter_parts must be between 1 and 1024");

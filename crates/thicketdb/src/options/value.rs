@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Layout, PolicyKind};
+use super::{Durability, Layout, PolicyKind};
 use crate::error::{Error, Result};
 use crate::format::key_order::{KeyOrder, BYTEWISE_NAME};
 use crate::log::RecoveryMode;
@@ -40,7 +40,8 @@ from_str_values!(
     CompressionType,
     RecoveryMode,
     PolicyKind,
-    Layout
+    Layout,
+    Durability
 );
 
 impl OptionValue for bool {

@@ -57,7 +57,10 @@ impl ChunkStore {
             if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
                 continue;
             }
-            let list = self.chunk_list(writer, None);
+            let mut list = self.chunk_list(writer, None);
+            // The copy holds every write up to its point in its logs, each
+            // synced as it is copied (`copy_prefix`).
+            list.durable_sequence = Some(list.last_sequence);
             let lens: Vec<u64> = chunks.iter().map(|c| c.log.len()).collect();
             break (chunks.clone(), list, lens);
         };
@@ -132,6 +135,7 @@ impl ChunkStore {
             .collect();
         ChunkList {
             last_sequence: self.last_sequence.load(Ordering::Acquire),
+            durable_sequence: Some(self.durable_sequence.load(Ordering::Acquire)),
             next_file_number: writer.next_file_number,
             batch_log_number: writer.batch_log.number,
             next_keyspace_id: writer.next_keyspace_id,

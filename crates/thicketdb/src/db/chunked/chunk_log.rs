@@ -16,7 +16,9 @@ use std::sync::Arc;
 use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
 
 use super::chunk::Found;
+use super::durable_prefix::SeqRange;
 use super::files::chunk_log_path;
+use super::incarnations::Incarnations;
 use super::log_filter::LogFilters;
 use super::log_sorted::{SortedLog, SortedLogIterator};
 use crate::db::batch::{DecodedBatch, OpKind};
@@ -46,11 +48,17 @@ impl LogEntry {
 
 /// The log's index in memory, or how to build it.
 enum IndexState {
-    /// A log a clean close left: nothing read yet.
+    /// A log a clean close left, or any log after an asynchronous-mode
+    /// crash: nothing read yet.
     Unbuilt {
         fs: Arc<dyn FileSystem>,
         /// Empty filters of the log's shape.
         filters: LogFilters,
+        /// The records the index leaves out.
+        incarnations: Arc<Incarnations>,
+        /// The file may end in a torn record (a crash, not a clean close):
+        /// the index ends before it, and a writable log is cut there.
+        may_be_torn: bool,
     },
     Built(LogIndex),
 }
@@ -60,6 +68,17 @@ pub(super) struct LogIndex {
     pub filters: LogFilters,
     /// The range tombstones of its records (clipped to the chunk).
     pub range_dels: RangeDels,
+}
+
+/// What one pass over a log file found.
+struct ReadLog {
+    index: LogIndex,
+    /// Each listed record's first and last sequence numbers.
+    ranges: Vec<SeqRange>,
+    /// The offset of the last listed record.
+    last_listed: Option<u64>,
+    /// Records left out (`Incarnations::ignores`).
+    ignored_records: usize,
 }
 
 /// A chunk log: appended under its chunk's `append_lock`, read by anyone up
@@ -121,42 +140,82 @@ impl ChunkLog {
         Ok(ChunkLog::with(number, path, reader, Some(writer), index, 0))
     }
 
-    /// Opens an existing log: one pass lists its records in `filters` and
-    /// finds its last sequence number. Returns the log, that sequence and
-    /// whether the file ends in a torn record (to be rewritten before the
-    /// log is appended to).
+    /// Opens an existing log: one pass lists its records in `filters`
+    /// (but those `incarnations` ignores). Returns the log, each listed
+    /// record's first and last sequence numbers and whether the file is
+    /// to be rewritten (its complete listed records copied to a new log)
+    /// before it is appended to: it ends in a torn record, or holds
+    /// ignored ones.
     pub fn open(
         fs: &dyn FileSystem,
         dir: &std::path::Path,
         number: u64,
         filters: LogFilters,
         mode: RecoveryMode,
-    ) -> Result<(ChunkLog, u64, bool)> {
+        incarnations: &Incarnations,
+    ) -> Result<(ChunkLog, Vec<SeqRange>, bool)> {
         let path = chunk_log_path(dir, number);
-        let mut reader = LogReader::new(fs.open_sequential(&path)?, path.clone(), mode);
-        let (index, last_sequence) = read_index(&path, &mut reader, filters, u64::MAX)?;
-        let torn = reader.dropped_tail().is_some() || !reader.skipped().is_empty();
+        // Damage is checked below: an asynchronous-mode crash may leave
+        // some before records that are all ignored (past the checkpoint).
+        let mut reader = LogReader::new(
+            fs.open_sequential(&path)?,
+            path.clone(),
+            RecoveryMode::SkipAnyCorruption,
+        );
+        let ReadLog {
+            index,
+            ranges,
+            last_listed,
+            ignored_records,
+        } = read_index(&path, &mut reader, filters, u64::MAX, incarnations)?;
+        let first_damage = reader
+            .skipped()
+            .iter()
+            .chain(reader.dropped_tail())
+            .map(|s| s.offset)
+            .min();
+        if let (RecoveryMode::TolerateTailCorruption, Some(at), Some(listed)) =
+            (mode, first_damage, last_listed)
+        {
+            if at < listed {
+                return Err(Error::corruption(
+                    &path,
+                    at,
+                    "chunk log damaged before records that count (strict recovery)",
+                ));
+            }
+        }
+        let torn = first_damage.is_some() || ignored_records > 0;
         // Without a torn tail every byte belongs to a complete record; a
         // torn log is rewritten before it is appended to.
         let end = fs.file_size(&path)?;
         let random = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
         let log = ChunkLog::with(number, path, random, None, IndexState::Built(index), end);
-        Ok((log, last_sequence, torn))
+        Ok((log, ranges, torn))
     }
 
-    /// Opens a log a clean close left `len` bytes long (all complete,
-    /// synced records) without reading it: its index is built on first
-    /// need, from `fs`.
+    /// Opens a log without reading it: its index is built on first need,
+    /// from `fs`, leaving out the records `incarnations` ignores. A clean
+    /// close left it `len` bytes long (all complete, synced records); an
+    /// asynchronous-mode crash (`may_be_torn`) may have left a torn record
+    /// at the end of its `len` bytes.
     pub fn open_unread(
         fs: Arc<dyn FileSystem>,
         dir: &std::path::Path,
         number: u64,
         filters: LogFilters,
         len: u64,
+        incarnations: Arc<Incarnations>,
+        may_be_torn: bool,
     ) -> Result<ChunkLog> {
         let path = chunk_log_path(dir, number);
         let random = RandomAccessLogReader::new(fs.open_random(&path)?, path.clone());
-        let index = IndexState::Unbuilt { fs, filters };
+        let index = IndexState::Unbuilt {
+            fs,
+            filters,
+            incarnations,
+            may_be_torn,
+        };
         Ok(ChunkLog::with(number, path, random, None, index, len))
     }
 
@@ -178,27 +237,55 @@ impl ChunkLog {
     /// wait on `building` and find it built).
     fn build_index(&self) -> Result<()> {
         let _one = self.building.lock();
-        let (fs, filters) = match &*self.index.read() {
-            IndexState::Unbuilt { fs, filters } => (fs.clone(), filters.empty_like()),
+        let (fs, filters, incarnations, may_be_torn) = match &*self.index.read() {
+            IndexState::Unbuilt {
+                fs,
+                filters,
+                incarnations,
+                may_be_torn,
+            } => (
+                fs.clone(),
+                filters.empty_like(),
+                incarnations.clone(),
+                *may_be_torn,
+            ),
             IndexState::Built(_) => return Ok(()),
         };
-        let mut reader = LogReader::new(
-            fs.open_sequential(&self.path)?,
-            self.path.clone(),
-            RecoveryMode::TolerateTailCorruption,
-        );
+        // After a crash, what follows damage was not synced, so is past
+        // the last checkpoint: ignored, and cut below.
+        let mode = match may_be_torn {
+            true => RecoveryMode::SkipAnyCorruption,
+            false => RecoveryMode::TolerateTailCorruption,
+        };
+        let mut reader = LogReader::new(fs.open_sequential(&self.path)?, self.path.clone(), mode);
         // Only the records the clean close recorded: appends wait for this
         // build, but a read-only store may share the file with a writer
         // that appends (and may be mid-record) past them.
         let len = self.len();
-        let (index, _) = read_index(&self.path, &mut reader, filters, len)?;
-        if let Some(torn) = reader.dropped_tail().filter(|t| t.offset < len) {
-            // The file was whole at the clean close that recorded it.
-            return Err(Error::corruption(
-                &self.path,
-                torn.offset,
-                "chunk log damaged since the clean close that recorded it",
-            ));
+        let index = read_index(&self.path, &mut reader, filters, len, &incarnations)?.index;
+        let damage = reader
+            .skipped()
+            .iter()
+            .chain(reader.dropped_tail())
+            .map(|s| s.offset)
+            .min()
+            .filter(|&offset| offset < len);
+        if let Some(end) = damage {
+            if !may_be_torn {
+                // The file was whole at the clean close that recorded it.
+                return Err(Error::corruption(
+                    &self.path,
+                    end,
+                    "chunk log damaged since the clean close that recorded it",
+                ));
+            }
+            // Appends go in place of the damage and what followed it.
+            let mut writer = self.writer.lock();
+            if writer.is_some() {
+                fs.set_len(&self.path, end)?;
+                *writer = Some(LogWriter::new(fs.open_append(&self.path)?));
+            }
+            self.len.store(end, Ordering::Release);
         }
         *self.index.write() = IndexState::Built(index);
         Ok(())
@@ -397,30 +484,44 @@ impl ChunkLog {
 }
 
 /// Reads the records of `reader` that start before `until` into an index
-/// listing them in `filters`; returns it and the last sequence number.
+/// listing them in `filters`, but those `incarnations` ignores.
 fn read_index(
     path: &std::path::Path,
     reader: &mut LogReader,
     mut filters: LogFilters,
     until: u64,
-) -> Result<(LogIndex, u64)> {
+    incarnations: &Incarnations,
+) -> Result<ReadLog> {
     let range_dels = RangeDels::default();
-    let mut last_sequence = 0;
+    let mut ranges = Vec::new();
+    let mut last_listed = None;
+    let mut ignored_records = 0;
     let mut record = Vec::new();
     while let Some(offset) = reader.read_record_into(&mut record)? {
         if offset >= until {
             break;
         }
         let index = RecordIndex::of(path, offset, &record)?;
+        // A batch's numbers are all of one incarnation, and all at or all
+        // past its checkpoint (a checkpoint point is a batch's last).
+        if incarnations.ignores(index.first_sequence) {
+            ignored_records += 1;
+            continue;
+        }
         filters.add_record(offset, index.keys.iter().copied());
         index.add_range_deletions(&range_dels);
-        last_sequence = index.last_sequence;
+        ranges.push((index.first_sequence, index.last_sequence));
+        last_listed = Some(offset);
     }
-    let index = LogIndex {
-        filters,
-        range_dels,
-    };
-    Ok((index, last_sequence))
+    Ok(ReadLog {
+        index: LogIndex {
+            filters,
+            range_dels,
+        },
+        ranges,
+        last_listed,
+        ignored_records,
+    })
 }
 
 /// Parses the record at `offset` of the log `path` as a batch.
@@ -445,6 +546,7 @@ pub(super) fn parse<'a>(
 struct RecordIndex<'a> {
     keys: Vec<&'a [u8]>,
     tombstones: Vec<RangeTombstone>,
+    first_sequence: u64,
     last_sequence: u64,
 }
 
@@ -455,6 +557,7 @@ impl<'a> RecordIndex<'a> {
         let mut index = RecordIndex {
             keys: Vec::with_capacity(batch.count as usize),
             tombstones: Vec::new(),
+            first_sequence: batch.first_sequence,
             last_sequence: batch.first_sequence + u64::from(batch.count).saturating_sub(1),
         };
         let mut seq = batch.first_sequence;

@@ -115,6 +115,11 @@ impl super::ChunkStore {
         for chunk in &chunks {
             chunk.log.sync()?;
         }
+        self.durable_sequence.fetch_max(
+            self.last_sequence
+                .load(std::sync::atomic::Ordering::Acquire),
+            std::sync::atomic::Ordering::AcqRel,
+        );
         ClosedLogs {
             last_sequence: self
                 .last_sequence

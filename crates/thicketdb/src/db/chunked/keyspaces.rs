@@ -70,21 +70,25 @@ impl ChunkStore {
                 "the default keyspace cannot be dropped".into(),
             ));
         }
-        let mut guard = self.writer.lock();
-        let writer = guard
-            .as_mut()
-            .ok_or_else(|| Error::ReadOnly("drop_keyspace".into()))?;
-        let space = self
-            .find_space(name)
-            .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?}")))?;
-        let mut spaces = self.spaces().as_ref().clone();
-        spaces.retain(|s| !Arc::ptr_eq(s, &space));
-        self.publish_spaces(writer, spaces)?;
-        for chunk in &space.chunk_set().chunks {
-            self.munks.release(chunk);
-        }
-        space.drop_all();
-        drop(guard);
+        // Its logs' writes leave with it: the list that drops it must
+        // count them durable, or recovery would find their numbers
+        // missing and drop every later write (`durable_prefix.rs`). Every
+        // append lock stays held until its chunks are retired, so no
+        // write numbered after the sync reaches them.
+        let space = self.with_logs_synced(|writer| {
+            let writer = writer.ok_or_else(|| Error::ReadOnly("drop_keyspace".into()))?;
+            let space = self
+                .find_space(name)
+                .ok_or_else(|| Error::KeyspaceNotFound(format!("{name:?}")))?;
+            let mut spaces = self.spaces().as_ref().clone();
+            spaces.retain(|s| !Arc::ptr_eq(s, &space));
+            self.publish_spaces(writer, spaces)?;
+            for chunk in &space.chunk_set().chunks {
+                self.munks.release(chunk);
+            }
+            space.drop_all();
+            Ok(space)
+        })?;
         // With the metadata lock free: a build of its chunks under way
         // finds it gone at its switch.
         self.builds.forget(space.id);

@@ -5,14 +5,18 @@
 //! as of the last completed one. Format (`docs/format.md`, *Chunk list*):
 //!
 //! `magic "TKCHUNKS" | fixed32 version | fixed32 body length | body |
-//! fixed32 masked crc32c(body)`. Version 2's body:
-//! `varint64 last_sequence | varint64 next_file_number |
+//! fixed32 masked crc32c(body)`. Version 3's body:
+//! `varint64 last_sequence | varint64 durable | varint64 next_file_number |
 //! varint64 batch_log_number | varint32 next_keyspace_id |
 //! varint32 keyspaces | keyspaces × (varint32 id | length-prefixed name |
 //! length-prefixed options | chunks) | counters`, where
 //! `chunks = varint32 n | n × (length-prefixed start key |
 //! varint64 table_number | varint64 log_number)` and
 //! `counters = varint32 n | n × (length-prefixed name | varint64 value)`.
+//! `durable` is 1 + the durable sequence (every write numbered up to it
+//! was synced when the list was written; recovery drops the writes after
+//! the first one missing above it), 0 when unknown.
+//! Version 2 is version 3 without `durable` (unknown).
 //! The first keyspace is the default one (id 0, options empty: the
 //! store's `OPTIONS`); another's options are its `OPTIONS` text.
 //! Version 1 (no keyspaces; funks without range tombstones) has
@@ -32,7 +36,9 @@ use crate::format::coding::{
 const MAGIC: &[u8; 8] = b"TKCHUNKS";
 /// The version written: keyspaces, and funks that may hold range
 /// tombstones (a build that reads only version 1 must not open it).
-pub const CHUNK_LIST_VERSION: u32 = 2;
+pub const CHUNK_LIST_VERSION: u32 = 3;
+/// The version before the durable sequence, still read.
+const CHUNK_LIST_V2: u32 = 2;
 /// The version of stores from before keyspaces, still read.
 const CHUNK_LIST_V1: u32 = 1;
 
@@ -68,6 +74,11 @@ pub struct ChunkList {
     /// tables when the list was written (a rebalance may drop the newest
     /// entry of a key, a deletion, from its table).
     pub last_sequence: u64,
+    /// Every write numbered up to it was synced (to a chunk log, the batch
+    /// log or a funk's table) before the list was written; `None` from a
+    /// version-2 list. Recovery keeps, above it, only the writes up to
+    /// the first one missing (`open.rs`).
+    pub durable_sequence: Option<u64>,
     /// Every file number in use is below it.
     pub next_file_number: u64,
     /// The store-wide log of batches that span chunks.
@@ -92,8 +103,17 @@ fn put_chunks(body: &mut Vec<u8>, chunks: &[ChunkRecord]) {
 impl ChunkList {
     /// The file's bytes (always the current version).
     pub fn encode(&self) -> Vec<u8> {
+        super::framed::encode(MAGIC, CHUNK_LIST_VERSION, &self.body(true))
+    }
+
+    /// The body of version 3, or of version 2 (without the durable
+    /// sequence).
+    fn body(&self, with_durable: bool) -> Vec<u8> {
         let mut body = Vec::new();
         put_varint64(&mut body, self.last_sequence);
+        if with_durable {
+            put_varint64(&mut body, self.durable_sequence.map_or(0, |d| d + 1));
+        }
         put_varint64(&mut body, self.next_file_number);
         put_varint64(&mut body, self.batch_log_number);
         put_varint32(&mut body, self.next_keyspace_id);
@@ -109,10 +129,10 @@ impl ChunkList {
             put_length_prefixed(&mut body, name.as_bytes());
             put_varint64(&mut body, *value);
         }
-        super::framed::encode(MAGIC, CHUNK_LIST_VERSION, &body)
+        body
     }
 
-    /// Parses a `CHUNKS` file of version 1 or 2; errors name `file` and
+    /// Parses a `CHUNKS` file of version 1, 2 or 3; errors name `file` and
     /// the offset of the damage.
     pub fn decode(file: &Path, data: &[u8]) -> Result<ChunkList> {
         let bad = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
@@ -121,7 +141,7 @@ impl ChunkList {
             data,
             MAGIC,
             "chunk list",
-            &[CHUNK_LIST_V1, CHUNK_LIST_VERSION],
+            &[CHUNK_LIST_V1, CHUNK_LIST_V2, CHUNK_LIST_VERSION],
         )?;
         let len = body.len();
         let mut cur = body;
@@ -150,6 +170,10 @@ impl ChunkList {
             Ok(chunks)
         };
         let last_sequence = field(&mut cur, "last sequence")?;
+        let durable_sequence = match version {
+            CHUNK_LIST_VERSION => field(&mut cur, "durable sequence")?.checked_sub(1),
+            _ => None,
+        };
         let next_file_number = field(&mut cur, "next file number")?;
         let batch_log_number = field(&mut cur, "batch log number")?;
         let (next_keyspace_id, keyspaces) = if version == CHUNK_LIST_V1 {
@@ -191,6 +215,7 @@ impl ChunkList {
         }
         let list = ChunkList {
             last_sequence,
+            durable_sequence,
             next_file_number,
             batch_log_number,
             next_keyspace_id,
@@ -251,6 +276,7 @@ pub(super) mod tests {
     fn sample() -> ChunkList {
         ChunkList {
             last_sequence: 99,
+            durable_sequence: Some(97),
             next_file_number: 10,
             batch_log_number: 9,
             next_keyspace_id: 3,
@@ -314,12 +340,32 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn version_2_reads_without_a_durable_sequence() {
+        let bytes = super::super::framed::encode(MAGIC, CHUNK_LIST_V2, &sample().body(false));
+        let list = ChunkList::decode(Path::new("CHUNKS"), &bytes).unwrap();
+        let mut want = sample();
+        want.durable_sequence = None;
+        assert_eq!(list, want);
+    }
+
+    #[test]
+    fn an_unknown_durable_sequence_round_trips() {
+        let mut list = sample();
+        list.durable_sequence = None;
+        assert_eq!(
+            ChunkList::decode(Path::new("CHUNKS"), &list.encode()).unwrap(),
+            list
+        );
+    }
+
+    #[test]
     fn version_1_reads_as_the_default_keyspace() {
         let list = ChunkList::decode(Path::new("CHUNKS"), &v1_bytes()).unwrap();
         let mut want = sample();
         want.keyspaces.truncate(1);
         want.next_keyspace_id = 1;
         want.counters.clear();
+        want.durable_sequence = None;
         assert_eq!(list, want);
     }
 

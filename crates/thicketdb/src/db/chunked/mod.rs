@@ -31,11 +31,15 @@ mod batch_log;
 mod build_queue;
 pub(crate) mod check;
 mod checkpoint;
+mod checkpoint_mark;
+mod checkpointer;
 mod chunk;
 mod chunk_log;
 pub mod closed;
+mod durable_prefix;
 pub(crate) mod files;
 mod framed;
+mod incarnations;
 mod keyspaces;
 pub mod log_filter;
 mod log_sorted;
@@ -124,6 +128,20 @@ pub(crate) struct ChunkStore {
     last_sequence: AtomicU64,
     /// Hands out sequence numbers and publishes them in order.
     sequencer: sequencer::Sequencer,
+    /// Every write numbered up to it is synced (in the logs or funks):
+    /// `CHUNKS` records it, and recovery keeps only a gapless run of
+    /// writes past it (`durable_prefix.rs`).
+    durable_sequence: AtomicU64,
+    /// The store's incarnation (`incarnations.rs`).
+    incarnation: u32,
+    /// `durability=async`: every write up to it is durable and recorded in
+    /// `CHECKPOINT`; funk rebalances merge nothing past it. `u64::MAX` in
+    /// the synchronous mode.
+    checkpointed: AtomicU64,
+    /// `durability=async`: the background checkpointer.
+    checkpointer: checkpointer::Checkpointer,
+    /// When the last checkpoint began.
+    last_checkpoint_at: Mutex<std::time::Instant>,
     /// Group commit of syncing writers.
     sync_group: sync_group::SyncGroup,
     /// Every live keyspace, the default one first; replaced whole (under
@@ -167,6 +185,10 @@ impl ChunkStore {
         store
             .builds
             .start(&store, store.options.chunk_rebalance_threads)?;
+        if store.is_async() {
+            let interval = std::time::Duration::from_millis(store.options.checkpoint_interval);
+            store.checkpointer.start(&store, interval)?;
+        }
         Ok(store)
     }
 
@@ -180,6 +202,11 @@ impl ChunkStore {
         // Through the read-only file system: a mistaken write cannot land.
         let store = open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)?;
         Ok(Arc::new(store))
+    }
+
+    /// Whether writes become durable by checkpoints (`durability=async`).
+    fn is_async(&self) -> bool {
+        self.options.durability == crate::options::Durability::Async && !self.read_only
     }
 
     pub fn dir(&self) -> &Path {
@@ -276,11 +303,14 @@ impl ChunkStore {
             if chunks.iter().any(|(_, c)| c.is_retired()) {
                 continue;
             }
-            let (first, last) = self.append(batch, &spaces, &groups, &chunks)?;
+            // `None`: a keyspace drop retired a chunk meanwhile.
+            let Some((first, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
+                continue;
+            };
             drop(shared);
             break (spaces, chunks, first, last);
         };
-        if opts.sync {
+        if opts.sync && !self.is_async() {
             self.sync_group.sync(|| {
                 #[cfg(test)]
                 {
@@ -297,6 +327,10 @@ impl ChunkStore {
             .publish(&self.last_sequence, first, last, || {
                 self.failed.lock().clone()
             })?;
+        if opts.sync && self.is_async() {
+            // After publication: the checkpoint waits for it.
+            self.wait_checkpointed(last)?;
+        }
         for (space, chunk) in chunks.iter().rev() {
             let space = &spaces[*space];
             if self.munks.touch(self, chunk, 1) {
@@ -359,17 +393,24 @@ impl ChunkStore {
 
     /// Appends the batch's groups to their chunks (`chunks`, in group
     /// order, current while their `rebalance_lock`s are held shared) and
-    /// the caches; returns the sequence numbers it took.
+    /// the caches; returns the sequence numbers it took, or `None` (and
+    /// takes none) when a keyspace drop retired one of the chunks.
     fn append(
         &self,
         batch: &WriteBatch,
         spaces: &[Arc<ChunkSpace>],
         groups: &std::collections::BTreeMap<(usize, usize), WriteBatch>,
         chunks: &[(usize, Arc<Chunk>)],
-    ) -> Result<(u64, u64)> {
+    ) -> Result<Option<(u64, u64)>> {
         let appending: Vec<_> = chunks.iter().map(|(_, c)| c.append_lock.lock()).collect();
         // `close` records the logs' lengths under every append lock.
         self.check_open()?;
+        // A drop retires its chunks under every append lock: a number
+        // appended to a dropped chunk's log would leave a gap that makes
+        // recovery drop every later write (`durable_prefix.rs`).
+        if chunks.iter().any(|(_, c)| c.is_retired()) {
+            return Ok(None);
+        }
         let count: u64 = groups.values().map(|g| g.len() as u64).sum();
         let first = self.sequencer.allocate(count);
         let mut logged = 0;
@@ -420,7 +461,7 @@ impl ChunkStore {
         Counters::add(&c.user_writes, batch.len() as u64);
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
-        Ok((first, sequence - 1))
+        Ok(Some((first, sequence - 1)))
     }
 
     /// Gives `chunk` a munk if the munk cache admits it, under its
@@ -477,10 +518,20 @@ impl ChunkStore {
     /// chunk's `append_lock` and the metadata lock are held throughout:
     /// the logs then hold exactly the batches numbered up to the last one
     /// handed out (each batch takes its numbers and appends under its
-    /// chunks' append locks), so what a power loss keeps is always a
-    /// prefix of the writes.
+    /// chunks' append locks), and the durable sequence moves up to the
+    /// last number handed out. A power loss in the middle of the round
+    /// may keep a later write and lose an earlier one: recovery keeps
+    /// only the writes before the first one lost (`durable_prefix.rs`).
     /// REQUIRES: no `append_lock` held by the caller.
     fn sync_dirty_logs(&self) -> Result<()> {
+        self.with_logs_synced(|_| Ok(()))
+    }
+
+    /// Runs `f` with the metadata lock's content once every dirty log is
+    /// synced (`sync_dirty_logs`), holding every append lock throughout:
+    /// no write comes between the sync and `f`.
+    /// REQUIRES: no `append_lock` held by the caller.
+    fn with_logs_synced<T>(&self, f: impl FnOnce(Option<&mut Writer>) -> Result<T>) -> Result<T> {
         loop {
             let chunks = self.every_chunk();
             let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
@@ -490,6 +541,9 @@ impl ChunkStore {
             if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
                 continue;
             }
+            // Every number handed out is in the logs (each batch takes
+            // its numbers and appends under its chunks' append locks).
+            let allocated = self.sequencer.last_allocated();
             let mut syncs = match meta.as_mut() {
                 Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
                 None => 0,
@@ -498,7 +552,8 @@ impl ChunkStore {
                 syncs += u64::from(chunk.log.sync_if_dirty()?);
             }
             Counters::add(&self.counters.fsyncs_log, syncs);
-            return Ok(());
+            self.durable_sequence.fetch_max(allocated, Ordering::AcqRel);
+            return f(meta.as_mut());
         }
     }
 
@@ -606,16 +661,19 @@ impl ChunkStore {
         )
     }
 
-    /// Syncs every chunk log.
+    /// Syncs every log holding unsynced appends. Under the append locks
+    /// (`sync_dirty_logs`): syncing chunk logs one by one while writers
+    /// append could make a later write durable and an earlier one, in a
+    /// log synced before it, not.
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         if self.read_only {
             return Err(Error::ReadOnly("flush".into()));
         }
-        for chunk in self.every_chunk() {
-            chunk.log.sync()?;
+        if self.is_async() {
+            return self.take_checkpoint().map(|_| ());
         }
-        Ok(())
+        self.sync_dirty_logs()
     }
 
     /// Funk-rebalances every chunk overlapping `[start, end]` whose log
@@ -631,6 +689,10 @@ impl ChunkStore {
         space.check_live()?;
         if self.read_only {
             return Err(Error::ReadOnly("compact_range".into()));
+        }
+        if self.is_async() {
+            // Tables take checkpointed writes only: all of them, now.
+            self.take_checkpoint()?;
         }
         let mut at = start.map(<[u8]>::to_vec);
         loop {
@@ -715,6 +777,7 @@ impl ChunkStore {
         }
         // A build under way sees `closed` and abandons (`rebalance.rs`).
         self.builds.stop();
+        self.checkpointer.stop();
         // Every append lock, then every appended batch published: no
         // append is under way, and none follows (a writer checks `closed`
         // under its append locks), so the log lengths recorded hold whole,
@@ -732,7 +795,8 @@ impl ChunkStore {
         let persisted = match (&*writer, self.failed.lock().is_some() || published.is_err()) {
             (Some(w), false) => self
                 .write_chunk_list(w)
-                .and_then(|()| self.record_clean_close()),
+                .and_then(|()| self.record_clean_close())
+                .and_then(|()| self.mark_clean_close()),
             _ => Ok(()),
         };
         self.lock.lock().take();
@@ -744,6 +808,7 @@ impl Drop for ChunkStore {
     fn drop(&mut self) {
         // Unclosed (a test's store): the threads must not outlive it.
         self.builds.stop();
+        self.checkpointer.stop();
     }
 }
 
@@ -809,6 +874,8 @@ fn group_by_chunk(
     }
 }
 
+#[cfg(test)]
+mod async_tests;
 #[cfg(test)]
 mod build_queue_tests;
 #[cfg(test)]

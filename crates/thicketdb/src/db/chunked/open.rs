@@ -13,9 +13,12 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::batch_log::{self, BatchLog};
+use super::checkpoint_mark::CheckpointMark;
 use super::chunk::{open_table, Chunk, ChunkLog};
 use super::closed::ClosedLogs;
+use super::durable_prefix::{self, SeqRange};
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
+use super::incarnations::Incarnations;
 use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::munk::MunkCache;
@@ -28,7 +31,8 @@ use crate::db::tree::DEFAULT_KEYSPACE;
 use crate::db::{WriteBatch, DEFAULT_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
-use crate::options::Options;
+use crate::log::RecoveryMode;
+use crate::options::{Durability, Options};
 use crate::stats::Counters;
 use crate::table::{BlockCache, TableContext};
 use crate::version::files::{lock_path, options_path, temp_path};
@@ -85,9 +89,38 @@ pub(super) fn open(
     };
     // A damaged `LOGS_CLOSED` only costs reading every log.
     let closed = ClosedLogs::read(fs.as_ref(), dir).ok().flatten();
-    let mut last_sequence = list.last_sequence;
-    // Per keyspace, per chunk: the last sequence number its log holds.
-    let mut log_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
+    // A clean close synced every log: all it recorded is durable.
+    let durable = match (list.durable_sequence, &closed) {
+        (Some(d), Some(c)) => Some(d.max(c.last_sequence)),
+        (d, c) => d.or(c.as_ref().map(|c| c.last_sequence)),
+    };
+    let stored_incarnations = Incarnations::read(fs.as_ref(), dir)?;
+    // The stored bits win: the sequence numbers on disk are laid out so.
+    let incarnations = stored_incarnations
+        .clone()
+        .unwrap_or_else(|| Incarnations::new(options.incarnation_bits));
+    let recovery = Recovery::of(
+        closed.is_some(),
+        CheckpointMark::read(fs.as_ref(), dir)?,
+        &incarnations,
+    );
+    // The table this run keeps (the next incarnation's after a recovery
+    // from a checkpoint), and the one every log read leaves ignored
+    // records out by (past the checkpoint, also when no incarnation is
+    // left: those logs are rewritten without them).
+    let (kept, reading) = match &recovery {
+        Recovery::Lazy { next } => (next.clone(), next.clone()),
+        Recovery::Cut { checkpointed } => {
+            (incarnations.clone(), incarnations.advanced(*checkpointed))
+        }
+        Recovery::Logs => (incarnations.clone(), incarnations.clone()),
+    };
+    let reading = Arc::new(reading);
+    // Per keyspace, per chunk: the sequence numbers of each record its
+    // log holds (none read for a log a clean close recorded).
+    let mut log_ranges: Vec<Vec<Vec<SeqRange>>> = Vec::with_capacity(list.keyspaces.len());
+    // The last sequence number a clean close recorded for such a log.
+    let mut closed_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
     let mut torn = Vec::new();
     let mut spaces = Vec::with_capacity(list.keyspaces.len());
     for (s, record) in list.keyspaces.iter().enumerate() {
@@ -99,6 +132,7 @@ pub(super) fn open(
             }
         };
         let mut chunks = Vec::with_capacity(record.chunks.len());
+        let mut ranges = Vec::with_capacity(record.chunks.len());
         let mut ends = Vec::with_capacity(record.chunks.len());
         for (i, chunk) in record.chunks.iter().enumerate() {
             let table = match chunk.table_number {
@@ -106,30 +140,45 @@ pub(super) fn open(
                 n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
             };
             let number = chunk.log_number;
-            let (log, log_last, is_torn) = match closed_length(fs.as_ref(), dir, &closed, number) {
-                Some((len, last)) => {
+            let lazy = match (&recovery, closed_length(fs.as_ref(), dir, &closed, number)) {
+                // Read on first need, cut at any damage then.
+                (Recovery::Lazy { .. }, _) => {
+                    let len = fs.file_size(&super::files::chunk_log_path(dir, number))?;
+                    Some((len, 0, true))
+                }
+                (_, Some((len, last))) => Some((len, last, false)),
+                (_, None) => None,
+            };
+            let (log, log_ranges, log_last, is_torn) = match lazy {
+                Some((len, last, may_be_torn)) => {
                     let log = ChunkLog::open_unread(
                         fs.clone(),
                         dir,
                         number,
                         filters(&space_options),
                         len,
+                        reading.clone(),
+                        may_be_torn,
                     )?;
-                    (log, last, false)
+                    (log, Vec::new(), last, false)
                 }
-                None => ChunkLog::open(
-                    fs.as_ref(),
-                    dir,
-                    number,
-                    filters(&space_options),
-                    options.wal_recovery_mode,
-                )?,
+                None => {
+                    let (log, ranges, torn) = ChunkLog::open(
+                        fs.as_ref(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        options.wal_recovery_mode,
+                        &reading,
+                    )?;
+                    (log, ranges, 0, torn)
+                }
             };
             if is_torn {
                 torn.push((s, i));
             }
-            last_sequence = last_sequence.max(log_last);
-            ends.push(log_last.max(list.last_sequence));
+            ranges.push(log_ranges);
+            ends.push(log_last);
             chunks.push(Arc::new(Chunk::new(
                 chunk.start.clone(),
                 table,
@@ -138,7 +187,8 @@ pub(super) fn open(
                 dir.to_path_buf(),
             )));
         }
-        log_ends.push(ends);
+        log_ranges.push(ranges);
+        closed_ends.push(ends);
         spaces.push(Arc::new(ChunkSpace::new(
             record.id,
             record.name.clone(),
@@ -146,18 +196,80 @@ pub(super) fn open(
             ChunkSet { chunks },
         )));
     }
-    let batches = batch_log::read(
+    let mut batches = batch_log::read(
         fs.as_ref(),
         dir,
         list.batch_log_number,
         options.wal_recovery_mode,
     )?;
-    if let Some((first, record)) = batches.last() {
-        let count = crate::db::DecodedBatch::parse(record)
-            .map_err(Error::invariant)?
-            .count;
-        last_sequence = last_sequence.max(first + u64::from(count).saturating_sub(1));
+    if let Recovery::Lazy { .. } = recovery {
+        // The checkpointed batches are whole in the chunk logs.
+        batches.clear();
     }
+    let batch_ranges = batches
+        .iter()
+        .map(|(first, record)| {
+            let count = crate::db::DecodedBatch::parse(record)
+                .map_err(Error::invariant)?
+                .count;
+            Ok((*first, first + u64::from(count).saturating_sub(1)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let cut = match recovery {
+        // The logs' records past the checkpoint are left out already; the
+        // batch log's are dropped here.
+        Recovery::Cut { checkpointed } => checkpointed + 1,
+        Recovery::Lazy { .. } => u64::MAX,
+        // Salvaging a damaged store keeps every record it can read.
+        Recovery::Logs => durable
+            .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
+            .and_then(|d| {
+                let logged = log_ranges.iter().flatten().flatten().copied();
+                durable_prefix::first_gap(d, logged.chain(batch_ranges.iter().copied()))
+            })
+            .unwrap_or(u64::MAX),
+    };
+    batches.truncate(batch_ranges.iter().filter(|r| r.0 < cut).count());
+    let kept_last = |ranges: &[SeqRange]| {
+        ranges
+            .iter()
+            .filter(|r| r.0 < cut)
+            .map(|r| r.1)
+            .max()
+            .unwrap_or(0)
+    };
+    // Below the durable sequence a chunk may hold a write in its funk
+    // rather than its log; without one (a version-2 list), below the
+    // list's last sequence.
+    let floor = durable.unwrap_or(list.last_sequence);
+    // Per keyspace, per chunk: the last sequence number it holds.
+    let log_ends: Vec<Vec<u64>> = log_ranges
+        .iter()
+        .zip(&closed_ends)
+        .map(|(ranges, ends)| {
+            ranges
+                .iter()
+                .zip(ends)
+                .map(|(r, &end)| kept_last(r).max(end).max(floor))
+                .collect()
+        })
+        .collect();
+    // Logs holding writes past the cut are rewritten without them.
+    for (s, ranges) in log_ranges.iter().enumerate() {
+        for (i, r) in ranges.iter().enumerate() {
+            if r.iter().any(|r| r.0 >= cut) && !torn.contains(&(s, i)) {
+                torn.push((s, i));
+            }
+        }
+    }
+    let last_sequence = log_ends
+        .iter()
+        .flatten()
+        .copied()
+        .chain([kept_last(&batch_ranges), floor, kept.base()])
+        .max()
+        .unwrap_or(0);
+    let is_async = options.durability == Durability::Async && !read_only;
     let munks = MunkCache::new(options.munk_cache_bytes);
     let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
     let store = ChunkStore {
@@ -167,6 +279,15 @@ pub(super) fn open(
         counters,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
+        // Raised below once the logs read are synced.
+        durable_sequence: AtomicU64::new(durable.unwrap_or(0)),
+        incarnation: kept.current(),
+        checkpointed: AtomicU64::new(match is_async {
+            true => last_sequence,
+            false => u64::MAX,
+        }),
+        checkpointer: Default::default(),
+        last_checkpoint_at: Mutex::new(std::time::Instant::now()),
         sequencer: super::sequencer::Sequencer::new(last_sequence),
         sync_group: Default::default(),
         default: spaces[0].clone(),
@@ -200,14 +321,33 @@ pub(super) fn open(
         }
         return Ok(store);
     }
+    // Before anything is written in the new incarnation (a crash now
+    // must find the table that ignores the old one's unsaved writes).
+    if stored_incarnations.as_ref() != Some(&kept) {
+        kept.write(fs.as_ref(), dir)?;
+    }
     // Before the first append: the lengths it records stop being true.
     ClosedLogs::remove(fs.as_ref(), dir)?;
     let mut next_file_number = list.next_file_number;
-    rewrite_torn_logs(&store, &torn, &mut next_file_number)?;
+    rewrite_logs(&store, &torn, cut, &mut next_file_number)?;
     for chunk in store.every_chunk() {
         chunk.log.reopen_for_append(fs.as_ref())?;
     }
     complete_batches(&store, missing)?;
+    // What a crash left in the page cache is durable before the list
+    // counts it so (a rewritten or completed log is synced already).
+    let spaces = store.spaces();
+    for (s, ranges) in log_ranges.iter().enumerate() {
+        let set = spaces[s].chunk_set();
+        for (i, r) in ranges.iter().enumerate() {
+            if !r.is_empty() && !torn.contains(&(s, i)) {
+                set.chunks[i].log.sync()?;
+            }
+        }
+    }
+    store
+        .durable_sequence
+        .fetch_max(last_sequence, std::sync::atomic::Ordering::AcqRel);
     // The old batch log's batches are now whole in the chunk logs.
     let batch_log = BatchLog::create(fs.as_ref(), dir, next_file_number)?;
     next_file_number += 1;
@@ -217,8 +357,54 @@ pub(super) fn open(
         next_keyspace_id: list.next_keyspace_id,
     });
     store.write_chunk_list(store.writer.lock().as_ref().expect("just set"))?;
+    // The mark says how this run's crash is recovered: from a checkpoint
+    // (the first: everything recovered), or by reading the logs.
+    match is_async {
+        true => CheckpointMark {
+            incarnation: store.incarnation,
+            sequence: last_sequence,
+        }
+        .write(fs.as_ref(), dir)?,
+        false => CheckpointMark::remove(fs.as_ref(), dir)?,
+    }
     sweep(&store)?;
     Ok(store)
+}
+
+/// How an open recovers the last run's writes.
+enum Recovery {
+    /// Read every log not closed cleanly (the synchronous mode's crash, or
+    /// no crash): keep the writes up to the first one missing past the
+    /// durable sequence (`durable_prefix.rs`).
+    Logs,
+    /// An asynchronous-mode crash: the next incarnation, whose table
+    /// ignores the last one's writes past its checkpoint; no log is read
+    /// (each is on first need).
+    Lazy { next: Incarnations },
+    /// An asynchronous-mode crash with no incarnation left: read every
+    /// log and rewrite those holding writes past the checkpoint without
+    /// them; the incarnation goes on.
+    Cut { checkpointed: u64 },
+}
+
+impl Recovery {
+    /// The recovery after a run that closed cleanly (`clean`) or left
+    /// `mark` (a run in the asynchronous mode), with `incarnations`.
+    fn of(clean: bool, mark: Option<CheckpointMark>, incarnations: &Incarnations) -> Recovery {
+        match mark {
+            Some(mark) if !clean && mark.incarnation == incarnations.current() => {
+                match incarnations.can_advance() {
+                    true => Recovery::Lazy {
+                        next: incarnations.advanced(mark.sequence),
+                    },
+                    false => Recovery::Cut {
+                        checkpointed: mark.sequence,
+                    },
+                }
+            }
+            _ => Recovery::Logs,
+        }
+    }
 }
 
 /// The length a clean close recorded for chunk log `number` and the
@@ -252,6 +438,7 @@ fn create(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
     BatchLog::create(fs, dir, 2)?;
     let list = ChunkList {
         last_sequence: 0,
+        durable_sequence: Some(0),
         next_file_number: 3,
         batch_log_number: 2,
         next_keyspace_id: 1,
@@ -278,9 +465,16 @@ pub(super) fn write_list(fs: &dyn FileSystem, dir: &Path, list: &ChunkList) -> R
     fs.sync_dir(dir)
 }
 
-/// Copies each torn log's complete records (keyspace index, chunk index)
-/// to a new log, so that appends do not follow the damage.
-fn rewrite_torn_logs(store: &ChunkStore, torn: &[(usize, usize)], next: &mut u64) -> Result<()> {
+/// Copies each listed log's (keyspace index, chunk index) complete
+/// records numbered below `cut` to a new log: appends do not follow a
+/// torn tail, and the writes past a lost one are gone
+/// (`durable_prefix.rs`).
+fn rewrite_logs(
+    store: &ChunkStore,
+    torn: &[(usize, usize)],
+    cut: u64,
+    next: &mut u64,
+) -> Result<()> {
     if torn.is_empty() {
         return Ok(());
     }
@@ -297,7 +491,12 @@ fn rewrite_torn_logs(store: &ChunkStore, torn: &[(usize, usize)], next: &mut u64
         )?;
         *next += 1;
         for record in old.log.records()? {
-            log.append(&record, false)?;
+            let first = crate::db::DecodedBatch::parse(&record)
+                .map_err(Error::invariant)?
+                .first_sequence;
+            if first < cut {
+                log.append(&record, false)?;
+            }
         }
         log.sync()?;
         let table = old.table.clone().map(|t| (old.table_number, t));

@@ -94,10 +94,17 @@ struct Built {
 /// published records.
 /// REQUIRES: the chunk's `funk_change_lock`.
 fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
-    // Before the records: every record up to it is in the log.
+    // Before the records: every record up to it is in the log. In the
+    // asynchronous mode, only checkpointed writes go to a table (a crash
+    // returns to the checkpoint, and tables are read unchecked).
     let published = store
         .last_sequence
-        .load(std::sync::atomic::Ordering::Acquire);
+        .load(std::sync::atomic::Ordering::Acquire)
+        .min(
+            store
+                .checkpointed
+                .load(std::sync::atomic::Ordering::Acquire),
+        );
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
     let mut entries = chunk.table_entries()?;
@@ -230,8 +237,13 @@ fn switch(
         child.tail_bytes = child.log.len();
     }
     // The new funks make the tail durable: the other chunks' earlier
-    // writes must be too, so that a power loss keeps a prefix.
-    let synced = store.sync_dirty_logs().and_then(|()| {
+    // writes must be too, so that a power loss keeps a prefix (in the
+    // asynchronous mode the tables hold checkpointed writes only).
+    let others_synced = match store.is_async() {
+        true => Ok(()),
+        false => store.sync_dirty_logs(),
+    };
+    let synced = others_synced.and_then(|()| {
         new_chunks
             .iter()
             .try_for_each(|c| c.log.sync())

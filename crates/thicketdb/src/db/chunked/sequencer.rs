@@ -39,6 +39,11 @@ impl Sequencer {
         self.allocated.store(last, Ordering::Release);
     }
 
+    /// The last number handed out.
+    pub fn last_allocated(&self) -> u64 {
+        self.allocated.load(Ordering::Acquire)
+    }
+
     /// Hands out `count` consecutive numbers; returns the first.
     /// REQUIRES: the `append_lock` of every chunk the numbers go to, so
     /// each chunk log receives its numbers in order.
@@ -77,8 +82,19 @@ impl Sequencer {
         published: &AtomicU64,
         failed: impl Fn() -> Option<Error>,
     ) -> Result<()> {
+        self.wait_published_through(published, self.last_allocated(), failed)
+    }
+
+    /// Returns once every number up to `target` (handed out) is published.
+    /// REQUIRES: no lock a writer takes after appending.
+    pub fn wait_published_through(
+        &self,
+        published: &AtomicU64,
+        target: u64,
+        failed: impl Fn() -> Option<Error>,
+    ) -> Result<()> {
         let mut gate = self.gate.lock();
-        while published.load(Ordering::Acquire) != self.allocated.load(Ordering::Acquire) {
+        while published.load(Ordering::Acquire) < target {
             if let Some(e) = failed() {
                 return Err(Error::Background(Box::new(e)));
             }
