@@ -195,7 +195,12 @@ fn a_checkpoint_interrupted_at_any_step_leaves_the_previous_one() {
     let mut outcomes = std::collections::BTreeSet::new();
     for ops in 0..40 {
         let fs = FaultFs::new();
-        let options = async_options(3_600_000);
+        // No funk build (each takes a checkpoint of its own) in between.
+        let options = Options {
+            funk_log_limit: 1 << 20,
+            funk_log_limit_with_munk: 1 << 20,
+            ..async_options(3_600_000)
+        };
         let db = open(&fs, &options);
         for i in 0..300u64 {
             write(&db, i);
