@@ -89,6 +89,12 @@ impl ChunkStore {
         }
         drop(chunks);
         BatchLog::create(fs, &building, list.batch_log_number)?;
+        // The copied logs may hold records of an old incarnation that
+        // recovery ignores: the copy ignores them too. (No `CHECKPOINT`:
+        // the copy holds every write up to its point.)
+        if let Some(table) = super::incarnations::Incarnations::read(fs, &self.dir)? {
+            table.write(fs, &building)?;
+        }
         write_list(fs, &building, &list)?;
         finish(fs, &self.dir, &building, dir)?;
         Ok(report)

@@ -108,14 +108,11 @@ pub(super) fn open(
     // from a checkpoint), and the one every log read leaves ignored
     // records out by (past the checkpoint, also when no incarnation is
     // left: those logs are rewritten without them).
-    let (kept, reading) = match &recovery {
-        Recovery::Lazy { next } => (next.clone(), next.clone()),
-        Recovery::Cut { checkpointed } => {
-            (incarnations.clone(), incarnations.advanced(*checkpointed))
-        }
-        Recovery::Logs => (incarnations.clone(), incarnations.clone()),
+    let kept = match &recovery {
+        Recovery::Lazy { next } => next.clone(),
+        _ => incarnations.clone(),
     };
-    let reading = Arc::new(reading);
+    let reading = Arc::new(recovery.ignoring(&incarnations));
     // Per keyspace, per chunk: the sequence numbers of each record its
     // log holds (none read for a log a clean close recorded).
     let mut log_ranges: Vec<Vec<Vec<SeqRange>>> = Vec::with_capacity(list.keyspaces.len());
@@ -371,6 +368,17 @@ pub(super) fn open(
     Ok(store)
 }
 
+/// The table by which an open now would leave records out of the logs
+/// (`check` applies it too).
+pub(super) fn ignored_by_recovery(dir: &Path, fs: &dyn FileSystem) -> Result<Incarnations> {
+    let closed = ClosedLogs::read(fs, dir).ok().flatten();
+    let options = Options::default();
+    let incarnations =
+        Incarnations::read(fs, dir)?.unwrap_or_else(|| Incarnations::new(options.incarnation_bits));
+    let mark = CheckpointMark::read(fs, dir)?;
+    Ok(Recovery::of(closed.is_some(), mark, &incarnations).ignoring(&incarnations))
+}
+
 /// How an open recovers the last run's writes.
 enum Recovery {
     /// Read every log not closed cleanly (the synchronous mode's crash, or
@@ -403,6 +411,16 @@ impl Recovery {
                 }
             }
             _ => Recovery::Logs,
+        }
+    }
+
+    /// The table the logs are read by: the records it ignores are left
+    /// out (past the checkpoint too, when no incarnation is left).
+    fn ignoring(&self, incarnations: &Incarnations) -> Incarnations {
+        match self {
+            Recovery::Lazy { next } => next.clone(),
+            Recovery::Cut { checkpointed } => incarnations.advanced(*checkpointed),
+            Recovery::Logs => incarnations.clone(),
         }
     }
 }

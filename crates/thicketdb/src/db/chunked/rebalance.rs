@@ -94,6 +94,14 @@ struct Built {
 /// published records.
 /// REQUIRES: the chunk's `funk_change_lock`.
 fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
+    if store.is_async() {
+        // Tables take checkpointed writes only: a checkpoint now lets
+        // this build merge everything published (else the log stays past
+        // its limit until the next one, and its writers wait). It costs
+        // what the synchronous mode's switch pays: a sync of the dirty
+        // logs.
+        store.take_checkpoint()?;
+    }
     // Before the records: every record up to it is in the log. In the
     // asynchronous mode, only checkpointed writes go to a table (a crash
     // returns to the checkpoint, and tables are read unchecked).
