@@ -335,6 +335,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "chunk_funk_builds_skipped",
         "chunk_funk_builds_queued",
         "chunk_puts_waited_for_build",
+        "chunk_checkpoints",
     ];
     pinned.sort_unstable();
     assert_eq!(keys, pinned, "{s}");
