@@ -652,6 +652,11 @@ fn dump_decodes_a_chunked_store() {
     let list: serde_json::Value = serde_json::from_str(&ok(db, &["dump", "--json"])).unwrap();
     let default = &list["keyspaces"][0];
     assert_eq!(default["name"], "default", "{list}");
+    // Version 3 records it; the writes up to it were synced.
+    let durable = list["durable_sequence"]
+        .as_u64()
+        .expect("a durable sequence");
+    assert!(durable <= list["last_sequence"].as_u64().unwrap(), "{list}");
     let chunks = default["chunks"].as_array().unwrap();
     assert!(chunks.len() > 1, "split into chunks: {list}");
     let first = &chunks[0];

@@ -68,7 +68,11 @@ pub use table::{BlockCache, CompressionType, FilterPolicy};
 
 // Internals the workspace's tests and tools reach; not part of the API.
 #[doc(hidden)]
+pub use db::chunked::checkpoint_mark::CheckpointMark;
+#[doc(hidden)]
 pub use db::chunked::closed::ClosedLogs;
+#[doc(hidden)]
+pub use db::chunked::incarnations::Incarnations;
 #[doc(hidden)]
 pub use db::chunked::manifest::ChunkList;
 #[doc(hidden)]

@@ -432,6 +432,7 @@ fn chunk_list_json(dump: &ChunkListDump) -> Value {
     json!({
         "chunk_list": dump.path.display().to_string(),
         "last_sequence": l.last_sequence,
+        "durable_sequence": l.durable_sequence,
         "next_file_number": l.next_file_number,
         "batch_log": l.batch_log_number,
         "next_keyspace_id": l.next_keyspace_id,
@@ -443,9 +444,11 @@ fn chunk_list_json(dump: &ChunkListDump) -> Value {
 fn chunk_list_text(dump: &ChunkListDump) -> String {
     let l = &dump.list;
     let mut out = format!(
-        "chunk list {}: last sequence {}, next file {}, batch log {}\n",
+        "chunk list {}: last sequence {}, durable sequence {}, next file {}, batch log {}\n",
         dump.path.display(),
         l.last_sequence,
+        l.durable_sequence
+            .map_or_else(|| "unknown".to_string(), |d| d.to_string()),
         l.next_file_number,
         l.batch_log_number
     );

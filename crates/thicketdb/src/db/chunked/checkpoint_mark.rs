@@ -8,7 +8,7 @@
 //! fixed32 masked crc32c(body)`, body: `varint32 incarnation |
 //! varint64 sequence`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
@@ -18,13 +18,13 @@ const MAGIC: &[u8; 8] = b"TKCHKPNT";
 const VERSION: u32 = 1;
 
 /// The file's path in `dir`.
-pub fn checkpoint_mark_path(dir: &Path) -> PathBuf {
-    dir.join("CHECKPOINT")
-}
+/// The file's name.
+const NAME: &str = "CHECKPOINT";
 
 /// A completed checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckpointMark {
+    /// The incarnation the checkpoint was taken in.
     pub incarnation: u32,
     /// Every write up to it is durable.
     pub sequence: u64,
@@ -60,30 +60,20 @@ impl CheckpointMark {
 
     /// The mark in `dir`, if there is one.
     pub fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<CheckpointMark>> {
-        let path = checkpoint_mark_path(dir);
-        if !fs.exists(&path) {
-            return Ok(None);
-        }
-        CheckpointMark::decode(&path, &fs.read_to_vec(&path)?).map(Some)
+        super::framed::read_file(fs, dir, NAME)?
+            .map(|(path, data)| CheckpointMark::decode(&path, &data))
+            .transpose()
     }
 
     /// Writes the mark in `dir` durably and atomically: a crash leaves the
     /// previous one or this one.
     pub fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let tmp = dir.join("CHECKPOINT.tmp");
-        fs.write_durably(&tmp, &self.encode())?;
-        fs.rename(&tmp, &checkpoint_mark_path(dir))?;
-        fs.sync_dir(dir)
+        super::framed::write_file(fs, dir, NAME, &self.encode())
     }
 
     /// Removes the mark from `dir` durably (a run in the synchronous mode).
     pub fn remove(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let path = checkpoint_mark_path(dir);
-        if fs.exists(&path) {
-            fs.remove(&path)?;
-            fs.sync_dir(dir)?;
-        }
-        Ok(())
+        super::framed::remove_file(fs, dir, NAME)
     }
 }
 

@@ -12,7 +12,7 @@
 //! varint32 n | n × (varint64 log_number | varint64 length)`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
@@ -21,10 +21,8 @@ use crate::io::FileSystem;
 const MAGIC: &[u8; 8] = b"TKCLOSED";
 const VERSION: u32 = 1;
 
-/// The file's path in `dir`.
-pub fn closed_logs_path(dir: &Path) -> PathBuf {
-    dir.join("LOGS_CLOSED")
-}
+/// The file's name.
+const NAME: &str = "LOGS_CLOSED";
 
 /// The chunk logs as a clean close left them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -80,30 +78,19 @@ impl ClosedLogs {
 
     /// The file in `dir`, if a clean close left one.
     pub fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<ClosedLogs>> {
-        let path = closed_logs_path(dir);
-        if !fs.exists(&path) {
-            return Ok(None);
-        }
-        ClosedLogs::decode(&path, &fs.read_to_vec(&path)?).map(Some)
+        super::framed::read_file(fs, dir, NAME)?
+            .map(|(path, data)| ClosedLogs::decode(&path, &data))
+            .transpose()
     }
 
     /// Writes the file in `dir` durably and atomically.
     pub fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let path = closed_logs_path(dir);
-        let tmp = dir.join("LOGS_CLOSED.tmp");
-        fs.write_durably(&tmp, &self.encode())?;
-        fs.rename(&tmp, &path)?;
-        fs.sync_dir(dir)
+        super::framed::write_file(fs, dir, NAME, &self.encode())
     }
 
     /// Removes the file from `dir` durably (before the first append).
     pub fn remove(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let path = closed_logs_path(dir);
-        if fs.exists(&path) {
-            fs.remove(&path)?;
-            fs.sync_dir(dir)?;
-        }
-        Ok(())
+        super::framed::remove_file(fs, dir, NAME)
     }
 }
 

@@ -3,11 +3,12 @@
 //! fixed32 body length | body | fixed32 masked crc32c(body)`
 //! (`docs/format.md`, *Chunked layout*).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::checksum::{crc32c, mask, unmask};
 use crate::format::coding::{get_fixed32, put_fixed32};
+use crate::io::FileSystem;
 
 /// Bytes before the body.
 pub const HEADER: usize = 16;
@@ -59,4 +60,38 @@ pub fn decode<'a>(
         return Err(bad(HEADER + len, &format!("{what} checksum mismatch")));
     }
     Ok((version, body))
+}
+
+/// The path and bytes of the file `name` in `dir`, if it exists.
+pub fn read_file(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+) -> Result<Option<(PathBuf, Vec<u8>)>> {
+    let path = dir.join(name);
+    if !fs.exists(&path) {
+        return Ok(None);
+    }
+    let data = fs.read_to_vec(&path)?;
+    Ok(Some((path, data)))
+}
+
+/// Writes `bytes` as the file `name` in `dir` durably and atomically
+/// (`name.tmp`, synced, renamed, directory synced): a crash leaves the
+/// old file or the new one.
+pub fn write_file(fs: &dyn FileSystem, dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    fs.write_durably(&tmp, bytes)?;
+    fs.rename(&tmp, &dir.join(name))?;
+    fs.sync_dir(dir)
+}
+
+/// Removes the file `name` from `dir` durably, if it exists.
+pub fn remove_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<()> {
+    let path = dir.join(name);
+    if fs.exists(&path) {
+        fs.remove(&path)?;
+        fs.sync_dir(dir)?;
+    }
+    Ok(())
 }

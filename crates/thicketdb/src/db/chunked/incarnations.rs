@@ -14,7 +14,7 @@
 //! n × varint64 last checkpointed sequence` (row `i` for incarnation `i`;
 //! `n` is the current incarnation).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
@@ -24,10 +24,8 @@ use crate::io::FileSystem;
 const MAGIC: &[u8; 8] = b"TKRECOVR";
 const VERSION: u32 = 1;
 
-/// The file's path in `dir`.
-pub fn recovery_table_path(dir: &Path) -> PathBuf {
-    dir.join("RECOVERY")
-}
+/// The file's name.
+const NAME: &str = "RECOVERY";
 
 /// The recovery table and the sequence layout it implies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,19 +123,14 @@ impl Incarnations {
 
     /// The table in `dir`, if the store has one.
     pub fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Incarnations>> {
-        let path = recovery_table_path(dir);
-        if !fs.exists(&path) {
-            return Ok(None);
-        }
-        Incarnations::decode(&path, &fs.read_to_vec(&path)?).map(Some)
+        super::framed::read_file(fs, dir, NAME)?
+            .map(|(path, data)| Incarnations::decode(&path, &data))
+            .transpose()
     }
 
     /// Writes the table in `dir` durably and atomically.
     pub fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        let tmp = dir.join("RECOVERY.tmp");
-        fs.write_durably(&tmp, &self.encode())?;
-        fs.rename(&tmp, &recovery_table_path(dir))?;
-        fs.sync_dir(dir)
+        super::framed::write_file(fs, dir, NAME, &self.encode())
     }
 }
 
