@@ -2,11 +2,6 @@
 //! value, so it lives with the options; the modes are implemented in
 //! `db/chunked/` (`checkpointer.rs` for the asynchronous one).
 
-use std::fmt;
-use std::str::FromStr;
-
-use crate::error::{Error, Result};
-
 /// When writes become durable (YoDB §3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
@@ -23,27 +18,10 @@ pub enum Durability {
     Async,
 }
 
-impl fmt::Display for Durability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Durability::Sync => "sync",
-            Durability::Async => "async",
-        })
-    }
-}
-
-impl FromStr for Durability {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Durability> {
-        match s {
-            "sync" => Ok(Durability::Sync),
-            "async" => Ok(Durability::Async),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown durability {s:?} (known: sync, async)"
-            ))),
-        }
-    }
-}
+named_values!(Durability, "durability", {
+    Sync => "sync",
+    Async => "async",
+});
 
 #[cfg(test)]
 mod tests {

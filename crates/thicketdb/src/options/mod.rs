@@ -6,6 +6,8 @@
 //! option is declared once, in the `options!` list below: the struct, its
 //! defaults, `NAMES`, `set` and `get` are generated from it.
 
+#[macro_use]
+mod named;
 mod durability;
 mod layout;
 mod policy_kind;

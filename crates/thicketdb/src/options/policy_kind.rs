@@ -1,11 +1,6 @@
 //! `compaction_policy`: which shape the tree keeps. An option value, so it
 //! lives with the options; the policies themselves are in `compaction`.
 
-use std::fmt;
-use std::str::FromStr;
-
-use crate::error::{Error, Result};
-
 /// Which shape the tree keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicyKind {
@@ -15,24 +10,7 @@ pub enum PolicyKind {
     Tiered,
 }
 
-impl fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PolicyKind::Leveled => "leveled",
-            PolicyKind::Tiered => "tiered",
-        })
-    }
-}
-
-impl FromStr for PolicyKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<PolicyKind> {
-        match s {
-            "leveled" => Ok(PolicyKind::Leveled),
-            "tiered" => Ok(PolicyKind::Tiered),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown compaction policy {s:?} (known: leveled, tiered)"
-            ))),
-        }
-    }
-}
+named_values!(PolicyKind, "compaction policy", {
+    Leveled => "leveled",
+    Tiered => "tiered",
+});
