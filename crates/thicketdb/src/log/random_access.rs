@@ -81,7 +81,7 @@ impl RandomAccessLogReader {
             }
         }
         loop {
-            pos = next_fragment(pos, fragment.len);
+            pos = self.next_fragment(offset, pos, fragment.len)?;
             fragment = self.read_fragment(offset, pos, record)?;
             match fragment.kind {
                 FragmentType::Middle => {}
@@ -112,7 +112,7 @@ impl RandomAccessLogReader {
     ) -> Result<()> {
         out.clear();
         let start = address.record.offset;
-        let end = address.offset + address.len;
+        let end = address.offset.saturating_add(address.len);
         if end > self.max_record_size as u64 {
             return Err(self.corrupt(
                 start,
@@ -139,7 +139,7 @@ impl RandomAccessLogReader {
             let room = room - HEADER;
             if logical + room <= address.offset {
                 logical += room;
-                pos += HEADER + room;
+                pos = self.advance(start, pos, HEADER + room)?;
                 continue;
             }
             let (kind, payload) = fragment(start, pos)?;
@@ -164,7 +164,7 @@ impl RandomAccessLogReader {
                 return Ok(());
             }
             logical = frag_end;
-            pos = next_fragment(pos, payload.len());
+            pos = self.next_fragment(start, pos, payload.len())?;
         }
     }
 
@@ -246,7 +246,8 @@ impl RandomAccessLogReader {
         let at = record.len();
         // At most a block: the length was checked against the block.
         record.resize(at + header.len, 0);
-        self.read_exact(start, pos, pos + HEADER, &mut record[at..])?;
+        let payload_at = self.advance(start, pos, HEADER)?;
+        self.read_exact(start, pos, payload_at, &mut record[at..])?;
         header
             .verify(&record[at..])
             .map_err(|why| self.bad(start, pos, why))
@@ -272,6 +273,32 @@ impl RandomAccessLogReader {
             format!("record cut short: the file ends ({len} bytes) before this fragment does")
         };
         Err(self.corrupt(start, pos, reason))
+    }
+
+    /// Where the fragment after the one at `pos` with `len` payload bytes
+    /// starts: right after it, unless too little of the block is left for a
+    /// header; then the rest of the block is trailer, as the writer leaves it
+    /// and the sequential reader skips it.
+    fn next_fragment(&self, start: u64, pos: u64, len: usize) -> Result<u64> {
+        let end = self.advance(start, pos, HEADER + len as u64)?;
+        let left = BLOCK - end % BLOCK;
+        if left < HEADER {
+            self.advance(start, end, left)
+        } else {
+            Ok(end)
+        }
+    }
+
+    /// `pos + by`, or corruption when an address (decoded from a damaged
+    /// file) would lead past the largest offset a file can have.
+    fn advance(&self, start: u64, pos: u64, by: u64) -> Result<u64> {
+        pos.checked_add(by).ok_or_else(|| {
+            self.corrupt(
+                start,
+                pos,
+                "the record would run past the largest possible file offset",
+            )
+        })
     }
 
     fn bad(&self, start: u64, pos: u64, why: BadFragment) -> Error {
@@ -302,19 +329,5 @@ impl RandomAccessLogReader {
                 format!("{reason} (in the record starting at offset {start})"),
             )
         }
-    }
-}
-
-/// Where the fragment after the one at `pos` with `len` payload bytes
-/// starts: right after it, unless too little of the block is left for a
-/// header; then the rest of the block is trailer, as the writer leaves it
-/// and the sequential reader skips it.
-fn next_fragment(pos: u64, len: usize) -> u64 {
-    let end = pos + HEADER + len as u64;
-    let left = BLOCK - end % BLOCK;
-    if left < HEADER {
-        end + left
-    } else {
-        end
     }
 }

@@ -245,6 +245,38 @@ fn offsets_that_are_not_record_starts() {
     }
 }
 
+/// Addresses decoded from a damaged file may lie anywhere in the offset
+/// space: near its top, stepping over fragments to reach the value must
+/// report corruption, not overflow.
+#[test]
+fn value_addresses_near_the_largest_offset_are_corruption() {
+    let (bytes, _) = spanning_log();
+    let fs = FaultFs::new();
+    let path = Path::new("000009.log");
+    fs.write_durably(path, &bytes).unwrap();
+    let log = reader(&fs, path);
+    let top = u64::MAX - u64::MAX % BLOCK;
+    for (record, offset, len) in [
+        (top, 4 * BLOCK, 10),
+        (top + 8, 0, 10),
+        (u64::MAX - 7, 0, 1),
+        (0, u64::MAX - 3, 10),
+    ] {
+        let address = ValueAddress {
+            record: LogAddress::new(9, record),
+            offset,
+            len,
+        };
+        let mut out = Vec::new();
+        let err = log
+            .read_value_into(&address, &mut out, |start, pos| {
+                log.read_fragment_at(start, pos)
+            })
+            .unwrap_err();
+        assert!(err.is_corruption(), "{address:?}: {err:?}");
+    }
+}
+
 #[test]
 fn truncated_record_is_reported_where_it_is_cut() {
     let (bytes, [_, b, _]) = spanning_log();
