@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::crosscheck::CrosscheckArgs;
 use super::direct::DirectArgs;
 use super::latency::LatencyMode;
+use super::plot_sweep::PlotSweepArgs;
 use super::recovery::RecoveryPhase;
 use super::workload::{Distribution, Params, Workload};
 
@@ -158,6 +159,9 @@ pub enum BenchCommand {
         #[arg(long, value_name = "W")]
         workload: Option<String>,
     },
+    /// Plots one metric of one workload against the number of keys over
+    /// several result files, one line per engine/profile.
+    PlotSweep(PlotSweepArgs),
     /// The minimal loop the driver is checked against: one engine's library
     /// called directly, one clock read before and after the loop.
     Direct(DirectArgs),

@@ -12,6 +12,7 @@ mod latency;
 #[cfg(feature = "peers")]
 mod peers;
 mod plot;
+mod plot_sweep;
 mod procfs;
 mod recovery;
 mod report;
@@ -47,6 +48,9 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
             output,
             workload,
         }) => return plot::plot(input, output, workload.as_deref()).map_err(CliError::Usage),
+        Some(BenchCommand::PlotSweep(a)) => {
+            return plot_sweep::plot_sweep(a).map_err(CliError::Usage)
+        }
         Some(BenchCommand::Direct(a)) => {
             refuse_store_options(g, "bench direct")?;
             return direct::serve(a, crate::commands::db_dir(g)?).map_err(CliError::Usage);

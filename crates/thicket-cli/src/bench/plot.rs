@@ -5,19 +5,75 @@
 
 use std::path::Path;
 
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 
 use super::report::{Report, RunResult};
 
-fn e(err: impl std::fmt::Display) -> String {
+/// A plotting error as the command's message.
+pub(super) fn e(err: impl std::fmt::Display) -> String {
     err.to_string()
 }
 
+/// Reads a `--json` result file; errors name the file.
+pub(super) fn read_report(path: &Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
+}
+
+/// A run's line label: the engine, `engine/profile` for ThicketDB.
+pub(super) fn run_label(r: &RunResult) -> String {
+    match &r.profile {
+        Some(p) => format!("{}/{p}", r.engine),
+        None => r.engine.clone(),
+    }
+}
+
+/// The colour of the `index`th line of a chart.
+pub(super) fn line_color(index: usize) -> RGBAColor {
+    Palette99::pick(index).to_rgba()
+}
+
+/// Draws the `index`th line of a chart, with its legend entry.
+pub(super) fn draw_line<DB, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    index: usize,
+    label: String,
+    points: impl IntoIterator<Item = (f64, f64)>,
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let color = line_color(index);
+    chart
+        .draw_series(LineSeries::new(points, color.stroke_width(2)))
+        .map_err(e)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    Ok(())
+}
+
+/// Draws the legend of a chart's lines at `position`.
+pub(super) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(e)
+}
+
 pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), String> {
-    let text =
-        std::fs::read_to_string(input).map_err(|err| format!("{}: {err}", input.display()))?;
-    let report: Report =
-        serde_json::from_str(&text).map_err(|err| format!("{}: {err}", input.display()))?;
+    let report = read_report(input)?;
     let workload = workload
         .map(str::to_string)
         .or_else(|| report.runs.first().map(|r| r.workload.clone()))
@@ -49,10 +105,6 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
             r.reader_timeline.clone()
         }
     };
-    let label = |r: &RunResult| match &r.profile {
-        Some(p) => format!("{}/{p}", r.engine),
-        None => r.engine.clone(),
-    };
 
     let max_secs = runs
         .iter()
@@ -83,27 +135,13 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
         .draw()
         .map_err(e)?;
     for (i, r) in runs.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(
-                series(r)
-                    .into_iter()
-                    .enumerate()
-                    .map(|(s, v)| (s as f64 + 1.0, v as f64)),
-                color.stroke_width(2),
-            ))
-            .map_err(e)?
-            .label(label(r))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        let points = series(r)
+            .into_iter()
+            .enumerate()
+            .map(|(s, v)| (s as f64 + 1.0, v as f64));
+        draw_line(&mut chart, i, run_label(r), points)?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(e)?;
+    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
 
     if with_hit_ratio {
         let mut chart = ChartBuilder::on(&middle)
@@ -123,28 +161,14 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
             .draw()
             .map_err(e)?;
         for (i, r) in runs.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    r.hit_ratio_timeline
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(s, v)| v.map(|v| (s as f64 + 1.0, v * 100.0))),
-                    color.stroke_width(2),
-                ))
-                .map_err(e)?
-                .label(label(r))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
+            let points = r
+                .hit_ratio_timeline
+                .iter()
+                .enumerate()
+                .filter_map(|(s, v)| v.map(|v| (s as f64 + 1.0, v * 100.0)));
+            draw_line(&mut chart, i, run_label(r), points)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(e)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
 
     let max_us = runs
@@ -168,27 +192,13 @@ pub fn plot(input: &Path, output: &Path, workload: Option<&str>) -> Result<(), S
         .draw()
         .map_err(e)?;
     for (i, r) in runs.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(
-                r.latency_cdf
-                    .iter()
-                    .map(|&(q, us)| (us.max(0.1), q * 100.0)),
-                color.stroke_width(2),
-            ))
-            .map_err(e)?
-            .label(label(r))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        let points = r
+            .latency_cdf
+            .iter()
+            .map(|&(q, us)| (us.max(0.1), q * 100.0));
+        draw_line(&mut chart, i, run_label(r), points)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(e)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(e)?;
     Ok(())
 }

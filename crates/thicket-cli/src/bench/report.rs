@@ -262,7 +262,7 @@ fn p95_of(r: &RunResult, op: &str) -> Option<f64> {
 
 /// The workload of a row: its name, then `--distribution` and the scan
 /// length of a scanning workload when set (e.g. `e/zipf-composite/L100`).
-fn workload_label(r: &RunResult) -> String {
+pub(super) fn workload_label(r: &RunResult) -> String {
     let mut label = r.workload.clone();
     if let Some(d) = &r.settings.distribution {
         label = format!("{label}/{d}");
