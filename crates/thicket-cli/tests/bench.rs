@@ -901,3 +901,188 @@ fn yodb_evaluation_arguments_are_checked() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("ended before its report"), "{stderr}");
 }
+
+/// The data lines of a `bench plot-sweep` SVG (2-pixel polylines of more
+/// than two points; the legend's are two-point), in drawing order: stroke
+/// colour and pixel points.
+fn svg_data_lines(svg: &str) -> Vec<(String, Vec<(f64, f64)>)> {
+    let attr = |element: &str, name: &str| -> String {
+        let start = element.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        element[start..].split('"').next().unwrap().to_string()
+    };
+    svg.split("<polyline")
+        .skip(1)
+        .map(|rest| rest.split("/>").next().unwrap())
+        .filter(|element| attr(element, "stroke-width") == "2")
+        .map(|element| {
+            let points = attr(element, "points")
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect::<Vec<(f64, f64)>>();
+            (attr(element, "stroke"), points)
+        })
+        .filter(|(_, points)| points.len() > 2)
+        .collect()
+}
+
+/// `bench plot-sweep` over three result files of different sizes, given
+/// out of order: one line per engine/profile with a point per file,
+/// sorted by keys on a log scale, at heights proportional to the runs'
+/// figures; E's scan lengths are told apart; the errors are clear.
+#[test]
+fn plot_sweep_draws_a_line_per_engine_across_result_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = ["yodb", "default"];
+    let mut files = Vec::new();
+    let mut reports = Vec::new();
+    for n in ["1600", "400", "800"] {
+        let run_dir = dir.path().join(format!("run-{n}"));
+        std::fs::create_dir(&run_dir).unwrap();
+        let args = ["--num", n, "--ops", "400", "--scan-length", "5,10"];
+        reports.push(bench_engines(
+            &run_dir,
+            "thicket:yodb,thicket:default",
+            "p,e",
+            &args,
+        ));
+        let file = dir.path().join(format!("sweep-{n}.json"));
+        std::fs::copy(run_dir.join("result.json"), &file).unwrap();
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let svg = dir.path().join("sweep.svg");
+    let plot = |extra: &[&str]| {
+        let mut args = vec!["bench", "plot-sweep"];
+        args.extend(files.iter().map(String::as_str));
+        args.extend(["-o", svg.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        thicket(&args)
+    };
+    // The figure of `profile`'s run of p at each size, smallest first.
+    let figures = |profile: &str, metric: &dyn Fn(&Value) -> f64| -> Vec<f64> {
+        let mut points: Vec<(u64, f64)> = reports
+            .iter()
+            .flat_map(|report| report["runs"].as_array().unwrap())
+            .filter(|r| r["workload"] == "p" && r["profile"] == profile)
+            .map(|r| (r["settings"]["num"].as_u64().unwrap(), metric(r)))
+            .collect();
+        points.sort_by_key(|p| p.0);
+        points.into_iter().map(|p| p.1).collect()
+    };
+    for (flags, metric) in [
+        (
+            vec!["--workload", "p"],
+            &(|r: &Value| num(r, "ops_per_sec")) as &dyn Fn(&Value) -> f64,
+        ),
+        (
+            vec!["--workload", "p", "--metric", "device_write_amplification"],
+            &|r: &Value| num(r, "device_write_amplification"),
+        ),
+    ] {
+        let out = plot(&flags);
+        assert!(
+            out.status.success(),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<svg"), "not an SVG");
+        for p in profiles {
+            assert!(
+                text.contains(&format!("thicket/{p}")),
+                "{flags:?}: legend lacks {p}"
+            );
+        }
+        let lines = svg_data_lines(&text);
+        assert_eq!(
+            lines.len(),
+            profiles.len(),
+            "{flags:?}: one line per profile"
+        );
+        assert_ne!(
+            lines[0].0, lines[1].0,
+            "{flags:?}: lines told apart by colour"
+        );
+        assert_eq!(
+            text.matches("<circle").count(),
+            profiles.len() * 3,
+            "{flags:?}: a marker per point"
+        );
+        // Sorted by keys, the same x per size, and 400, 800, 1600 equally
+        // spaced: a log scale.
+        let xs: Vec<f64> = lines[0].1.iter().map(|p| p.0).collect();
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{flags:?}: {xs:?}");
+        assert!(((xs[1] - xs[0]) - (xs[2] - xs[1])).abs() <= 1.0, "{xs:?}");
+        // Heights: one linear map from figure to pixel fits every point.
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for (p, (_, line)) in profiles.iter().zip(&lines) {
+            assert_eq!(line.iter().map(|q| q.0).collect::<Vec<_>>(), xs);
+            let values = figures(p, metric);
+            points.extend(values.into_iter().zip(line.iter().map(|q| q.1)));
+        }
+        let by_value = |a: &&(f64, f64), b: &&(f64, f64)| a.0.total_cmp(&b.0);
+        let low = *points.iter().min_by(by_value).unwrap();
+        let high = *points.iter().max_by(by_value).unwrap();
+        assert!(
+            high.0 > low.0 && high.1 < low.1,
+            "{flags:?}: higher is up: {points:?}"
+        );
+        let slope = (high.1 - low.1) / (high.0 - low.0);
+        for (v, y) in &points {
+            let expect = low.1 + slope * (v - low.0);
+            assert!(
+                (y - expect).abs() <= 1.5,
+                "{flags:?}: {v} at {y}, not {expect}"
+            );
+        }
+    }
+    // E ran twice per file: one length at a time.
+    let out = plot(&["--workload", "e", "--scan-length", "5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(svg_data_lines(&text).len(), 2);
+    assert!(text.contains("e/L5"), "the caption names the length");
+    for (flags, message) in [
+        (vec!["--workload", "e"], "--scan-length"),
+        (vec!["--workload", "c"], "no runs of workload \"c\""),
+        (
+            vec!["--workload", "e", "--scan-length", "7"],
+            "scan length 7",
+        ),
+        (
+            vec!["--workload", "p", "--metric", "get_p95_us"],
+            "get_p95_us is null in every run",
+        ),
+        (vec!["--workload", "p", "--metric", "nope"], "nope"),
+    ] {
+        let out = plot(&flags);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(message), "{flags:?}: {stderr}");
+    }
+    // Unreadable files are named.
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "not json").unwrap();
+    let missing = dir.path().join("missing.json");
+    for file in [&garbage, &missing] {
+        let out = thicket(&[
+            "bench",
+            "plot-sweep",
+            &files[0],
+            file.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+            "--workload",
+            "p",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
+    }
+}
