@@ -53,6 +53,18 @@ fn num(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
+/// The SVG a successful plot command wrote to `svg`.
+fn drawn_svg(out: &std::process::Output, svg: &Path) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(svg).unwrap();
+    assert!(text.starts_with("<svg"), "not an SVG");
+    text
+}
+
 /// The stores were removed after their runs: `dir` holds the result only.
 fn assert_stores_removed(dir: &Path) {
     let left: Vec<_> = std::fs::read_dir(dir)
@@ -267,13 +279,7 @@ fn every_workload_runs_on_every_engine_and_counts_add_up() {
         "--workload",
         "a",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg"), "not an SVG");
+    let text = drawn_svg(&out, &svg);
     for e in engines() {
         assert!(text.contains(e), "plot lacks {e}");
     }
@@ -981,14 +987,7 @@ fn plot_sweep_draws_a_line_per_engine_across_result_files() {
             &|r: &Value| num(r, "device_write_amplification"),
         ),
     ] {
-        let out = plot(&flags);
-        assert!(
-            out.status.success(),
-            "{flags:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(text.starts_with("<svg"), "not an SVG");
+        let text = drawn_svg(&plot(&flags), &svg);
         for p in profiles {
             assert!(
                 text.contains(&format!("thicket/{p}")),
@@ -1039,13 +1038,7 @@ fn plot_sweep_draws_a_line_per_engine_across_result_files() {
         }
     }
     // E ran twice per file: one length at a time.
-    let out = plot(&["--workload", "e", "--scan-length", "5"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&svg).unwrap();
+    let text = drawn_svg(&plot(&["--workload", "e", "--scan-length", "5"]), &svg);
     assert_eq!(svg_data_lines(&text).len(), 2);
     assert!(text.contains("e/L5"), "the caption names the length");
     for (flags, message) in [
