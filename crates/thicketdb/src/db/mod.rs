@@ -241,7 +241,7 @@ impl Drop for ChunkedHandle {
 #[derive(Clone, Copy)]
 enum Target<'a> {
     Tree(&'a Arc<DbInner>, &'a Arc<Tree>),
-    Chunked(&'a ChunkStore, &'a Arc<chunked::ChunkSpace>),
+    Chunked(&'a Arc<ChunkStore>, &'a Arc<chunked::ChunkSpace>),
 }
 
 /// The layout seam: the engine behind a `Db`, chosen by `Options::layout`.

@@ -63,6 +63,15 @@ impl RunRangeDels {
     }
 }
 
+/// A source made of disjoint parts read one after another (the chunked
+/// layout's chunks), whose tombstones are known only once a part is
+/// opened: the view asks for the lists of the part holding a key.
+pub trait PartedRangeDels: Send {
+    /// The tombstone lists of the part holding `key` (none when no part
+    /// holds it).
+    fn fragments_at(&mut self, key: &[u8]) -> Result<&[Arc<Fragments>]>;
+}
+
 /// The range tombstones of an iterator's sources, at its snapshot.
 pub struct RangeDelView {
     snapshot: u64,
@@ -71,6 +80,8 @@ pub struct RangeDelView {
     /// With the merge child reading each.
     memtables: Vec<(usize, Arc<Fragments>)>,
     runs: Vec<RunRangeDels>,
+    /// With the merge child reading each.
+    parted: Vec<(usize, Box<dyn PartedRangeDels>)>,
     /// Where runs' tables are read (`None`: a view of fragment lists only).
     cache: Option<Arc<TableCache>>,
 }
@@ -102,6 +113,7 @@ impl RangeDelView {
             enabled,
             memtables: Vec::new(),
             runs: Vec::new(),
+            parted: Vec::new(),
             cache: Some(cache),
         }
     }
@@ -114,6 +126,7 @@ impl RangeDelView {
             enabled: true,
             memtables: Vec::new(),
             runs: Vec::new(),
+            parted: Vec::new(),
             cache: None,
         }
     }
@@ -123,6 +136,16 @@ impl RangeDelView {
     pub fn add_memtable(&mut self, source: usize, fragments: Arc<Fragments>) {
         if self.enabled && !fragments.is_empty() {
             self.memtables.push((source, fragments));
+        }
+    }
+
+    /// Adds the tombstones of a parted source that merge child `source`
+    /// reads. A part's lists may cover several of its own sources' versions
+    /// (a chunk's log and table), so they give no license to seek older
+    /// sources past them.
+    pub fn add_parted(&mut self, source: usize, parts: Box<dyn PartedRangeDels>) {
+        if self.enabled {
+            self.parted.push((source, parts));
         }
     }
 
@@ -200,12 +223,17 @@ impl RangeDelView {
                 note(source, skippable, floor, fragments);
             }
         }
+        for (source, parts) in &mut self.parted {
+            for fragments in parts.fragments_at(key)? {
+                note(*source, false, None, fragments);
+            }
+        }
         Ok(cover)
     }
 
     /// Whether nothing can cover any key (no source has tombstones it
     /// could know of).
     pub fn is_empty(&self) -> bool {
-        self.memtables.is_empty() && self.runs.is_empty()
+        self.memtables.is_empty() && self.runs.is_empty() && self.parted.is_empty()
     }
 }

@@ -34,7 +34,9 @@ mod checkpoint;
 pub mod checkpoint_mark;
 mod checkpointer;
 mod chunk;
+mod chunk_iter;
 mod chunk_log;
+mod chunk_views;
 pub mod closed;
 mod durable_prefix;
 pub(crate) mod files;
@@ -66,13 +68,14 @@ use crate::db::batch::OpKind;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::io::{FileLock, FileSystem};
-use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
 use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
 use chunk::{Chunk, Found};
+use chunk_iter::ChunkRunIterator;
+use chunk_views::{ChunkRangeDels, ChunkViews};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
 pub(crate) use space::ChunkSpace;
@@ -622,43 +625,44 @@ impl ChunkStore {
     }
 
     /// An iterator over the chunks of `space` that `opts`' bounds
-    /// overlap, at one snapshot.
-    pub fn iter(&self, space: &ChunkSpace, opts: ReadOptions) -> Result<DbIterator> {
+    /// overlap, at one snapshot. A chunk is read (and counted as an
+    /// access for the munk cache) only when the cursor reaches it
+    /// (`chunk_views.rs`).
+    pub fn iter(self: &Arc<Self>, space: &ChunkSpace, opts: ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
         space.check_live()?;
         let snapshot = match &opts.snapshot {
             Some(s) => s.clone(),
             None => self.snapshot(),
         };
+        // Taken after the snapshot: its chunks hold every version the
+        // snapshot sees.
         let set = space.chunk_set();
+        let chunks = set
+            .overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref())
+            .to_vec();
+        let views = Arc::new(ChunkViews::new(chunks, Arc::downgrade(self)));
         let order = self.options.comparator.clone();
-        let mut sources: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let cursor = ChunkRunIterator::new(views.clone(), order.clone(), opts.fill_cache);
         let mut range_dels = RangeDelView::of_fragments(snapshot.sequence());
-        let mut chunks = Vec::new();
-        for chunk in set.overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref()) {
-            self.munks.touch(self, chunk, 1);
-            chunks.push(chunk.clone());
-            if let Some(munk) = chunk.munk() {
-                // Taken after the snapshot: it holds every version the
-                // snapshot sees (`munk.rs`).
-                range_dels.add_memtable(sources.len(), munk.range_deletions());
-                sources.push(munk.iter());
-                continue;
-            }
-            // The log before the table: every version in the log is newer,
-            // so a log tombstone may skip the table past its end (and the
-            // later chunks' sources hold only keys past the chunk's).
-            range_dels.add_memtable(sources.len(), chunk.log.range_deletions()?);
-            sources.push(Box::new(chunk.log.sorted_iter()?));
-            if let Some(table) = &chunk.table {
-                range_dels.add_memtable(sources.len(), table.range_deletions().clone());
-                sources.push(Box::new(table.iter_with(opts.fill_cache)));
-            }
-        }
-        Ok(
-            DbIterator::over_sources(sources, snapshot, opts, order, Box::new(chunks))
-                .with_range_dels(range_dels),
+        range_dels.add_parted(0, Box::new(ChunkRangeDels::new(views.clone())));
+        Ok(DbIterator::over_sources(
+            vec![Box::new(cursor)],
+            snapshot,
+            opts,
+            order,
+            Box::new(views),
         )
+        .with_range_dels(range_dels))
+    }
+
+    /// Counts a scan's access of `chunk` for the munk cache and offers a
+    /// hot chunk a munk, without waiting for writers (as a get does).
+    fn touch_for_scan(&self, chunk: &Chunk) -> Result<()> {
+        if self.munks.touch(self, chunk, 1) && !self.read_only && !chunk.is_retired() {
+            self.admit_munk(chunk, true)?;
+        }
+        Ok(())
     }
 
     /// Syncs every log holding unsynced appends. Under the append locks
@@ -878,6 +882,8 @@ fn group_by_chunk(
 mod async_tests;
 #[cfg(test)]
 mod build_queue_tests;
+#[cfg(test)]
+mod chunk_iter_tests;
 #[cfg(test)]
 mod concurrency_tests;
 #[cfg(test)]
