@@ -31,7 +31,9 @@ pub(super) fn run_label(r: &RunResult) -> String {
 
 /// The colour of the `index`th line of a chart.
 pub(super) fn line_color(index: usize) -> RGBAColor {
-    Palette99::pick(index).to_rgba()
+    // Palette99 without its pale yellow (index 2), unreadable on white.
+    let skip_yellow = if index >= 2 { index + 1 } else { index };
+    Palette99::pick(skip_yellow).to_rgba()
 }
 
 /// Draws the `index`th line of a chart, with its legend entry.
