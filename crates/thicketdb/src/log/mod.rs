@@ -10,6 +10,7 @@ mod blocks;
 mod format;
 mod mode;
 mod random_access;
+mod read_ahead;
 mod reader;
 mod relogged;
 mod writer;

@@ -12,6 +12,7 @@ use super::address::ValueAddress;
 use super::format::{
     decode_fragment, decode_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE,
 };
+use super::read_ahead::ReadAhead;
 use super::reader::DEFAULT_MAX_RECORD_SIZE;
 use crate::error::{Error, Result};
 use crate::io::RandomAccessFile;
@@ -45,6 +46,17 @@ impl RandomAccessLogReader {
     pub fn with_max_record_size(mut self, max: usize) -> RandomAccessLogReader {
         self.max_record_size = max;
         self
+    }
+
+    /// A reader of the same log for a pass over many of its records in
+    /// order: it reads the file in large windows (`read_ahead.rs`) rather
+    /// than two small reads per fragment.
+    pub fn read_ahead(&self) -> RandomAccessLogReader {
+        RandomAccessLogReader {
+            file: Arc::new(ReadAhead::new(self.file.clone())),
+            path: self.path.clone(),
+            max_record_size: self.max_record_size,
+        }
     }
 
     /// The record whose first fragment starts at `offset`.

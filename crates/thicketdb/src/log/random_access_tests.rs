@@ -130,6 +130,48 @@ fn check_size_classes(fs: &dyn FileSystem, path: &Path, mapped: bool) {
         closed.read_record_at_into(offset, &mut buf).unwrap();
         assert_eq!(&buf, record, "at {offset}");
     }
+    check_read_ahead(&closed, &records, &offsets);
+}
+
+/// The read-ahead reader returns what `log` does, in order, backwards and
+/// past the end (the same corruption).
+fn check_read_ahead(log: &RandomAccessLogReader, records: &[Vec<u8>], offsets: &[u64]) {
+    let ahead = log.read_ahead();
+    for (record, &offset) in records.iter().zip(offsets) {
+        assert_eq!(
+            &ahead.read_record_at(offset).unwrap(),
+            record,
+            "at {offset}"
+        );
+    }
+    for (record, &offset) in records.iter().zip(offsets).rev() {
+        assert_eq!(
+            &ahead.read_record_at(offset).unwrap(),
+            record,
+            "at {offset}"
+        );
+    }
+    let end = offsets.last().unwrap() + 1_000_000;
+    assert_eq!(
+        corruption(ahead.read_record_at(end)),
+        corruption(log.read_record_at(end))
+    );
+}
+
+/// Records larger than the read-ahead window and many small ones after
+/// them: the window is refilled at each record it does not hold.
+#[test]
+fn read_ahead_refills_its_window() {
+    let fs = FaultFs::new();
+    let path = Path::new("000011.log");
+    let mut writer = LogWriter::new(fs.create(path).unwrap());
+    let mut records = vec![record(100, 1), record(1_500_000, 2)];
+    records.extend((0..400).map(|i| record(1000 + i * 37 % 9000, i as u8)));
+    records.push(record(3_000_000, 3));
+    let offsets = append_all(&mut writer, &records);
+    drop(writer);
+    let log = reader(&fs, path).with_max_record_size(4 << 20);
+    check_read_ahead(&log, &records, &offsets);
 }
 
 #[test]

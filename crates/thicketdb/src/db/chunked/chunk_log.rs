@@ -419,8 +419,9 @@ impl ChunkLog {
     pub fn entries(&self, sequence: u64) -> Result<Vec<LogEntry>> {
         let mut out = Vec::new();
         let mut record = Vec::new();
+        let reader = self.reader.read_ahead();
         for offset in self.record_offsets()? {
-            self.reader.read_record_at_into(offset, &mut record)?;
+            reader.read_record_at_into(offset, &mut record)?;
             let batch = parse(&self.path, offset, &record)?;
             let mut seq = batch.first_sequence;
             batch
@@ -449,10 +450,11 @@ impl ChunkLog {
     /// (a funk rebalance reads the log once to build, then the tail
     /// appended since).
     pub fn records_from(&self, skip: usize) -> Result<Vec<Vec<u8>>> {
+        let reader = self.reader.read_ahead();
         self.record_offsets()?
             .into_iter()
             .skip(skip)
-            .map(|o| self.reader.read_record_at(o))
+            .map(|o| reader.read_record_at(o))
             .collect()
     }
 
@@ -464,7 +466,7 @@ impl ChunkLog {
         let entries = self
             .sorted
             .lock()
-            .extend(&self.path, &self.reader, &offsets)?;
+            .extend(&self.path, &self.reader.read_ahead(), &offsets)?;
         Ok(SortedLogIterator::new(
             entries,
             self.reader.clone(),
