@@ -38,6 +38,40 @@ pub trait InternalIterator: Send {
     }
 }
 
+/// A boxed cursor is a cursor (parts of different kinds behind one type).
+impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) {
+        (**self).seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        (**self).seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        (**self).seek(target)
+    }
+    fn next(&mut self) {
+        (**self).next()
+    }
+    fn prev(&mut self) {
+        (**self).prev()
+    }
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+    fn status(&self) -> Result<()> {
+        (**self).status()
+    }
+    fn location(&self) -> Option<EntryLocation> {
+        (**self).location()
+    }
+}
+
 /// Where a stored entry lies: `entry_offset` bytes into the decoded
 /// contents of the block at absolute offset `block_offset` of `file`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +149,8 @@ impl InternalIterator for VecIterator {
 }
 
 mod above;
+mod concat;
 mod merging;
 pub use above::AboveKey;
+pub use concat::{ConcatIterator, Parts};
 pub use merging::MergingIterator;
