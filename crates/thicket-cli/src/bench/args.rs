@@ -71,7 +71,9 @@ pub struct BenchArgs {
     pub bloom_bits: u32,
     /// Background flush/compaction threads of every engine: RocksDB's
     /// `max_background_jobs`, fjall's workers, ThicketDB's flush thread plus
-    /// N-1 compaction threads (`compaction_threads`, at least 1).
+    /// N-1 compaction threads (`compaction_threads`, at least 1); in the
+    /// chunked layout (`yodb`), N funk build threads
+    /// (`chunk_rebalance_threads`).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_threads: usize,
     /// ThicketDB's search threads (SifrDB's parallel search), the caller's

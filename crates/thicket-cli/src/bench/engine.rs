@@ -117,6 +117,11 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.bloom_bits_per_key = s.bloom_bits;
     // One of the background threads is ThicketDB's flush thread.
     o.compaction_threads = s.background_threads.saturating_sub(1).max(1);
+    // The chunked layout has no flush: all of them build funks (0: the
+    // writers build them).
+    if o.layout == thicketdb::Layout::Chunked {
+        o.chunk_rebalance_threads = s.background_threads;
+    }
     o.search_threads = s.search_threads;
     o.use_direct_reads = s.direct_reads;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
@@ -247,5 +252,37 @@ impl Engine for Thicket {
 
     fn close(self: Box<Self>) -> EngineResult<()> {
         self.db.close().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(profile: &str, background_threads: usize, options: &[&str]) -> Settings {
+        serde_json::from_value(serde_json::json!({
+            "engine": "thicket", "profile": profile, "workload": "fillrandom",
+            "db": "/tmp/unused", "num": 1, "ops": 1,
+            "key_size": 16, "value_size": 100, "threads": 1, "duration_secs": null,
+            "cache_bytes": 1 << 20, "write_buffer_bytes": 1 << 20, "compression": "none",
+            "sync": false, "bloom_bits": 10, "background_threads": background_threads,
+            "read_ratio": 0.5, "scan_length": null, "hot_fraction": 0.15, "seed": 42,
+            "thicket_options": options,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn background_threads_are_the_chunked_layouts_build_threads() {
+        let threads = |profile, n, options: &[&str]| {
+            let o = thicket_options(&settings(profile, n, options)).unwrap();
+            (o.compaction_threads, o.chunk_rebalance_threads)
+        };
+        let lsm_builds = Options::default().chunk_rebalance_threads;
+        assert_eq!(threads("default", 3, &[]), (2, lsm_builds));
+        assert_eq!(threads("yodb", 3, &[]).1, 3);
+        assert_eq!(threads("yodb", 0, &[]).1, 0);
+        // An explicit option still wins.
+        assert_eq!(threads("yodb", 3, &["chunk_rebalance_threads=1"]).1, 1);
     }
 }
