@@ -466,7 +466,7 @@ impl ChunkLog {
         let entries = self
             .sorted
             .lock()
-            .extend(&self.path, &self.reader.read_ahead(), &offsets)?;
+            .extend(&self.path, &self.reader, &offsets)?;
         Ok(SortedLogIterator::new(
             entries,
             self.reader.clone(),

@@ -91,7 +91,7 @@ impl ChunkViews {
             store.touch_for_scan(chunk)?;
         }
         let munk = chunk.munk();
-        let range_dels = match &munk {
+        let mut range_dels = match &munk {
             Some(munk) => vec![munk.range_deletions()],
             None => {
                 let mut lists = vec![chunk.log.range_deletions()?];
@@ -101,6 +101,9 @@ impl ChunkViews {
                 lists
             }
         };
+        // A scan asks about every entry: a chunk without tombstones
+        // answers with nothing to look through.
+        range_dels.retain(|list| !list.is_empty());
         let view = Arc::new(ChunkView { munk, range_dels });
         *slot = Some(view.clone());
         Ok(view)

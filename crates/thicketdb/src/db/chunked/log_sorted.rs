@@ -52,6 +52,8 @@ impl SortedLog {
         };
         let mut added = Vec::new();
         let mut record = Vec::new();
+        // The new records in order: read ahead.
+        let reader = reader.read_ahead();
         for &offset in new {
             reader.read_record_at_into(offset, &mut record)?;
             let batch = parse(path, offset, &record)?;
