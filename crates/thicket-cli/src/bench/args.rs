@@ -87,6 +87,19 @@ pub struct BenchArgs {
     /// so it is refused with fjall).
     #[arg(long)]
     pub direct_reads: bool,
+    /// Keeps the store's data off the page cache with `O_DIRECT`: reads
+    /// (as `--direct-reads`), and flush and compaction writes where the
+    /// engine can (RocksDB's `use_direct_io_for_flush_and_compaction`).
+    /// An engine without direct I/O runs buffered; each run's JSON says
+    /// what was applied (`direct_io_applied`).
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Runs each engine's child (prefill and measured phase) in a memory
+    /// cgroup of its own capped at SIZE (e.g. `256M`, `1G`): heap, caches
+    /// and the page cache of its files together, the same cap for every
+    /// engine (cgroup v2 `memory.max`, else v1 `memory.limit_in_bytes`).
+    #[arg(long, value_name = "SIZE", value_parser = super::cgroup::parse_size)]
+    pub memory_limit: Option<u64>,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
     #[arg(long, value_name = "R", default_value_t = 0.5)]
     pub read_ratio: f64,
@@ -199,6 +212,12 @@ pub struct Settings {
     /// Absent from results written before direct reads existed.
     #[serde(default)]
     pub direct_reads: bool,
+    /// `--direct-io` (absent from results written before it existed).
+    #[serde(default)]
+    pub direct_io: bool,
+    /// `--memory-limit` in bytes (absent when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
     /// `--distribution` (absent when not given).
@@ -302,6 +321,15 @@ impl BenchArgs {
         if sizes_set && self.engine.iter().any(|e| e == "fjall") {
             return Err("--level-base-mb and --table-size-kb: fjall has no such settings".into());
         }
+        if let Some(limit) = self.memory_limit {
+            let floor = (self.cache_mb + 2 * self.write_buffer_mb) << 20;
+            if limit < floor {
+                return Err(format!(
+                    "--memory-limit {limit} bytes is below the block cache plus two memtables \
+                     ({floor} bytes): every engine would be killed by the cap"
+                ));
+            }
+        }
         if self.direct_reads && self.engine.iter().any(|e| e == "fjall") {
             return Err("--direct-reads: fjall has no direct reads".into());
         }
@@ -373,6 +401,8 @@ impl BenchArgs {
             background_threads: self.background_threads,
             search_threads: self.search_threads,
             direct_reads: self.direct_reads,
+            direct_io: self.direct_io,
+            memory_limit_bytes: self.memory_limit,
             read_ratio: self.read_ratio,
             scan_length,
             distribution: self.distribution.clone(),

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::args::Settings;
+use super::cgroup::{self, MemoryCgroup, CGROUP_ENV};
 use super::recovery::{self, RecoveryPhase};
 use super::report::RunResult;
 use super::runner;
@@ -19,6 +20,7 @@ pub fn serve(settings_json: &str) -> Result<(), String> {
     let settings: Settings =
         serde_json::from_str(settings_json).map_err(|e| format!("bad child settings: {e}"))?;
     settings.validate()?;
+    cgroup::join_from_env()?;
     let recovery = settings.workload()? == Workload::Recovery;
     let result = match (recovery, settings.recovery_phase) {
         (true, Some(RecoveryPhase::Load)) => match recovery::load(&settings)? {},
@@ -53,22 +55,50 @@ pub fn run(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
     result
 }
 
+/// The command that runs `settings` in a child of `exe`, in a new memory
+/// cgroup when they carry a cap (returned with it: keep it until the child
+/// has ended).
+pub fn command(exe: &Path, settings: &Settings) -> Result<(Command, Option<MemoryCgroup>), String> {
+    let json = serde_json::to_string(settings).map_err(|e| e.to_string())?;
+    let mut command = Command::new(exe);
+    command.args(["bench", "--internal-child", &json]);
+    let group = settings
+        .memory_limit_bytes
+        .map(MemoryCgroup::create)
+        .transpose()?;
+    if let Some(group) = &group {
+        command.env(CGROUP_ENV, group.procs_file());
+    }
+    Ok((command, group))
+}
+
 /// Runs `settings` in a child of `exe` on the store as it is.
 pub fn spawn(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
-    let json = serde_json::to_string(settings).map_err(|e| e.to_string())?;
-    let out = Command::new(exe)
-        .args(["bench", "--internal-child", &json])
+    let (mut command, group) = command(exe, settings)?;
+    let out = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    let cap = group.as_ref().map(MemoryCgroup::report);
+    if let Some(cap) = cap.as_ref().filter(|c| c.oom_kills.unwrap_or(0) > 0) {
+        return Err(format!(
+            "{} on {} was killed by the memory cap ({} bytes, peak {:?}): raise \
+             --memory-limit or lower --cache-mb / --write-buffer-mb",
+            settings.engine, settings.workload, cap.limit_bytes, cap.peak_bytes
+        ));
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result = stdout
         .lines()
         .find_map(|l| l.strip_prefix(RESULT_PREFIX))
         .map(serde_json::from_str::<RunResult>);
     match result {
-        Some(r) if out.status.success() => r.map_err(|e| format!("bad child result: {e}")),
+        Some(r) if out.status.success() => {
+            let mut r = r.map_err(|e| format!("bad child result: {e}"))?;
+            r.memory_cap = cap;
+            Ok(r)
+        }
         _ => Err(format!(
             "{} on {} failed ({})",
             settings.engine, settings.workload, out.status

@@ -147,6 +147,8 @@ impl CrosscheckArgs {
             // As the direct loop: the engine's default.
             search_threads: 1,
             direct_reads: false,
+            direct_io: false,
+            memory_limit_bytes: None,
             read_ratio: 0.5,
             scan_length: None,
             distribution: None,

@@ -71,6 +71,11 @@ pub trait Engine: Sync {
     /// Read at the start and the end of the measured phase, never per
     /// operation.
     fn counters(&self) -> Counters;
+    /// Every statistic the engine keeps, as JSON (ThicketDB: `thicket
+    /// stats --json`); `None` where it keeps none worth recording.
+    fn engine_stats(&self) -> Option<serde_json::Value> {
+        None
+    }
     fn close(self: Box<Self>) -> EngineResult<()>;
 }
 
@@ -102,6 +107,31 @@ pub fn open(s: &Settings) -> EngineResult<Box<dyn Engine>> {
     }
 }
 
+/// What `--direct-reads` and `--direct-io` give each engine: ThicketDB and
+/// RocksDB read with `O_DIRECT`; RocksDB also writes flushes and
+/// compactions with it (ThicketDB's writers have no `O_DIRECT` mode);
+/// fjall has neither.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirectIo {
+    pub reads: bool,
+    pub flush_and_compaction_writes: bool,
+}
+
+pub fn direct_io_applied(s: &Settings) -> DirectIo {
+    let asked = s.direct_reads || s.direct_io;
+    match s.engine.as_str() {
+        "thicket" => DirectIo {
+            reads: asked,
+            flush_and_compaction_writes: false,
+        },
+        "rocksdb" => DirectIo {
+            reads: asked,
+            flush_and_compaction_writes: s.direct_io,
+        },
+        _ => DirectIo::default(),
+    }
+}
+
 /// The ThicketDB options a run uses: the profile's, with the shared
 /// settings applied.
 pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
@@ -123,7 +153,7 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
         o.chunk_rebalance_threads = s.background_threads;
     }
     o.search_threads = s.search_threads;
-    o.use_direct_reads = s.direct_reads;
+    o.use_direct_reads = direct_io_applied(s).reads;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;
@@ -248,6 +278,11 @@ impl Engine for Thicket {
                 table: st.chunk_gets_from_table,
             }),
         }
+    }
+
+    fn engine_stats(&self) -> Option<serde_json::Value> {
+        let space = self.db.space_usage().ok()?;
+        Some(crate::stats_json::to_json(&self.db.stats(), &space))
     }
 
     fn close(self: Box<Self>) -> EngineResult<()> {

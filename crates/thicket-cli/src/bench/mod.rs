@@ -3,12 +3,14 @@
 //! `docs/benchmarks.md`).
 
 mod args;
+mod cgroup;
 mod child;
 mod crosscheck;
 mod direct;
 mod engine;
 mod generators;
 mod latency;
+mod mechanisms;
 #[cfg(feature = "peers")]
 mod peers;
 mod plot;

@@ -56,7 +56,9 @@ impl Rocks {
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(s.cache_bytes as usize));
         table.set_bloom_filter(f64::from(s.bloom_bits), false);
         o.set_block_based_table_factory(&table);
-        o.set_use_direct_reads(s.direct_reads);
+        let direct = super::engine::direct_io_applied(s);
+        o.set_use_direct_reads(direct.reads);
+        o.set_use_direct_io_for_flush_and_compaction(direct.flush_and_compaction_writes);
         if let Some(bytes) = s.level_base_bytes {
             o.set_max_bytes_for_level_base(bytes);
         }

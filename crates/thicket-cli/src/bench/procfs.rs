@@ -60,6 +60,55 @@ pub fn read_counters() -> Result<ReadCounters, String> {
     })
 }
 
+/// Major page faults of this process so far (`majflt`, the tenth field
+/// after the command in `/proc/self/stat`): pages a memory-mapped file
+/// (or swapped-out memory) had to bring in from the device.
+pub fn major_faults() -> Result<u64, String> {
+    let file = "/proc/self/stat";
+    let text = fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+    // The command may hold spaces and parentheses: fields start after the
+    // last ')'.
+    text.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(9)?.parse().ok())
+        .ok_or_else(|| format!("no majflt in {file}"))
+}
+
+/// Requests the block device under a directory completed: the device's
+/// own counters (`/sys/dev/block/MAJ:MIN/stat`), so every process's I/O
+/// on it is counted; the benchmark runs on a quiet machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceOps {
+    pub reads: u64,
+    pub writes: u64,
+}
+
+impl DeviceOps {
+    /// The requests between `earlier` and `self`.
+    pub fn since(self, earlier: DeviceOps) -> DeviceOps {
+        DeviceOps {
+            reads: self.reads.saturating_sub(earlier.reads),
+            writes: self.writes.saturating_sub(earlier.writes),
+        }
+    }
+}
+
+/// The device counters of the file system holding `dir`; `None` where it
+/// is not a block device (tmpfs, overlay) or the kernel shows no counters.
+pub fn device_ops(dir: &Path) -> Option<DeviceOps> {
+    let dev = fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let text = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
+    // Fields: reads completed, merged, sectors, ms; writes completed, ...
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    Some(DeviceOps {
+        reads: *fields.first()?,
+        writes: *fields.get(4)?,
+    })
+}
+
 /// Peak resident set size (`VmHWM`), bytes.
 pub fn peak_rss() -> Result<u64, String> {
     Ok(field("/proc/self/status", "VmHWM:")? * 1024)
@@ -108,6 +157,31 @@ mod tests {
         assert!(write_bytes().unwrap() >= before + (1 << 20));
         assert!(disk_usage(dir.path()).unwrap() >= (1 << 20) + 8192);
         assert!(peak_rss().unwrap() > 1 << 20);
+    }
+
+    #[test]
+    fn major_faults_read_and_grow_monotonically() {
+        let a = major_faults().unwrap();
+        let b = major_faults().unwrap();
+        assert!(b >= a);
+    }
+
+    /// Where the temporary directory is on a block device, its counters
+    /// are found and a synced write of 1 MiB completes at least one write
+    /// request; elsewhere (tmpfs) there are none, and the test says so.
+    #[test]
+    fn device_ops_count_a_synced_write_on_a_block_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(before) = device_ops(dir.path()) else {
+            eprintln!("skipped: {} is not on a block device", dir.path().display());
+            return;
+        };
+        let mut f = fs::File::create(dir.path().join("f")).unwrap();
+        f.write_all(&vec![9u8; 1 << 20]).unwrap();
+        f.sync_all().unwrap();
+        let after = device_ops(dir.path()).unwrap();
+        assert!(after.since(before).writes >= 1, "{before:?} {after:?}");
+        assert_eq!(before.since(after), DeviceOps::default(), "saturates");
     }
 
     /// Reads through the page cache count as system calls and their

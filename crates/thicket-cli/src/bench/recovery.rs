@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -129,6 +129,14 @@ pub fn open(s: &Settings) -> Result<RunResult, String> {
         read_syscalls_per_get: None,
         read_syscall_bytes_per_get: None,
         chunk_get_shares: None,
+        major_faults: None,
+        device_read_ops: None,
+        device_write_ops: None,
+        device_read_ops_per_get: None,
+        memory_cap: None,
+        direct_io_applied: engine::direct_io_applied(s),
+        mechanism_counters: None,
+        engine_stats: None,
         recovery: Some(Recovery {
             loaded_keys: 0,
             loaded_bytes: 0,
@@ -194,9 +202,9 @@ fn load_and_kill(exe: &Path, s: &Settings) -> Result<Loaded, String> {
         recovery_phase: Some(RecoveryPhase::Load),
         ..s.clone()
     };
-    let json = serde_json::to_string(&settings).map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
-        .args(["bench", "--internal-child", &json])
+    // The cap's group lives until the child has been killed and reaped.
+    let (mut command, _group) = child::command(exe, &settings)?;
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -7,7 +7,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::args::Settings;
-use super::engine::ChunkGets;
+use super::cgroup::MemoryCapReport;
+use super::engine::{ChunkGets, DirectIo};
 use super::workload::Workload;
 
 /// Latency percentiles, microseconds.
@@ -120,6 +121,34 @@ pub struct RunResult {
     /// Figure 4a); null for peers, the LSM layout and runs without gets.
     #[serde(default)]
     pub chunk_get_shares: Option<ChunkGetShares>,
+    /// Major page faults of the child over the measured phase (null in
+    /// results written before they were counted).
+    #[serde(default)]
+    pub major_faults: Option<u64>,
+    /// Read and write requests the store's block device completed over
+    /// the measured phase (the device's own counters: every process on
+    /// it; null where the store is not on a block device).
+    #[serde(default)]
+    pub device_read_ops: Option<u64>,
+    #[serde(default)]
+    pub device_write_ops: Option<u64>,
+    #[serde(default)]
+    pub device_read_ops_per_get: Option<f64>,
+    /// `--memory-limit`: the cap and what its cgroup saw over the whole
+    /// child, prefill included (absent without a cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_cap: Option<MemoryCapReport>,
+    /// What `--direct-reads` / `--direct-io` gave this engine.
+    #[serde(default)]
+    pub direct_io_applied: DirectIo,
+    /// The counters that show each technique acted
+    /// (`bench/mechanisms.rs`), picked from `engine_stats`; null for peers.
+    #[serde(default)]
+    pub mechanism_counters: Option<BTreeMap<String, BTreeMap<String, serde_json::Value>>>,
+    /// Every statistic of the engine at the end of the measured phase
+    /// (ThicketDB: `thicket stats --json`); null for peers.
+    #[serde(default)]
+    pub engine_stats: Option<serde_json::Value>,
     /// The recovery workload's figures (absent for other workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,

@@ -17,7 +17,7 @@ use super::latency::{LatencyMode, Sampler};
 use super::procfs;
 use super::report::{cdf, ChunkGetShares, Latency, RunResult};
 use super::workload::{
-    prefill_order, prefill_streams, KeySpace, Op, OpStream, Params, Shared, OP_KINDS,
+    prefill_count, prefill_order, prefill_streams, KeySpace, Op, OpStream, Params, Shared, OP_KINDS,
 };
 
 /// Runs longer than this get a progress bar (on a terminal).
@@ -460,7 +460,7 @@ fn prefill(
         streams: prefill_streams(p, ctx.space, order),
         writer: None,
         deadline: None,
-        total: ctx.space.count,
+        total: prefill_count(p, ctx.space),
     };
     let quiet = PhaseContext {
         latency: LatencyMode::Off,
@@ -486,6 +486,10 @@ struct Measured {
     io_before: u64,
     /// `/proc/self/io` reads over the phase.
     reads: procfs::ReadCounters,
+    /// Major faults of this process over the phase.
+    major_faults: u64,
+    /// Requests the store's device completed over the phase.
+    device_ops: Option<procfs::DeviceOps>,
     counters: (Counters, Counters),
 }
 
@@ -511,14 +515,22 @@ fn measure(
     };
     let io_before = procfs::write_bytes()?;
     let reads_before = procfs::read_counters()?;
+    let faults_before = procfs::major_faults()?;
+    let device_before = procfs::device_ops(&s.db);
     let c0 = ctx.engine.counters();
     let phase = execute(ctx, plan)?;
     let c1 = ctx.engine.counters();
     let reads = procfs::read_counters()?.since(reads_before);
+    let major_faults = procfs::major_faults()?.saturating_sub(faults_before);
+    let device_ops = device_before
+        .zip(procfs::device_ops(&s.db))
+        .map(|(before, after)| after.since(before));
     Ok(Measured {
         phase,
         io_before,
         reads,
+        major_faults,
+        device_ops,
         counters: (c0, c1),
     })
 }
@@ -572,6 +584,16 @@ pub fn load(engine: &dyn Engine, s: &Settings) -> Result<f64, String> {
     )
 }
 
+/// Entries in the store, by a full scan.
+fn count_entries(engine: &dyn Engine) -> Result<u64, String> {
+    let mut cursor = engine.cursor()?;
+    let mut n = 0;
+    while cursor.next_entry()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Runs the settings' engine and workload; the store directory must be new.
 pub fn run(s: &Settings) -> Result<RunResult, String> {
     let p: Params = s.params()?;
@@ -596,6 +618,14 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         }
     }
     let m = measure(&ctx, s, &p, &order)?;
+    let engine_stats = engine.engine_stats();
+    // With half the key space pre-populated, updates of absent keys insert
+    // them: count what is live (not timed).
+    let live_keys = if p.workload.prefills_half() {
+        count_entries(&*engine)?
+    } else {
+        space.count + shared.next_insert.load(Ordering::Acquire)
+    };
     // The device bytes run until the close: they include the background
     // work the measured writes caused and the close waited for.
     engine.close()?;
@@ -604,7 +634,6 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
     let st = &m.phase.stats;
     let lat = summarize_latency(st);
     let ops = st.counts.iter().sum();
-    let live_keys = space.count + shared.next_insert.load(Ordering::Acquire);
     let logical_bytes = space.logical_bytes(live_keys);
     let space_bytes = procfs::disk_usage(&s.db)?;
     let (c0, c1) = m.counters;
@@ -651,6 +680,14 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         read_syscalls_per_get: per(Some(m.reads.syscalls), point_reads),
         read_syscall_bytes_per_get: per(Some(m.reads.syscall_bytes), point_reads),
         chunk_get_shares: chunk_gets.and_then(ChunkGetShares::of),
+        major_faults: Some(m.major_faults),
+        device_read_ops: m.device_ops.map(|d| d.reads),
+        device_write_ops: m.device_ops.map(|d| d.writes),
+        device_read_ops_per_get: m.device_ops.and_then(|d| per(Some(d.reads), point_reads)),
+        memory_cap: None,
+        direct_io_applied: engine::direct_io_applied(s),
+        mechanism_counters: engine_stats.as_ref().map(super::mechanisms::pick),
+        engine_stats,
         recovery: None,
         live_keys,
         logical_bytes,

@@ -136,6 +136,12 @@ impl Workload {
         !self.is_fill() && self != Workload::Recovery
     }
 
+    /// TRIAD's synthetic workloads pre-populate half of their key space
+    /// (a random half), so that updates also insert new keys (TRIAD §5).
+    pub fn prefills_half(self) -> bool {
+        matches!(self, Workload::Ws1 | Workload::Ws2 | Workload::Ws3)
+    }
+
     /// The YCSB mixes whose keys `--distribution` may draw instead of
     /// YCSB's own generators (d keeps its Latest generator, the fills
     /// their order).
@@ -581,10 +587,26 @@ pub fn prefill_order(p: &Params, space: &KeySpace) -> Arc<Vec<u64>> {
     })
 }
 
+/// Keys the prefill writes: all of the key space, or half of it for the
+/// workloads that pre-populate half (`Workload::prefills_half`).
+pub fn prefill_count(p: &Params, space: &KeySpace) -> u64 {
+    if p.workload.prefills_half() {
+        space.count / 2
+    } else {
+        space.count
+    }
+}
+
 /// The prefill's streams, one per thread: runs with a YoDB distribution
 /// load in key order, each thread its contiguous share (the paper builds
-/// its data set by a sequential fill); the others load `order`.
+/// its data set by a sequential fill); the others load `order` (its first
+/// half for the workloads that pre-populate half).
 pub fn prefill_streams(p: &Params, space: &KeySpace, order: &Arc<Vec<u64>>) -> Vec<OpStream> {
+    let order = if p.workload.prefills_half() {
+        Arc::new(order[..prefill_count(p, space) as usize].to_vec())
+    } else {
+        order.clone()
+    };
     (0..p.threads)
         .map(|t| {
             if p.key_distribution().is_some() {
@@ -1084,6 +1106,27 @@ mod tests {
             prefill_order(&p, &space)[0],
             "rank 0 is the permutation's first key"
         );
+    }
+
+    #[test]
+    fn ws_workloads_prefill_a_random_half_of_the_key_space() {
+        for w in [Workload::Ws1, Workload::Ws2, Workload::Ws3] {
+            let p = params(w, 10_000, 2);
+            let space = KeySpace::new(&p);
+            let order = prefill_order(&p, &space);
+            let shared = Shared::default();
+            let mut seen = HashSet::new();
+            for mut s in prefill_streams(&p, &space, &order) {
+                while let Some(Op::Put(k)) = s.next(&shared) {
+                    assert!(seen.insert(k));
+                }
+            }
+            assert_eq!(seen.len() as u64, prefill_count(&p, &space));
+            assert_eq!(seen.len() as u64, space.count / 2);
+            // A random half: both ends of the key space are represented.
+            assert!(seen.iter().any(|&k| k < space.count / 4));
+            assert!(seen.iter().any(|&k| k >= space.count * 3 / 4));
+        }
     }
 
     #[test]
