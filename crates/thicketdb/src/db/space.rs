@@ -1,14 +1,11 @@
 //! Space amplification: the bytes the store occupies on the device over the
 //! key and value bytes of what a reader can see.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use super::ReadOptions;
-use super::{iter, DbInner, DbIterator};
+use super::iter::DbIterator;
 use crate::error::Result;
 use crate::io::FileSystem;
 use crate::stats::stat_struct;
+use std::path::Path;
 
 stat_struct! {
     /// How much space the store takes for the data it holds.
@@ -26,18 +23,6 @@ stat_struct! {
         /// `disk_bytes / logical_bytes`; 0 for an empty store.
         pub space_amplification: f64,
     }
-}
-
-/// Scans every live key of every keyspace, then adds up the directory's
-/// allocated bytes. Background work running meanwhile may change both a
-/// little.
-pub(crate) fn usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
-    let cursors = inner
-        .trees()
-        .iter()
-        .map(|tree| iter::new(inner, tree, ReadOptions::default()))
-        .collect::<Result<Vec<_>>>()?;
-    measure(cursors, inner.fs.as_ref(), &inner.dir)
 }
 
 /// What `cursors` (fresh iterators over the whole store, one per

@@ -10,7 +10,7 @@ use super::chunk::{Chunk, ChunkLog};
 use super::open::filters;
 use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore};
-use crate::db::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
+use crate::db::keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::options::Options;
 

@@ -61,9 +61,11 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use super::batch::WriteBatch;
+use super::call_options::{ReadOptions, WriteOptions};
 use super::iter::DbIterator;
 use super::snapshot::{Snapshot, SnapshotRegistry};
-use super::{ReadOptions, Stats, WriteBatch, WriteOptions};
+use super::stats::Stats;
 use crate::db::batch::OpKind;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind};
@@ -203,7 +205,12 @@ impl ChunkStore {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Arc<ChunkStore>> {
         // Through the read-only file system: a mistaken write cannot land.
-        let store = open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)?;
+        let store = open::open(
+            dir,
+            options,
+            crate::db::read_only_fs::ReadOnlyFs::wrap(fs),
+            true,
+        )?;
         Ok(Arc::new(store))
     }
 

@@ -25,10 +25,11 @@ use super::munk::MunkCache;
 use super::row_cache::RowCache;
 use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore, Writer};
-use crate::db::open::check_stored_identity;
+use crate::db::batch::WriteBatch;
+use crate::db::identity::check_stored_identity;
+use crate::db::keyspace_rules::DEFAULT_KEYSPACE;
+use crate::db::keyspace_rules::DEFAULT_KEYSPACE_NAME;
 use crate::db::snapshot::SnapshotRegistry;
-use crate::db::tree::DEFAULT_KEYSPACE;
-use crate::db::{WriteBatch, DEFAULT_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::log::RecoveryMode;
@@ -206,7 +207,7 @@ pub(super) fn open(
     let batch_ranges = batches
         .iter()
         .map(|(first, record)| {
-            let count = crate::db::DecodedBatch::parse(record)
+            let count = crate::db::batch::DecodedBatch::parse(record)
                 .map_err(Error::invariant)?
                 .count;
             Ok((*first, first + u64::from(count).saturating_sub(1)))
@@ -509,7 +510,7 @@ fn rewrite_logs(
         )?;
         *next += 1;
         for record in old.log.records()? {
-            let first = crate::db::DecodedBatch::parse(&record)
+            let first = crate::db::batch::DecodedBatch::parse(&record)
                 .map_err(Error::invariant)?
                 .first_sequence;
             if first < cut {
@@ -558,7 +559,7 @@ fn missing_parts(
     let sets: Vec<_> = spaces.iter().map(|s| s.chunk_set()).collect();
     let mut missing = Vec::new();
     for (first, record) in batches {
-        let ops = crate::db::DecodedBatch::parse(record)
+        let ops = crate::db::batch::DecodedBatch::parse(record)
             .and_then(|b| b.ops())
             .map_err(Error::invariant)?;
         let mut parts: std::collections::BTreeMap<(usize, usize), (u64, WriteBatch)> =

@@ -48,7 +48,7 @@ impl ChunkSpace {
 
     /// `Error::KeyspaceNotFound` once the keyspace is dropped.
     pub fn check_live(&self) -> Result<()> {
-        crate::db::tree::check_not_dropped(&self.dropped, &self.name)
+        crate::db::keyspace_rules::check_not_dropped(&self.dropped, &self.name)
     }
 
     /// Marks the keyspace dropped, retires its chunks and lets go of them
@@ -91,7 +91,7 @@ pub(crate) fn space_options(store: &Options, requested: &Options) -> Result<Opti
             requested.profile, requested.layout
         )));
     }
-    let mut o = crate::db::tree::keyspace_options(store, requested);
+    let mut o = crate::db::keyspace_rules::keyspace_options(store, requested);
     o.munk_cache_bytes = store.munk_cache_bytes;
     o.row_cache_bytes = store.row_cache_bytes;
     o.row_cache_tables = store.row_cache_tables;

@@ -11,17 +11,14 @@ use std::thread::JoinHandle;
 
 use super::compact::compact;
 use super::flush::flush_oldest;
+use super::obsolete::collect_obsolete_files;
 use super::tree::Tree;
-use super::{BackgroundState, DbInner, SuperVersion};
+use super::{BackgroundState, DbInner};
 use crate::compaction::busy::ClaimId;
 use crate::compaction::journal::{self, Journaling, Pending};
 use crate::compaction::CompactionTask;
 use crate::error::{Error, Result};
-use crate::io::BackingKind;
-use crate::memtable::Memtable;
 use crate::stats::Counters;
-use crate::version::files::{log_path, segment_path};
-use crate::version::Version;
 
 /// Starts the flush thread and the compaction threads. Flushes never wait
 /// behind a long compaction: they only add L0 runs, which a running task
@@ -210,63 +207,4 @@ fn trim_due(inner: &DbInner, worker: Worker) -> bool {
             .iter()
             .filter_map(|t| t.policy.buffer())
             .any(|b| b.until_trim().is_zero())
-}
-
-pub(crate) fn new_file_number(inner: &DbInner) -> impl Fn() -> u64 + '_ {
-    move || inner.versions.lock().new_file_number()
-}
-
-/// Publishes a new version of `tree`, dropping `flushed` from its
-/// immutable list.
-/// REQUIRES: `inner.versions` held, so versions are installed in the
-/// order the MANIFEST records them. Takes `super_version` (write).
-pub(crate) fn install(tree: &Tree, version: Arc<Version>, flushed: Option<&Arc<Memtable>>) {
-    let mut sv = tree.super_version.write();
-    let imms = sv
-        .imms
-        .iter()
-        .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
-        .cloned()
-        .collect();
-    *sv = Arc::new(SuperVersion {
-        mem: sv.mem.clone(),
-        imms,
-        pending_compaction_bytes: tree.policy.pending_bytes(&version),
-        version,
-    });
-}
-
-/// Releases what no version, reader or memtable references any more (see
-/// `io::backing`): punches dead tables out of live segments, deletes
-/// segments and logs nothing needs.
-/// REQUIRES: none of `DbInner`'s mutexes held (it does file I/O).
-pub(crate) fn collect_obsolete_files(inner: &DbInner) {
-    let released = inner.backings.take_released();
-    for extent in &released.extents {
-        inner.table_cache.evict_table(extent.id);
-        if released.files.contains(&extent.backing) {
-            continue; // the whole file goes below
-        }
-        if let Ok(file) = inner.table_cache.segment_file(extent.backing.number) {
-            if let Ok(true) = file.punch_hole(extent.offset, extent.length) {
-                Counters::add(&inner.counters.holes_punched, 1);
-            }
-        }
-    }
-    for backing in released.files {
-        // Failing to delete only leaves garbage for the next open's sweep.
-        match backing.kind {
-            BackingKind::Segment => {
-                inner.table_cache.evict_segment(backing.number);
-                let path = segment_path(&inner.dir, backing.number);
-                if inner.fs.exists(&path) && inner.fs.remove(&path).is_ok() {
-                    Counters::add(&inner.counters.segments_deleted, 1);
-                }
-            }
-            BackingKind::Log => {
-                inner.table_cache.logs().evict_log(backing.number);
-                let _ = inner.fs.remove(&log_path(&inner.dir, backing.number));
-            }
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! TRIAD through the public API, on the real file system.
 
-use super::*;
+use super::SuperVersion;
+use crate::db::*;
 use crate::options::Options;
 
 fn key(i: u32) -> Vec<u8> {
@@ -115,7 +116,7 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
         key: key.to_vec(),
         value: value.to_vec(),
     };
-    let carried = super::write::relog(
+    let carried = super::relog::relog(
         &inner,
         &inner.default,
         &older,

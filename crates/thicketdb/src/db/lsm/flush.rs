@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::background::install;
 use super::lock_order::RankedGuard;
 use super::log_table::LogAddresses;
+use super::relog::relog;
+use super::super_version::install;
 use super::tree::Tree;
-use super::write::relog;
 use super::{BackgroundState, DbInner};
 use crate::compaction::drop_rule::DropRule;
 use crate::compaction::output::{OutputSink, OutputSpec};

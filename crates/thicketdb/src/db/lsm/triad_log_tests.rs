@@ -1,7 +1,7 @@
 //! TRIAD-LOG through the public API, on the real file system: log tables
 //! for every value size, the logs' lifetime, recovery and repair.
 
-use super::*;
+use crate::db::*;
 use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::version::files::log_path;

@@ -67,8 +67,18 @@ impl SearchPool {
         (query.wait(), query.decided_by())
     }
 
+    /// Queues `job` and works on it on the caller's thread too: on a
+    /// machine with few cores the caller would otherwise only wait.
+    fn run(&self, job: Arc<dyn Job>) {
+        self.shared.queue.lock().push_back(job.clone());
+        self.shared.work.notify_all();
+        while job.run_one(&self.shared.counters) {}
+    }
+}
+
+impl crate::db::iter::ParallelSeek for SearchPool {
     /// Seeks `children` to `target` on the search threads and the caller's.
-    pub fn seek(
+    fn seek(
         &self,
         children: Vec<Box<dyn InternalIterator>>,
         target: &[u8],
@@ -76,14 +86,6 @@ impl SearchPool {
         let seek = Arc::new(ParallelSeek::new(children, target));
         self.run(seek.clone());
         seek.wait()
-    }
-
-    /// Queues `job` and works on it on the caller's thread too: on a
-    /// machine with few cores the caller would otherwise only wait.
-    fn run(&self, job: Arc<dyn Job>) {
-        self.shared.queue.lock().push_back(job.clone());
-        self.shared.work.notify_all();
-        while job.run_one(&self.shared.counters) {}
     }
 }
 
@@ -127,7 +129,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::db::search::query::tests::{query, versions_of_k};
+    use crate::db::iter::ParallelSeek as _;
+    use crate::db::lsm::search::query::tests::{query, versions_of_k};
 
     #[test]
     fn the_newest_version_wins_when_its_probe_finishes_last() {

@@ -16,8 +16,10 @@
 
 use std::sync::Arc;
 
+use super::background_state::set_background_error;
+use super::log_state::create_log;
+use super::relog::insert_relogged;
 use super::tree::Tree;
-use super::write::{create_log, insert_relogged, set_background_error};
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::log::{encode_relogged, LogWriter, RelogSource};

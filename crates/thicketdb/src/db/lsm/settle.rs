@@ -1,30 +1,11 @@
 //! Waiting until the background threads have nothing left to do, so that a
 //! benchmark can read a settled tree (RocksDB's `WaitForCompact`).
 
-use super::{Db, DbInner};
+use super::DbInner;
 use crate::error::{Error, Result};
 
-impl Db {
-    /// Blocks until no immutable memtable waits for its flush and no
-    /// compaction is running or due (the policy picks none, no journaled
-    /// merge is left to resume, no manual compaction runs). The mutable
-    /// memtable is not flushed. Writes made meanwhile can keep the
-    /// background busy, and so this call waiting, for as long as they last.
-    ///
-    /// Fails with the background error if a flush or compaction failed, and
-    /// with `Error::Closed` once the store is closed.
-    pub fn wait_for_compactions(&self) -> Result<()> {
-        match self.lsm() {
-            Some(inner) => wait_until_settled(inner),
-            // Rebalances run in the writers' calls: nothing is left to wait for.
-            None => self.stats().background_error.map_or(Ok(()), |e| {
-                Err(Error::Background(Box::new(Error::InvalidArgument(e))))
-            }),
-        }
-    }
-}
-
-fn wait_until_settled(inner: &DbInner) -> Result<()> {
+/// Blocks until no flush or compaction is due or running (`Db::wait_for_compactions`).
+pub(crate) fn wait_until_settled(inner: &DbInner) -> Result<()> {
     if inner.read_only {
         // No background work exists; the kept memtables are never flushed.
         return inner.check_open();

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::background::{collect_obsolete_files, install};
+use super::obsolete::collect_obsolete_files;
+use super::super_version::install;
 use super::tree::Tree;
 use super::DbInner;
 use crate::compaction::buffer::BufferChange;

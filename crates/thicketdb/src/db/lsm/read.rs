@@ -8,10 +8,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::search::{probe_table, Probe, Query};
+use super::search::Query;
 use super::tree::Tree;
 use super::DbInner;
-use super::ReadOptions;
+use crate::db::call_options::ReadOptions;
+use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::format::KeyOrder;

@@ -9,4 +9,4 @@ mod query;
 mod seek;
 
 pub(crate) use pool::SearchPool;
-pub(crate) use query::{probe_table, Probe, Query};
+pub(crate) use query::Query;

@@ -7,7 +7,6 @@
 //! followers.
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,15 +15,16 @@ use parking_lot::MutexGuard;
 
 use super::lock_order::RankedGuard;
 
-use super::batch::{DecodedBatch, OpKind, WriteBatch};
+use super::background_state::{set_background_error, wake_background};
+use super::log_state::create_log;
+use super::relog::location_in;
 use super::tree::Tree;
-use super::WriteOptions;
 use super::{DbInner, SuperVersion};
+use crate::db::batch::{DecodedBatch, OpKind, WriteBatch};
+use crate::db::call_options::WriteOptions;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{InternalKey, ValueKind, MAX_SEQUENCE};
-use crate::io::{FileSystem, WritableFile};
-use crate::log::{encode_relogged, for_each_relogged, LogWriter, RelogEntry, RelogSource};
-use crate::memtable::{LogLocation, Memtable};
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
@@ -44,14 +44,6 @@ type Slot = Arc<parking_lot::Mutex<PendingWrite>>;
 #[derive(Default)]
 pub(crate) struct WriteState {
     queue: VecDeque<Slot>,
-}
-
-/// The current log; only the write leader and memtable switches touch it.
-pub(crate) struct LogState {
-    pub writer: LogWriter,
-    /// The file number of the log `writer` appends to (a checkpoint copies
-    /// exactly its written prefix).
-    pub number: u64,
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
@@ -235,53 +227,6 @@ pub(crate) fn insert_into_memtables(
     Ok(seq.saturating_sub(1))
 }
 
-/// Applies the entries of a re-logged record, the log record at
-/// `record_offset` of the memtable's log, to the memtable; returns the
-/// largest sequence number applied (0 for none). A malformed record is
-/// rejected before anything is inserted.
-pub(crate) fn insert_relogged(
-    mem: &Memtable,
-    record: &[u8],
-    record_offset: u64,
-) -> std::result::Result<u64, &'static str> {
-    for_each_relogged(record, |_, _, _, _| ())?;
-    let mut last = 0;
-    for_each_relogged(record, |seq, kind, key, value| {
-        mem.add_at(
-            seq,
-            kind,
-            key,
-            value,
-            location_in(record, record_offset, value),
-        );
-        last = last.max(seq);
-    })?;
-    Ok(last)
-}
-
-/// Where `value`, a slice of `record`, lies in the log (TRIAD-LOG). A
-/// deletion's empty value is no slice of the record: offset 0 (unused).
-fn location_in(record: &[u8], record_offset: u64, value: &[u8]) -> LogLocation {
-    let offset = (value.as_ptr() as usize)
-        .checked_sub(record.as_ptr() as usize)
-        .filter(|&at| at <= record.len())
-        .unwrap_or(0);
-    LogLocation {
-        record: record_offset,
-        offset: offset as u64,
-    }
-}
-
-/// Takes `background`; callers may hold `write` or `log`.
-pub(crate) fn set_background_error(inner: &DbInner, e: Error) {
-    let mut bg = inner.background.lock();
-    if bg.error.is_none() {
-        bg.error = Some(e);
-    }
-    inner.failed.store(true, Ordering::Release);
-    inner.background_cv.notify_all();
-}
-
 /// Ensures the memtable has room, switching it when full and stalling while
 /// flushes or L0 compaction fall behind. `force` switches a non-empty
 /// memtable regardless of size (for `flush`).
@@ -341,7 +286,7 @@ fn make_room(
             // queue still ours but its mutex released for the file I/O.
             drop(svs);
             MutexGuard::unlocked(state.raw(), || {
-                super::background::collect_obsolete_files(inner)
+                super::obsolete::collect_obsolete_files(inner)
             });
             return Ok(());
         }
@@ -379,19 +324,6 @@ impl Room {
                     && (l0_runs >= opts.l0_stop_writes_trigger
                         || pending >= opts.hard_pending_compaction_bytes)),
         }
-    }
-}
-
-/// Creates a log file the way `log_mmap` asks.
-pub(crate) fn create_log(
-    fs: &dyn FileSystem,
-    options: &Options,
-    path: &Path,
-) -> Result<Box<dyn WritableFile>> {
-    if options.log_mmap {
-        fs.create_mapped(path)
-    } else {
-        fs.create(path)
     }
 }
 
@@ -447,77 +379,6 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     }
     drop(log);
     Ok(())
-}
-
-/// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`
-/// of `tree`) into the tree's active memtable: appends them to the active log as one
-/// re-logged record, syncs it, and inserts them with their own sequence
-/// numbers. Returns the entries carried.
-///
-/// Readers search the active memtable before the immutable ones, so a
-/// carried version must be newer than anything an immutable memtable newer
-/// than `from` holds for its key: keys such a memtable holds are not
-/// carried (they stay cold). Under `log` the set of memtables is fixed,
-/// the active memtable is the one whose log takes the record, and no write
-/// group inserts meanwhile; a newer write of the key in the active memtable
-/// shadows the carried version (higher sequence).
-/// Takes `log`, then `super_version` (read).
-pub(crate) fn relog(
-    inner: &DbInner,
-    tree: &Tree,
-    from: &Arc<Memtable>,
-    entries: Vec<RelogEntry>,
-) -> Result<Vec<RelogEntry>> {
-    let mut log = inner.log.lock();
-    inner.check_background_error()?;
-    let sv = tree.super_version();
-    let newer: Vec<&Arc<Memtable>> = sv
-        .imms
-        .iter()
-        .take_while(|m| !Arc::ptr_eq(m, from))
-        .collect();
-    let entries: Vec<RelogEntry> = entries
-        .into_iter()
-        .filter(|e| {
-            let lookup = InternalKey::new(&e.key, MAX_SEQUENCE, ValueKind::SEEK);
-            newer.iter().all(|m| m.get(lookup.encoded()).is_none())
-        })
-        .collect();
-    if entries.is_empty() {
-        return Ok(entries);
-    }
-    let source = RelogSource {
-        log: from.log_number(),
-        keyspace: tree.id,
-    };
-    let record = encode_relogged(source, &entries);
-    let written = log.writer.add_record(&record).and_then(|offset| {
-        log.writer.flush()?;
-        log.writer.sync()?;
-        Ok(offset)
-    });
-    let offset = match written {
-        Ok(offset) => offset,
-        Err(e) => {
-            set_background_error(inner, e.clone());
-            return Err(e);
-        }
-    };
-    let c = &inner.counters;
-    Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
-    Counters::add(&c.fsyncs_log, 1);
-    insert_relogged(&sv.mem, &record, offset).map_err(|why| {
-        Error::invariant(format!(
-            "a record this process encoded failed to decode: {why}"
-        ))
-    })?;
-    Ok(entries)
-}
-
-/// Takes `background`; callers may hold `write`.
-pub(crate) fn wake_background(inner: &DbInner) {
-    let _bg = inner.background.lock();
-    inner.background_cv.notify_all();
 }
 
 /// Switches a non-empty memtable and waits until nothing is left to flush.

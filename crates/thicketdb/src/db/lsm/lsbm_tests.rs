@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::*;
+use crate::db::*;
 use crate::options::{Options, Profile};
 
 fn options() -> Options {

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::background::{collect_obsolete_files, install, new_file_number};
+use super::background_state::{set_background_error, wake_background};
+use super::obsolete::collect_obsolete_files;
+use super::super_version::install;
 use super::tree::Tree;
 use super::DbInner;
 use crate::compaction::executor::{ExecContext, Executed, Journal};
@@ -82,7 +84,7 @@ fn run(
     released: &mut HashSet<u64>,
 ) -> Result<Executed> {
     let opts = &tree.options;
-    let numbers = new_file_number(inner);
+    let numbers = inner.file_numbers();
     // Copied out of the version: holding the version would pin the inputs
     // a journaled merge releases as it goes.
     let (bottommost, (grandparents, grandparent_limit)) = {
@@ -250,12 +252,12 @@ pub(crate) fn compact_range(
         // Dropped meanwhile: nothing is left to compact, and the store is fine.
         Err(_) if tree.dropped.load(Ordering::Acquire) => tree.check_live(),
         Err(e) => {
-            super::write::set_background_error(inner, e.clone());
+            set_background_error(inner, e.clone());
             Err(e)
         }
         ok => ok,
     };
-    super::write::wake_background(inner);
+    wake_background(inner);
     result
 }
 

@@ -9,18 +9,18 @@ use parking_lot::{Condvar, RwLock};
 
 use super::flush::FlushEnv;
 use super::lock_order::{Rank, Ranked};
+use super::log_state::{create_log, LogState};
+use super::relog::insert_relogged;
 use super::search::SearchPool;
-use super::snapshot::SnapshotRegistry;
-use super::tree::{
-    keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE, DEFAULT_KEYSPACE_NAME,
-};
-use super::write::{insert_into_memtables, insert_relogged, LogState, WriteState};
+use super::tree::{memtable_on_log, Tree};
+use super::write::{insert_into_memtables, WriteState};
 use super::{BackgroundState, DbInner};
 use crate::compaction::buffer;
 use crate::compaction::leveled::LevelTargets;
+use crate::db::identity::check_stored_identity;
+use crate::db::keyspace_rules::{keyspace_options, DEFAULT_KEYSPACE, DEFAULT_KEYSPACE_NAME};
+use crate::db::snapshot::SnapshotRegistry;
 use crate::error::{Error, Result};
-use crate::format::key_order::BYTEWISE_NAME;
-use crate::format::KeyOrder;
 use crate::io::{Backing, Backings, FileLock, FileSystem};
 use crate::log::{for_each_relogged, is_relogged, LogReader, LogWriter};
 use crate::memtable::Memtable;
@@ -55,7 +55,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
     // One edit per keyspace: each moves its own log number, so a crash
     // between them replays the old logs into the keyspaces not yet moved.
     let log_number = versions.new_file_number();
-    let log_file = super::write::create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
+    let log_file = create_log(fs.as_ref(), &options, &log_path(dir, log_number))?;
     fs.sync_dir(dir)?;
     Counters::add(&counters.fsyncs_log, 1);
     let mut trees = Vec::with_capacity(targets.len());
@@ -433,53 +433,6 @@ pub(super) fn replay_logs(
         trees,
         last_sequence,
     })
-}
-
-/// The key order of the store in `dir` for the tools that open it without
-/// the caller's options (`check`, `dump`): only the built-in order can be
-/// known from the store alone; a custom comparator is code.
-pub(crate) fn recorded_order(fs: &dyn FileSystem, dir: &Path) -> Result<KeyOrder> {
-    let path = options_path(dir);
-    let (_, comparator) =
-        Options::decode_recorded(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
-    if comparator != BYTEWISE_NAME {
-        return Err(Error::InvalidArgument(format!(
-            "store in {} orders its keys by comparator {comparator:?}, \
-             which this tool cannot load; open it with Db::open and that comparator",
-            dir.display()
-        )));
-    }
-    Ok(KeyOrder::Bytewise)
-}
-
-/// Refuses to open a store created with another profile or comparator.
-pub(super) fn check_stored_identity(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    options: &Options,
-) -> Result<()> {
-    let path = options_path(dir);
-    if !fs.exists(&path) {
-        return Err(Error::corruption(&path, 0, "OPTIONS file is missing"));
-    }
-    let (stored, comparator) =
-        Options::decode_recorded(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
-    if comparator != options.comparator.name() {
-        return Err(Error::InvalidArgument(format!(
-            "store in {} was created with comparator {comparator:?}; it cannot be opened with {:?}",
-            dir.display(),
-            options.comparator.name()
-        )));
-    }
-    if stored.profile != options.profile {
-        return Err(Error::InvalidArgument(format!(
-            "store in {} was created with profile {:?}; it cannot be opened as {:?}",
-            dir.display(),
-            stored.profile.name(),
-            options.profile.name()
-        )));
-    }
-    Ok(())
 }
 
 /// Replays logs into memtables, flushing or keeping each full one.
