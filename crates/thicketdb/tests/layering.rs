@@ -105,15 +105,15 @@ const DB_SEAMS: &[&str] = &[
     "batch",
     "call_options",
     "check_report",
-    "checkpoint",
+    "checkpoint_steps",
     "identity",
     "iter",
     "keyspace_rules",
     "probe",
     "read_only_fs",
     "snapshot",
-    "space",
-    "stats",
+    "space_usage",
+    "stats_report",
 ];
 
 /// `db`'s engines: each imports the seams and itself, never the other

@@ -50,7 +50,7 @@ pub fn check_ordered_store(
         )));
     }
     if stored.layout == crate::options::Layout::Chunked {
-        return super::chunked::check::check(dir, fs.as_ref());
+        return super::chunked::check_chunks::check(dir, fs.as_ref());
     }
-    super::lsm::check::check(dir, fs, order)
+    super::lsm::check_files::check(dir, fs, order)
 }

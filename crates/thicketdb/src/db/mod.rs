@@ -13,7 +13,7 @@ mod batch;
 mod call_options;
 pub mod check;
 mod check_report;
-mod checkpoint;
+mod checkpoint_steps;
 pub mod chunked;
 mod identity;
 mod iter;
@@ -25,8 +25,8 @@ mod probe;
 mod range;
 mod read_only_fs;
 mod snapshot;
-mod space;
-mod stats;
+mod space_usage;
+mod stats_report;
 mod tools;
 
 use std::path::Path;
@@ -36,14 +36,14 @@ use std::sync::Arc;
 pub(crate) use batch::{DecodedBatch, OpKind};
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
-pub use checkpoint::CheckpointReport;
+pub use checkpoint_steps::CheckpointReport;
 pub use iter::DbIterator;
 pub use keyspace::Keyspace;
 pub use keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use range::Range;
 pub use snapshot::Snapshot;
-pub use space::SpaceUsage;
-pub use stats::Stats;
+pub use space_usage::SpaceUsage;
+pub use stats_report::Stats;
 pub use tools::{destroy, dump, repair, RepairReport};
 
 use crate::error::{Error, Result};
@@ -301,7 +301,7 @@ impl Db {
         match self.lsm() {
             Some(inner) => {
                 inner.check_open()?;
-                lsm::buffer::trim(inner)
+                lsm::lsbm_trim::trim(inner)
             }
             None => Ok(()),
         }
@@ -332,7 +332,7 @@ impl Db {
                         .iter()
                         .map(|space| c.0.iter(space, opts.clone()))
                         .collect::<Result<Vec<_>>>()?;
-                space::measure(cursors, c.0.fs(), c.0.dir())
+                space_usage::measure(cursors, c.0.fs(), c.0.dir())
             }
         }
     }
@@ -362,7 +362,7 @@ impl Db {
     /// any store (read-write or read-only).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
         match &self.engine {
-            Engine::Lsm(h) => lsm::checkpoint::checkpoint(&h.inner, dir.as_ref()),
+            Engine::Lsm(h) => lsm::checkpoint_copy::checkpoint(&h.inner, dir.as_ref()),
             Engine::Chunked(c) => c.0.checkpoint(dir.as_ref()),
         }
     }

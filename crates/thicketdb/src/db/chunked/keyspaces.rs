@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use super::chunk::{Chunk, ChunkLog};
+use super::chunk_space::{space_options, ChunkSpace};
 use super::open::filters;
-use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore};
 use crate::db::keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 use crate::error::{Error, Result};

@@ -29,13 +29,14 @@
 
 mod batch_log;
 mod build_queue;
-pub(crate) mod check;
-mod checkpoint;
+pub(crate) mod check_chunks;
+mod checkpoint_copy;
 pub mod checkpoint_mark;
 mod checkpointer;
 mod chunk;
 mod chunk_iter;
 mod chunk_log;
+mod chunk_space;
 mod chunk_views;
 pub mod closed;
 mod durable_prefix;
@@ -52,7 +53,6 @@ mod open;
 mod rebalance;
 mod row_cache;
 mod sequencer;
-mod space;
 mod sync_group;
 
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ use super::batch::WriteBatch;
 use super::call_options::{ReadOptions, WriteOptions};
 use super::iter::DbIterator;
 use super::snapshot::{Snapshot, SnapshotRegistry};
-use super::stats::Stats;
+use super::stats_report::Stats;
 use crate::db::batch::OpKind;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{InternalKey, ValueKind};
@@ -77,10 +77,10 @@ use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
 use chunk::{Chunk, Found};
 use chunk_iter::ChunkRunIterator;
+pub(crate) use chunk_space::ChunkSpace;
 use chunk_views::{ChunkRangeDels, ChunkViews};
 use munk::MunkCache;
 use row_cache::{Cached, RowCache};
-pub(crate) use space::ChunkSpace;
 
 /// The chunk index and the chunk list in one: chunks sorted by start key,
 /// the first starting at the empty key. Replaced whole, never changed.

@@ -90,7 +90,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
         let (result, claim, spent) = match job {
             Job::Flush => (flush_oldest(inner), None, &inner.counters.flush_micros),
             Job::Trim => (
-                super::buffer::trim(inner),
+                super::lsbm_trim::trim(inner),
                 None,
                 &inner.counters.compaction_micros,
             ),
@@ -98,7 +98,7 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
                 let (tree, task) = *task;
                 let mut result = compact(inner, &tree, task, journaling);
                 if result.is_ok() && trim_due(inner, worker) {
-                    result = super::buffer::trim(inner);
+                    result = super::lsbm_trim::trim(inner);
                 }
                 (
                     result,

@@ -178,7 +178,7 @@ fn commit(
         let change = buffer
             .extend_task_edit(&current, task, &mut edit, || versions.new_file_number())
             .map_err(|why| Error::invariant(format!("buffer edit does not apply: {why}")))?;
-        super::buffer::count(inner, change);
+        super::lsbm_trim::count(inner, change);
     }
     if let Some(version) = versions.log_and_apply(edit)? {
         install(tree, version, None);

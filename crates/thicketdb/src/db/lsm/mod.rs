@@ -5,9 +5,8 @@
 
 pub(crate) mod background;
 pub(crate) mod background_state;
-pub(crate) mod buffer;
-pub(crate) mod check;
-pub(crate) mod checkpoint;
+pub(crate) mod check_files;
+pub(crate) mod checkpoint_copy;
 pub(crate) mod compact;
 pub(crate) mod flush;
 pub(crate) mod iter_sources;
@@ -15,6 +14,7 @@ pub(crate) mod lock_order;
 pub(crate) mod log_rewrite;
 pub(crate) mod log_state;
 pub(crate) mod log_table;
+pub(crate) mod lsbm_trim;
 pub(crate) mod obsolete;
 pub(crate) mod open;
 pub(crate) mod read;

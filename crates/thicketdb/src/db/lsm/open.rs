@@ -15,8 +15,8 @@ use super::search::SearchPool;
 use super::tree::{memtable_on_log, Tree};
 use super::write::{insert_into_memtables, WriteState};
 use super::{BackgroundState, DbInner};
-use crate::compaction::buffer;
-use crate::compaction::leveled::LevelTargets;
+use crate::compaction::lsbm_buffer_edits;
+use crate::compaction::Policy;
 use crate::db::identity::check_stored_identity;
 use crate::db::keyspace_rules::{keyspace_options, DEFAULT_KEYSPACE, DEFAULT_KEYSPACE_NAME};
 use crate::db::snapshot::SnapshotRegistry;
@@ -67,7 +67,7 @@ pub(crate) fn open(dir: &Path, options: Options, fs: Arc<dyn FileSystem>) -> Res
         let current = versions
             .current_of(target.id)
             .ok_or_else(|| Error::invariant("a recovered keyspace has no version"))?;
-        buffer::open_edit(
+        lsbm_buffer_edits::open_edit(
             &current,
             target.options.lsbm_buffer,
             replayed.last_sequence,
@@ -154,8 +154,7 @@ pub(super) fn replay_targets(
 /// cannot be read only loses deferral: an unknown overlap never defers a
 /// compaction, and reads report the table's damage themselves.
 fn load_l0_sketches(table_cache: &TableCache, version: &Version, options: &Options) {
-    let base = LevelTargets::of(options, version).base;
-    for level in [&version.levels[0], &version.levels[base]] {
+    for level in Policy::triad_disk_levels(options, version).map(|l| &version.levels[l]) {
         for t in level.runs.iter().flat_map(|r| &r.tables) {
             let _unknown_overlap = table_cache.load_sketch(t);
         }

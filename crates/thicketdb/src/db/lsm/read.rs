@@ -19,7 +19,7 @@ use crate::format::KeyOrder;
 use crate::memtable::Lookup;
 use crate::stats::Counters;
 use crate::table::{blocks_read_on_this_thread, Table};
-use crate::version::buffer::{self, BufferProbe, BufferRun};
+use crate::version::lsbm_buffer::{self, BufferProbe, BufferRun};
 use crate::version::{TableMeta, Version};
 use smallvec::SmallVec;
 
@@ -233,7 +233,7 @@ fn buffer_tables<'a>(
     seq: u64,
     order: &'a KeyOrder,
 ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
-    buffer::probe(buffer, key, order)
+    lsbm_buffer::probe(buffer, key, order)
         .map_while(|probe| match probe {
             BufferProbe::Table(meta) => Some(meta),
             BufferProbe::Stop => None,

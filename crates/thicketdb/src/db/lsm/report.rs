@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::DbInner;
 use crate::db::call_options::ReadOptions;
-use crate::db::space::{measure, SpaceUsage};
-use crate::db::stats::Stats;
+use crate::db::space_usage::{measure, SpaceUsage};
+use crate::db::stats_report::Stats;
 use crate::error::Result;
 use crate::stats::Counters;
 

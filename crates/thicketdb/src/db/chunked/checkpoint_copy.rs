@@ -25,8 +25,8 @@ use super::files::{chunk_log_path, funk_table_path};
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::open::write_list;
 use super::ChunkStore;
-use crate::db::checkpoint::CheckpointReport;
-use crate::db::checkpoint::{building_dir, copy_prefix, finish, link_or_copy};
+use crate::db::checkpoint_steps::CheckpointReport;
+use crate::db::checkpoint_steps::{building_dir, copy_prefix, finish, link_or_copy};
 use crate::error::{Error, Result};
 
 impl ChunkStore {

@@ -10,7 +10,7 @@ use super::obsolete::collect_obsolete_files;
 use super::super_version::install;
 use super::tree::Tree;
 use super::DbInner;
-use crate::compaction::buffer::BufferChange;
+use crate::compaction::lsbm_buffer_edits::BufferChange;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 

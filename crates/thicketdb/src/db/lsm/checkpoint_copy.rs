@@ -29,8 +29,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
-use crate::db::checkpoint::CheckpointReport;
-use crate::db::checkpoint::{building_dir, copy_prefix, finish, link_or_copy, open_prefix};
+use crate::db::checkpoint_steps::CheckpointReport;
+use crate::db::checkpoint_steps::{building_dir, copy_prefix, finish, link_or_copy, open_prefix};
 use crate::error::Result;
 use crate::version::files::{current_path, manifest_name, parse_file_name, segment_path, FileKind};
 

@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use super::task::CompactionTask;
 use crate::format::KeyOrder;
 use crate::options::Options;
-use crate::version::buffer::{BufferRecording, BufferRound};
+use crate::version::lsbm_buffer::{BufferRecording, BufferRound};
 use crate::version::{Level, TableMeta, Version, VersionEdit};
 
 /// Repeated data above this share of a level's bytes freeze its buffer.
