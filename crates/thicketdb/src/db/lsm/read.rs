@@ -1,9 +1,9 @@
 //! Point lookups: memtables, then each level's runs newest first; inside a
 //! run one table is a candidate (binary search on key ranges), and its Bloom
 //! filter, index and block (through the block cache) decide. A level with
-//! an LSbM compaction buffer asks its buffer runs first. With search
-//! threads, the candidate tables are probed in parallel (SifrDB). A level with
-//! an LSbM compaction buffer asks its buffer runs first.
+//! an LSbM compaction buffer asks its buffer runs first. One list of the
+//! tables to probe (`probe_order`) serves both searches: probed in turn,
+//! or, with search threads, in parallel (SifrDB).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -94,105 +94,114 @@ fn lookup_with<R>(
             None => {}
         }
     }
+    let tables = probe_order(inner, &sv.version, key, seq);
     let Some(pool) = &inner.search else {
-        // Taken by the one table lookup that finds the key: the loop
-        // returns right after it.
-        let mut f = Some(f);
-        for candidate in candidate_tables(&sv.version, key, seq) {
-            let table = inner.table_cache.table(candidate.meta)?;
-            // LSbM (Algorithm 3): the buffer is asked only when the level's
-            // own index and filter say the key may be in the level. A
-            // filter that rules it out rules out the level's table too
-            // (checked once: the probe below would check it again).
-            if !candidate.buffer.is_empty() {
-                if !table.may_answer(key) {
-                    continue;
-                }
-                let buffer = match table.may_contain(key) && !covers(&table, key, seq) {
-                    true => candidate.buffer,
-                    false => &[],
-                };
-                for meta in buffer_tables(buffer, key, seq, &sv.version.order) {
-                    let table = inner.table_cache.table(meta)?;
-                    match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))?
-                    {
-                        Probe::Absent => continue,
-                        Probe::Found(result) => {
-                            Counters::add(&inner.counters.buffer_hits, 1);
-                            return Ok(result);
-                        }
-                        Probe::Deleted => return Ok(None),
-                    }
-                }
-            }
-            match probe_table(&table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
-                Probe::Absent => continue,
-                Probe::Found(result) => return Ok(result),
-                Probe::Deleted => return Ok(None),
-            }
-        }
-        return Ok(None);
+        return probe_in_turn(inner, tables, lookup, opts, f);
     };
-    // SifrDB's parallel search: the filters pick the candidates here (a
-    // level's buffer tables before its own table), the probes run on the
-    // search threads.
-    // On the stack: most lookups have few candidates, and those with
-    // fewer than the minimum never leave this thread.
-    let mut tables: SmallVec<[Arc<Table>; CANDIDATES_ON_STACK]> = SmallVec::new();
-    // Which of `tables` are buffer tables, to count buffer hits.
-    let mut in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> = SmallVec::new();
-    for candidate in candidate_tables(&sv.version, key, seq) {
-        let table = inner.table_cache.table(candidate.meta)?;
-        if !table.may_answer(key) {
-            continue;
-        }
-        let buffer = match covers(&table, key, seq) {
-            true => &[],
-            false => candidate.buffer,
-        };
-        for meta in buffer_tables(buffer, key, seq, &sv.version.order) {
-            let table = inner.table_cache.table(meta)?;
-            if table.may_answer(key) {
-                tables.push(table);
-                in_buffer.push(true);
-            }
-        }
-        tables.push(table);
-        in_buffer.push(false);
-    }
-    let count_buffer_hit = |i: usize| {
-        if in_buffer[i] {
-            Counters::add(&inner.counters.buffer_hits, 1);
-        }
-    };
+    // SifrDB's parallel search: the filters pick the candidates here, the
+    // probes run on the search threads. On the stack: most lookups have
+    // few candidates, and those with fewer than the minimum never leave
+    // this thread.
+    let tables = tables
+        .filter(|t| t.as_ref().map_or(true, |t| t.table.may_answer(key)))
+        .collect::<Result<SmallVec<[ProbeTable; CANDIDATES_ON_STACK]>>>()?;
     if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
-        let mut f = Some(f);
-        for (i, table) in tables.iter().enumerate() {
-            match probe_table(table, lookup, opts.fill_cache, |v| f.take().map(|f| f(v)))? {
-                Probe::Absent => continue,
-                Probe::Found(result) => {
-                    count_buffer_hit(i);
-                    return Ok(result);
-                }
-                Probe::Deleted => return Ok(None),
-            }
-        }
-        return Ok(None);
+        return probe_in_turn(inner, tables.into_iter().map(Ok), lookup, opts, f);
     }
     Counters::add(&inner.counters.search_lookups, 1);
+    let in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> =
+        tables.iter().map(|t| t.in_buffer).collect();
     let pin: Arc<dyn Send + Sync> = sv.clone();
     let (value, decided_by) = pool.search(Query::new(
         lookup.to_vec(),
         opts.fill_cache,
-        tables.into_vec(),
+        tables.into_iter().map(|t| t.table).collect(),
         pin,
     ));
     // The value comes back from another thread, so it is copied once.
     let value = value?;
-    if value.is_some() {
-        decided_by.into_iter().for_each(count_buffer_hit);
+    if value.is_some() && decided_by.is_some_and(|i| in_buffer[i]) {
+        Counters::add(&inner.counters.buffer_hits, 1);
     }
     Ok(value.map(|v| f(&v)))
+}
+
+/// A table a lookup probes: a level's own, or one of its LSbM buffer.
+struct ProbeTable {
+    table: Arc<Table>,
+    /// From the compaction buffer (a hit there counts as a buffer hit).
+    in_buffer: bool,
+}
+
+/// Probes `tables` one after another until one answers, handing a value
+/// found to `f` where it lies.
+fn probe_in_turn<R>(
+    inner: &DbInner,
+    tables: impl Iterator<Item = Result<ProbeTable>>,
+    lookup: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    // Taken by the one table lookup that finds the key: the loop returns
+    // right after it.
+    let mut f = Some(f);
+    for candidate in tables {
+        let candidate = candidate?;
+        match probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
+            f.take().map(|f| f(v))
+        })? {
+            Probe::Absent => continue,
+            Probe::Found(result) => {
+                if candidate.in_buffer {
+                    Counters::add(&inner.counters.buffer_hits, 1);
+                }
+                return Ok(result);
+            }
+            Probe::Deleted => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// The tables a lookup of `key` at `seq` may probe, newest first, opened
+/// only as they are reached (the serial search stops at the first
+/// answer): per candidate, LSbM's buffer tables first, then the level's
+/// own table. A level with a buffer is passed over when its table's filter
+/// (and range tombstones) rule the key out, and its buffer is asked only
+/// when that filter says the key may be there and no tombstone of the
+/// table covers it (Algorithm 3). The serial and the parallel search both
+/// probe these; the parallel one keeps those whose filter admits the key.
+fn probe_order<'a>(
+    inner: &'a DbInner,
+    version: &'a Version,
+    key: &'a [u8],
+    seq: u64,
+) -> impl Iterator<Item = Result<ProbeTable>> + 'a {
+    let open = move |meta: &Arc<TableMeta>, in_buffer| {
+        inner
+            .table_cache
+            .table(meta)
+            .map(|table| ProbeTable { table, in_buffer })
+    };
+    candidate_tables(version, key, seq).flat_map(move |candidate| {
+        let level = open(candidate.meta, false);
+        let buffer: &[BufferRun] = match &level {
+            Ok(own) if !candidate.buffer.is_empty() => {
+                if !own.table.may_answer(key) {
+                    return None.into_iter().flatten();
+                }
+                match own.table.may_contain(key) && !covers(&own.table, key, seq) {
+                    true => candidate.buffer,
+                    false => &[],
+                }
+            }
+            _ => &[],
+        };
+        let buffered = buffer_tables(buffer, key, seq, &version.order).map(move |m| open(m, true));
+        Some(buffered.chain(std::iter::once(level)))
+            .into_iter()
+            .flatten()
+    })
 }
 
 /// A table that may hold the key, and the compaction buffer to ask first
