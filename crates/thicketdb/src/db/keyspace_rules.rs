@@ -23,27 +23,12 @@ pub(crate) fn check_not_dropped(dropped: &AtomicBool, name: &str) -> Result<()> 
     }
 }
 
-/// The options a keyspace's tree runs with: `requested` for what a
-/// keyspace may choose (profile, policy, table and block sizes,
-/// compression, Bloom bits, memtable size, LSbM, TRIAD-DISK, ...), the
-/// store's `store` options for what is store-wide (the key order, the log,
-/// caches, threads, file handling).
+/// The options a keyspace runs with (a tree or a chunked keyspace):
+/// `requested` for what a keyspace may choose (profile, policy, table and
+/// block sizes, compression, Bloom bits, memtable size, LSbM, TRIAD-DISK,
+/// chunk sizes, ...), the store's `store` options for every option the
+/// `options!` list declares store-scoped (the key order, the log, caches,
+/// threads, file handling).
 pub(crate) fn keyspace_options(store: &Options, requested: &Options) -> Options {
-    let mut o = requested.clone();
-    o.comparator = store.comparator.clone();
-    o.wal_recovery_mode = store.wal_recovery_mode;
-    o.log_mmap = store.log_mmap;
-    o.triad_log = store.triad_log;
-    o.triad_log_cache_size = store.triad_log_cache_size;
-    o.block_cache_size = store.block_cache_size;
-    o.block_cache = store.block_cache.clone();
-    o.max_open_files = store.max_open_files;
-    o.segment_descriptor_cache = store.segment_descriptor_cache;
-    o.use_direct_reads = store.use_direct_reads;
-    o.filter_policy = store.filter_policy.clone();
-    o.compaction_threads = store.compaction_threads;
-    o.search_threads = store.search_threads;
-    o.create_if_missing = store.create_if_missing;
-    o.error_if_exists = store.error_if_exists;
-    o
+    requested.clone().with_store_wide(store)
 }

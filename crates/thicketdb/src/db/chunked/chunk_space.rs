@@ -91,9 +91,7 @@ pub(crate) fn space_options(store: &Options, requested: &Options) -> Result<Opti
             requested.profile, requested.layout
         )));
     }
-    let mut o = crate::db::keyspace_rules::keyspace_options(store, requested);
-    o.munk_cache_bytes = store.munk_cache_bytes;
-    o.row_cache_bytes = store.row_cache_bytes;
-    o.row_cache_tables = store.row_cache_tables;
-    Ok(o)
+    Ok(crate::db::keyspace_rules::keyspace_options(
+        store, requested,
+    ))
 }
