@@ -1,8 +1,8 @@
-//! `check_store`: verifies every checksum a store holds — OPTIONS, then the
-//! layout's own files (`lsm/check.rs`: CURRENT, the MANIFEST, segments,
-//! tables and logs; `chunked/check.rs`: chunk tables and logs). A torn tail
-//! of a log or of the MANIFEST is what a crash leaves and is not an error;
-//! damage before the tail is.
+//! `check_store`: verifies every checksum a store holds — OPTIONS, then
+//! the layout's own files (`lsm/check_files.rs`: CURRENT, the MANIFEST,
+//! segments, tables and logs; `chunked/check_chunks.rs`: chunk tables and
+//! logs). A torn tail of a log or of the MANIFEST is what a crash leaves
+//! and is not an error; damage before the tail is.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The steps both layouts' checkpoints share (`Db::checkpoint`; the LSM's
-//! in `lsm/checkpoint.rs`, the chunked layout's in `chunked/checkpoint.rs`):
-//! the directory the copy is built in (`DIR.checkpoint-tmp`), hard-linking
+//! in `lsm/checkpoint_copy.rs`, the chunked layout's in
+//! `chunked/checkpoint_copy.rs`): the directory the copy is built in (`DIR.checkpoint-tmp`), hard-linking
 //! or copying a file, copying a file's prefix measured at the point, and
 //! the finish (`OPTIONS` copied, synced, renamed to `DIR`).
 

@@ -1,6 +1,6 @@
 //! Keyspaces (RocksDB's column families): independent ordered namespaces
-//! of one store, each a tree of its own (`tree.rs`) with its own options,
-//! all sharing the store's log, sequence numbers and snapshots, so a
+//! of one store, each a tree of its own (`lsm/tree.rs`) with its own
+//! options, all sharing the store's log, sequence numbers and snapshots, so a
 //! `WriteBatch` across keyspaces is atomic and a snapshot reads them all at
 //! one point. The MANIFEST records each keyspace's creation (id, name,
 //! options), its table changes and its drop (`docs/format.md`). In a

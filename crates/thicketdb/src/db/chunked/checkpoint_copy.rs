@@ -15,7 +15,7 @@
 //! length (the pinned set keeps a chunk a rebalance retires meanwhile, and
 //! so its files, alive); `CHUNKS` is written for the copy, `OPTIONS`
 //! copied. The copy is built in `DIR.checkpoint-tmp`, synced, and renamed
-//! to `DIR` (`db/checkpoint.rs` shares these steps with the LSM's).
+//! to `DIR` (`db/checkpoint_steps.rs` shares these steps with the LSM's).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;

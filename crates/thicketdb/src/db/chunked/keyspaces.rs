@@ -1,4 +1,4 @@
-//! Keyspaces of a chunked store: each its own chunk list (`space.rs`),
+//! Keyspaces of a chunked store: each its own chunk list (`chunk_space.rs`),
 //! created and dropped under the metadata lock with a new `CHUNKS` naming
 //! them, so a keyspace is durable once `create_keyspace` returns and gone,
 //! files and all, once `drop_keyspace` does (a retired chunk's files go
