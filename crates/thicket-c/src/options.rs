@@ -1,9 +1,12 @@
 //! Options, read and write options, comparators, filter policies, caches,
 //! environments and loggers.
 //!
-//! LevelDB's defaults are kept where the C API exposes an option (4 MiB
-//! write buffer, 8 MiB block cache, 2 MiB tables, Snappy-class compression,
-//! which is LZ4 here); everything else is ThicketDB's default profile.
+//! Every option the C API exposes starts at LevelDB's default (its
+//! `Options`, `ReadOptions` and `WriteOptions`): no store is created unless
+//! asked, no filter policy, a 4 MiB write buffer, an 8 MiB block cache, 4 KiB
+//! blocks restarting every 16 keys, 2 MiB tables, 1000 open files,
+//! Snappy-class compression (LZ4 here), reads filling the cache, unsynced
+//! writes. Everything the C API cannot set is ThicketDB's default profile.
 
 use std::sync::Arc;
 
@@ -29,8 +32,16 @@ pub struct leveldb_options_t {
 #[no_mangle]
 pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
     let options = Options::default()
+        // LevelDB's `leveldb_open` fails on a missing store unless asked.
+        .create_if_missing(false)
+        .error_if_exists(false)
+        // LevelDB builds no filter until a policy is set.
+        .bloom_bits_per_key(0)
         .write_buffer_size(4 << 20)
+        .max_open_files(1000)
         .block_cache_size(DEFAULT_CACHE_BYTES)
+        .block_size(4 << 10)
+        .block_restart_interval(16)
         .target_table_size(2 << 20)
         .compression(CompressionType::Lz4);
     Box::into_raw(Box::new(leveldb_options_t { options }))

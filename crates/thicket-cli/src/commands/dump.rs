@@ -16,8 +16,8 @@ use thicketdb::dump::{
 };
 use thicketdb::format::internal_key::ParsedKey;
 use thicketdb::format::ValueKind;
-use thicketdb::version::buffer::BufferRecording;
 use thicketdb::version::edit::{DeletedTable, NewTable, VersionEdit};
+use thicketdb::version::lsbm_buffer::BufferRecording;
 use thicketdb::version::meta::TableMeta;
 use thicketdb::{Layout, Printable};
 

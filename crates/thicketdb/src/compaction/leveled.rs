@@ -32,9 +32,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::components::split_components;
+use super::lsbm_buffer_edits::CompactionBuffer;
 use super::task::{CompactionTask, TaskInput};
 use crate::format::KeyOrder;
 use crate::options::Options;

@@ -4,7 +4,6 @@
 //! task end to end (`executor`); LSbM's compaction buffer (`buffer`).
 
 pub mod bottommost;
-pub mod buffer;
 pub mod busy;
 pub mod components;
 pub mod drop_rule;
@@ -12,6 +11,7 @@ pub mod executor;
 pub mod grandparents;
 pub mod journal;
 pub mod leveled;
+pub mod lsbm_buffer_edits;
 pub mod output;
 pub mod policy;
 pub mod task;

@@ -1,9 +1,9 @@
 //! The compaction policy a store runs with, chosen by `compaction_policy`.
 
-use super::buffer::CompactionBuffer;
 use super::busy::{Busy, Claim};
 use super::leveled::triad_disk::TriadDisk;
 use super::leveled::LeveledPolicy;
+use super::lsbm_buffer_edits::CompactionBuffer;
 use super::task::CompactionTask;
 use super::tiered::TieredPolicy;
 use std::sync::Arc;
@@ -131,6 +131,12 @@ impl Policy {
             Policy::Leveled(p) => p.pending_bytes(version),
             Policy::Tiered(p) => p.pending_bytes(version),
         }
+    }
+
+    /// The levels whose tables' key sketches TRIAD-DISK reads (leveled
+    /// only): L0 and the base level L0 compacts into.
+    pub fn triad_disk_levels(options: &Options, version: &Version) -> [usize; 2] {
+        [0, super::leveled::LevelTargets::of(options, version).base]
     }
 
     /// TRIAD-DISK's deferral rule and counters, when the policy runs it.

@@ -14,8 +14,7 @@ use crate::format::coding::{
 };
 use crate::format::internal_key::ValueKind;
 
-use super::tree::DEFAULT_KEYSPACE;
-use super::Keyspace;
+use super::keyspace_rules::DEFAULT_KEYSPACE;
 
 /// Largest accepted user key.
 pub const MAX_KEY_SIZE: usize = 64 << 10;
@@ -117,57 +116,16 @@ impl WriteBatch {
         self.put_to(DEFAULT_KEYSPACE, key.as_ref(), value.as_ref())
     }
 
-    /// Adds a put in `keyspace`: the batch stays atomic across keyspaces
-    /// (they share the log), also across a crash.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = thicketdb::Db::open(dir.path(), thicketdb::Options::default())?;
-    /// let users = db.create_keyspace("users", thicketdb::Options::default())?;
-    /// let mut batch = thicketdb::WriteBatch::new();
-    /// batch.put("user-count", "1")?;
-    /// batch.put_in(&users, "alice", "admin")?;
-    /// db.write(batch)?;
-    /// assert_eq!(users.get("alice")?, Some(b"admin".to_vec()));
-    /// assert_eq!(db.get("alice")?, None);
-    /// # Ok::<(), thicketdb::Error>(())
-    /// ```
-    pub fn put_in(
-        &mut self,
-        keyspace: &Keyspace,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> Result<()> {
-        self.bind(keyspace)?;
-        self.put_to(keyspace.id(), key.as_ref(), value.as_ref())
-    }
-
-    /// Adds a delete in `keyspace`.
-    pub fn delete_in(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
-        self.bind(keyspace)?;
-        self.delete_to(keyspace.id(), key.as_ref())
-    }
-
-    /// Adds a range deletion of `[start, end)` in `keyspace`.
-    pub fn delete_range_in(
-        &mut self,
-        keyspace: &Keyspace,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) -> Result<()> {
-        self.bind(keyspace)?;
-        self.delete_range_to(keyspace.id(), start.as_ref(), end.as_ref())
-    }
-
-    /// Ties the batch to `keyspace`'s store: keyspace ids mean nothing in
-    /// another store, so one batch takes handles of one open store only.
-    fn bind(&mut self, keyspace: &Keyspace) -> Result<()> {
+    /// Ties the batch to the open store `store` (a `Db`'s instance) for a
+    /// keyspace update: keyspace ids mean nothing in another store, so one
+    /// batch takes handles of one open store only.
+    pub(crate) fn bind(&mut self, store: u64) -> Result<()> {
         match self.store {
-            Some(store) if store != keyspace.store() => Err(Error::InvalidArgument(
+            Some(bound) if bound != store => Err(Error::InvalidArgument(
                 "a batch takes keyspaces of one open store; this one is of another".into(),
             )),
             _ => {
-                self.store = Some(keyspace.store());
+                self.store = Some(store);
                 Ok(())
             }
         }

@@ -1,6 +1,6 @@
 //! Per-call settings: how one write is made durable, what one read sees.
 
-use super::Snapshot;
+use super::snapshot::Snapshot;
 
 /// Per-write settings.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,44 +1,18 @@
-//! `check_store`: verifies every checksum a store holds — OPTIONS, CURRENT
-//! and the MANIFEST, every segment header and every block of every live
-//! table, and every record of the logs still needed. A torn tail of a log
-//! or of the MANIFEST is what a crash leaves and is not an error; damage
-//! before the tail is. A log table's (TRIAD-LOG) every value is read back
-//! from its log at its address, its fragments' checksums verified.
+//! `check_store`: verifies every checksum a store holds — OPTIONS, then
+//! the layout's own files (`lsm/check_files.rs`: CURRENT, the MANIFEST,
+//! segments, tables and logs; `chunked/check_chunks.rs`: chunk tables and
+//! logs). A torn tail of a log or of the MANIFEST is what a crash leaves
+//! and is not an error; damage before the tail is.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::DecodedBatch;
+pub use super::check_report::CheckReport;
 use crate::error::{Error, Result};
-use crate::format::range_tombstone::successor;
 use crate::format::KeyOrder;
-use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::{FileSystem, PosixFs};
-use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
 use crate::options::Options;
-use crate::table::{Table, TableContext};
-use crate::version::files::{
-    lock_path, log_path, options_path, parse_file_name, segment_path, FileKind,
-};
-use crate::version::log_values::StoreLogs;
-use crate::version::VersionSet;
-
-/// What a clean check covered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Live tables read in full and verified.
-    pub tables: usize,
-    /// Log tables among `tables`, whose values were read from their logs.
-    pub log_tables: usize,
-    /// Segment files holding them.
-    pub segments: usize,
-    /// Live logs read.
-    pub logs: usize,
-    /// Records in those logs.
-    pub log_records: u64,
-    /// Records in the MANIFEST.
-    pub manifest_records: u64,
-}
+use crate::version::files::{lock_path, options_path};
 
 /// Checks the store in `dir` on the real file system.
 pub fn check_store(dir: &Path) -> Result<CheckReport> {
@@ -50,7 +24,7 @@ pub fn check_store(dir: &Path) -> Result<CheckReport> {
 /// would look damaged). Everything else goes through the read-only file
 /// system of `Db::open_read_only`: a check writes nothing.
 pub fn check_store_with_fs(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<CheckReport> {
-    let order = super::open::recorded_order(fs.as_ref(), dir)?;
+    let order = super::identity::recorded_order(fs.as_ref(), dir)?;
     check_ordered_store(dir, fs, order)
 }
 
@@ -62,7 +36,7 @@ pub fn check_ordered_store(
     order: KeyOrder,
 ) -> Result<CheckReport> {
     let _lock = fs.lock(&lock_path(dir))?;
-    let fs = super::read_only::ReadOnlyFs::wrap(fs);
+    let fs = super::read_only_fs::ReadOnlyFs::wrap(fs);
     let options_file = options_path(dir);
     let (stored, comparator) = Options::decode_recorded(
         &options_file.display().to_string(),
@@ -76,87 +50,7 @@ pub fn check_ordered_store(
         )));
     }
     if stored.layout == crate::options::Layout::Chunked {
-        return super::chunked::check::check(dir, fs.as_ref());
+        return super::chunked::check_chunks::check(dir, fs.as_ref());
     }
-    let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
-    let mut report = CheckReport {
-        manifest_records: recovered.records,
-        ..CheckReport::default()
-    };
-
-    let logs_of_tables = Arc::new(StoreLogs::new(dir, fs.clone(), 0));
-    let mut segments = std::collections::HashMap::new();
-    for version in recovered.versions() {
-        segments.extend(version.segment_table_counts());
-    }
-    for &segment in segments.keys() {
-        let path = segment_path(dir, segment);
-        let file = fs.open_random(&path)?;
-        let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
-        file.read_exact_at(0, &mut header)?;
-        verify_header(&path, &header)?;
-    }
-    report.segments = segments.len();
-    for meta in recovered.versions().flat_map(|v| v.tables()) {
-        let path = segment_path(dir, meta.segment);
-        let file = fs.open_random(&path)?;
-        let table = Table::open(
-            file,
-            path,
-            meta.segment,
-            meta.offset,
-            meta.length,
-            TableContext {
-                order: order.clone(),
-                value_log: Some(logs_of_tables.clone()),
-                ..TableContext::default()
-            },
-        )?;
-        table.verify_checksums()?;
-        if let Some((start, end)) = table.range_deletions().bounds() {
-            // Readers find a table's tombstones through its key range: it
-            // must hold every key they cover (those below `end`).
-            if start < meta.smallest_user_key()
-                || end > successor(meta.largest_user_key()).as_slice()
-            {
-                return Err(Error::corruption(
-                    table.path(),
-                    meta.offset,
-                    "range tombstones outside the table's recorded key range",
-                ));
-            }
-        }
-        report.tables += 1;
-        report.log_tables += usize::from(meta.is_log_table());
-    }
-
-    let mut logs: Vec<u64> = fs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Log(x) if x >= recovered.min_log_number() => Some(x),
-            _ => None,
-        })
-        .collect();
-    logs.sort_unstable();
-    for number in logs {
-        let path = log_path(dir, number);
-        let mut reader = LogReader::new(
-            fs.open_sequential(&path)?,
-            path.clone(),
-            RecoveryMode::TolerateTailCorruption,
-        );
-        let mut record = Vec::new();
-        while let Some(offset) = reader.read_record_into(&mut record)? {
-            let decoded = if is_relogged(&record) {
-                decode_relogged(&record).map(|_| ()).map_err(str::to_string)
-            } else {
-                DecodedBatch::parse(&record).and_then(|b| b.ops().map(|_| ()))
-            };
-            decoded.map_err(|why| Error::corruption(&path, offset, why))?;
-            report.log_records += 1;
-        }
-        report.logs += 1;
-    }
-    Ok(report)
+    super::lsm::check_files::check(dir, fs, order)
 }

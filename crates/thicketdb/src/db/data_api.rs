@@ -84,7 +84,9 @@ macro_rules! data_api {
             opts: &ReadOptions,
         ) -> Result<Option<Vec<u8>>> {
             match self.target() {
-                Target::Tree(inner, tree) => read::get(inner, tree, key.as_ref(), opts),
+                Target::Tree(inner, tree) => {
+                    crate::db::lsm::read::get(inner, tree, key.as_ref(), opts)
+                }
                 Target::Chunked(store, space) => store.get(space, key.as_ref(), opts),
             }
         }
@@ -118,7 +120,9 @@ macro_rules! data_api {
             f: impl FnOnce(&[u8]) -> R,
         ) -> Result<Option<R>> {
             match self.target() {
-                Target::Tree(inner, tree) => read::get_with(inner, tree, key.as_ref(), opts, f),
+                Target::Tree(inner, tree) => {
+                    crate::db::lsm::read::get_with(inner, tree, key.as_ref(), opts, f)
+                }
                 Target::Chunked(store, space) => {
                     Ok(store.get(space, key.as_ref(), opts)?.map(|v| f(&v)))
                 }
@@ -168,7 +172,7 @@ macro_rules! data_api {
         /// method before reading.
         pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
             match self.target() {
-                Target::Tree(inner, tree) => iter::new(inner, tree, opts),
+                Target::Tree(inner, tree) => crate::db::lsm::iter_sources::new(inner, tree, opts),
                 Target::Chunked(store, space) => store.iter(space, opts),
             }
         }
@@ -235,7 +239,7 @@ macro_rules! data_api {
             inner.check_writable("compact_range")?;
             tree.check_live()?;
             self.db().flush()?;
-            compact::compact_range(inner, tree, start, end)
+            crate::db::lsm::compact::compact_range(inner, tree, start, end)
         }
 
         /// The keyspace id this handle's writes carry; `KeyspaceNotFound`

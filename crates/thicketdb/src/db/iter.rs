@@ -10,21 +10,24 @@
 
 use std::sync::Arc;
 
-use super::search::SearchPool;
+use super::call_options::ReadOptions;
 use super::snapshot::Snapshot;
-use super::tree::Tree;
-use super::DbInner;
-use super::ReadOptions;
 use crate::error::{Error, Result};
 use crate::format::internal_key::{user_key, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::format::KeyOrder;
-use crate::iterator::AboveKey;
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::memtable::MemtableIterator;
-use crate::version::piece_iter::PieceIterator;
 use crate::version::range_del_view::{Cover, RangeDelView};
-use crate::version::run_iter::RunIterator;
-use crate::version::Version;
+
+/// Seeks a merge's children side by side (SifrDB's parallel seek: the
+/// LSM's search pool); an iterator without one seeks them in turn.
+pub(crate) trait ParallelSeek: Send + Sync {
+    /// `children`, each sought to `target`.
+    fn seek(
+        &self,
+        children: Vec<Box<dyn InternalIterator>>,
+        target: &[u8],
+    ) -> Vec<Box<dyn InternalIterator>>;
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -68,110 +71,12 @@ pub struct DbIterator {
     /// version, or the chunks of a chunked store).
     _sources: Box<dyn std::any::Any + Send + Sync>,
     /// Seeks its sources in parallel when it reads enough runs (SifrDB).
-    parallel_seek: Option<Arc<SearchPool>>,
+    parallel_seek: Option<Arc<dyn ParallelSeek>>,
     /// The store's key order.
     order: KeyOrder,
     /// The range tombstones of the merged sources (`None`: a layout
     /// without range deletes).
     range_dels: Option<RangeDelView>,
-}
-
-pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, mut opts: ReadOptions) -> Result<DbIterator> {
-    inner.check_open()?;
-    tree.check_live()?;
-    let snapshot = match opts.snapshot.take() {
-        Some(s) => s,
-        None => Snapshot::latest(&inner.last_sequence, inner.snapshots.clone()),
-    };
-    let sv = tree.super_version();
-    let order = &tree.options.comparator;
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    let mut range_dels = RangeDelView::new(
-        snapshot.sequence(),
-        inner.table_cache.clone(),
-        order.is_bytewise(),
-    );
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        range_dels.add_memtable(children.len(), mem.range_deletions());
-        children.push(Box::new(MemtableIterator::new(mem.clone())));
-    }
-    for (depth, level) in sv.version.levels.iter().enumerate() {
-        if let Some(pieces) = buffer_pieces(inner, tree, &sv.version, depth, opts.fill_cache) {
-            // The pieces read the level's run and its buffer, so the
-            // tombstones of both hide older entries (sequence numbers
-            // decide). Buffer tables are copies beside the run, so the
-            // tree's order that lets a scan seek older sources past a
-            // tombstone is not argued for them: covering only, no skip.
-            let source = children.len();
-            let buffer = level.buffer.iter().map(|b| b.present().cloned().collect());
-            for tables in level.runs.iter().map(|r| r.tables.clone()).chain(buffer) {
-                range_dels.add_unskippable_run(source, tables);
-            }
-            children.push(pieces);
-            continue;
-        }
-        for run in &level.runs {
-            let mut tables = run.overlapping(
-                opts.lower_bound.as_deref(),
-                opts.upper_bound.as_deref(),
-                order,
-            );
-            let iter =
-                |tables| RunIterator::new(tables, inner.table_cache.clone(), opts.fill_cache);
-            if let Some(through) = sv.version.superseded_through(depth, run.id) {
-                // The merge inputs still in place (from the one straddling
-                // the checkpoint key on) show only their keys above it; the
-                // task's moves below it are untouched.
-                let straddling =
-                    tables.partition_point(|t| order.le(t.largest_user_key(), through));
-                let inputs = tables.split_off(straddling);
-                if !inputs.is_empty() {
-                    range_dels.add_run(children.len(), inputs.clone(), Some(through.to_vec()));
-                    children.push(Box::new(AboveKey::new(
-                        iter(inputs),
-                        through.to_vec(),
-                        order.clone(),
-                    )));
-                }
-            }
-            if !tables.is_empty() {
-                range_dels.add_run(children.len(), tables.clone(), None);
-                children.push(Box::new(iter(tables)));
-            }
-        }
-    }
-    let runs = children.len() - 1 - sv.imms.len();
-    let parallel_seek = inner
-        .search
-        .clone()
-        .filter(|_| runs >= inner.options.parallel_search_min_candidates.max(2));
-    let mut it = DbIterator::over_sources(children, snapshot, opts, order.clone(), Box::new(sv));
-    it.parallel_seek = parallel_seek;
-    it.range_dels = Some(range_dels);
-    Ok(it)
-}
-
-/// LSbM (Algorithm 4): a level whose compaction buffer serves range reads
-/// is read piece by piece, from its buffer where that holds all the
-/// level's data, from its own run elsewhere (`version::buffer_range`).
-fn buffer_pieces(
-    inner: &DbInner,
-    tree: &Tree,
-    version: &Arc<Version>,
-    level: usize,
-    fill_cache: bool,
-) -> Option<Box<dyn InternalIterator>> {
-    if !tree.options.lsbm_range_reads {
-        return None;
-    }
-    version.range_plan(level)?;
-    Some(Box::new(PieceIterator::new(
-        version.clone(),
-        level,
-        inner.table_cache.clone(),
-        fill_cache,
-        inner.counters.clone(),
-    )))
 }
 
 impl DbIterator {
@@ -201,6 +106,12 @@ impl DbIterator {
             order,
             range_dels: None,
         }
+    }
+
+    /// The iterator with its seeks run by `seeker`.
+    pub(crate) fn with_parallel_seek(mut self, seeker: Arc<dyn ParallelSeek>) -> DbIterator {
+        self.parallel_seek = Some(seeker);
+        self
     }
 
     /// The iterator with `view` for the range tombstones of its sources.

@@ -1,6 +1,6 @@
 //! Keyspaces (RocksDB's column families): independent ordered namespaces
-//! of one store, each a tree of its own (`tree.rs`) with its own options,
-//! all sharing the store's log, sequence numbers and snapshots, so a
+//! of one store, each a tree of its own (`lsm/tree.rs`) with its own
+//! options, all sharing the store's log, sequence numbers and snapshots, so a
 //! `WriteBatch` across keyspaces is atomic and a snapshot reads them all at
 //! one point. The MANIFEST records each keyspace's creation (id, name,
 //! options), its table changes and its drop (`docs/format.md`). In a
@@ -10,19 +10,18 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::background::collect_obsolete_files;
 use super::chunked::ChunkSpace;
-use super::tree::{keyspace_options, memtable_on_log, Tree, DEFAULT_KEYSPACE_NAME};
-use super::{compact, iter, range, read, DbInner, Engine, SuperVersion, Target};
+use super::keyspace_rules::{keyspace_options, DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
+use super::lsm::obsolete::collect_obsolete_files;
+use super::lsm::tree::{memtable_on_log, Tree};
+use super::lsm::{DbInner, SuperVersion};
+use super::{range, Engine, Target};
 use super::{Db, DbIterator, Range, ReadOptions, WriteBatch, WriteOptions};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::version::edit::KeyspaceDef;
 use crate::version::{Version, VersionEdit};
-
-/// Longest keyspace name, in bytes.
-pub const MAX_KEYSPACE_NAME: usize = 255;
 
 /// A handle on one keyspace of a store: the data API of `Db`, on this
 /// keyspace's keys. Cheap to clone; keeps the store open like a `Db`.

@@ -1,229 +1,57 @@
-//! The store: the write path, the read path and the background threads.
+//! The store's facade: `Db` and `Keyspace`, whose every call matches once
+//! on the layout (`Engine`: the LSM engine in `lsm/`, YoDB's chunks in
+//! `chunked/`), and the seams both engines build on (batches, call options,
+//! snapshots, the user-key iterator, the table probe, stored identity,
+//! keyspace rules, the read-only file system, checkpoint steps, reports).
 //!
-//! `Db` is a cheap handle (`Clone`, `Send + Sync`). State shared with the
-//! background threads and iterators lives in `DbInner`; the last `Db` handle
-//! to go stops the background threads and persists the counters.
+//! `Db` is a cheap handle (`Clone`, `Send + Sync`); the last one to go
+//! closes the engine.
 
 #[macro_use]
 mod data_api;
-mod background;
 mod batch;
-mod buffer;
 mod call_options;
 pub mod check;
-mod checkpoint;
+mod check_report;
+mod checkpoint_steps;
 pub mod chunked;
-mod compact;
-mod flush;
+mod identity;
 mod iter;
 mod keyspace;
-mod lock_order;
-mod log_rewrite;
-mod log_table;
-mod open;
+mod keyspace_batch;
+mod keyspace_rules;
+pub(crate) mod lsm;
+mod probe;
 mod range;
-mod read;
-mod read_only;
-mod search;
-mod settle;
+mod read_only_fs;
 mod snapshot;
-mod space;
-mod stats;
+mod space_usage;
+mod stats_report;
 mod tools;
-mod tree;
-mod write;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-
-use parking_lot::{Condvar, Mutex, RwLock};
 
 pub(crate) use batch::{DecodedBatch, OpKind};
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use call_options::{ReadOptions, WriteOptions};
-pub use checkpoint::CheckpointReport;
+pub use checkpoint_steps::CheckpointReport;
 pub use iter::DbIterator;
-pub use keyspace::{Keyspace, MAX_KEYSPACE_NAME};
+pub use keyspace::Keyspace;
+pub use keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use range::Range;
 pub use snapshot::Snapshot;
-pub use space::SpaceUsage;
-pub use stats::Stats;
+pub use space_usage::SpaceUsage;
+pub use stats_report::Stats;
 pub use tools::{destroy, dump, repair, RepairReport};
-pub use tree::DEFAULT_KEYSPACE_NAME;
 
 use crate::error::{Error, Result};
-use crate::io::{FileLock, FileSystem, PosixFs};
-use crate::memtable::Memtable;
+use crate::io::{FileSystem, PosixFs};
 use crate::options::{Layout, Options};
-use crate::stats::Counters;
-use crate::version::table_cache::TableCache;
-use crate::version::{Version, VersionSet};
 use chunked::ChunkStore;
-use lock_order::Ranked;
-use snapshot::SnapshotRegistry;
-use tree::Tree;
-use write::WriteState;
-
-/// What a read needs, swapped as one unit: the mutable memtable, the
-/// immutable ones waiting for flush (newest first) and the version.
-pub(crate) struct SuperVersion {
-    pub mem: Arc<Memtable>,
-    pub imms: Vec<Arc<Memtable>>,
-    pub version: Arc<Version>,
-    /// The policy's estimate of bytes compaction owes `version` (computed
-    /// once per version, read by every write for stalls).
-    pub pending_compaction_bytes: u64,
-}
-
-/// Coordination between writers, the background threads, manual
-/// compaction and `close`.
-pub(crate) struct BackgroundState {
-    /// A failed flush or compaction; writes are refused until reopen.
-    pub error: Option<Error>,
-    pub shutting_down: bool,
-    /// What the running background compactions hold, per keyspace id.
-    pub busy: std::collections::BTreeMap<u32, crate::compaction::Busy>,
-    /// A manual compaction runs or waits: no background compaction starts.
-    pub manual_compaction: bool,
-    /// Where the next round-robin pick over keyspaces starts.
-    pub next_tree: usize,
-}
-
-impl BackgroundState {
-    /// The claims of running tasks in `tree`.
-    pub fn busy_in(&mut self, tree: &Tree) -> &mut crate::compaction::Busy {
-        self.busy
-            .entry(tree.id)
-            .or_insert_with(|| crate::compaction::Busy::new(tree.options.comparator.clone()))
-    }
-
-    /// Whether no background compaction runs in any keyspace.
-    pub fn idle(&self) -> bool {
-        self.busy.values().all(|b| b.is_empty())
-    }
-}
-
-/// Lock order (checked in debug builds and unit tests, `lock_order.rs`):
-/// `write` → `log` → `versions` → `background` → `lock`; `super_version`
-/// is taken last, inside any of them, and holds nothing while held but the
-/// file backings' internal mutex (a dropped version unpins its files). The
-/// block, table and snapshot caches lock internally and take nothing else.
-pub(crate) struct DbInner {
-    pub dir: PathBuf,
-    pub options: Options,
-    pub fs: Arc<dyn FileSystem>,
-    pub counters: Arc<Counters>,
-    pub table_cache: Arc<TableCache>,
-    pub snapshots: Arc<SnapshotRegistry>,
-    /// Sequence number of the last write visible to readers.
-    pub last_sequence: AtomicU64,
-    /// The default keyspace's tree (also in `trees`).
-    pub default: Arc<Tree>,
-    /// Every live keyspace's tree, the default one first. Changed under
-    /// `versions` (with the MANIFEST edit); like `super_version`, taken last.
-    /// Replaced whole (copy on write), so a reader clones one `Arc`.
-    pub trees: RwLock<Arc<Vec<Arc<Tree>>>>,
-    pub write: Ranked<WriteState>,
-    /// Signalled when a writer finishes, a memtable is flushed, or L0 shrinks.
-    pub write_cv: Condvar,
-    pub log: Ranked<write::LogState>,
-    pub versions: Ranked<VersionSet>,
-    pub background: Ranked<BackgroundState>,
-    /// Signalled when background work may be due or a task finished.
-    pub background_cv: Condvar,
-    /// Reference counts of the store's files (shared with `versions`).
-    pub backings: Arc<crate::io::Backings>,
-    pub closed: AtomicBool,
-    /// Set with `BackgroundState::error`.
-    pub failed: AtomicBool,
-    /// Opened by `Db::open_read_only`: no background threads, no log, no
-    /// lock; writes are refused.
-    pub read_only: bool,
-    /// Released by `close`, even while other handles are alive.
-    pub lock: Ranked<Option<Box<dyn FileLock>>>,
-    /// SifrDB's parallel search; `None` searches serially.
-    pub search: Option<Arc<search::SearchPool>>,
-}
-
-impl DbInner {
-    /// Every live keyspace's tree, the default one first.
-    pub fn trees(&self) -> Arc<Vec<Arc<Tree>>> {
-        self.trees.read().clone()
-    }
-
-    /// The background error, if any, as the error writers get. The flag
-    /// keeps the common case (no error) off the background mutex.
-    pub fn check_background_error(&self) -> Result<()> {
-        if !self.failed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        match &self.background.lock().error {
-            Some(e) => Err(Error::Background(Box::new(e.clone()))),
-            None => Ok(()),
-        }
-    }
-
-    pub fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            Err(Error::Closed)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// `Error::ReadOnly` naming `what` on a store opened read-only.
-    pub fn check_writable(&self, what: &str) -> Result<()> {
-        if self.read_only {
-            Err(Error::ReadOnly(what.to_string()))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-struct DbHandle {
-    inner: Arc<DbInner>,
-    background: Mutex<Vec<JoinHandle<()>>>,
-}
-
-impl DbHandle {
-    fn shutdown(&self) -> Result<()> {
-        if self.inner.read_only {
-            // Nothing to stop or persist: a read-only store writes nothing.
-            self.inner.closed.store(true, Ordering::Release);
-            return Ok(());
-        }
-        let threads = std::mem::take(&mut *self.background.lock());
-        if threads.is_empty() {
-            return Ok(());
-        }
-        self.inner.closed.store(true, Ordering::Release);
-        {
-            let mut bg = self.inner.background.lock();
-            bg.shutting_down = true;
-            self.inner.background_cv.notify_all();
-        }
-        // A panicking background thread has already recorded nothing useful;
-        // the store is closed either way.
-        for thread in threads {
-            let _ = thread.join();
-        }
-        let flushed = self.inner.log.lock().writer.flush();
-        let persisted = self.inner.versions.lock().persist_counters();
-        background::collect_obsolete_files(&self.inner);
-        self.inner.lock.lock().take();
-        flushed.and(persisted)
-    }
-}
-
-impl Drop for DbHandle {
-    fn drop(&mut self) {
-        // Errors here cannot be reported; `Db::close` reports them.
-        let _ = self.shutdown();
-    }
-}
+use lsm::tree::Tree;
+use lsm::{DbHandle, DbInner};
 
 /// Closes a chunked store when its last `Db` handle goes.
 struct ChunkedHandle(Arc<ChunkStore>);
@@ -310,13 +138,9 @@ impl Db {
             let store = ChunkStore::open(path.as_ref(), options, fs)?;
             return Ok(Db::chunked(store));
         }
-        let inner = Arc::new(open::open(path.as_ref(), options, fs)?);
-        let threads = background::spawn(inner.clone())?;
+        let handle = DbHandle::open(path.as_ref(), options, fs)?;
         Ok(Db {
-            engine: Engine::Lsm(Arc::new(DbHandle {
-                inner,
-                background: Mutex::new(threads),
-            })),
+            engine: Engine::Lsm(Arc::new(handle)),
             instance: next_instance(),
         })
     }
@@ -348,12 +172,9 @@ impl Db {
             let store = ChunkStore::open_read_only(path.as_ref(), options, fs)?;
             return Ok(Db::chunked(store));
         }
-        let inner = Arc::new(read_only::open(path.as_ref(), options, fs)?);
+        let handle = DbHandle::open_read_only(path.as_ref(), options, fs)?;
         Ok(Db {
-            engine: Engine::Lsm(Arc::new(DbHandle {
-                inner,
-                background: Mutex::new(Vec::new()),
-            })),
+            engine: Engine::Lsm(Arc::new(handle)),
             instance: next_instance(),
         })
     }
@@ -450,7 +271,7 @@ impl Db {
                     .into(),
             ));
         }
-        write::write(inner, batch, opts)
+        lsm::write::write(inner, batch, opts)
     }
 
     /// A consistent read view at the current point of the write order.
@@ -470,7 +291,7 @@ impl Db {
             Engine::Chunked(c) => return c.0.flush(),
         };
         inner.check_writable("flush")?;
-        write::flush(inner)
+        lsm::write::flush(inner)
     }
 
     /// Trims LSbM's compaction buffer now instead of at the next
@@ -480,7 +301,7 @@ impl Db {
         match self.lsm() {
             Some(inner) => {
                 inner.check_open()?;
-                buffer::trim(inner)
+                lsm::lsbm_trim::trim(inner)
             }
             None => Ok(()),
         }
@@ -489,7 +310,7 @@ impl Db {
     /// Engine statistics.
     pub fn stats(&self) -> Stats {
         match &self.engine {
-            Engine::Lsm(h) => stats::collect(&h.inner),
+            Engine::Lsm(h) => lsm::report::stats(&h.inner),
             Engine::Chunked(c) => c.0.stats(),
         }
     }
@@ -499,7 +320,7 @@ impl Db {
     /// every live key.
     pub fn space_usage(&self) -> Result<SpaceUsage> {
         match &self.engine {
-            Engine::Lsm(h) => space::usage(&h.inner),
+            Engine::Lsm(h) => lsm::report::space_usage(&h.inner),
             Engine::Chunked(c) => {
                 // Every keyspace, read at one snapshot.
                 let opts = ReadOptions {
@@ -511,8 +332,38 @@ impl Db {
                         .iter()
                         .map(|space| c.0.iter(space, opts.clone()))
                         .collect::<Result<Vec<_>>>()?;
-                space::measure(cursors, c.0.fs(), c.0.dir())
+                space_usage::measure(cursors, c.0.fs(), c.0.dir())
             }
+        }
+    }
+
+    /// Blocks until no immutable memtable waits for its flush and no
+    /// compaction is running or due (the policy picks none, no journaled
+    /// merge is left to resume, no manual compaction runs). The mutable
+    /// memtable is not flushed. Writes made meanwhile can keep the
+    /// background busy, and so this call waiting, for as long as they last.
+    ///
+    /// Fails with the background error if a flush or compaction failed, and
+    /// with `Error::Closed` once the store is closed.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        match self.lsm() {
+            Some(inner) => lsm::settle::wait_until_settled(inner),
+            // Rebalances run in the writers' calls: nothing is left to wait for.
+            None => self.stats().background_error.map_or(Ok(()), |e| {
+                Err(Error::Background(Box::new(Error::InvalidArgument(e))))
+            }),
+        }
+    }
+
+    /// Writes a consistent copy of the store into the new directory `dir`
+    /// (which must not exist), hard-linking table segments where the file
+    /// system allows and copying the rest. Writers are held off only while
+    /// the point is taken, not while files are copied. The copy opens like
+    /// any store (read-write or read-only).
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
+        match &self.engine {
+            Engine::Lsm(h) => lsm::checkpoint_copy::checkpoint(&h.inner, dir.as_ref()),
+            Engine::Chunked(c) => c.0.checkpoint(dir.as_ref()),
         }
     }
 
@@ -527,10 +378,4 @@ impl Db {
 }
 
 #[cfg(test)]
-mod lsbm_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod triad_log_tests;
-#[cfg(test)]
-mod triad_tests;

@@ -399,7 +399,7 @@ fn a_flushed_log_is_deleted_once_no_reader_holds_its_memtable() {
     db.flush().unwrap();
     db.put(b"b", b"2").unwrap();
     db.flush().unwrap();
-    background::collect_obsolete_files(db.inner());
+    lsm::obsolete::collect_obsolete_files(db.inner());
     let logs = files_of_kind(dir.path(), ".log");
     assert!(
         logs.contains(&first_logs[0]),
@@ -408,7 +408,7 @@ fn a_flushed_log_is_deleted_once_no_reader_holds_its_memtable() {
     drop(held);
     db.put(b"c", b"3").unwrap();
     db.flush().unwrap();
-    background::collect_obsolete_files(db.inner());
+    lsm::obsolete::collect_obsolete_files(db.inner());
     let logs = files_of_kind(dir.path(), ".log");
     assert_eq!(logs.len(), 1, "only the current log is left: {logs:?}");
     assert!(!logs.contains(&first_logs[0]));
@@ -452,7 +452,7 @@ fn a_compacted_segment_is_deleted_once_no_reader_holds_its_version() {
         "the compaction replaced some segment"
     );
     drop(held);
-    background::collect_obsolete_files(db.inner());
+    lsm::obsolete::collect_obsolete_files(db.inner());
     let live = segment_names(&db.inner().default.super_version().version);
     assert_eq!(
         files_of_kind(dir.path(), ".seg"),

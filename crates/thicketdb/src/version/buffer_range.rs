@@ -27,7 +27,7 @@
 
 use std::ops::Bound;
 
-use super::buffer::BufferRecording;
+use super::lsbm_buffer::BufferRecording;
 use super::Version;
 use crate::format::KeyOrder;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::buffer::{BufferRecording, BufferRound};
+use super::lsbm_buffer::{BufferRecording, BufferRound};
 use super::meta::TableMeta;
 use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 

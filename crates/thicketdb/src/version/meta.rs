@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use super::buffer::{BufferRecording, BufferRound, BufferRun};
+use super::lsbm_buffer::{BufferRecording, BufferRound, BufferRun};
 use crate::format::internal_key::user_key;
 use crate::format::KeyOrder;
 use crate::io::{Backing, Extent};

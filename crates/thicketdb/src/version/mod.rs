@@ -1,11 +1,11 @@
 //! Versions: the set of live tables organised as levels of runs, the edits
 //! that change it, the MANIFEST that records those edits, and file naming.
 
-pub mod buffer;
 pub mod buffer_range;
 pub mod edit;
 pub mod files;
 pub mod log_values;
+pub mod lsbm_buffer;
 pub mod meta;
 pub mod piece_iter;
 pub mod range_del_view;
@@ -15,8 +15,8 @@ pub mod table_cache;
 #[allow(clippy::module_inception)]
 pub mod version;
 
-pub use buffer::{BufferEntry, BufferProbe, BufferRun};
 pub use edit::{MergeJournal, VersionEdit};
+pub use lsbm_buffer::{BufferEntry, BufferProbe, BufferRun};
 pub use meta::{Level, Run, Sketch, TableMeta};
 pub use set::VersionSet;
 pub use version::{Version, NUM_LEVELS};

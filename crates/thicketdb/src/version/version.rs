@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use super::buffer::{BufferEntry, BufferRecording, BufferRound, BufferRun};
 use super::buffer_range::{self, LevelPlan};
 use super::edit::{MergeJournal, VersionEdit};
+use super::lsbm_buffer::{BufferEntry, BufferRecording, BufferRound, BufferRun};
 use super::meta::{Level, Run, TableMeta};
 use crate::format::KeyOrder;
 use crate::io::{Backing, Backings, Extent};
@@ -417,7 +417,7 @@ mod tests {
         e.add_buffer_table(2, 7, table(2, "a", "c"));
         e.add_buffer_table(2, 9, table(3, "b", "n"));
         e.buffer_frozen.push((3, true));
-        let round = crate::version::buffer::BufferRound {
+        let round = crate::version::lsbm_buffer::BufferRound {
             start_bytes: 500,
             arrived: 300,
             departed: 20,

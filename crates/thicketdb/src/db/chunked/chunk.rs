@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 pub(super) use super::chunk_log::{ChunkLog, LogEntry};
 use super::files::{chunk_log_path, funk_table_path};
 use super::munk::Munk;
-use crate::db::search::{probe_table, Probe};
+use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::format::range_tombstone::{Fragments, RangeTombstone};

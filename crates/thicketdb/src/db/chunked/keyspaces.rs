@@ -1,4 +1,4 @@
-//! Keyspaces of a chunked store: each its own chunk list (`space.rs`),
+//! Keyspaces of a chunked store: each its own chunk list (`chunk_space.rs`),
 //! created and dropped under the metadata lock with a new `CHUNKS` naming
 //! them, so a keyspace is durable once `create_keyspace` returns and gone,
 //! files and all, once `drop_keyspace` does (a retired chunk's files go
@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use super::chunk::{Chunk, ChunkLog};
+use super::chunk_space::{space_options, ChunkSpace};
 use super::open::filters;
-use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore};
-use crate::db::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
+use crate::db::keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 use crate::error::{Error, Result};
 use crate::options::Options;
 

@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use crate::db::DEFAULT_KEYSPACE_NAME;
+use crate::db::keyspace_rules::DEFAULT_KEYSPACE_NAME;
 use crate::error::{Error, Result};
 use crate::format::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,

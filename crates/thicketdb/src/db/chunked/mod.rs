@@ -4,8 +4,11 @@
 //! written once, to its chunk's log, until a funk rebalance merges the log
 //! into a new table (and splits the chunk when it grew past `chunk_size`).
 //!
-//! It sits inside `db` because it shares `db`'s write batches, snapshot
-//! registry and user-key iterator (`docs/architecture.md`, *Layouts*).
+//! It sits inside `db` because it shares `db`'s seams: write batches, the
+//! snapshot registry, the user-key iterator, the table probe
+//! (`docs/architecture.md`, *Layouts*). `ChunkStore` is declared here with
+//! its life (open, flush, compaction, statistics, close); its write path
+//! is in `write.rs`, its reads in `read.rs`.
 //!
 //! Concurrency (YoDB §3.2-§3.4; `docs/architecture.md`, *Chunked layout*,
 //! gives the lock order and who holds what). Writes run concurrently: a
@@ -29,13 +32,14 @@
 
 mod batch_log;
 mod build_queue;
-pub(crate) mod check;
-mod checkpoint;
+pub(crate) mod check_chunks;
+mod checkpoint_copy;
 pub mod checkpoint_mark;
 mod checkpointer;
 mod chunk;
 mod chunk_iter;
 mod chunk_log;
+mod chunk_space;
 mod chunk_views;
 pub mod closed;
 mod durable_prefix;
@@ -49,11 +53,12 @@ pub mod manifest;
 mod munk;
 pub mod munk_list;
 mod open;
+mod read;
 mod rebalance;
 mod row_cache;
 mod sequencer;
-mod space;
 mod sync_group;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,24 +66,18 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::iter::DbIterator;
-use super::snapshot::{Snapshot, SnapshotRegistry};
-use super::{ReadOptions, Stats, WriteBatch, WriteOptions};
-use crate::db::batch::OpKind;
+use super::snapshot::SnapshotRegistry;
+use super::stats_report::Stats;
 use crate::error::{Error, Result};
-use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::io::{FileLock, FileSystem};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::table::TableContext;
-use crate::version::range_del_view::RangeDelView;
 use batch_log::BatchLog;
-use chunk::{Chunk, Found};
-use chunk_iter::ChunkRunIterator;
-use chunk_views::{ChunkRangeDels, ChunkViews};
+use chunk::Chunk;
+pub(crate) use chunk_space::ChunkSpace;
 use munk::MunkCache;
-use row_cache::{Cached, RowCache};
-pub(crate) use space::ChunkSpace;
+use row_cache::RowCache;
 
 /// The chunk index and the chunk list in one: chunks sorted by start key,
 /// the first starting at the empty key. Replaced whole, never changed.
@@ -203,7 +202,12 @@ impl ChunkStore {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Arc<ChunkStore>> {
         // Through the read-only file system: a mistaken write cannot land.
-        let store = open::open(dir, options, super::read_only::ReadOnlyFs::wrap(fs), true)?;
+        let store = open::open(
+            dir,
+            options,
+            crate::db::read_only_fs::ReadOnlyFs::wrap(fs),
+            true,
+        )?;
         Ok(Arc::new(store))
     }
 
@@ -253,218 +257,11 @@ impl ChunkStore {
             .collect()
     }
 
-    /// Applies `batch` atomically: across chunks through the batch log.
-    pub fn write(&self, mut batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        self.check_open()?;
-        if self.read_only {
-            return Err(Error::ReadOnly("write".into()));
-        }
-        if batch.is_empty() {
-            return Ok(());
-        }
-        if let Some(e) = &*self.failed.lock() {
-            return Err(Error::Background(Box::new(e.clone())));
-        }
-        let result = self.write_batch(&mut batch, opts);
-        match &result {
-            // A write that met `close` under its append locks took no
-            // number and appended nothing: the store is not damaged, and
-            // failing it would keep `close` from recording a clean close.
-            Err(Error::Closed) | Ok(()) => {}
-            Err(e) => self.fail(e),
-        }
-        result
-    }
-
     /// Refuses writes from now on (until reopen), and lets the writers
     /// waiting to publish after a failed one give up.
     fn fail(&self, e: &Error) {
         self.failed.lock().get_or_insert_with(|| e.clone());
         self.sequencer.wake_all();
-    }
-
-    /// The write path: append under the chunks' shared `rebalance_lock`s
-    /// and `append_lock`s, sync (group commit), publish in order, then
-    /// rebalance the chunks that grew past their limits.
-    fn write_batch(&self, batch: &mut WriteBatch, opts: WriteOptions) -> Result<()> {
-        let (spaces, chunks, first, last) = loop {
-            let spaces = self.spaces();
-            let sets: Vec<Arc<ChunkSet>> = spaces.iter().map(|s| s.chunk_set()).collect();
-            let groups = group_by_chunk(&spaces, &sets, batch)?;
-            if groups.is_empty() {
-                // Every update was of a dropped keyspace.
-                return Ok(());
-            }
-            // In group order: the lock order.
-            let chunks: Vec<(usize, Arc<Chunk>)> = groups
-                .keys()
-                .map(|&(s, i)| (s, sets[s].chunks[i].clone()))
-                .collect();
-            let shared: Vec<_> = chunks.iter().map(|(_, c)| self.lock_shared(c)).collect();
-            // A chunk retired since the sets were read is replaced: group
-            // again. A chunk not retired now stays current while shared.
-            if chunks.iter().any(|(_, c)| c.is_retired()) {
-                continue;
-            }
-            // `None`: a keyspace drop retired a chunk meanwhile.
-            let Some((first, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
-                continue;
-            };
-            drop(shared);
-            break (spaces, chunks, first, last);
-        };
-        if opts.sync && !self.is_async() {
-            self.sync_group.sync(|| {
-                #[cfg(test)]
-                {
-                    // Not under the lock: the hook may block.
-                    let hook = self.before_sync_round.lock().clone();
-                    if let Some(hook) = hook {
-                        hook();
-                    }
-                }
-                self.sync_dirty_logs()
-            })?;
-        }
-        self.sequencer
-            .publish(&self.last_sequence, first, last, || {
-                self.failed.lock().clone()
-            })?;
-        if opts.sync && self.is_async() {
-            // After publication: the checkpoint waits for it.
-            self.wait_checkpointed(last)?;
-        }
-        for (space, chunk) in chunks.iter().rev() {
-            let space = &spaces[*space];
-            if self.munks.touch(self, chunk, 1) {
-                self.admit_munk(chunk, false)?;
-            }
-            let limit = match chunk.munk() {
-                Some(_) => space.options.funk_log_limit_with_munk,
-                None => space.options.funk_log_limit,
-            };
-            if chunk.log.len() > limit {
-                self.rebalance_past_limit(space, chunk, limit)?;
-            }
-        }
-        self.munks.enforce_budget(self);
-        Ok(())
-    }
-
-    /// A chunk whose log grew past `limit`: queued for a build thread, or
-    /// (no threads) built here unless another thread builds it. With
-    /// threads, the log counts from the tail a switch left in it (puts
-    /// that came during its build; a chunk written as fast as it is built
-    /// would otherwise be rebuilt for the tail alone), and past
-    /// `BACKLOG_FACTOR` times the limit the writer waits for the build
-    /// under way, or runs it (`build_queue.rs`).
-    fn rebalance_past_limit(
-        &self,
-        space: &Arc<ChunkSpace>,
-        chunk: &Arc<Chunk>,
-        limit: u64,
-    ) -> Result<()> {
-        use rebalance::IfBuilding;
-        let grown = chunk.log.len().saturating_sub(chunk.tail_bytes);
-        let built = if !self.builds.is_running() {
-            rebalance::rebalance(self, space, chunk, IfBuilding::Skip)
-        } else if grown <= limit {
-            Ok(false)
-        } else if grown > limit.saturating_mul(build_queue::BACKLOG_FACTOR) {
-            Counters::add(&self.counters.chunk_puts_waited_for_build, 1);
-            rebalance::rebalance(self, space, chunk, IfBuilding::Wait)
-        } else {
-            self.builds.push(space, chunk, &self.counters);
-            Ok(false)
-        };
-        match built {
-            // The write is published; a build `close` stopped wrote
-            // nothing the store keeps.
-            Ok(_) | Err(Error::Closed) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Takes `chunk`'s `rebalance_lock` shared, counting a put that found
-    /// the chunk immutable (a rebalance switching it).
-    fn lock_shared<'a>(&self, chunk: &'a Chunk) -> parking_lot::RwLockReadGuard<'a, ()> {
-        chunk.rebalance_lock.try_read().unwrap_or_else(|| {
-            Counters::add(&self.counters.chunk_puts_waited_for_switch, 1);
-            chunk.rebalance_lock.read()
-        })
-    }
-
-    /// Appends the batch's groups to their chunks (`chunks`, in group
-    /// order, current while their `rebalance_lock`s are held shared) and
-    /// the caches; returns the sequence numbers it took, or `None` (and
-    /// takes none) when a keyspace drop retired one of the chunks.
-    fn append(
-        &self,
-        batch: &WriteBatch,
-        spaces: &[Arc<ChunkSpace>],
-        groups: &std::collections::BTreeMap<(usize, usize), WriteBatch>,
-        chunks: &[(usize, Arc<Chunk>)],
-    ) -> Result<Option<(u64, u64)>> {
-        let appending: Vec<_> = chunks.iter().map(|(_, c)| c.append_lock.lock()).collect();
-        // `close` records the logs' lengths under every append lock.
-        self.check_open()?;
-        // A drop retires its chunks under every append lock: a number
-        // appended to a dropped chunk's log would leave a gap that makes
-        // recovery drop every later write (`durable_prefix.rs`).
-        if chunks.iter().any(|(_, c)| c.is_retired()) {
-            return Ok(None);
-        }
-        let count: u64 = groups.values().map(|g| g.len() as u64).sum();
-        let first = self.sequencer.allocate(count);
-        let mut logged = 0;
-        if groups.len() > 1 {
-            // Spanning chunks: the whole batch goes to the batch log first,
-            // so that recovery can complete it in every chunk. Synced with
-            // the group, before any chunk log (`sync_dirty_logs`).
-            let mut whole = WriteBatch::new();
-            for sub in groups.values() {
-                whole.append(sub);
-            }
-            let mut meta = self.writer.lock();
-            let meta = meta
-                .as_mut()
-                .ok_or_else(|| Error::ReadOnly("write".into()))?;
-            logged += meta.batch_log.append(whole.encode(first), false)?;
-        }
-        let mut sequence = first;
-        for ((space, chunk), sub) in chunks.iter().zip(groups.values()) {
-            let space = &spaces[*space];
-            let mut sub = sub.clone();
-            let count = sub.len() as u64;
-            let record = sub.encode(sequence);
-            logged += chunk.log.append(record, false)?;
-            // The munk and the row cache take the writes before they are
-            // published: a reader that sees the sequence finds them there.
-            let munk = chunk.munk();
-            let before = munk.as_ref().map_or(0, |m| m.bytes());
-            let decoded = super::batch::DecodedBatch::parse(record).map_err(Error::invariant)?;
-            let mut seq = sequence;
-            decoded
-                .for_each(|op| {
-                    self.apply_to_caches(space, munk.as_deref(), &op, seq);
-                    seq += 1;
-                })
-                .map_err(Error::invariant)?;
-            if let Some(m) = munk.filter(|m| !m.is_sealed()) {
-                // Evicted meanwhile: its bytes left the budget with it.
-                self.munks.grew(m.bytes() - before);
-            }
-            // Under the append lock: the munk misses no put.
-            self.munks.rebalance_if_grown(self, chunk);
-            sequence += count;
-        }
-        drop(appending);
-        let c = &self.counters;
-        Counters::add(&c.user_bytes_written, batch.user_bytes());
-        Counters::add(&c.user_writes, batch.len() as u64);
-        Counters::add(&c.write_groups, 1);
-        Counters::add(&c.log_bytes_written, logged);
-        Ok(Some((first, sequence - 1)))
     }
 
     /// Gives `chunk` a munk if the munk cache admits it, under its
@@ -486,183 +283,6 @@ impl ChunkStore {
             return Ok(());
         }
         self.munks.admit(self, chunk)
-    }
-
-    /// Applies one update at `seq` to the row cache and the chunk's munk.
-    fn apply_to_caches(
-        &self,
-        space: &ChunkSpace,
-        munk: Option<&munk::Munk>,
-        op: &super::batch::BatchOp<'_>,
-        seq: u64,
-    ) {
-        match op.kind {
-            OpKind::Point(kind) => {
-                let value = (kind == ValueKind::Value).then_some(op.value);
-                self.row_cache.put(&space.row_key(op.key), value, seq);
-                if let Some(m) = munk {
-                    m.add(seq, kind, op.key, op.value);
-                }
-            }
-            OpKind::RangeDeletion => {
-                let (start, end) = (space.row_key(op.key), space.row_key(op.value));
-                self.row_cache.delete_range(&start, &end, seq);
-                if let Some(m) = munk {
-                    m.add_range_deletion(seq, op.key, op.value);
-                }
-            }
-        }
-    }
-
-    /// Syncs every log holding unsynced appends, the batch log first (a
-    /// cross-chunk batch's parts are never durable before it). One sync
-    /// per log covers all the writes since its last one, in every chunk.
-    /// Concurrent syncing writers share it (`sync_group.rs`). Every
-    /// chunk's `append_lock` and the metadata lock are held throughout:
-    /// the logs then hold exactly the batches numbered up to the last one
-    /// handed out (each batch takes its numbers and appends under its
-    /// chunks' append locks), and the durable sequence moves up to the
-    /// last number handed out. A power loss in the middle of the round
-    /// may keep a later write and lose an earlier one: recovery keeps
-    /// only the writes before the first one lost (`durable_prefix.rs`).
-    /// REQUIRES: no `append_lock` held by the caller.
-    fn sync_dirty_logs(&self) -> Result<()> {
-        self.with_logs_synced(|_| Ok(()))
-    }
-
-    /// Runs `f` with the metadata lock's content once every dirty log is
-    /// synced (`sync_dirty_logs`), holding every append lock throughout:
-    /// no write comes between the sync and `f`.
-    /// REQUIRES: no `append_lock` held by the caller.
-    fn with_logs_synced<T>(&self, f: impl FnOnce(Option<&mut Writer>) -> Result<T>) -> Result<T> {
-        loop {
-            let chunks = self.every_chunk();
-            let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
-            let mut meta = self.writer.lock();
-            // Chunks are replaced under the metadata lock: none retired
-            // and none added means no other log takes appends.
-            if chunks.iter().any(|c| c.is_retired()) || self.every_chunk().len() != chunks.len() {
-                continue;
-            }
-            // Every number handed out is in the logs (each batch takes
-            // its numbers and appends under its chunks' append locks).
-            let allocated = self.sequencer.last_allocated();
-            let mut syncs = match meta.as_mut() {
-                Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
-                None => 0,
-            };
-            for chunk in &chunks {
-                syncs += u64::from(chunk.log.sync_if_dirty()?);
-            }
-            Counters::add(&self.counters.fsyncs_log, syncs);
-            self.durable_sequence.fetch_max(allocated, Ordering::AcqRel);
-            return f(meta.as_mut());
-        }
-    }
-
-    /// The newest value of `key` in `space` visible to `opts`' snapshot
-    /// (or now).
-    pub fn get(
-        &self,
-        space: &ChunkSpace,
-        key: &[u8],
-        opts: &ReadOptions,
-    ) -> Result<Option<Vec<u8>>> {
-        self.check_open()?;
-        space.check_live()?;
-        Counters::add(&self.counters.gets, 1);
-        // The chunk set before the sequence: a set a rebalance installed
-        // since keeps every version at or above the sequence read after.
-        let (set, index, munk, sequence) = loop {
-            let set = space.chunk_set();
-            if set.chunks.is_empty() {
-                // Dropped since the check above.
-                space.check_live()?;
-            }
-            let index = set.locate(key);
-            let chunk = &set.chunks[index];
-            let munk = chunk.munk();
-            let sequence = match &opts.snapshot {
-                Some(s) => s.sequence(),
-                None => self.last_sequence.load(Ordering::Acquire),
-            };
-            // Replaced since it was taken: a put this sequence covers may
-            // be in the replacement only.
-            if !chunk.is_retired() && !munk.as_ref().is_some_and(|m| m.is_sealed()) {
-                break (set, index, munk, sequence);
-            }
-        };
-        let chunk = &set.chunks[index];
-        if self.munks.touch(self, chunk, 1) && !self.read_only {
-            // A get does not wait for writers to build a munk.
-            self.admit_munk(chunk, true)?;
-        }
-        if let Some(munk) = munk {
-            Counters::add(&self.counters.chunk_gets_from_munk, 1);
-            let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
-            return Ok(match munk.get(lookup.encoded()) {
-                Some(crate::memtable::Lookup::Value(v)) => Some(v),
-                _ => None,
-            });
-        }
-        let row_key = space.row_key(key);
-        if let Cached::Row(value) = self.row_cache.get(&row_key, sequence) {
-            Counters::add(&self.counters.chunk_gets_from_row_cache, 1);
-            return Ok(value);
-        }
-        let value = match chunk.get(key, sequence, &self.counters)? {
-            Found::Value(v) => Some(v),
-            Found::Deleted => None,
-            Found::Absent => return Ok(None),
-        };
-        self.row_cache.insert(&row_key, value.clone(), sequence);
-        Ok(value)
-    }
-
-    /// A consistent view at the latest write.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::latest(&self.last_sequence, self.snapshots.clone())
-    }
-
-    /// An iterator over the chunks of `space` that `opts`' bounds
-    /// overlap, at one snapshot. A chunk is read (and counted as an
-    /// access for the munk cache) only when the cursor reaches it
-    /// (`chunk_views.rs`).
-    pub fn iter(self: &Arc<Self>, space: &ChunkSpace, opts: ReadOptions) -> Result<DbIterator> {
-        self.check_open()?;
-        space.check_live()?;
-        let snapshot = match &opts.snapshot {
-            Some(s) => s.clone(),
-            None => self.snapshot(),
-        };
-        // Taken after the snapshot: its chunks hold every version the
-        // snapshot sees.
-        let set = space.chunk_set();
-        let chunks = set
-            .overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref())
-            .to_vec();
-        let views = Arc::new(ChunkViews::new(chunks, Arc::downgrade(self)));
-        let order = self.options.comparator.clone();
-        let cursor = ChunkRunIterator::new(views.clone(), order.clone(), opts.fill_cache);
-        let mut range_dels = RangeDelView::of_fragments(snapshot.sequence());
-        range_dels.add_parted(0, Box::new(ChunkRangeDels::new(views.clone())));
-        Ok(DbIterator::over_sources(
-            vec![Box::new(cursor)],
-            snapshot,
-            opts,
-            order,
-            Box::new(views),
-        )
-        .with_range_dels(range_dels))
-    }
-
-    /// Counts a scan's access of `chunk` for the munk cache and offers a
-    /// hot chunk a munk, without waiting for writers (as a get does).
-    fn touch_for_scan(&self, chunk: &Chunk) -> Result<()> {
-        if self.munks.touch(self, chunk, 1) && !self.read_only && !chunk.is_retired() {
-            self.admit_munk(chunk, true)?;
-        }
-        Ok(())
     }
 
     /// Syncs every log holding unsynced appends. Under the append locks
@@ -813,68 +433,6 @@ impl Drop for ChunkStore {
         // Unclosed (a test's store): the threads must not outlive it.
         self.builds.stop();
         self.checkpointer.stop();
-    }
-}
-
-/// The batch's updates grouped by the keyspace (index in `spaces`, whose
-/// chunk sets are `sets`) and chunk owning their keys, in that order; each
-/// group keeps the batch's order (so two updates of one key keep theirs).
-/// A range deletion goes to every chunk it overlaps, cut to the chunk's
-/// keys; an empty one deletes nothing and is left out, as is an update of
-/// a keyspace that is not (any more) in `spaces` (dropped).
-fn group_by_chunk(
-    spaces: &[Arc<ChunkSpace>],
-    sets: &[Arc<ChunkSet>],
-    batch: &mut WriteBatch,
-) -> Result<std::collections::BTreeMap<(usize, usize), WriteBatch>> {
-    let mut groups: std::collections::BTreeMap<(usize, usize), WriteBatch> = Default::default();
-    let encoded = batch.encode(0);
-    let decoded = super::batch::DecodedBatch::parse(encoded).map_err(Error::invariant)?;
-    let mut failed = None;
-    decoded
-        .for_each(|op| {
-            let Some(space) = spaces.iter().position(|s| s.id == op.keyspace) else {
-                return;
-            };
-            let set = &sets[space];
-            let result = match op.kind {
-                OpKind::Point(_) => groups
-                    .entry((space, set.locate(op.key)))
-                    .or_default()
-                    .push_op(&op),
-                OpKind::RangeDeletion => {
-                    let (start, end) = (op.key, op.value);
-                    let first = set.locate(start);
-                    let chunks = set.overlapping(Some(start), Some(end));
-                    chunks.iter().enumerate().try_for_each(|(i, chunk)| {
-                        let from = start.max(chunk.start.as_slice());
-                        let to = match set.chunks.get(first + i + 1) {
-                            Some(next) => end.min(next.start.as_slice()),
-                            None => end,
-                        };
-                        if from >= to {
-                            return Ok(());
-                        }
-                        let clipped = super::batch::BatchOp {
-                            key: from,
-                            value: to,
-                            ..op
-                        };
-                        groups
-                            .entry((space, first + i))
-                            .or_default()
-                            .push_op(&clipped)
-                    })
-                }
-            };
-            if let Err(e) = result {
-                failed.get_or_insert(e);
-            }
-        })
-        .map_err(Error::invariant)?;
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(groups),
     }
 }
 

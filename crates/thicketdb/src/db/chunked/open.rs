@@ -15,6 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use super::batch_log::{self, BatchLog};
 use super::checkpoint_mark::CheckpointMark;
 use super::chunk::{open_table, Chunk, ChunkLog};
+use super::chunk_space::{space_options, ChunkSpace};
 use super::closed::ClosedLogs;
 use super::durable_prefix::{self, SeqRange};
 use super::files::{chunk_list_path, chunk_list_temp_path, parse_numbered};
@@ -23,70 +24,38 @@ use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::munk::MunkCache;
 use super::row_cache::RowCache;
-use super::space::{space_options, ChunkSpace};
 use super::{ChunkSet, ChunkStore, Writer};
-use crate::db::open::check_stored_identity;
+use crate::db::batch::WriteBatch;
+use crate::db::identity::check_stored_identity;
+use crate::db::keyspace_rules::DEFAULT_KEYSPACE;
+use crate::db::keyspace_rules::DEFAULT_KEYSPACE_NAME;
 use crate::db::snapshot::SnapshotRegistry;
-use crate::db::tree::DEFAULT_KEYSPACE;
-use crate::db::{WriteBatch, DEFAULT_KEYSPACE_NAME};
 use crate::error::{Error, Result};
-use crate::io::FileSystem;
+use crate::io::{FileLock, FileSystem};
 use crate::log::RecoveryMode;
 use crate::options::{Durability, Options};
 use crate::stats::Counters;
 use crate::table::{BlockCache, TableContext};
 use crate::version::files::{lock_path, options_path, temp_path};
 
+/// Opens the chunked store in `dir`, in phases: the directory and its
+/// identity (`prepare`), the chunk list and how the last run is recovered
+/// (`Recovery`), every keyspace's chunks with their logs read or left for
+/// later (`open_keyspaces`), the cut that keeps a durable prefix
+/// (`plan_cut`), then, read-write only, the logs made whole and the new run
+/// recorded (`finish_recovery`).
 pub(super) fn open(
     dir: &Path,
     options: Options,
     fs: Arc<dyn FileSystem>,
     read_only: bool,
 ) -> Result<ChunkStore> {
-    options.validate()?;
-    if !options.comparator.is_bytewise() {
-        return Err(Error::InvalidArgument(
-            "the chunked layout needs the built-in byte order".into(),
-        ));
-    }
+    let lock = prepare(dir, &options, fs.as_ref(), read_only)?;
     let list_path = chunk_list_path(dir);
-    let lock = if read_only {
-        None
-    } else {
-        fs.create_dir_all(dir)?;
-        Some(fs.lock(&lock_path(dir))?)
-    };
-    let exists = fs.exists(&options_path(dir));
-    if exists {
-        if options.error_if_exists {
-            return Err(Error::InvalidArgument(format!(
-                "a store already exists in {}",
-                dir.display()
-            )));
-        }
-        check_stored_identity(fs.as_ref(), dir, &options)?;
-    } else if read_only || !options.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "no store in {} and create_if_missing is false",
-            dir.display()
-        )));
-    } else {
-        create(fs.as_ref(), dir, &options)?;
-    }
     let list = ChunkList::decode(&list_path, &fs.read_to_vec(&list_path)?)?;
     let counters = Arc::new(Counters::default());
     counters.restore(&list.counters);
-    let cache = match &options.block_cache {
-        Some(shared) => shared.for_new_store()?,
-        None => BlockCache::new(options.block_cache_size).for_new_store()?,
-    };
-    let context = TableContext {
-        cache: Some(Arc::new(cache)),
-        order: options.comparator.clone(),
-        filter_policy: options.filter_policy.clone(),
-        value_log: None,
-        charge_metadata: options.charge_table_metadata,
-    };
+    let context = table_context(&options)?;
     // A damaged `LOGS_CLOSED` only costs reading every log.
     let closed = ClosedLogs::read(fs.as_ref(), dir).ok().flatten();
     // A clean close synced every log: all it recorded is durable.
@@ -112,163 +81,21 @@ pub(super) fn open(
         Recovery::Lazy { next } => next.clone(),
         _ => incarnations.clone(),
     };
-    let reading = Arc::new(recovery.ignoring(&incarnations));
-    // Per keyspace, per chunk: the sequence numbers of each record its
-    // log holds (none read for a log a clean close recorded).
-    let mut log_ranges: Vec<Vec<Vec<SeqRange>>> = Vec::with_capacity(list.keyspaces.len());
-    // The last sequence number a clean close recorded for such a log.
-    let mut closed_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
-    let mut torn = Vec::new();
-    let mut spaces = Vec::with_capacity(list.keyspaces.len());
-    for (s, record) in list.keyspaces.iter().enumerate() {
-        let space_options = match record.id {
-            0 => options.clone(),
-            _ => {
-                let what = format!("{} (keyspace {:?})", list_path.display(), record.name);
-                space_options(&options, &Options::decode(&what, &record.options)?)?
-            }
-        };
-        let mut chunks = Vec::with_capacity(record.chunks.len());
-        let mut ranges = Vec::with_capacity(record.chunks.len());
-        let mut ends = Vec::with_capacity(record.chunks.len());
-        for (i, chunk) in record.chunks.iter().enumerate() {
-            let table = match chunk.table_number {
-                0 => None,
-                n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
-            };
-            let number = chunk.log_number;
-            let lazy = match (&recovery, closed_length(fs.as_ref(), dir, &closed, number)) {
-                // Read on first need, cut at any damage then.
-                (Recovery::Lazy { .. }, _) => {
-                    let len = fs.file_size(&super::files::chunk_log_path(dir, number))?;
-                    Some((len, 0, true))
-                }
-                (_, Some((len, last))) => Some((len, last, false)),
-                (_, None) => None,
-            };
-            let (log, log_ranges, log_last, is_torn) = match lazy {
-                Some((len, last, may_be_torn)) => {
-                    let log = ChunkLog::open_unread(
-                        fs.clone(),
-                        dir,
-                        number,
-                        filters(&space_options),
-                        len,
-                        reading.clone(),
-                        may_be_torn,
-                    )?;
-                    (log, Vec::new(), last, false)
-                }
-                None => {
-                    let (log, ranges, torn) = ChunkLog::open(
-                        fs.as_ref(),
-                        dir,
-                        number,
-                        filters(&space_options),
-                        options.wal_recovery_mode,
-                        &reading,
-                    )?;
-                    (log, ranges, 0, torn)
-                }
-            };
-            if is_torn {
-                torn.push((s, i));
-            }
-            ranges.push(log_ranges);
-            ends.push(log_last);
-            chunks.push(Arc::new(Chunk::new(
-                chunk.start.clone(),
-                table,
-                log,
-                fs.clone(),
-                dir.to_path_buf(),
-            )));
-        }
-        log_ranges.push(ranges);
-        closed_ends.push(ends);
-        spaces.push(Arc::new(ChunkSpace::new(
-            record.id,
-            record.name.clone(),
-            space_options,
-            ChunkSet { chunks },
-        )));
-    }
-    let mut batches = batch_log::read(
-        fs.as_ref(),
-        dir,
-        list.batch_log_number,
-        options.wal_recovery_mode,
-    )?;
-    if let Recovery::Lazy { .. } = recovery {
-        // The checkpointed batches are whole in the chunk logs.
-        batches.clear();
-    }
-    let batch_ranges = batches
-        .iter()
-        .map(|(first, record)| {
-            let count = crate::db::DecodedBatch::parse(record)
-                .map_err(Error::invariant)?
-                .count;
-            Ok((*first, first + u64::from(count).saturating_sub(1)))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let cut = match recovery {
-        // The logs' records past the checkpoint are left out already; the
-        // batch log's are dropped here.
-        Recovery::Cut { checkpointed } => checkpointed + 1,
-        Recovery::Lazy { .. } => u64::MAX,
-        // Salvaging a damaged store keeps every record it can read.
-        Recovery::Logs => durable
-            .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
-            .and_then(|d| {
-                let logged = log_ranges.iter().flatten().flatten().copied();
-                durable_prefix::first_gap(d, logged.chain(batch_ranges.iter().copied()))
-            })
-            .unwrap_or(u64::MAX),
+    let last = LastRun {
+        reading: Arc::new(recovery.ignoring(&incarnations)),
+        recovery,
+        closed,
+        durable,
+        kept,
     };
-    batches.truncate(batch_ranges.iter().filter(|r| r.0 < cut).count());
-    let kept_last = |ranges: &[SeqRange]| {
-        ranges
-            .iter()
-            .filter(|r| r.0 < cut)
-            .map(|r| r.1)
-            .max()
-            .unwrap_or(0)
-    };
-    // Below the durable sequence a chunk may hold a write in its funk
-    // rather than its log; without one (a version-2 list), below the
-    // list's last sequence.
-    let floor = durable.unwrap_or(list.last_sequence);
-    // Per keyspace, per chunk: the last sequence number it holds.
-    let log_ends: Vec<Vec<u64>> = log_ranges
-        .iter()
-        .zip(&closed_ends)
-        .map(|(ranges, ends)| {
-            ranges
-                .iter()
-                .zip(ends)
-                .map(|(r, &end)| kept_last(r).max(end).max(floor))
-                .collect()
-        })
-        .collect();
-    // Logs holding writes past the cut are rewritten without them.
-    for (s, ranges) in log_ranges.iter().enumerate() {
-        for (i, r) in ranges.iter().enumerate() {
-            if r.iter().any(|r| r.0 >= cut) && !torn.contains(&(s, i)) {
-                torn.push((s, i));
-            }
-        }
-    }
-    let last_sequence = log_ends
-        .iter()
-        .flatten()
-        .copied()
-        .chain([kept_last(&batch_ranges), floor, kept.base()])
-        .max()
-        .unwrap_or(0);
+    let mut logs = open_keyspaces(dir, &options, &fs, &list, &context, &last)?;
+    let plan = plan_cut(fs.as_ref(), dir, &list, &options, &last, &mut logs)?;
+    let LastRun { durable, kept, .. } = last;
+    let last_sequence = plan.last_sequence;
     let is_async = options.durability == Durability::Async && !read_only;
     let munks = MunkCache::new(options.munk_cache_bytes);
     let row_cache = RowCache::new(options.row_cache_bytes, options.row_cache_tables);
+    let spaces = std::mem::take(&mut logs.spaces);
     let store = ChunkStore {
         dir: dir.to_path_buf(),
         options,
@@ -305,7 +132,7 @@ pub(super) fn open(
         #[cfg(test)]
         before_sync_round: Mutex::new(None),
     };
-    let missing = missing_parts(&store, &batches, &log_ends, list.batch_log_number)?;
+    let missing = missing_parts(&store, &plan.batches, &plan.log_ends, list.batch_log_number)?;
     if read_only {
         // Nothing is completed: the unfinished batch (the last write: a
         // crash cut it short) is hidden below its first sequence number.
@@ -323,18 +150,321 @@ pub(super) fn open(
     if stored_incarnations.as_ref() != Some(&kept) {
         kept.write(fs.as_ref(), dir)?;
     }
-    // Before the first append: the lengths it records stop being true.
-    ClosedLogs::remove(fs.as_ref(), dir)?;
-    let mut next_file_number = list.next_file_number;
-    rewrite_logs(&store, &torn, cut, &mut next_file_number)?;
-    for chunk in store.every_chunk() {
-        chunk.log.reopen_for_append(fs.as_ref())?;
+    finish_recovery(&store, &list, &logs, &plan, missing, is_async)?;
+    Ok(store)
+}
+
+/// Validates `options` against the directory: takes the lock (read-write),
+/// refuses another profile or comparator, creates a new store when asked.
+/// Returns the lock.
+fn prepare(
+    dir: &Path,
+    options: &Options,
+    fs: &dyn FileSystem,
+    read_only: bool,
+) -> Result<Option<Box<dyn FileLock>>> {
+    options.validate()?;
+    if !options.comparator.is_bytewise() {
+        return Err(Error::InvalidArgument(
+            "the chunked layout needs the built-in byte order".into(),
+        ));
     }
-    complete_batches(&store, missing)?;
+    let lock = if read_only {
+        None
+    } else {
+        fs.create_dir_all(dir)?;
+        Some(fs.lock(&lock_path(dir))?)
+    };
+    if fs.exists(&options_path(dir)) {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "a store already exists in {}",
+                dir.display()
+            )));
+        }
+        check_stored_identity(fs, dir, options)?;
+    } else if read_only || !options.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "no store in {} and create_if_missing is false",
+            dir.display()
+        )));
+    } else {
+        create(fs, dir, options)?;
+    }
+    Ok(lock)
+}
+
+/// The tables' context: the shared block cache (or one of the store's own)
+/// under a store id of this open's own.
+fn table_context(options: &Options) -> Result<TableContext> {
+    let cache = match &options.block_cache {
+        Some(shared) => shared.for_new_store()?,
+        None => BlockCache::new(options.block_cache_size).for_new_store()?,
+    };
+    Ok(TableContext {
+        cache: Some(Arc::new(cache)),
+        order: options.comparator.clone(),
+        filter_policy: options.filter_policy.clone(),
+        value_log: None,
+        charge_metadata: options.charge_table_metadata,
+    })
+}
+
+/// What the last run left and how this open recovers it.
+struct LastRun {
+    recovery: Recovery,
+    /// The logs a clean close recorded (`LOGS_CLOSED`).
+    closed: Option<ClosedLogs>,
+    /// Every write up to it is durable.
+    durable: Option<u64>,
+    /// The incarnation table this run keeps.
+    kept: Incarnations,
+    /// The table every log read leaves ignored records out by.
+    reading: Arc<Incarnations>,
+}
+
+/// Every keyspace's chunks as opened, and what their logs hold.
+struct OpenedLogs {
+    spaces: Vec<Arc<ChunkSpace>>,
+    /// Per keyspace, per chunk: the sequence numbers of each record its
+    /// log holds (none read for a log a clean close recorded).
+    log_ranges: Vec<Vec<Vec<SeqRange>>>,
+    /// The last sequence number a clean close recorded for such a log.
+    closed_ends: Vec<Vec<u64>>,
+    /// (keyspace, chunk) of the logs to rewrite: torn, or holding writes
+    /// past the cut.
+    torn: Vec<(usize, usize)>,
+}
+
+/// Opens every keyspace's chunks: each funk's table, and its log read now
+/// or, after a clean close or a recovery from a checkpoint, on first need.
+fn open_keyspaces(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    list: &ChunkList,
+    context: &TableContext,
+    last: &LastRun,
+) -> Result<OpenedLogs> {
+    let LastRun {
+        recovery,
+        closed,
+        reading,
+        ..
+    } = last;
+    let list_path = chunk_list_path(dir);
+    let mut log_ranges: Vec<Vec<Vec<SeqRange>>> = Vec::with_capacity(list.keyspaces.len());
+    let mut closed_ends: Vec<Vec<u64>> = Vec::with_capacity(list.keyspaces.len());
+    let mut torn = Vec::new();
+    let mut spaces = Vec::with_capacity(list.keyspaces.len());
+    for (s, record) in list.keyspaces.iter().enumerate() {
+        let space_options = match record.id {
+            0 => options.clone(),
+            _ => {
+                let what = format!("{} (keyspace {:?})", list_path.display(), record.name);
+                space_options(options, &Options::decode(&what, &record.options)?)?
+            }
+        };
+        let mut chunks = Vec::with_capacity(record.chunks.len());
+        let mut ranges = Vec::with_capacity(record.chunks.len());
+        let mut ends = Vec::with_capacity(record.chunks.len());
+        for (i, chunk) in record.chunks.iter().enumerate() {
+            let table = match chunk.table_number {
+                0 => None,
+                n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
+            };
+            let number = chunk.log_number;
+            let lazy = match (recovery, closed_length(fs.as_ref(), dir, closed, number)) {
+                // Read on first need, cut at any damage then.
+                (Recovery::Lazy { .. }, _) => {
+                    let len = fs.file_size(&super::files::chunk_log_path(dir, number))?;
+                    Some((len, 0, true))
+                }
+                (_, Some((len, last))) => Some((len, last, false)),
+                (_, None) => None,
+            };
+            let (log, log_ranges, log_last, is_torn) = match lazy {
+                Some((len, last, may_be_torn)) => {
+                    let log = ChunkLog::open_unread(
+                        fs.clone(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        len,
+                        reading.clone(),
+                        may_be_torn,
+                    )?;
+                    (log, Vec::new(), last, false)
+                }
+                None => {
+                    let (log, ranges, torn) = ChunkLog::open(
+                        fs.as_ref(),
+                        dir,
+                        number,
+                        filters(&space_options),
+                        options.wal_recovery_mode,
+                        reading,
+                    )?;
+                    (log, ranges, 0, torn)
+                }
+            };
+            if is_torn {
+                torn.push((s, i));
+            }
+            ranges.push(log_ranges);
+            ends.push(log_last);
+            chunks.push(Arc::new(Chunk::new(
+                chunk.start.clone(),
+                table,
+                log,
+                fs.clone(),
+                dir.to_path_buf(),
+            )));
+        }
+        log_ranges.push(ranges);
+        closed_ends.push(ends);
+        spaces.push(Arc::new(ChunkSpace::new(
+            record.id,
+            record.name.clone(),
+            space_options,
+            ChunkSet { chunks },
+        )));
+    }
+    Ok(OpenedLogs {
+        spaces,
+        log_ranges,
+        closed_ends,
+        torn,
+    })
+}
+
+/// Which writes of the last run an open keeps.
+struct CutPlan {
+    /// The first sequence number not kept (`u64::MAX`: all kept).
+    cut: u64,
+    /// The batch log's batches below the cut.
+    batches: Vec<batch_log::LoggedBatch>,
+    /// Per keyspace, per chunk: the last sequence number it holds.
+    log_ends: Vec<Vec<u64>>,
+    /// The store's last sequence number.
+    last_sequence: u64,
+}
+
+/// Reads the batch log and finds the cut: the writes kept are those below
+/// it (up to the first one missing past the durable sequence, or the
+/// checkpoint); logs holding writes past it join `logs.torn`.
+fn plan_cut(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    list: &ChunkList,
+    options: &Options,
+    last: &LastRun,
+    logs: &mut OpenedLogs,
+) -> Result<CutPlan> {
+    let (recovery, durable, kept) = (&last.recovery, last.durable, &last.kept);
+    let mut batches = batch_log::read(fs, dir, list.batch_log_number, options.wal_recovery_mode)?;
+    if let Recovery::Lazy { .. } = recovery {
+        // The checkpointed batches are whole in the chunk logs.
+        batches.clear();
+    }
+    let batch_ranges = batches
+        .iter()
+        .map(|(first, record)| {
+            let count = crate::db::batch::DecodedBatch::parse(record)
+                .map_err(Error::invariant)?
+                .count;
+            Ok((*first, first + u64::from(count).saturating_sub(1)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let cut = match *recovery {
+        // The logs' records past the checkpoint are left out already; the
+        // batch log's are dropped here.
+        Recovery::Cut { checkpointed } => checkpointed + 1,
+        Recovery::Lazy { .. } => u64::MAX,
+        // Salvaging a damaged store keeps every record it can read.
+        Recovery::Logs => durable
+            .filter(|_| options.wal_recovery_mode != RecoveryMode::SkipAnyCorruption)
+            .and_then(|d| {
+                let logged = logs.log_ranges.iter().flatten().flatten().copied();
+                durable_prefix::first_gap(d, logged.chain(batch_ranges.iter().copied()))
+            })
+            .unwrap_or(u64::MAX),
+    };
+    batches.truncate(batch_ranges.iter().filter(|r| r.0 < cut).count());
+    let kept_last = |ranges: &[SeqRange]| {
+        ranges
+            .iter()
+            .filter(|r| r.0 < cut)
+            .map(|r| r.1)
+            .max()
+            .unwrap_or(0)
+    };
+    // Below the durable sequence a chunk may hold a write in its funk
+    // rather than its log; without one (a version-2 list), below the
+    // list's last sequence.
+    let floor = durable.unwrap_or(list.last_sequence);
+    // Per keyspace, per chunk: the last sequence number it holds.
+    let log_ends: Vec<Vec<u64>> = logs
+        .log_ranges
+        .iter()
+        .zip(&logs.closed_ends)
+        .map(|(ranges, ends)| {
+            ranges
+                .iter()
+                .zip(ends)
+                .map(|(r, &end)| kept_last(r).max(end).max(floor))
+                .collect()
+        })
+        .collect();
+    // Logs holding writes past the cut are rewritten without them.
+    for (s, ranges) in logs.log_ranges.iter().enumerate() {
+        for (i, r) in ranges.iter().enumerate() {
+            if r.iter().any(|r| r.0 >= cut) && !logs.torn.contains(&(s, i)) {
+                logs.torn.push((s, i));
+            }
+        }
+    }
+    let last_sequence = log_ends
+        .iter()
+        .flatten()
+        .copied()
+        .chain([kept_last(&batch_ranges), floor, kept.base()])
+        .max()
+        .unwrap_or(0);
+    Ok(CutPlan {
+        cut,
+        batches,
+        log_ends,
+        last_sequence,
+    })
+}
+
+/// A read-write open's last phase: torn logs rewritten, logged batches
+/// completed, every log read synced, a new batch log, the chunk list and
+/// the checkpoint mark written, unnamed files deleted.
+fn finish_recovery(
+    store: &ChunkStore,
+    list: &ChunkList,
+    logs: &OpenedLogs,
+    plan: &CutPlan,
+    missing: Vec<MissingPart>,
+    is_async: bool,
+) -> Result<()> {
+    let fs = store.fs.as_ref();
+    let dir = store.dir.as_path();
+    let (torn, cut, last_sequence) = (&logs.torn, plan.cut, plan.last_sequence);
+    // Before the first append: the lengths it records stop being true.
+    ClosedLogs::remove(fs, dir)?;
+    let mut next_file_number = list.next_file_number;
+    rewrite_logs(store, torn, cut, &mut next_file_number)?;
+    for chunk in store.every_chunk() {
+        chunk.log.reopen_for_append(fs)?;
+    }
+    complete_batches(store, missing)?;
     // What a crash left in the page cache is durable before the list
     // counts it so (a rewritten or completed log is synced already).
     let spaces = store.spaces();
-    for (s, ranges) in log_ranges.iter().enumerate() {
+    for (s, ranges) in logs.log_ranges.iter().enumerate() {
         let set = spaces[s].chunk_set();
         for (i, r) in ranges.iter().enumerate() {
             if !r.is_empty() && !torn.contains(&(s, i)) {
@@ -346,7 +476,7 @@ pub(super) fn open(
         .durable_sequence
         .fetch_max(last_sequence, std::sync::atomic::Ordering::AcqRel);
     // The old batch log's batches are now whole in the chunk logs.
-    let batch_log = BatchLog::create(fs.as_ref(), dir, next_file_number)?;
+    let batch_log = BatchLog::create(fs, dir, next_file_number)?;
     next_file_number += 1;
     *store.writer.lock() = Some(Writer {
         batch_log,
@@ -361,11 +491,10 @@ pub(super) fn open(
             incarnation: store.incarnation,
             sequence: last_sequence,
         }
-        .write(fs.as_ref(), dir)?,
-        false => CheckpointMark::remove(fs.as_ref(), dir)?,
+        .write(fs, dir)?,
+        false => CheckpointMark::remove(fs, dir)?,
     }
-    sweep(&store)?;
-    Ok(store)
+    sweep(store)
 }
 
 /// The table by which an open now would leave records out of the logs
@@ -509,7 +638,7 @@ fn rewrite_logs(
         )?;
         *next += 1;
         for record in old.log.records()? {
-            let first = crate::db::DecodedBatch::parse(&record)
+            let first = crate::db::batch::DecodedBatch::parse(&record)
                 .map_err(Error::invariant)?
                 .first_sequence;
             if first < cut {
@@ -558,7 +687,7 @@ fn missing_parts(
     let sets: Vec<_> = spaces.iter().map(|s| s.chunk_set()).collect();
     let mut missing = Vec::new();
     for (first, record) in batches {
-        let ops = crate::db::DecodedBatch::parse(record)
+        let ops = crate::db::batch::DecodedBatch::parse(record)
             .and_then(|b| b.ops())
             .map_err(Error::invariant)?;
         let mut parts: std::collections::BTreeMap<(usize, usize), (u64, WriteBatch)> =

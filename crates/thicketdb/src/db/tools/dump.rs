@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::db::chunked::files::{batch_log_path, chunk_list_path, chunk_log_path, funk_table_path};
 use crate::db::chunked::manifest::ChunkList;
-use crate::db::read_only::ReadOnlyFs;
+use crate::db::read_only_fs::ReadOnlyFs;
 use crate::db::{DecodedBatch, OpKind};
 use crate::error::{Error, Result};
 use crate::format::internal_key::ParsedKey;
@@ -203,7 +203,7 @@ pub fn chunk_list(dir: &Path) -> Result<ChunkListDump> {
 /// version it produced.
 pub fn manifest(dir: &Path) -> Result<ManifestDump> {
     let fs = read_only_fs();
-    let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
+    let order = crate::db::identity::recorded_order(fs.as_ref(), dir)?;
     let number = VersionSet::recover(fs.as_ref(), dir, order.clone())?.manifest_number;
     let path = dir.join(crate::version::files::manifest_name(number));
     let mut reader = LogReader::new(
@@ -261,7 +261,7 @@ pub fn table(dir: &Path, segment: u64, offset: u64) -> Result<TableDump> {
         return funk_table(dir, segment, offset);
     }
     let fs = read_only_fs();
-    let order = crate::db::open::recorded_order(fs.as_ref(), dir)?;
+    let order = crate::db::identity::recorded_order(fs.as_ref(), dir)?;
     let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
     let found = recovered.versions().find_map(|version| {
         version.levels.iter().enumerate().find_map(|(level, l)| {

@@ -1,0 +1,412 @@
+//! LSbM-tree's compaction buffer (Teng et al., ICDE 2017): what a leveled
+//! compaction adds to and takes from the buffer runs of its levels, trim,
+//! and freezing. Each function extends or builds a `VersionEdit`; the
+//! buffer itself lives in the version (`version::buffer`).
+//!
+//! - **Buffered merge** (Algorithm 1): the level-n tables a task takes
+//!   into level n+1 (n ≥ 1; merged or moved) are appended unchanged to the
+//!   newest buffer run of n+1, or to a new run when they do not follow its
+//!   last table in key order (a new merge round). L1 has no buffer: L0's
+//!   runs overlap one another.
+//! - **Drain** (lines 18–20): as level n's victims leave it, the entries
+//!   of n's older buffer runs (all but the newest) that end inside the
+//!   victims' key range are removed, so the buffer empties in key order at
+//!   the pace the level does.
+//! - **Bound**: past `lsbm_max_buffer_bytes`, the oldest runs' tables are
+//!   removed first.
+//! - **Trim** (Algorithm 2): tables outside a level's newest run whose
+//!   share of cached blocks is under `lsbm_trim_threshold` are removed.
+//! - **Freeze**: when a merge round of level n+1 shows repeated data (the
+//!   level grew by less than what arrived minus what left, by over a tenth
+//!   of its size), arrivals become removed entries until a whole level's
+//!   worth has been merged down; then the level unfreezes.
+//!
+//! A removed entry keeps its key range to stop lookups (see
+//! `version::buffer`); one that no older present table overlaps guards
+//! nothing and is dropped.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::task::CompactionTask;
+use crate::format::KeyOrder;
+use crate::options::Options;
+use crate::version::lsbm_buffer::{BufferRecording, BufferRound};
+use crate::version::{Level, TableMeta, Version, VersionEdit};
+
+/// Repeated data above this share of a level's bytes freeze its buffer.
+const FREEZE_REPEATED_DIVISOR: u64 = 10;
+
+/// Removed entries a level keeps only for range reads (see `clean_up`),
+/// at least; more when the level holds more tables.
+const MIN_KEPT_FOR_RANGE_READS: usize = 64;
+
+/// The compaction buffer's settings and the time of the last trim; its
+/// state (runs, frozen flags, freeze accounting) lives in the version.
+#[derive(Debug)]
+pub struct CompactionBuffer {
+    max_bytes: u64,
+    trim_interval: Duration,
+    trim_threshold: f64,
+    last_trim: Mutex<Instant>,
+}
+
+/// What an edit did to the buffer, for the statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferChange {
+    /// Tables removed (trim, drain, bound, or arrivals while frozen).
+    pub removed: u64,
+    /// Levels frozen by this edit.
+    pub froze: u64,
+}
+
+impl CompactionBuffer {
+    /// The buffer of a store whose options turn it on.
+    pub fn new(options: &Options) -> Option<CompactionBuffer> {
+        options.lsbm_buffer.then(|| CompactionBuffer {
+            max_bytes: options.lsbm_max_buffer_bytes,
+            trim_interval: Duration::from_millis(options.lsbm_trim_interval),
+            trim_threshold: options.lsbm_trim_threshold,
+            last_trim: Mutex::new(Instant::now()),
+        })
+    }
+
+    pub fn trim_threshold(&self) -> f64 {
+        self.trim_threshold
+    }
+
+    /// A zero `lsbm_trim_interval`: trim after every compaction.
+    pub fn trims_after_every_compaction(&self) -> bool {
+        self.trim_interval.is_zero()
+    }
+
+    /// How long until the next trim is due (zero: now).
+    pub fn until_trim(&self) -> Duration {
+        self.trim_interval
+            .saturating_sub(self.last_trim.lock().elapsed())
+    }
+
+    /// Records that a trim ran now.
+    pub fn trimmed(&self) {
+        *self.last_trim.lock() = Instant::now();
+    }
+
+    /// Adds to `edit`, the edit completing `task` against `version`, the
+    /// buffer's part: appends (or, frozen, removed entries), drain, freeze
+    /// and unfreeze, the space bound and the clean-up of removed entries.
+    /// `new_run` numbers a new buffer run.
+    pub fn extend_task_edit(
+        &self,
+        version: &Version,
+        task: &CompactionTask,
+        edit: &mut VersionEdit,
+        mut new_run: impl FnMut() -> u64,
+    ) -> Result<BufferChange, String> {
+        let output = task.output_level;
+        let input = output.saturating_sub(1);
+        let arrivals: Vec<_> = {
+            let mut tables: Vec<_> = task
+                .merge_inputs()
+                .chain(task.moves.iter())
+                .filter(|i| i.level == input && input >= 1)
+                .flat_map(|i| i.tables.iter().cloned())
+                .collect();
+            tables.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
+            tables
+        };
+        let departed: u64 = arrivals.iter().map(|t| t.length).sum();
+        // Data reaching `output` without joining its buffer (from L0, or
+        // from any level but the one above) move its recording past them:
+        // range reads must not trust the buffer for them.
+        let unrecorded = task
+            .merge_inputs()
+            .chain(task.moves.iter())
+            .filter(|i| i.level < output && !(i.level == input && input >= 1))
+            .flat_map(|i| i.tables.iter().map(|t| t.max_seq))
+            .max();
+        if let (Some(seq), BufferRecording::Since(since)) =
+            (unrecorded, version.levels[output].recording)
+        {
+            if seq > since {
+                edit.buffer_recording
+                    .push((output, BufferRecording::Since(seq)));
+            }
+        }
+        let mut change = BufferChange::default();
+        let after = version.apply(edit)?;
+        let frozen = Self::account(version, &after, output, departed, edit, &mut change);
+        if !arrivals.is_empty() {
+            let newest = version.levels[output].buffer.first();
+            let mut run = newest.map(|r| r.id);
+            let mut last_key: Option<Vec<u8>> = newest
+                .and_then(|r| r.entries.last())
+                .map(|e| e.meta.largest_user_key().to_vec());
+            for t in &arrivals {
+                let follows = last_key
+                    .as_deref()
+                    .is_none_or(|last| version.order.lt(last, t.smallest_user_key()));
+                let id = match run {
+                    Some(id) if follows => id,
+                    _ => {
+                        let id = new_run();
+                        run = Some(id);
+                        id
+                    }
+                };
+                edit.add_buffer_table(output, id, t.clone());
+                if frozen {
+                    edit.remove_buffer_table(output, id, t.id);
+                    change.removed += 1;
+                }
+                last_key = Some(t.largest_user_key().to_vec());
+            }
+            // The victims left `input`: drain its older buffer runs to the
+            // same key.
+            let (lo, hi) = (
+                arrivals[0].smallest_user_key(),
+                arrivals[arrivals.len() - 1].largest_user_key(),
+            );
+            for run in version.levels[input].buffer.iter().skip(1) {
+                for e in run.entries.iter().filter(|e| !e.removed) {
+                    let end = e.meta.largest_user_key();
+                    if version.order.le(lo, end) && version.order.le(end, hi) {
+                        edit.remove_buffer_table(input, run.id, e.meta.id);
+                        change.removed += 1;
+                    }
+                }
+            }
+        }
+        let after = version.apply(edit)?;
+        change.removed += bound(&after, self.max_bytes, edit);
+        clean_up(&version.apply(edit)?, edit);
+        Ok(change)
+    }
+
+    /// Freeze accounting for a task into `output` whose `arrived` bytes
+    /// left the level above: returns whether `output` is frozen after the
+    /// edit, adding to it a freeze or unfreeze and the levels' new rounds.
+    /// Also counts what left `output`'s upper neighbour (its victims going
+    /// down into `output`).
+    fn account(
+        before: &Version,
+        after: &Version,
+        output: usize,
+        arrived: u64,
+        edit: &mut VersionEdit,
+        change: &mut BufferChange,
+    ) -> bool {
+        let input = output.saturating_sub(1);
+        if input >= 1 {
+            let left = before.levels[input]
+                .bytes()
+                .saturating_sub(after.levels[input].bytes());
+            let mut round = before.levels[input].round;
+            round.departed += left;
+            if round.departed >= round.start_bytes {
+                // A whole level's worth went down: the round ends.
+                round = BufferRound {
+                    start_bytes: after.levels[input].bytes(),
+                    ..BufferRound::default()
+                };
+                if before.levels[input].frozen {
+                    edit.buffer_frozen.push((input, false));
+                }
+            }
+            if round != before.levels[input].round {
+                edit.buffer_rounds.push((input, round));
+            }
+        }
+        let mut frozen = before.levels[output].frozen;
+        if output >= 2 && arrived > 0 {
+            let mut round = before.levels[output].round;
+            if round.arrived == 0 && round.departed == 0 {
+                round.start_bytes = before.levels[output].bytes();
+            }
+            round.arrived += arrived;
+            edit.buffer_rounds.push((output, round));
+            let size = after.levels[output].bytes();
+            let expected = (round.start_bytes + round.arrived).saturating_sub(round.departed);
+            let repeated = expected.saturating_sub(size);
+            if !frozen && size > 0 && repeated > size / FREEZE_REPEATED_DIVISOR {
+                frozen = true;
+                edit.buffer_frozen.push((output, true));
+                change.froze += 1;
+            }
+        }
+        frozen
+    }
+
+    /// The edit of one trim of `version`: tables outside their level's
+    /// newest buffer run whose cached-block share (`cached_ratio`, by
+    /// table id; tables without one are kept) is under the threshold are
+    /// removed.
+    pub fn trim_edit(
+        &self,
+        version: &Version,
+        cached_ratio: &HashMap<u64, f64>,
+    ) -> Result<(VersionEdit, BufferChange), String> {
+        let mut edit = VersionEdit::default();
+        let mut change = BufferChange::default();
+        for (level, l) in version.levels.iter().enumerate() {
+            for run in l.buffer.iter().skip(1) {
+                for e in run.entries.iter().filter(|e| !e.removed) {
+                    if cached_ratio
+                        .get(&e.meta.id)
+                        .is_some_and(|&r| r < self.trim_threshold)
+                    {
+                        edit.remove_buffer_table(level, run.id, e.meta.id);
+                        change.removed += 1;
+                    }
+                }
+            }
+        }
+        clean_up(&version.apply(&edit)?, &mut edit);
+        Ok((edit, change))
+    }
+}
+
+/// What an open adds to its first edit for the compaction buffer. With
+/// `lsbm_buffer`, a store that did not record arrivals starts now (range
+/// reads trust the buffer only for newer data). Without it the buffer is
+/// dropped: compactions would no longer append to it, so its tables could
+/// answer lookups with versions later writes superseded.
+pub fn open_edit(version: &Version, lsbm_buffer: bool, last_sequence: u64, edit: &mut VersionEdit) {
+    for (i, level) in version.levels.iter().enumerate() {
+        let recording = match (lsbm_buffer, level.recording) {
+            (true, BufferRecording::Off) => BufferRecording::Since(last_sequence),
+            (true, since) => since,
+            (false, _) => BufferRecording::Off,
+        };
+        if recording != level.recording {
+            edit.buffer_recording.push((i, recording));
+        }
+        if lsbm_buffer {
+            continue;
+        }
+        for run in &level.buffer {
+            for e in &run.entries {
+                edit.drop_buffer_entry(i, run.id, e.meta.id);
+            }
+        }
+        if level.frozen {
+            edit.buffer_frozen.push((i, false));
+        }
+        if level.round != BufferRound::default() {
+            edit.buffer_rounds.push((i, BufferRound::default()));
+        }
+    }
+}
+
+/// Removes the oldest runs' tables (across levels) while the buffer holds
+/// more than `max_bytes`; returns how many.
+fn bound(version: &Version, max_bytes: u64, edit: &mut VersionEdit) -> u64 {
+    let mut bytes = version.buffer_bytes();
+    if bytes <= max_bytes {
+        return 0;
+    }
+    let mut runs: Vec<(u64, usize)> = version
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, l)| l.buffer.iter().map(move |r| (r.id, level)))
+        .collect();
+    runs.sort_unstable();
+    let mut removed = 0;
+    for (run_id, level) in runs {
+        let run = version.levels[level]
+            .buffer
+            .iter()
+            .find(|r| r.id == run_id)
+            .expect("listed run exists");
+        for t in run.present() {
+            if bytes <= max_bytes {
+                return removed;
+            }
+            edit.remove_buffer_table(level, run_id, t.id);
+            bytes -= t.length;
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Drops the removed entries of `version` (the state after `edit`) that
+/// guard nothing: no present table in an older run of their level
+/// overlaps them. One whose data the level's own run may still hold is
+/// kept, to tell range reads that the buffer lacks data the run has; past
+/// `MIN_KEPT_FOR_RANGE_READS` or the level's table count such entries go
+/// too, oldest data first, and the level's recording moves past their
+/// sequence numbers instead (range reads then avoid the run's tables that
+/// may hold them). An entry the edit itself adds or removes is taken out
+/// of those parts of the edit instead (drops apply before either).
+fn clean_up(version: &Version, edit: &mut VersionEdit) {
+    for (level, l) in version.levels.iter().enumerate() {
+        // (max sequence, run, table) of entries kept for range reads.
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
+        for (i, run) in l.buffer.iter().enumerate() {
+            for e in run.entries.iter().filter(|e| e.removed) {
+                let lo = Some(e.meta.smallest_user_key());
+                let hi = Some(e.meta.largest_user_key());
+                let guards = l.buffer[i + 1..]
+                    .iter()
+                    .flat_map(|older| older.present())
+                    .any(|t| t.overlaps(lo, hi, &version.order));
+                if guards {
+                    continue;
+                }
+                if may_hold_data_of(l, &e.meta, &version.order) {
+                    kept.push((e.meta.max_seq, run.id, e.meta.id));
+                } else {
+                    drop_entry(edit, level, run.id, e.meta.id);
+                }
+            }
+        }
+        let limit = l.table_count().max(MIN_KEPT_FOR_RANGE_READS);
+        if kept.len() > limit {
+            kept.sort_unstable();
+            let excess = &kept[..kept.len() - limit];
+            for &(_, run, table) in excess {
+                drop_entry(edit, level, run, table);
+            }
+            let newest = excess.last().map_or(0, |&(seq, _, _)| seq);
+            let since = match l.recording {
+                BufferRecording::Since(since) => BufferRecording::Since(since.max(newest)),
+                BufferRecording::Off => BufferRecording::Off,
+            };
+            edit.buffer_recording.retain(|&(at, _)| at != level);
+            edit.buffer_recording.push((level, since));
+        }
+    }
+}
+
+/// Takes removed entry `table` out of buffer run `run` of `level`.
+fn drop_entry(edit: &mut VersionEdit, level: usize, run: u64, table: u64) {
+    edit.buffer_removed
+        .retain(|d| (d.level, d.run, d.table) != (level, run, table));
+    let added = edit
+        .buffer_tables
+        .iter()
+        .position(|n| (n.level, n.run, n.meta.id) == (level, run, table));
+    match added {
+        Some(i) => {
+            edit.buffer_tables.remove(i);
+        }
+        None => edit.drop_buffer_entry(level, run, table),
+    }
+}
+
+/// Whether `level`'s own runs may still hold data of `t`: a table there
+/// overlaps it in user keys and in sequence numbers.
+fn may_hold_data_of(level: &Level, t: &TableMeta, order: &KeyOrder) -> bool {
+    let (lo, hi) = (Some(t.smallest_user_key()), Some(t.largest_user_key()));
+    level.runs.iter().any(|r| {
+        r.overlapping(lo, hi, order)
+            .iter()
+            .any(|u| u.min_seq <= t.max_seq && t.min_seq <= u.max_seq)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! One keyspace of a chunked store: its own chunk list (chunk index and
+//! funks) and options, sharing the store's batch log, file numbers,
+//! sequence numbers and snapshots, munk cache, row cache (keyed by
+//! keyspace) and table reading context (block cache, filter policy).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::ChunkSet;
+use crate::error::{Error, Result};
+use crate::options::{Layout, Options};
+
+/// A keyspace's chunks and options.
+pub(crate) struct ChunkSpace {
+    pub id: u32,
+    pub name: String,
+    /// The options its chunks run with: its own for what is per keyspace
+    /// (`space_options`), the store's for the rest.
+    pub options: Options,
+    chunks: RwLock<Arc<ChunkSet>>,
+    /// Set by `drop_keyspace`: handles on it fail from then on.
+    dropped: AtomicBool,
+}
+
+impl ChunkSpace {
+    pub(super) fn new(id: u32, name: String, options: Options, chunks: ChunkSet) -> ChunkSpace {
+        ChunkSpace {
+            id,
+            name,
+            options,
+            chunks: RwLock::new(Arc::new(chunks)),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    /// The current chunk set (index and list, replaced whole).
+    pub(super) fn chunk_set(&self) -> Arc<ChunkSet> {
+        self.chunks.read().clone()
+    }
+
+    /// Installs a new chunk set.
+    /// REQUIRES: the store's metadata lock.
+    pub(super) fn install(&self, set: ChunkSet) {
+        *self.chunks.write() = Arc::new(set);
+    }
+
+    /// `Error::KeyspaceNotFound` once the keyspace is dropped.
+    pub fn check_live(&self) -> Result<()> {
+        crate::db::keyspace_rules::check_not_dropped(&self.dropped, &self.name)
+    }
+
+    /// Marks the keyspace dropped, retires its chunks and lets go of them
+    /// (their files go with their last reader; a handle on the keyspace
+    /// keeps none).
+    /// REQUIRES: the store's metadata lock.
+    pub(super) fn drop_all(&self) {
+        self.dropped.store(true, Ordering::Release);
+        let set = std::mem::replace(
+            &mut *self.chunks.write(),
+            Arc::new(ChunkSet { chunks: Vec::new() }),
+        );
+        for chunk in &set.chunks {
+            chunk.retire();
+        }
+    }
+
+    /// The key a row cache entry of `key` in this keyspace has: the id
+    /// (fixed width, big-endian: the key order within a keyspace is kept)
+    /// before the key.
+    pub(super) fn row_key(&self, key: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(4 + key.len());
+        k.extend_from_slice(&self.id.to_be_bytes());
+        k.extend_from_slice(key);
+        k
+    }
+}
+
+/// The options a keyspace of a chunked store runs with: `requested` for
+/// what a keyspace may choose (chunk size and fill factor, funk log
+/// limits, log filter parts, compression, Bloom bits, table and block
+/// sizes), the store's for what is store-wide (key order, caches, munk
+/// and row cache budgets, recovery mode). `InvalidArgument` when
+/// `requested` asks for another layout: the layout is the store's.
+pub(crate) fn space_options(store: &Options, requested: &Options) -> Result<Options> {
+    if requested.layout != Layout::Chunked {
+        return Err(Error::InvalidArgument(format!(
+            "a keyspace of a chunked store is chunked too: profile {} asks for layout {}, \
+             and the layout is chosen per store",
+            requested.profile, requested.layout
+        )));
+    }
+    Ok(crate::db::keyspace_rules::keyspace_options(
+        store, requested,
+    ))
+}

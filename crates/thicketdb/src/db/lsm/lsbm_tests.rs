@@ -1,0 +1,129 @@
+//! LSbM super-files inside the store: compactions write and take groups
+//! of consecutive tables stored in one segment, while the buffer still
+//! trims single tables.
+
+use std::collections::HashMap;
+
+use crate::db::*;
+use crate::options::{Options, Profile};
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_table_size: 8 << 10,
+        block_size: 1024,
+        l0_compaction_trigger: 2,
+        max_bytes_for_level_base: 64 << 10,
+        group_compaction_bytes: 0,
+        lsbm_trim_interval: 3_600_000,
+        lsbm_superfile_tables: 4,
+        ..Profile::Lsbm.options()
+    }
+}
+
+fn fill(db: &Db, prefix: char, keys: std::ops::Range<u32>) {
+    for i in keys {
+        db.put(format!("{prefix}{i:07}"), [7u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+}
+
+#[test]
+fn superfiles_group_outputs_and_victims_while_trim_takes_single_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    fill(&db, 'a', 0..2500);
+    // How many buffer runs a level holds after a few rounds depends on
+    // how flushes and compactions interleaved: write rounds until one
+    // level holds two (a new run starts when key order wraps).
+    let mut round = 0;
+    let version = loop {
+        fill(&db, 'z', round * 1000..round * 1000 + 800);
+        round += 1;
+        let version = db.inner().default.super_version().version.clone();
+        if round >= 3 && version.levels.iter().any(|l| l.buffer.len() >= 2) {
+            break version;
+        }
+        assert!(round < 12, "no level gathered two buffer runs");
+    };
+    // Outputs: segments of at most four tables, most of them full.
+    let counts = version.segment_table_counts();
+    assert!(counts.values().all(|&n| n <= 4), "{counts:?}");
+    assert!(
+        counts.values().filter(|&&n| n == 4).count() >= 3,
+        "{counts:?}"
+    );
+    // Victims: whole super-files reached the buffer, table by table.
+    let depth = (1..version.levels.len())
+        .find(|&l| version.levels[l].buffer.len() >= 2)
+        .unwrap();
+    let level = &version.levels[depth];
+    let older: Vec<_> = level.buffer[1..]
+        .iter()
+        .flat_map(|r| r.present())
+        .cloned()
+        .collect();
+    let mut per_segment: HashMap<u64, Vec<u64>> = HashMap::new();
+    for t in &older {
+        per_segment.entry(t.segment).or_default().push(t.id);
+    }
+    let (&segment, mates) = per_segment
+        .iter()
+        .max_by_key(|(_, ids)| ids.len())
+        .expect("older buffer runs hold tables");
+    assert!(mates.len() >= 2, "{per_segment:?}");
+    // Trim: one table of the super-file is rarely cached, the others are.
+    let cold = mates[0];
+    let ratios: HashMap<u64, f64> = older
+        .iter()
+        .map(|t| (t.id, if t.id == cold { 0.0 } else { 1.0 }))
+        .collect();
+    let buffer = db
+        .inner()
+        .default
+        .policy
+        .buffer()
+        .expect("lsbm has a buffer");
+    let (edit, change) = buffer.trim_edit(&version, &ratios).unwrap();
+    assert_eq!(change.removed, 1);
+    let after = version.apply(&edit).unwrap();
+    let present: Vec<u64> = after.levels[depth]
+        .buffer_tables()
+        .filter(|t| t.segment == segment)
+        .map(|t| t.id)
+        .collect();
+    assert!(!present.contains(&cold), "{present:?}");
+    assert_eq!(present.len(), mates.len() - 1, "its super-file mates stay");
+}
+
+/// The freeze accounting (each level's merge round) and frozen flags a
+/// running store reached are what the reopened store starts from.
+#[test]
+fn reopen_keeps_the_freeze_accounting() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        lsbm_superfile_tables: 1,
+        ..options()
+    };
+    let before = {
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        fill(&db, 'a', 0..2500);
+        // Rewrites: repeated data for the deeper levels.
+        for round in 0..3 {
+            fill(&db, 'a', round * 800..round * 800 + 800);
+        }
+        let version = db.inner().default.super_version().version.clone();
+        db.close().unwrap();
+        version
+    };
+    let rounds: Vec<_> = before.levels.iter().map(|l| (l.round, l.frozen)).collect();
+    assert!(
+        rounds.iter().any(|(r, _)| r.arrived > 0),
+        "no level took arrivals: {rounds:?}"
+    );
+    let db = Db::open(dir.path(), options).unwrap();
+    let after = db.inner().default.super_version().version.clone();
+    let reopened: Vec<_> = after.levels.iter().map(|l| (l.round, l.frozen)).collect();
+    assert_eq!(reopened, rounds);
+}

@@ -1,0 +1,262 @@
+//! Point lookups: memtables, then each level's runs newest first; inside a
+//! run one table is a candidate (binary search on key ranges), and its Bloom
+//! filter, index and block (through the block cache) decide. A level with
+//! an LSbM compaction buffer asks its buffer runs first. One list of the
+//! tables to probe (`probe_order`) serves both searches: probed in turn,
+//! or, with search threads, in parallel (SifrDB).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::search::Query;
+use super::tree::Tree;
+use super::DbInner;
+use crate::db::call_options::ReadOptions;
+use crate::db::probe::{probe_table, Probe};
+use crate::error::Result;
+use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
+use crate::format::KeyOrder;
+use crate::memtable::Lookup;
+use crate::stats::Counters;
+use crate::table::{blocks_read_on_this_thread, Table};
+use crate::version::lsbm_buffer::{self, BufferProbe, BufferRun};
+use crate::version::{TableMeta, Version};
+use smallvec::SmallVec;
+
+/// Candidate tables a parallel lookup collects without allocating.
+const CANDIDATES_ON_STACK: usize = 8;
+
+/// Longest lookup key (user key plus trailer) built on the stack.
+const STACK_LOOKUP_KEY: usize = 128;
+
+pub(crate) fn get(
+    inner: &Arc<DbInner>,
+    tree: &Tree,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    get_with(inner, tree, key, opts, <[u8]>::to_vec)
+}
+
+/// Looks `key` up and hands its value to `f` where it lies: in a table's
+/// block (from the block cache, not copied) or in the memtable's copy.
+/// Counts the lookup and the blocks it read.
+pub(crate) fn get_with<R>(
+    inner: &Arc<DbInner>,
+    tree: &Tree,
+    key: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let before = blocks_read_on_this_thread();
+    let found = lookup_with(inner, tree, key, opts, f);
+    let c = &inner.counters;
+    Counters::add(&c.gets, 1);
+    Counters::add(&c.get_blocks_read, blocks_read_on_this_thread() - before);
+    found
+}
+
+fn lookup_with<R>(
+    inner: &Arc<DbInner>,
+    tree: &Tree,
+    key: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    inner.check_open()?;
+    tree.check_live()?;
+    // Read the sequence before the super version: every write at or below
+    // it is then in one of the memtables or tables we look at.
+    let seq = match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => inner.last_sequence.load(Ordering::Acquire),
+    };
+    let sv = tree.super_version();
+    // Typical keys build their lookup key on the stack: a get allocates
+    // nothing but the value it returns.
+    let mut stack = [0u8; STACK_LOOKUP_KEY];
+    let mut heap = Vec::new();
+    let lookup: &[u8] = match stack.get_mut(..key.len() + TRAILER_LEN) {
+        Some(buf) => {
+            buf[..key.len()].copy_from_slice(key);
+            buf[key.len()..].copy_from_slice(&pack_trailer(seq, ValueKind::SEEK).to_le_bytes());
+            buf
+        }
+        None => {
+            append_internal_key(&mut heap, key, seq, ValueKind::SEEK);
+            &heap
+        }
+    };
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        match mem.get(lookup) {
+            Some(Lookup::Value(v)) => return Ok(Some(f(&v))),
+            Some(Lookup::Deleted) => return Ok(None),
+            None => {}
+        }
+    }
+    let tables = probe_order(inner, &sv.version, key, seq);
+    let Some(pool) = &inner.search else {
+        return probe_in_turn(inner, tables, lookup, opts, f);
+    };
+    // SifrDB's parallel search: the filters pick the candidates here, the
+    // probes run on the search threads. On the stack: most lookups have
+    // few candidates, and those with fewer than the minimum never leave
+    // this thread.
+    let tables = tables
+        .filter(|t| t.as_ref().map_or(true, |t| t.table.may_answer(key)))
+        .collect::<Result<SmallVec<[ProbeTable; CANDIDATES_ON_STACK]>>>()?;
+    if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
+        return probe_in_turn(inner, tables.into_iter().map(Ok), lookup, opts, f);
+    }
+    Counters::add(&inner.counters.search_lookups, 1);
+    let in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> =
+        tables.iter().map(|t| t.in_buffer).collect();
+    let pin: Arc<dyn Send + Sync> = sv.clone();
+    let (value, decided_by) = pool.search(Query::new(
+        lookup.to_vec(),
+        opts.fill_cache,
+        tables.into_iter().map(|t| t.table).collect(),
+        pin,
+    ));
+    // The value comes back from another thread, so it is copied once.
+    let value = value?;
+    if value.is_some() && decided_by.is_some_and(|i| in_buffer[i]) {
+        Counters::add(&inner.counters.buffer_hits, 1);
+    }
+    Ok(value.map(|v| f(&v)))
+}
+
+/// A table a lookup probes: a level's own, or one of its LSbM buffer.
+struct ProbeTable {
+    table: Arc<Table>,
+    /// From the compaction buffer (a hit there counts as a buffer hit).
+    in_buffer: bool,
+}
+
+/// Probes `tables` one after another until one answers, handing a value
+/// found to `f` where it lies.
+fn probe_in_turn<R>(
+    inner: &DbInner,
+    tables: impl Iterator<Item = Result<ProbeTable>>,
+    lookup: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    // Taken by the one table lookup that finds the key: the loop returns
+    // right after it.
+    let mut f = Some(f);
+    for candidate in tables {
+        let candidate = candidate?;
+        match probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
+            f.take().map(|f| f(v))
+        })? {
+            Probe::Absent => continue,
+            Probe::Found(result) => {
+                if candidate.in_buffer {
+                    Counters::add(&inner.counters.buffer_hits, 1);
+                }
+                return Ok(result);
+            }
+            Probe::Deleted => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// The tables a lookup of `key` at `seq` may probe, newest first, opened
+/// only as they are reached (the serial search stops at the first
+/// answer): per candidate, LSbM's buffer tables first, then the level's
+/// own table. A level with a buffer is passed over when its table's filter
+/// (and range tombstones) rule the key out, and its buffer is asked only
+/// when that filter says the key may be there and no tombstone of the
+/// table covers it (Algorithm 3). The serial and the parallel search both
+/// probe these; the parallel one keeps those whose filter admits the key.
+fn probe_order<'a>(
+    inner: &'a DbInner,
+    version: &'a Version,
+    key: &'a [u8],
+    seq: u64,
+) -> impl Iterator<Item = Result<ProbeTable>> + 'a {
+    let open = move |meta: &Arc<TableMeta>, in_buffer| {
+        inner
+            .table_cache
+            .table(meta)
+            .map(|table| ProbeTable { table, in_buffer })
+    };
+    candidate_tables(version, key, seq).flat_map(move |candidate| {
+        let level = open(candidate.meta, false);
+        let buffer: &[BufferRun] = match &level {
+            Ok(own) if !candidate.buffer.is_empty() => {
+                if !own.table.may_answer(key) {
+                    return None.into_iter().flatten();
+                }
+                match own.table.may_contain(key) && !covers(&own.table, key, seq) {
+                    true => candidate.buffer,
+                    false => &[],
+                }
+            }
+            _ => &[],
+        };
+        let buffered = buffer_tables(buffer, key, seq, &version.order).map(move |m| open(m, true));
+        Some(buffered.chain(std::iter::once(level)))
+            .into_iter()
+            .flatten()
+    })
+}
+
+/// A table that may hold the key, and the compaction buffer to ask first
+/// (a leveled level's own run with LSbM's buffer; empty otherwise).
+struct Candidate<'a> {
+    meta: &'a Arc<TableMeta>,
+    buffer: &'a [BufferRun],
+}
+
+/// The tables that may hold `key` at sequence `seq`, newest first: per run
+/// the one whose key range holds it, unless the run's keys there are
+/// superseded by a journaled merge's interim run or the table holds only
+/// newer writes.
+fn candidate_tables<'a>(
+    version: &'a Version,
+    key: &'a [u8],
+    seq: u64,
+) -> impl Iterator<Item = Candidate<'a>> + 'a {
+    version
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(move |(depth, level)| {
+            level.runs.iter().enumerate().filter_map(move |(r, run)| {
+                let meta = &run.tables[run.find(key, &version.order)?];
+                let superseded = version.superseded_in(depth, run.id, meta, key);
+                let buffer: &[BufferRun] = if r == 0 { &level.buffer } else { &[] };
+                (!superseded && meta.min_seq <= seq).then_some(Candidate { meta, buffer })
+            })
+        })
+}
+
+/// The buffer tables to ask for `key`, newest run first, up to a removed
+/// entry covering it (see `version::buffer`).
+fn buffer_tables<'a>(
+    buffer: &'a [BufferRun],
+    key: &'a [u8],
+    seq: u64,
+    order: &'a KeyOrder,
+) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+    lsbm_buffer::probe(buffer, key, order)
+        .map_while(|probe| match probe {
+            BufferProbe::Table(meta) => Some(meta),
+            BufferProbe::Stop => None,
+        })
+        .filter(move |meta| meta.min_seq <= seq)
+}
+
+/// Whether a range tombstone of `table` visible at `seq` covers `key`. An
+/// LSbM buffer copy of the key may then be a version the tombstone deleted
+/// when the buffer's table was merged into this one, so the buffer is
+/// passed over and the table, which holds the merge's result, answers.
+fn covers(table: &Table, key: &[u8], seq: u64) -> bool {
+    table
+        .range_deletions()
+        .find(key)
+        .is_some_and(|f| f.visible_seq(seq).is_some())
+}
