@@ -66,17 +66,6 @@ impl Kind {
             Kind::List => "list",
         }
     }
-
-    /// A fixed OBJECT ENCODING answer per type.
-    pub fn encoding(self) -> &'static str {
-        match self {
-            Kind::String => "raw",
-            Kind::Hash => "hashtable",
-            Kind::Set => "hashtable",
-            Kind::ZSet => "skiplist",
-            Kind::List => "quicklist",
-        }
-    }
 }
 
 /// A collection's metadata: its members are the member keys under

@@ -48,6 +48,15 @@ impl Tunables {
             .collect()
     }
 
+    /// A parameter's value (0 for an unknown name).
+    pub fn get(&self, name: &str) -> i64 {
+        self.values
+            .lock()
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Whether `name` is one of them.
     pub fn knows(&self, name: &str) -> bool {
         self.values.lock().contains_key(name)
@@ -63,10 +72,19 @@ impl Tunables {
         }
     }
 
-    /// Sets a known parameter (checked with `check`).
+    /// Sets a known parameter (checked with `check`), and its alias: the
+    /// `*-ziplist-*` names are the `*-listpack-*` ones, as in Redis 7.
     pub fn set(&self, name: &str, value: String) {
-        if let Some(slot) = self.values.lock().get_mut(name) {
-            *slot = value;
+        let alias = if name.contains("ziplist") {
+            name.replace("ziplist", "listpack")
+        } else {
+            name.replace("listpack", "ziplist")
+        };
+        let mut values = self.values.lock();
+        for name in [name, alias.as_str()] {
+            if let Some(slot) = values.get_mut(name) {
+                *slot = value.clone();
+            }
         }
     }
 }

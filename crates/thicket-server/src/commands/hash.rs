@@ -167,6 +167,9 @@ pub fn hincrby(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
 
 pub fn hincrbyfloat(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let by = parse_f64(&args[3]).ok_or_else(|| Reply::error("ERR value is not a valid float"))?;
+    if by.is_infinite() {
+        return Err(Reply::error("ERR value is NaN or Infinity"));
+    }
     let current = match current_field(txn, &args[1], &args[2])? {
         Some(v) => parse_f64(&v).ok_or_else(|| Reply::error("ERR hash value is not a float"))?,
         None => 0.0,

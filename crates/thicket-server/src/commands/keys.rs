@@ -1,5 +1,5 @@
 //! Commands on whole keys of any type: deletion, existence, TYPE, RENAME,
-//! COPY, OBJECT, and the ordered walks (SCAN, KEYS, DBSIZE).
+//! COPY, and the ordered walks (SCAN, KEYS, DBSIZE, RANDOMKEY).
 
 use std::collections::HashSet;
 
@@ -37,34 +37,6 @@ pub fn key_type(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
         txn.lookup(&args[1])?
             .map_or("none", |meta| meta.kind().name()),
     ))
-}
-
-/// `OBJECT ENCODING key` (a fixed answer per type), `OBJECT HELP`.
-pub fn object(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let sub = args[1].to_ascii_uppercase();
-    match (sub.as_slice(), args.len()) {
-        (b"ENCODING", 3) => Ok(match txn.lookup(&args[2])? {
-            Some(meta) => Reply::bulk(meta.kind().encoding()),
-            None => Reply::Nil,
-        }),
-        // Values are not shared between keys.
-        (b"REFCOUNT", 3) => Ok(match txn.lookup(&args[2])? {
-            Some(_) => Reply::Int(1),
-            None => Reply::Nil,
-        }),
-        (b"HELP", 2) => Ok(Reply::Array(vec![
-            Reply::Simple("OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
-            Reply::Simple("ENCODING <key>"),
-            Reply::Simple(
-                "    Return the kind of internal representation used in order to store the value",
-            ),
-            Reply::Simple("    associated with a <key> (a fixed name per type in thicket serve)."),
-        ])),
-        _ => Err(Reply::error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try OBJECT HELP.",
-            String::from_utf8_lossy(&args[1])
-        ))),
-    }
 }
 
 /// A key's whole content: its metadata and, for a collection, its members.

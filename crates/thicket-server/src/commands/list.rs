@@ -126,7 +126,7 @@ fn pop(txn: &mut Txn, args: &[Vec<u8>], end: End) -> CmdResult {
             u64::try_from(int_arg(&args[2])?)
                 .map_err(|_| Reply::error("ERR value is out of range, must be positive"))?,
         ),
-        _ => return Err(syntax_error()),
+        _ => return Err(super::collection::wrong_args(args)),
     };
     let popped = pop_n(txn, &args[1], end, count.unwrap_or(1))?;
     Ok(match (popped, count) {

@@ -9,6 +9,7 @@ mod keys;
 mod list;
 mod multi;
 mod numbers;
+mod object;
 mod server;
 mod set;
 mod strings;
@@ -208,7 +209,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     data("unlink", -2, ALL, Write(keys::del)),
     data("exists", -2, ALL, Read(keys::exists)),
     data("type", 2, ONE, Read(keys::key_type)),
-    data("object", -2, (2, 2, 1), Read(keys::object)),
     data("rename", 3, (1, 2, 1), Write(keys::rename)),
     data("renamenx", 3, (1, 2, 1), Write(keys::renamenx)),
     data("copy", -3, (1, 2, 1), Write(keys::copy)),
@@ -301,6 +301,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("keys", 2, READ, keys::keys, false),
     control("dbsize", 1, READ, keys::dbsize, false),
     control("randomkey", 1, READ, keys::randomkey, false),
+    control("object", -2, READ, object::object, true),
+    control("memory", -2, READ, object::memory, false),
     control("flushdb", -1, WRITE, flush::flushdb, false),
     control("flushall", -1, WRITE, flush::flushall, false),
     control("ping", -1, CONNECTION, server::ping, true),

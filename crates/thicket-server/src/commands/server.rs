@@ -314,6 +314,10 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let mut tuned = Vec::new();
             for pair in args[2..].chunks(2) {
                 let name = String::from_utf8_lossy(&pair[0]).to_lowercase();
+                // No snapshots to schedule: accepted, nothing to do.
+                if name == "save" {
+                    continue;
+                }
                 if ctx.shared.tunables.knows(&name) {
                     tuned.push((name, String::from_utf8_lossy(&pair[1]).into_owned()));
                     continue;

@@ -217,7 +217,7 @@ pub fn sdiffstore(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
 
 /// `SINTERCARD numkeys key... [LIMIT n]`.
 pub fn sintercard(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let numkeys = int_arg(&args[1])?;
+    let numkeys = int_arg(&args[1]).unwrap_or(0);
     if numkeys <= 0 {
         return Err(Reply::error("ERR numkeys should be greater than 0"));
     }
@@ -234,7 +234,8 @@ pub fn sintercard(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
         if !word.eq_ignore_ascii_case(b"LIMIT") {
             return Err(syntax_error());
         }
-        let n = int_arg(rest.next().ok_or_else(syntax_error)?)?;
+        // Redis answers a non-number as it answers a negative one.
+        let n = int_arg(rest.next().ok_or_else(syntax_error)?).unwrap_or(-1);
         limit = usize::try_from(n).map_err(|_| Reply::error("ERR LIMIT can't be negative"))?;
     }
     let count = combine(txn, keys, Op::Inter)?.len();

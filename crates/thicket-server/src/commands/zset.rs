@@ -390,14 +390,17 @@ fn parse_range(
     mut rev: bool,
     allow_scores: bool,
 ) -> Result<RangeRequest, Reply> {
+    // Only ZRANGE and ZRANGESTORE take BYSCORE, BYLEX and REV; the older
+    // commands have them in their names.
+    let generic = style == Style::Rank && !rev;
     let mut limit = None;
     let mut with_scores = false;
     let mut i = 0;
     while i < options.len() {
         match options[i].to_ascii_uppercase().as_slice() {
-            b"BYSCORE" if style == Style::Rank => style = Style::Score,
-            b"BYLEX" if style == Style::Rank => style = Style::Lex,
-            b"REV" => rev = true,
+            b"BYSCORE" if generic && style == Style::Rank => style = Style::Score,
+            b"BYLEX" if generic && style == Style::Rank => style = Style::Lex,
+            b"REV" if generic => rev = true,
             b"WITHSCORES" if allow_scores => with_scores = true,
             b"LIMIT" if i + 2 < options.len() => {
                 limit = Some((int_arg(&options[i + 1])?, int_arg(&options[i + 2])?));
@@ -535,6 +538,9 @@ fn pop(txn: &mut Txn, args: &[Vec<u8>], max: bool) -> CmdResult {
     let Some((expire_at, mut c)) = txn.collection(key, Kind::ZSet)? else {
         return Ok(Reply::Array(Vec::new()));
     };
+    if count == 0 {
+        return Ok(Reply::Array(Vec::new()));
+    }
     let chosen = select(
         entries(txn, key, &c)?,
         &By::Rank(0, count as i64 - 1),
