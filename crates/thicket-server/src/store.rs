@@ -108,7 +108,9 @@ pub struct Store {
     db: Db,
     /// Database 0's keyspace, kept: most commands work in it.
     default: Keyspace,
-    /// Database 0's companion once it exists.
+    /// Database 0's companion, `None` until the first typed write creates
+    /// it (only `companion_for_write` does, so this is always current and
+    /// plain strings in database 0 never look it up by name).
     default_companion: Mutex<Option<Keyspace>>,
     stripes: Box<[Mutex<()>]>,
     /// Bumped by every committed write to a key of the stripe: WATCH
@@ -177,19 +179,11 @@ impl Store {
 
     /// `database`'s companion keyspace; `None` while it holds no typed key.
     pub fn companion(&self, database: &Database) -> Result<Option<Keyspace>, Reply> {
-        let is_default = *database == Database::Index(0);
-        if is_default {
-            if let Some(keyspace) = &*self.default_companion.lock() {
-                return Ok(Some(keyspace.clone()));
-            }
+        if *database == Database::Index(0) {
+            return Ok(self.default_companion.lock().clone());
         }
         match self.db.keyspace(&database.companion_name()) {
-            Ok(keyspace) => {
-                if is_default {
-                    *self.default_companion.lock() = Some(keyspace.clone());
-                }
-                Ok(Some(keyspace))
-            }
+            Ok(keyspace) => Ok(Some(keyspace)),
             Err(Error::KeyspaceNotFound(_)) => Ok(None),
             Err(e) => Err(engine_error(e)),
         }
@@ -209,9 +203,14 @@ impl Store {
             Some(main) => main.options().clone(),
             None => self.db.options().clone(),
         };
-        self.db
+        let keyspace = self
+            .db
             .create_keyspace(&database.companion_name(), options)
-            .map_err(engine_error)
+            .map_err(engine_error)?;
+        if *database == Database::Index(0) {
+            *self.default_companion.lock() = Some(keyspace.clone());
+        }
+        Ok(keyspace)
     }
 
     /// An iterator over `database`'s keys; `None` when it does not exist.
