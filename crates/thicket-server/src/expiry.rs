@@ -1,7 +1,8 @@
-//! The active expiry pass: every 100 ms it reads up to `BATCH` typed keys of
-//! each database's companion, continuing where the last pass stopped, and
-//! deletes those that have expired through the ordinary write path (under
-//! the key's lock, after reading it again). Reads already hide expired keys;
+//! The active expiry pass: every 100 ms it reads batches of `BATCH` typed
+//! keys of each database's companion, continuing where the last pass
+//! stopped (one batch, or up to `MAX_BATCHES` while a quarter of a batch
+//! had expired), and deletes those that have expired through the ordinary
+//! write path (under the key's lock, after reading it again). Reads already hide expired keys;
 //! this bounds the space they hold. (A compaction filter in the engine will
 //! reclaim them without a write; see docs/server.md.)
 
@@ -16,8 +17,10 @@ use crate::meta::{now_ms, Meta, MEMBER_PREFIX, META_PREFIX};
 use crate::shared::Shared;
 use crate::store::{is_companion, Database, Txn, COMPANION_PREFIX};
 
-/// Typed keys examined per database per pass.
+/// Typed keys examined per batch.
 const BATCH: usize = 256;
+/// Batches per database per pass when many keys are expiring.
+const MAX_BATCHES: usize = 16;
 const INTERVAL: Duration = Duration::from_millis(100);
 
 /// Runs passes until the server shuts down.
@@ -44,25 +47,43 @@ fn pass(shared: &Shared, mut resume: HashMap<String, Vec<u8>>) -> HashMap<String
     let mut next = HashMap::new();
     for name in db.list_keyspaces().into_iter().filter(|n| is_companion(n)) {
         let database = database_of(&name[COMPANION_PREFIX.len()..]);
-        let start = resume.remove(&name).unwrap_or_default();
-        let (expired, stopped_at) = match find_expired(shared, &name, &start) {
-            Some(found) => found,
-            None => continue,
-        };
-        for key in expired {
-            let _lock = shared.store.lock([key.as_slice()]);
-            let mut txn = Txn::new(&shared.store, &database);
-            // Read again under the lock: a write may have renewed it.
-            let still = matches!(txn.stored(&key), Ok(Some(meta)) if meta.expired(txn.now));
-            if still && txn.delete_key(&key).is_ok() && txn.commit().is_ok() {
-                shared.metrics.expired_keys.fetch_add(1, Ordering::Relaxed);
+        let mut start = resume.remove(&name).unwrap_or_default();
+        // Another batch at once while a quarter or more of the last one had
+        // expired (Redis's rule), up to `MAX_BATCHES`.
+        for _ in 0..MAX_BATCHES {
+            let Some((expired, stopped_at)) = find_expired(shared, &name, &start) else {
+                break;
+            };
+            let busy = expired.len() * 4 >= BATCH;
+            for key in expired {
+                delete_if_expired(shared, &database, &key);
+            }
+            match stopped_at {
+                Some(key) => start = key,
+                None => {
+                    start.clear();
+                    break;
+                }
+            }
+            if !busy {
+                break;
             }
         }
-        if let Some(key) = stopped_at {
-            next.insert(name, key);
+        if !start.is_empty() {
+            next.insert(name, start);
         }
     }
     next
+}
+
+fn delete_if_expired(shared: &Shared, database: &Database, key: &[u8]) {
+    let _lock = shared.store.lock([key]);
+    let mut txn = Txn::new(&shared.store, database);
+    // Read again under the lock: a write may have renewed it.
+    let still = matches!(txn.stored(key), Ok(Some(meta)) if meta.expired(txn.now));
+    if still && txn.delete_key(key).is_ok() && txn.commit().is_ok() {
+        shared.metrics.expired_keys.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The database whose keyspace is `keyspace`.
