@@ -53,7 +53,8 @@ impl Side {
 }
 
 /// Visits the live keys of `database` from `start` on that begin with
-/// `prefix`, in order, with their types, until `visit` returns false.
+/// `prefix`, in order, with their types and whether they have an expiry,
+/// until `visit` returns false.
 /// Returns the key it stopped before, if any.
 pub fn walk_keys(
     store: &Store,
@@ -61,7 +62,7 @@ pub fn walk_keys(
     start: &[u8],
     prefix: &[u8],
     now: u64,
-    mut visit: impl FnMut(&[u8], Kind) -> bool,
+    mut visit: impl FnMut(&[u8], Kind, bool) -> bool,
 ) -> Result<Option<Vec<u8>>, Reply> {
     let snapshot = store.db().snapshot();
     let mut main = match store.keyspace(database)? {
@@ -84,16 +85,16 @@ pub fn walk_keys(
         let (key, kind, advance_main, advance_typed) = if take_main {
             // A plain string shadows a typed copy of the same key.
             let a = a.unwrap_or_default();
-            (a.to_vec(), Some(Kind::String), true, b == Some(a))
+            (a.to_vec(), Some((Kind::String, false)), true, b == Some(a))
         } else {
             let value = typed.as_ref().map(|s| s.iter.value()).unwrap_or_default();
             let kind = Meta::decode(value)
                 .filter(|m| !m.expired(now))
-                .map(|m| m.kind());
+                .map(|m| (m.kind(), m.expire_at != 0));
             (b.unwrap_or_default().to_vec(), kind, false, true)
         };
-        if let Some(kind) = kind {
-            if !visit(&key, kind) {
+        if let Some((kind, expiring)) = kind {
+            if !visit(&key, kind, expiring) {
                 break Some(key);
             }
         }
@@ -114,13 +115,14 @@ pub fn walk_keys(
     Ok(result)
 }
 
-/// Counts the live keys of `database`: a walk over its keys (see
-/// docs/server.md).
-pub fn count_keys(store: &Store, database: &Database, now: u64) -> Result<i64, Reply> {
-    let mut count = 0;
-    walk_keys(store, database, b"", b"", now, |_, _| {
+/// Counts the live keys of `database`, and those with an expiry: a walk
+/// over its keys (see docs/server.md).
+pub fn count_keys(store: &Store, database: &Database, now: u64) -> Result<(i64, i64), Reply> {
+    let (mut count, mut expiring) = (0, 0);
+    walk_keys(store, database, b"", b"", now, |_, _, expires| {
         count += 1;
+        expiring += i64::from(expires);
         true
     })?;
-    Ok(count)
+    Ok((count, expiring))
 }

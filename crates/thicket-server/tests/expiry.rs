@@ -119,6 +119,12 @@ fn expire_flags_follow_redis() {
         1
     );
     assert!(int(&mut c, &["TTL", "h"]) > 90);
+    let () = cmd(&["SET", "plain", "v"]).query(&mut c).unwrap();
+    let info: String = cmd(&["INFO", "keyspace"]).query(&mut c).unwrap();
+    assert!(
+        info.contains("db0:keys=2,expires=1,avg_ttl=0\r\n"),
+        "{info}"
+    );
 }
 
 #[test]

@@ -178,7 +178,7 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         &start,
         prefix,
         now,
-        |key, kind| {
+        |key, kind, _| {
             if examined == count {
                 return false;
             }
@@ -210,7 +210,7 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let point = crate::commands::collection::random_u64().to_be_bytes();
     for start in [&point[..], b""] {
         let mut found = None;
-        walk_keys(store, database, start, b"", now, |key, _| {
+        walk_keys(store, database, start, b"", now, |key, _, _| {
             found = Some(key.to_vec());
             false
         })?;
@@ -233,7 +233,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         b"",
         literal_prefix(pattern),
         now,
-        |key, _| {
+        |key, _, _| {
             if glob_match(pattern, key) {
                 if keys.len() == limit {
                     return false;
@@ -257,5 +257,5 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         &ctx.session.database,
         crate::meta::now_ms(),
     )
-    .map(Reply::Int)
+    .map(|(keys, _)| Reply::Int(keys))
 }

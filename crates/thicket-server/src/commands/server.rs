@@ -223,13 +223,13 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut keyspace = Vec::new();
     if wants("keyspace") {
         for index in numbered_databases(shared) {
-            let keys = crate::walk::count_keys(
+            let (keys, expires) = crate::walk::count_keys(
                 &shared.store,
                 &Database::Index(index),
                 crate::meta::now_ms(),
             )?;
             if keys > 0 {
-                let value = format!("keys={keys},expires=0,avg_ttl=0");
+                let value = format!("keys={keys},expires={expires},avg_ttl=0");
                 keyspace.push((format!("db{index}"), value));
             }
         }
