@@ -2,9 +2,11 @@
 # CI for thicket-server (`thicket serve`): installs Redis's tools and
 # twemproxy, runs the tests that need them (replies diffed against
 # redis-server through redis-cli and the redis crate, redis-benchmark and an
-# RSS soak, SIGKILL crash loops, three shards behind twemproxy), then fuzzes
-# the request parser for 20 s. Run from .ci/run after the workspace tests;
-# about 2-4 minutes on 2 cores.
+# RSS soak, SIGKILL crash loops, three shards behind twemproxy), runs
+# Redis 7.0's own test suite against the server (scripts/redis-suite; needs
+# deb-src entries for apt-get source), then fuzzes the request parser for
+# 20 s. Run from .ci/run after the workspace tests; about 4-6 minutes on 2
+# cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -15,7 +17,7 @@ if [ -f "$HOME/.cargo/env" ]; then
 fi
 
 need_install=""
-for tool in redis-server redis-cli redis-benchmark nutcracker; do
+for tool in redis-server redis-cli redis-benchmark nutcracker tclsh; do
     if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
         need_install=1
     fi
@@ -25,7 +27,7 @@ if [ -n "$need_install" ]; then
     if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
-        redis-server redis-tools nutcracker
+        redis-server redis-tools nutcracker tcl
 fi
 PATH="$PATH:/usr/sbin"
 
@@ -33,6 +35,12 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 cargo build --release -p thicket-cli
 THICKET_BIN="$(realpath "$target_dir/release/thicket")" \
     cargo test --release -p thicket-server -- --ignored --test-threads 1
+
+# Redis's own tests, in external mode, one unit per fresh server. The floor
+# is the pass count this tree reached (docs/server.md, "Redis's test
+# suite"); fewer passes mean a regression.
+THICKET_BIN="$(realpath "$target_dir/release/thicket")" REDIS_SUITE_MIN="${REDIS_SUITE_MIN:-643}" \
+    scripts/redis-suite/run.sh
 
 # The request parser under libFuzzer. Built with stable Rust: coverage
 # instrumentation only (safe code needs no sanitizer), for the host target

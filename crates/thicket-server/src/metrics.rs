@@ -31,6 +31,8 @@ pub struct Metrics {
     pub connections_closed: AtomicU64,
     pub connections_rejected: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// Keys the active expiry pass deleted.
+    pub expired_keys: AtomicU64,
 }
 
 /// What the metrics page shows besides the counters here.
@@ -54,6 +56,7 @@ impl Metrics {
             connections_closed: AtomicU64::new(0),
             connections_rejected: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
+            expired_keys: AtomicU64::new(0),
         }
     }
 
@@ -126,6 +129,12 @@ impl Metrics {
             "thicket_protocol_errors_total",
             "Connections closed for a malformed or oversized request.",
             load(&self.protocol_errors),
+        );
+        counter(
+            &mut out,
+            "thicket_expired_keys_total",
+            "Expired keys deleted by the active expiry pass.",
+            load(&self.expired_keys),
         );
         counter(
             &mut out,

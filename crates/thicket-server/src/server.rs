@@ -130,6 +130,7 @@ pub fn start(db: Db, config: ServerConfig) -> Result<RunningServer, ServerError>
         metrics: Metrics::new(commands::names()),
         cursors: ScanCursors::new(cursor_seed),
         limits: config.limits.clone(),
+        tunables: crate::tunables::Tunables::new(),
         databases: config.databases.max(1),
         listen: addr,
         started: Instant::now(),
@@ -185,6 +186,7 @@ async fn serve(
             shared.shutdown.subscribe(),
         ));
     }
+    tokio::spawn(crate::expiry::run(shared.clone()));
     // Each connection holds a sender; `recv` returns None once all are gone.
     let (alive, mut all_closed) = mpsc::channel::<()>(1);
     let mut shutdown = shared.shutdown.subscribe();

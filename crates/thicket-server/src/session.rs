@@ -11,6 +11,11 @@ pub struct Session {
     /// What SELECT or THICKET.SELECT chose (database 0 at first).
     pub database: Database,
     pub multi: Option<Multi>,
+    /// WATCHed keys: the key, its lock stripe's write count, the flush
+    /// count, and the key's expiry when watched (`None`: absent; 0: no
+    /// expiry). (Stripes are by key alone, so a
+    /// write to the key in any database counts.)
+    pub watched: Vec<Watched>,
     /// A command since the last reply flush committed a write.
     pub wrote: bool,
     /// QUIT or SHUTDOWN: close the connection.
@@ -23,6 +28,13 @@ pub enum Close {
     AfterReply,
     /// SHUTDOWN: the connection closes without a reply, as in Redis.
     WithoutReply,
+}
+
+pub struct Watched {
+    pub key: Vec<u8>,
+    pub touched: u64,
+    pub flushes: u64,
+    pub expire_at: Option<u64>,
 }
 
 /// Commands queued between MULTI and EXEC.
@@ -41,6 +53,7 @@ impl Session {
             protocol: Protocol::Resp2,
             database: Database::Index(0),
             multi: None,
+            watched: Vec::new(),
             wrote: false,
             close: None,
         }

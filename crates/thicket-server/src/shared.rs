@@ -11,6 +11,7 @@ use crate::durability::Durability;
 use crate::limits::Limits;
 use crate::metrics::{self, Metrics};
 use crate::store::Store;
+use crate::tunables::Tunables;
 
 pub struct Shared {
     pub store: Store,
@@ -18,6 +19,7 @@ pub struct Shared {
     pub metrics: Metrics,
     pub cursors: ScanCursors,
     pub limits: Limits,
+    pub tunables: Tunables,
     /// SELECT's indexes are `0..databases`.
     pub databases: u32,
     pub listen: SocketAddr,

@@ -375,13 +375,30 @@ fn redis_benchmark_runs_and_memory_stays_flat() {
     assert!(server.terminate().success());
 }
 
-/// One crash cycle's writer: `SET ack:i i` then `INCR counter`, counting
-/// what was acknowledged, until the server dies.
+/// One crash cycle's writer: `SET ack:i i`, `i` into a hash, a set, a
+/// sorted set and a list, `SET exp:i i EX ...`, then `INCR counter`,
+/// counting what was acknowledged, until the server dies.
 fn write_until_killed(addr: SocketAddr, first: u64, acked: &AtomicU64, incrs: &AtomicU64) {
     let mut c = connect(addr);
     let mut i = first;
     loop {
-        if c.set::<_, _, ()>(format!("ack:{i}"), i).is_err() {
+        let n = i.to_string();
+        let exp = format!("exp:{i}");
+        let writes: [&[&str]; 5] = [
+            &["HSET", "hash", &n, &n],
+            &["SADD", "set", &n],
+            &["ZADD", "zset", &n, &n],
+            &["RPUSH", "list", &n],
+            &["SET", &exp, &n, "EX", "100000"],
+        ];
+        if c.set::<_, _, ()>(format!("ack:{i}"), i).is_err()
+            || writes.iter().any(|w| {
+                redis::cmd(w[0])
+                    .arg(&w[1..])
+                    .query::<redis::Value>(&mut c)
+                    .is_err()
+            })
+        {
             return;
         }
         acked.store(i + 1, Ordering::SeqCst);
@@ -390,6 +407,37 @@ fn write_until_killed(addr: SocketAddr, first: u64, acked: &AtomicU64, incrs: &A
         }
         incrs.fetch_add(1, Ordering::SeqCst);
         i += 1;
+    }
+}
+
+/// Every acknowledged `i` is in the hash, set, sorted set and list, and
+/// its expiring string is there with its TTL.
+fn check_types(c: &mut redis::Connection, written: u64, cycle: usize) {
+    let hash: std::collections::HashMap<u64, u64> =
+        redis::cmd("HGETALL").arg("hash").query(c).unwrap();
+    let set: std::collections::HashSet<u64> = redis::cmd("SMEMBERS").arg("set").query(c).unwrap();
+    let zset: Vec<(u64, u64)> = redis::cmd("ZRANGE")
+        .arg(&["zset", "0", "-1", "WITHSCORES"])
+        .query(c)
+        .unwrap();
+    let zset: std::collections::HashMap<u64, u64> = zset.into_iter().collect();
+    let list: std::collections::HashSet<u64> = redis::cmd("LRANGE")
+        .arg(&["list", "0", "-1"])
+        .query(c)
+        .unwrap();
+    for i in 0..written {
+        assert_eq!(hash.get(&i), Some(&i), "cycle {cycle}: hash field {i} lost");
+        assert!(set.contains(&i), "cycle {cycle}: set member {i} lost");
+        assert_eq!(
+            zset.get(&i),
+            Some(&i),
+            "cycle {cycle}: sorted-set member {i} lost"
+        );
+        assert!(list.contains(&i), "cycle {cycle}: list element {i} lost");
+    }
+    for i in (0..written).step_by(16) {
+        let ttl: i64 = redis::cmd("TTL").arg(format!("exp:{i}")).query(c).unwrap();
+        assert!(ttl > 0, "cycle {cycle}: exp:{i} has TTL {ttl}");
     }
 }
 
@@ -410,6 +458,7 @@ fn crash_loop(extra: &[&str]) {
                 "cycle {cycle}: acknowledged ack:{i} lost"
             );
         }
+        check_types(&mut c, written, cycle);
         let counter: u64 = c.get::<_, Option<u64>>("counter").unwrap().unwrap_or(0);
         let acked_incrs = incrs.load(Ordering::SeqCst);
         assert!(

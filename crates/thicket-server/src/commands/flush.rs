@@ -1,5 +1,5 @@
 //! FLUSHDB and FLUSHALL: one atomic write under every key lock: per
-//! keyspace, a range tombstone from the empty key to its last key, and a
+//! keyspace (a database's and its companion), a range tombstone from the empty key to its last key, and a
 //! delete of that key. Every store `thicket serve` opens has range
 //! deletions (both layouts, in byte order).
 
@@ -13,12 +13,17 @@ use crate::store::{engine_error, Store};
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     check_mode(args)?;
     let store = &ctx.shared.store;
-    let keyspaces: Vec<Keyspace> = store.keyspace(&ctx.session.database)?.into_iter().collect();
+    let database = &ctx.session.database;
+    let keyspaces: Vec<Keyspace> = store
+        .keyspace(database)?
+        .into_iter()
+        .chain(store.companion(database)?)
+        .collect();
     flush(ctx, &keyspaces)
 }
 
 /// FLUSHALL: deletes every key of every database, numbered and named (every
-/// keyspace of the store).
+/// keyspace of the store, companions included).
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     check_mode(args)?;
     let db = ctx.shared.store.db();
@@ -42,6 +47,7 @@ fn check_mode(args: &[Vec<u8>]) -> Result<(), Reply> {
 
 fn flush(ctx: &mut Ctx, keyspaces: &[Keyspace]) -> CmdResult {
     delete_ranges(&ctx.shared.store, keyspaces)?;
+    ctx.shared.store.note_flush();
     ctx.session.wrote = true;
     ctx.shared.durability.note_write();
     Ok(Reply::OK)

@@ -1,22 +1,22 @@
-//! Commands on the key space: deletion, existence, types, and the ordered
-//! walks (SCAN, KEYS, DBSIZE). Every value is a string.
+//! Commands on whole keys of any type: deletion, existence, TYPE, RENAME,
+//! COPY, and the ordered walks (SCAN, KEYS, DBSIZE, RANDOMKEY).
 
 use std::collections::HashSet;
 
-use thicketdb::{Keyspace, ReadOptions};
-
 use super::numbers::int_arg;
-use super::{expiry_unsupported, syntax_error, CmdResult, Ctx};
+use super::{syntax_error, CmdResult, Ctx};
 use crate::glob::{glob_match, literal_prefix};
+use crate::meta::{new_version, Body, Collection, Meta};
 use crate::resp::Reply;
-use crate::store::{engine_error, Database, Store, Txn};
+use crate::store::{Database, Txn};
+use crate::walk::{count_keys, walk_keys};
 
 pub fn del(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let mut seen = HashSet::new();
     let mut removed = 0;
     for key in &args[1..] {
-        if seen.insert(key.as_slice()) && txn.get(key)?.is_some() {
-            txn.delete(key)?;
+        if seen.insert(key.as_slice()) && txn.lookup(key)?.is_some() {
+            txn.delete_key(key)?;
             removed += 1;
         }
     }
@@ -27,78 +27,110 @@ pub fn exists(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     txn.pin_snapshot();
     let mut found = 0;
     for key in &args[1..] {
-        found += i64::from(txn.get(key)?.is_some());
+        found += i64::from(txn.lookup(key)?.is_some());
     }
     Ok(Reply::Int(found))
 }
 
 pub fn key_type(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::Simple(if txn.get(&args[1])?.is_some() {
-        "string"
-    } else {
-        "none"
-    }))
+    Ok(Reply::Simple(
+        txn.lookup(&args[1])?
+            .map_or("none", |meta| meta.kind().name()),
+    ))
 }
 
-/// TTL and PTTL: no key has an expiry, so -1 when present, -2 when absent.
-pub fn ttl(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::Int(if txn.get(&args[1])?.is_some() {
-        -1
-    } else {
-        -2
-    }))
-}
+/// A key's whole content: its metadata and, for a collection, its members.
+type Whole = (Meta, Vec<(Vec<u8>, Vec<u8>)>);
 
-/// PERSIST: there is never an expiry to remove.
-pub fn persist(_txn: &mut Txn, _args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::Int(0))
-}
-
-/// EXPIRE, SETEX and the other commands that set an expiry.
-pub fn expire(_txn: &mut Txn, _args: &[Vec<u8>]) -> CmdResult {
-    Err(expiry_unsupported())
-}
-
-/// Visits the keys of `database` from `start` on that begin with `prefix`,
-/// in order, until `visit` returns false. Returns the key it stopped
-/// before, if any.
-fn walk_keys(
-    store: &Store,
-    database: &Database,
-    start: &[u8],
-    prefix: &[u8],
-    visit: impl FnMut(&[u8]) -> bool,
-) -> Result<Option<Vec<u8>>, Reply> {
-    match store.keyspace(database)? {
-        Some(keyspace) => walk_keyspace(&keyspace, start, prefix, visit),
-        None => Ok(None),
-    }
-}
-
-/// `walk_keys` in `keyspace`.
-pub fn walk_keyspace(
-    keyspace: &Keyspace,
-    start: &[u8],
-    prefix: &[u8],
-    mut visit: impl FnMut(&[u8]) -> bool,
-) -> Result<Option<Vec<u8>>, Reply> {
-    let opts = ReadOptions {
-        lower_bound: Some(prefix.to_vec()),
-        fill_cache: false,
-        ..ReadOptions::default()
+fn read_whole(txn: &mut Txn, key: &[u8]) -> Result<Option<Whole>, Reply> {
+    let Some(meta) = txn.lookup(key)? else {
+        return Ok(None);
     };
-    let mut iter = keyspace.iter(opts).map_err(engine_error)?;
-    iter.seek(start.max(prefix));
-    let mut stopped_at = None;
-    while iter.valid() && iter.key().starts_with(prefix) {
-        if !visit(iter.key()) {
-            stopped_at = Some(iter.key().to_vec());
-            break;
+    let members = match &meta.body {
+        Body::String(_) => Vec::new(),
+        Body::Collection(_, c) => txn.members(key, c, b"")?,
+    };
+    Ok(Some((meta, members)))
+}
+
+/// Writes `whole` as `key` (replacing what is there), as a new collection
+/// version.
+fn write_whole(txn: &mut Txn, key: &[u8], whole: Whole) -> Result<(), Reply> {
+    let (mut meta, members) = whole;
+    txn.delete_key(key)?;
+    if let Body::Collection(_, c) = &mut meta.body {
+        *c = Collection {
+            version: new_version(),
+            ..*c
+        };
+        for (member, value) in &members {
+            txn.put_member(key, c, member, value)?;
         }
-        iter.next();
     }
-    iter.status().map_err(engine_error)?;
-    Ok(stopped_at)
+    txn.put_meta(key, &meta)
+}
+
+fn rename_generic(txn: &mut Txn, args: &[Vec<u8>], only_new: bool) -> CmdResult {
+    let (from, to) = (&args[1], &args[2]);
+    let Some(whole) = read_whole(txn, from)? else {
+        return Err(Reply::error("ERR no such key"));
+    };
+    if from == to {
+        return Ok(if only_new { Reply::Int(0) } else { Reply::OK });
+    }
+    if only_new && txn.lookup(to)?.is_some() {
+        return Ok(Reply::Int(0));
+    }
+    txn.delete_key(from)?;
+    write_whole(txn, to, whole)?;
+    Ok(if only_new { Reply::Int(1) } else { Reply::OK })
+}
+
+pub fn rename(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
+    rename_generic(txn, args, false)
+}
+
+pub fn renamenx(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
+    rename_generic(txn, args, true)
+}
+
+/// `COPY source destination [DB index] [REPLACE]`.
+pub fn copy(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
+    let (from, to) = (&args[1], &args[2]);
+    let mut replace = false;
+    let mut target: Option<u32> = None;
+    let mut options = args[3..].iter();
+    while let Some(option) = options.next() {
+        match option.to_ascii_uppercase().as_slice() {
+            b"REPLACE" => replace = true,
+            b"DB" => {
+                let index = options.next().ok_or_else(syntax_error)?;
+                let index = u32::try_from(int_arg(index)?)
+                    .map_err(|_| Reply::error("ERR DB index is out of range"))?;
+                target = Some(index);
+            }
+            _ => return Err(syntax_error()),
+        }
+    }
+    let source_db = txn.database().clone();
+    let target_db = target.map_or(source_db.clone(), Database::Index);
+    if target_db == source_db && from == to {
+        return Err(Reply::error(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let Some(whole) = read_whole(txn, from)? else {
+        return Ok(Reply::Int(0));
+    };
+    txn.select(&target_db);
+    let copied = if !replace && txn.lookup(to)?.is_some() {
+        false
+    } else {
+        write_whole(txn, to, whole)?;
+        true
+    };
+    txn.select(&source_db);
+    Ok(Reply::Int(i64::from(copied)))
 }
 
 pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
@@ -108,7 +140,7 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         .ok_or_else(|| Reply::error("ERR invalid cursor"))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
-    let mut string_type = true;
+    let mut type_filter: Option<Vec<u8>> = None;
     let mut options = args[2..].chunks(2);
     for option in options.by_ref() {
         let [name, value] = option else {
@@ -122,7 +154,7 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     .filter(|&c| c >= 1)
                     .ok_or_else(syntax_error)?;
             }
-            b"TYPE" => string_type = value.eq_ignore_ascii_case(b"string"),
+            b"TYPE" => type_filter = Some(value.to_ascii_lowercase()),
             _ => return Err(syntax_error()),
         }
     }
@@ -139,16 +171,27 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut examined = 0;
     let mut keys = Vec::new();
     let database = &ctx.session.database;
-    let next = walk_keys(&ctx.shared.store, database, &start, prefix, |key| {
-        if examined == count {
-            return false;
-        }
-        examined += 1;
-        if string_type && pattern.is_none_or(|p| glob_match(p, key)) {
-            keys.push(Reply::Bulk(key.to_vec()));
-        }
-        true
-    })?;
+    let now = crate::meta::now_ms();
+    let next = walk_keys(
+        &ctx.shared.store,
+        database,
+        &start,
+        prefix,
+        now,
+        |key, kind, _| {
+            if examined == count {
+                return false;
+            }
+            examined += 1;
+            let type_ok = type_filter
+                .as_ref()
+                .is_none_or(|t| t.as_slice() == kind.name().as_bytes());
+            if type_ok && pattern.is_none_or(|p| glob_match(p, key)) {
+                keys.push(Reply::Bulk(key.to_vec()));
+            }
+            true
+        },
+    )?;
     let next_cursor = match next {
         Some(key) => ctx.shared.cursors.insert(key),
         None => 0,
@@ -159,20 +202,47 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ]))
 }
 
+/// RANDOMKEY: the first live key at or after a random point of the key
+/// space (wrapping around), so keys after big gaps come up more often.
+pub fn randomkey(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    let (store, database) = (&ctx.shared.store, &ctx.session.database);
+    let now = crate::meta::now_ms();
+    let point = crate::commands::collection::random_u64().to_be_bytes();
+    for start in [&point[..], b""] {
+        let mut found = None;
+        walk_keys(store, database, start, b"", now, |key, _, _| {
+            found = Some(key.to_vec());
+            false
+        })?;
+        if let Some(key) = found {
+            return Ok(Reply::Bulk(key));
+        }
+    }
+    Ok(Reply::Nil)
+}
+
 pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let pattern = &args[1];
     let limit = ctx.shared.limits.max_reply_keys;
     let mut keys = Vec::new();
     let (store, database) = (&ctx.shared.store, &ctx.session.database);
-    let stopped = walk_keys(store, database, b"", literal_prefix(pattern), |key| {
-        if glob_match(pattern, key) {
-            if keys.len() == limit {
-                return false;
+    let now = crate::meta::now_ms();
+    let stopped = walk_keys(
+        store,
+        database,
+        b"",
+        literal_prefix(pattern),
+        now,
+        |key, _, _| {
+            if glob_match(pattern, key) {
+                if keys.len() == limit {
+                    return false;
+                }
+                keys.push(Reply::Bulk(key.to_vec()));
             }
-            keys.push(Reply::Bulk(key.to_vec()));
-        }
-        true
-    })?;
+            true
+        },
+    )?;
     if stopped.is_some() {
         return Err(Reply::error(format!(
             "ERR KEYS would return more than {limit} keys; use SCAN"
@@ -181,17 +251,11 @@ pub fn keys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Array(keys))
 }
 
-/// Counts the keys of `database`: a walk over its keys (see
-/// docs/server.md).
-pub fn count_keys(store: &Store, database: &Database) -> Result<i64, Reply> {
-    let mut count = 0;
-    walk_keys(store, database, b"", b"", |_| {
-        count += 1;
-        true
-    })?;
-    Ok(count)
-}
-
 pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    count_keys(&ctx.shared.store, &ctx.session.database).map(Reply::Int)
+    count_keys(
+        &ctx.shared.store,
+        &ctx.session.database,
+        crate::meta::now_ms(),
+    )
+    .map(|(keys, _)| Reply::Int(keys))
 }

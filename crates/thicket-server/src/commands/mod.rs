@@ -1,13 +1,20 @@
 //! The command table and dispatch: arity checks, MULTI queueing, key locks
 //! for writes, metrics.
 
+mod collection;
+mod expire;
 mod flush;
+mod hash;
 mod keys;
+mod list;
 mod multi;
 mod numbers;
+mod object;
 mod server;
+mod set;
 mod strings;
 mod thicket;
+mod zset;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -136,6 +143,12 @@ const fn data(
     }
 }
 
+/// A command whose keys follow a count (`SINTERCARD numkeys key...`):
+/// locked and reported as all arguments after the name, a superset.
+const fn numkeys(name: &'static str, arity: i32, handler: Handler) -> CommandSpec {
+    data(name, arity, (2, -1, 1), handler)
+}
+
 /// A write over a key range (`[first key, last key)`), under every lock.
 const fn range_write(name: &'static str, arity: i32, handler: DataFn) -> CommandSpec {
     CommandSpec {
@@ -174,9 +187,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     data("get", 2, ONE, Read(strings::get)),
     data("set", -3, ONE, Write(strings::set)),
     data("setnx", 3, ONE, Write(strings::setnx)),
+    data("setex", 4, ONE, Write(expire::setex)),
+    data("psetex", 4, ONE, Write(expire::psetex)),
     data("getset", 3, ONE, Write(strings::getset)),
     data("getdel", 2, ONE, Write(strings::getdel)),
-    data("getex", -2, ONE, Read(strings::getex)),
+    data("getex", -2, ONE, Write(expire::getex)),
     data("mget", -2, ALL, Read(strings::mget)),
     data("mset", -3, PAIRS, Write(strings::mset)),
     data("msetnx", -3, PAIRS, Write(strings::msetnx)),
@@ -194,18 +209,100 @@ pub static COMMANDS: &[CommandSpec] = &[
     data("unlink", -2, ALL, Write(keys::del)),
     data("exists", -2, ALL, Read(keys::exists)),
     data("type", 2, ONE, Read(keys::key_type)),
-    data("ttl", 2, ONE, Read(keys::ttl)),
-    data("pttl", 2, ONE, Read(keys::ttl)),
-    data("persist", 2, ONE, Read(keys::persist)),
-    data("expire", -3, ONE, Read(keys::expire)),
-    data("pexpire", -3, ONE, Read(keys::expire)),
-    data("expireat", -3, ONE, Read(keys::expire)),
-    data("pexpireat", -3, ONE, Read(keys::expire)),
-    data("setex", 4, ONE, Read(keys::expire)),
-    data("psetex", 4, ONE, Read(keys::expire)),
+    data("rename", 3, (1, 2, 1), Write(keys::rename)),
+    data("renamenx", 3, (1, 2, 1), Write(keys::renamenx)),
+    data("copy", -3, (1, 2, 1), Write(keys::copy)),
+    data("ttl", 2, ONE, Read(expire::ttl)),
+    data("pttl", 2, ONE, Read(expire::pttl)),
+    data("expiretime", 2, ONE, Read(expire::expiretime)),
+    data("pexpiretime", 2, ONE, Read(expire::pexpiretime)),
+    data("persist", 2, ONE, Write(expire::persist)),
+    data("expire", -3, ONE, Write(expire::expire)),
+    data("pexpire", -3, ONE, Write(expire::pexpire)),
+    data("expireat", -3, ONE, Write(expire::expireat)),
+    data("pexpireat", -3, ONE, Write(expire::pexpireat)),
+    data("hset", -4, ONE, Write(hash::hset)),
+    data("hmset", -4, ONE, Write(hash::hmset)),
+    data("hsetnx", 4, ONE, Write(hash::hsetnx)),
+    data("hget", 3, ONE, Read(hash::hget)),
+    data("hmget", -3, ONE, Read(hash::hmget)),
+    data("hdel", -3, ONE, Write(hash::hdel)),
+    data("hgetall", 2, ONE, Read(hash::hgetall)),
+    data("hkeys", 2, ONE, Read(hash::hkeys)),
+    data("hvals", 2, ONE, Read(hash::hvals)),
+    data("hlen", 2, ONE, Read(hash::hlen)),
+    data("hexists", 3, ONE, Read(hash::hexists)),
+    data("hstrlen", 3, ONE, Read(hash::hstrlen)),
+    data("hincrby", 4, ONE, Write(hash::hincrby)),
+    data("hincrbyfloat", 4, ONE, Write(hash::hincrbyfloat)),
+    data("hrandfield", -2, ONE, Read(hash::hrandfield)),
+    data("hscan", -3, ONE, Read(hash::hscan)),
+    data("sadd", -3, ONE, Write(set::sadd)),
+    data("srem", -3, ONE, Write(set::srem)),
+    data("smembers", 2, ONE, Read(set::smembers)),
+    data("sismember", 3, ONE, Read(set::sismember)),
+    data("smismember", -3, ONE, Read(set::smismember)),
+    data("scard", 2, ONE, Read(set::scard)),
+    data("spop", -2, ONE, Write(set::spop)),
+    data("srandmember", -2, ONE, Read(set::srandmember)),
+    data("smove", 4, (1, 2, 1), Write(set::smove)),
+    data("sinter", -2, ALL, Read(set::sinter)),
+    data("sunion", -2, ALL, Read(set::sunion)),
+    data("sdiff", -2, ALL, Read(set::sdiff)),
+    data("sinterstore", -3, ALL, Write(set::sinterstore)),
+    data("sunionstore", -3, ALL, Write(set::sunionstore)),
+    data("sdiffstore", -3, ALL, Write(set::sdiffstore)),
+    numkeys("sintercard", -3, Read(set::sintercard)),
+    data("sscan", -3, ONE, Read(set::sscan)),
+    data("zadd", -4, ONE, Write(zset::zadd)),
+    data("zincrby", 4, ONE, Write(zset::zincrby)),
+    data("zrem", -3, ONE, Write(zset::zrem)),
+    data("zscore", 3, ONE, Read(zset::zscore)),
+    data("zmscore", -3, ONE, Read(zset::zmscore)),
+    data("zcard", 2, ONE, Read(zset::zcard)),
+    data("zcount", 4, ONE, Read(zset::zcount)),
+    data("zlexcount", 4, ONE, Read(zset::zlexcount)),
+    data("zrange", -4, ONE, Read(zset::zrange)),
+    data("zrangestore", -5, (1, 2, 1), Write(zset::zrangestore)),
+    data("zrevrange", -4, ONE, Read(zset::zrevrange)),
+    data("zrangebyscore", -4, ONE, Read(zset::zrangebyscore)),
+    data("zrevrangebyscore", -4, ONE, Read(zset::zrevrangebyscore)),
+    data("zrangebylex", -4, ONE, Read(zset::zrangebylex)),
+    data("zrevrangebylex", -4, ONE, Read(zset::zrevrangebylex)),
+    data("zrank", 3, ONE, Read(zset::zrank)),
+    data("zrevrank", 3, ONE, Read(zset::zrevrank)),
+    data("zpopmin", -2, ONE, Write(zset::zpopmin)),
+    data("zpopmax", -2, ONE, Write(zset::zpopmax)),
+    data("zremrangebyscore", 4, ONE, Write(zset::zremrangebyscore)),
+    data("zremrangebyrank", 4, ONE, Write(zset::zremrangebyrank)),
+    data("zremrangebylex", 4, ONE, Write(zset::zremrangebylex)),
+    data("zscan", -3, ONE, Read(zset::zscan)),
+    data("lpush", -3, ONE, Write(list::lpush)),
+    data("rpush", -3, ONE, Write(list::rpush)),
+    data("lpushx", -3, ONE, Write(list::lpushx)),
+    data("rpushx", -3, ONE, Write(list::rpushx)),
+    data("lpop", -2, ONE, Write(list::lpop)),
+    data("rpop", -2, ONE, Write(list::rpop)),
+    data("llen", 2, ONE, Read(list::llen)),
+    data("lrange", 4, ONE, Read(list::lrange)),
+    data("lindex", 3, ONE, Read(list::lindex)),
+    data("lset", 4, ONE, Write(list::lset)),
+    data("linsert", 5, ONE, Write(list::linsert)),
+    data("lrem", 4, ONE, Write(list::lrem)),
+    data("ltrim", 4, ONE, Write(list::ltrim)),
+    data("lpos", -3, ONE, Read(list::lpos)),
+    data("lmove", 5, (1, 2, 1), Write(list::lmove)),
+    data("rpoplpush", 3, (1, 2, 1), Write(list::rpoplpush)),
+    data("blpop", -3, (1, -2, 1), Write(list::blocking)),
+    data("brpop", -3, (1, -2, 1), Write(list::blocking)),
+    data("blmove", 6, (1, 2, 1), Write(list::blocking)),
+    data("brpoplpush", 4, (1, 2, 1), Write(list::blocking)),
     control("scan", -2, READ, keys::scan, false),
     control("keys", 2, READ, keys::keys, false),
     control("dbsize", 1, READ, keys::dbsize, false),
+    control("randomkey", 1, READ, keys::randomkey, false),
+    control("object", -2, READ, object::object, true),
+    control("memory", -2, READ, object::memory, false),
     control("flushdb", -1, WRITE, flush::flushdb, false),
     control("flushall", -1, WRITE, flush::flushall, false),
     control("ping", -1, CONNECTION, server::ping, true),
@@ -214,12 +311,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     control("select", 2, CONNECTION, server::select, true),
     control("quit", -1, CONNECTION, server::quit, false),
     control("info", -1, ADMIN, server::info, true),
-    control("config", -2, ADMIN, server::config, false),
+    control("config", -2, ADMIN, server::config, true),
     control("command", -1, CONNECTION, server::command, false),
     control("client", -2, CONNECTION, server::client, false),
     control("time", 1, CONNECTION, server::time, true),
     control("shutdown", -1, ADMIN, server::shutdown, false),
     control("multi", 1, CONNECTION, multi::multi, false),
+    control("watch", -2, CONNECTION, multi::watch, false),
+    control("unwatch", 1, CONNECTION, multi::unwatch, false),
     control("exec", 1, CONNECTION, multi::exec, false),
     control("discard", 1, CONNECTION, multi::discard, false),
     control("thicket.range", -3, READ, thicket::range, false),
@@ -251,12 +350,6 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
 
 pub fn syntax_error() -> Reply {
     Reply::error("ERR syntax error")
-}
-
-pub fn expiry_unsupported() -> Reply {
-    Reply::error(
-        "ERR thicket: key expiry is not supported (EX, PX, EXAT, PXAT, KEEPTTL, EXPIRE, SETEX...); see docs/server.md",
-    )
 }
 
 pub fn arity_error(name: &str) -> Reply {
@@ -300,7 +393,7 @@ pub fn execute(ctx: &mut Ctx, args: Args) -> Reply {
         }
         arity_error(spec.name)
     } else if ctx.session.multi.is_some()
-        && !matches!(spec.name, "exec" | "discard" | "multi" | "quit")
+        && !matches!(spec.name, "exec" | "discard" | "multi" | "quit" | "watch")
     {
         multi::queue(ctx, spec, args)
     } else {
@@ -322,15 +415,22 @@ fn run(ctx: &mut Ctx, spec: &CommandSpec, args: &[Vec<u8>]) -> Reply {
         Handler::Write(f) => {
             let _locks = spec.lock(store, args);
             let mut txn = Txn::new(store, database);
-            let result = f(&mut txn, args);
-            match txn.commit() {
-                Ok(wrote) => {
-                    if wrote {
-                        ctx.session.wrote = true;
-                        ctx.shared.durability.note_write();
+            // A command that fails writes nothing.
+            match f(&mut txn, args) {
+                Ok(reply) => match txn.commit() {
+                    Ok(wrote) => {
+                        if wrote {
+                            if spec.locks_all {
+                                store.touch_all();
+                            }
+                            store.touch(spec.keys(args));
+                            ctx.session.wrote = true;
+                            ctx.shared.durability.note_write();
+                        }
+                        Ok(reply)
                     }
-                    result
-                }
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             }
         }

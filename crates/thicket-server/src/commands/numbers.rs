@@ -85,3 +85,48 @@ mod tests {
         assert_eq!(format_f64(-0.0), "0");
     }
 }
+
+/// C's `%.17g`, as Redis 7.0 replies scores (`inf` and `-inf` for the
+/// infinities).
+pub fn format_g17(value: f64) -> String {
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let scientific = format!("{value:.16e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..17).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
+    } else {
+        let decimals = (16 - exponent).max(0) as usize;
+        trim(&format!("{value:.decimals$}"))
+    }
+}
+
+#[cfg(test)]
+mod g17_tests {
+    use super::format_g17;
+
+    #[test]
+    fn matches_printf() {
+        assert_eq!(format_g17(1.0), "1");
+        assert_eq!(format_g17(1.5), "1.5");
+        assert_eq!(format_g17(0.1), "0.10000000000000001");
+        assert_eq!(format_g17(-2.0), "-2");
+        assert_eq!(format_g17(1e20), "1e+20");
+        assert_eq!(format_g17(1.5e-7), "1.4999999999999999e-07");
+        assert_eq!(format_g17(123456.0), "123456");
+        assert_eq!(format_g17(f64::NEG_INFINITY), "-inf");
+    }
+}

@@ -6,13 +6,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::numbers::parse_i64;
 use super::thicket::stats_fields;
-use super::{arity_error, keys, CmdResult, Ctx, Handler, COMMANDS};
+use super::{arity_error, CmdResult, Ctx, Handler, COMMANDS};
 use crate::durability::FsyncPolicy;
 use crate::glob::glob_match;
 use crate::resp::{Protocol, Reply};
 use crate::session::Close;
 use crate::shared::Shared;
 use crate::store::{index_keyspace_name, Database};
+use crate::tunables::Tunables;
 
 /// The Redis version clients are told (the command set is Redis 7.0's).
 pub const REDIS_VERSION: &str = "7.0.0";
@@ -211,6 +212,8 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 "rejected_connections",
                 load(&shared.metrics.connections_rejected),
             ),
+            ("expired_keys", load(&shared.metrics.expired_keys)),
+            ("evicted_keys", "0".into()),
         ],
     );
     section(
@@ -220,9 +223,13 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut keyspace = Vec::new();
     if wants("keyspace") {
         for index in numbered_databases(shared) {
-            let keys = keys::count_keys(&shared.store, &Database::Index(index))?;
+            let (keys, expires) = crate::walk::count_keys(
+                &shared.store,
+                &Database::Index(index),
+                crate::meta::now_ms(),
+            )?;
             if keys > 0 {
-                let value = format!("keys={keys},expires=0,avg_ttl=0");
+                let value = format!("keys={keys},expires={expires},avg_ttl=0");
                 keyspace.push((format!("db{index}"), value));
             }
         }
@@ -276,6 +283,9 @@ fn config_parameters(ctx: &Ctx) -> Vec<(&'static str, String)> {
         ("cluster-enabled", "no".into()),
         ("dir", shared.store.db().path().display().to_string()),
     ]
+    .into_iter()
+    .chain(shared.tunables.all())
+    .collect()
 }
 
 pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
@@ -301,8 +311,17 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 return Err(arity_error("config|set"));
             }
             let mut policies = Vec::new();
+            let mut tuned = Vec::new();
             for pair in args[2..].chunks(2) {
                 let name = String::from_utf8_lossy(&pair[0]).to_lowercase();
+                // No snapshots to schedule: accepted, nothing to do.
+                if name == "save" {
+                    continue;
+                }
+                if ctx.shared.tunables.knows(&name) {
+                    tuned.push((name, String::from_utf8_lossy(&pair[1]).into_owned()));
+                    continue;
+                }
                 if name != "appendfsync" {
                     return Err(Reply::error(format!(
                         "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
@@ -315,6 +334,13 @@ pub fn config(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     ))
                 })?;
                 policies.push(policy);
+            }
+            // All checked before any is applied, as Redis does.
+            for (name, value) in &tuned {
+                Tunables::check(name, value).map_err(Reply::error)?;
+            }
+            for (name, value) in tuned {
+                ctx.shared.tunables.set(&name, value);
             }
             for policy in policies {
                 ctx.shared.durability.set_policy(policy);

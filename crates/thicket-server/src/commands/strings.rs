@@ -1,97 +1,106 @@
-//! String commands: the values are the engine's values, unchanged.
+//! String commands. A string without an expiry is the engine's value,
+//! unchanged; one with an expiry lives in the companion (`typed`).
 //! Read-modify-write commands run under their keys' locks (see `store`).
 
+use super::expire::{parse_expiry_option, string_meta, ExpiryOption};
 use super::numbers::{format_f64, int_arg, not_a_float, not_an_integer, parse_f64, parse_i64};
-use super::{expiry_unsupported, syntax_error, CmdResult};
+use super::{syntax_error, CmdResult};
+use crate::meta::{Body, Kind, Meta};
 use crate::resp::Reply;
 use crate::store::Txn;
+use crate::typed::wrongtype;
 
 /// Longest string SETRANGE and APPEND may build (Redis's default
 /// `proto-max-bulk-len`; the engine refuses values over its own limit).
 const MAX_STRING: usize = 512 << 20;
 
 pub fn get(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::optional_bulk(txn.get(&args[1])?))
+    Ok(Reply::optional_bulk(txn.get_string(&args[1])?))
 }
 
-#[derive(Default)]
 struct SetOptions {
     only_if_absent: bool,
     only_if_present: bool,
     get: bool,
+    expiry: ExpiryOption,
 }
 
-fn parse_set_options(options: &[Vec<u8>]) -> Result<SetOptions, Reply> {
-    let mut parsed = SetOptions::default();
-    let mut expiry = false;
+fn parse_set_options(options: &[Vec<u8>], now: u64) -> Result<SetOptions, Reply> {
+    let mut parsed = SetOptions {
+        only_if_absent: false,
+        only_if_present: false,
+        get: false,
+        expiry: ExpiryOption::Unset,
+    };
     let mut i = 0;
     while i < options.len() {
-        let option = options[i].to_ascii_uppercase();
-        match option.as_slice() {
+        if parse_expiry_option("set", options, &mut i, now, &mut parsed.expiry, false, true)? {
+            continue;
+        }
+        match options[i].to_ascii_uppercase().as_slice() {
             b"NX" if !parsed.only_if_present => parsed.only_if_absent = true,
             b"XX" if !parsed.only_if_absent => parsed.only_if_present = true,
             b"GET" => parsed.get = true,
-            b"KEEPTTL" => expiry = true,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if i + 1 < options.len() => {
-                expiry = true;
-                i += 1;
-            }
             _ => return Err(syntax_error()),
         }
         i += 1;
-    }
-    if expiry {
-        return Err(expiry_unsupported());
     }
     Ok(parsed)
 }
 
 pub fn set(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let options = parse_set_options(&args[3..])?;
+    let options = parse_set_options(&args[3..], txn.now)?;
     let (key, value) = (&args[1], &args[2]);
-    let needs_old = options.get || options.only_if_absent || options.only_if_present;
-    let old = if needs_old { txn.get(key)? } else { None };
+    let plain = !options.get
+        && !options.only_if_absent
+        && !options.only_if_present
+        && options.expiry == ExpiryOption::Unset;
+    if plain {
+        // The common case reads nothing but the companion (to remove a
+        // typed key being replaced).
+        txn.set_string(key, value, 0)?;
+        return Ok(Reply::OK);
+    }
+    let old = txn.lookup(key)?;
+    let old_value = match (&old, options.get) {
+        (Some(meta), true) => match &meta.body {
+            Body::String(v) => Some(v.clone()),
+            Body::Collection(..) => return Err(wrongtype()),
+        },
+        _ => None,
+    };
     let blocked =
         (options.only_if_absent && old.is_some()) || (options.only_if_present && old.is_none());
-    let allowed = !blocked;
-    if allowed {
-        txn.put(key, value)?;
+    if !blocked {
+        txn.put_meta(key, &string_meta(value, options.expiry, old.as_ref()))?;
     }
-    Ok(match (options.get, allowed) {
-        (true, _) => Reply::optional_bulk(old),
-        (false, true) => Reply::OK,
-        (false, false) => Reply::Nil,
+    Ok(match (options.get, blocked) {
+        (true, _) => Reply::optional_bulk(old_value),
+        (false, false) => Reply::OK,
+        (false, true) => Reply::Nil,
     })
 }
 
 pub fn setnx(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    if txn.get(&args[1])?.is_some() {
+    if txn.lookup(&args[1])?.is_some() {
         return Ok(Reply::Int(0));
     }
-    txn.put(&args[1], &args[2])?;
+    txn.set_string(&args[1], &args[2], 0)?;
     Ok(Reply::Int(1))
 }
 
 pub fn getset(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let old = txn.get(&args[1])?;
-    txn.put(&args[1], &args[2])?;
+    let old = txn.get_string(&args[1])?;
+    txn.set_string(&args[1], &args[2], 0)?;
     Ok(Reply::optional_bulk(old))
 }
 
 pub fn getdel(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let old = txn.get(&args[1])?;
+    let old = txn.get_string(&args[1])?;
     if old.is_some() {
-        txn.delete(&args[1])?;
+        txn.delete_key(&args[1])?;
     }
     Ok(Reply::optional_bulk(old))
-}
-
-/// GETEX without options is GET; its options all set expiry.
-pub fn getex(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    if args.len() > 2 {
-        return Err(expiry_unsupported());
-    }
-    get(txn, args)
 }
 
 pub fn mget(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
@@ -99,7 +108,12 @@ pub fn mget(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     txn.pin_snapshot();
     let values = args[1..]
         .iter()
-        .map(|key| txn.get(key).map(Reply::optional_bulk))
+        .map(|key| {
+            // MGET answers nil for a key of another type.
+            txn.get_string(key)
+                .or_else(|e| if e == wrongtype() { Ok(None) } else { Err(e) })
+                .map(Reply::optional_bulk)
+        })
         .collect::<Result<_, _>>()?;
     Ok(Reply::Array(values))
 }
@@ -118,7 +132,7 @@ fn check_pairs(args: &[Vec<u8>]) -> Result<(), Reply> {
 pub fn mset(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     check_pairs(args)?;
     for pair in args[1..].chunks(2) {
-        txn.put(&pair[0], &pair[1])?;
+        txn.set_string(&pair[0], &pair[1], 0)?;
     }
     Ok(Reply::OK)
 }
@@ -126,7 +140,7 @@ pub fn mset(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
 pub fn msetnx(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     check_pairs(args)?;
     for pair in args[1..].chunks(2) {
-        if txn.get(&pair[0])?.is_some() {
+        if txn.lookup(&pair[0])?.is_some() {
             return Ok(Reply::Int(0));
         }
     }
@@ -134,15 +148,28 @@ pub fn msetnx(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Int(1))
 }
 
+/// A string's value and expiry for a read-modify-write that keeps the
+/// expiry (INCR, APPEND, SETRANGE...).
+fn current(txn: &mut Txn, key: &[u8]) -> Result<(Option<Vec<u8>>, u64), Reply> {
+    Ok(match txn.lookup_as(key, Kind::String)? {
+        Some(Meta {
+            expire_at,
+            body: Body::String(value),
+        }) => (Some(value), expire_at),
+        _ => (None, 0),
+    })
+}
+
 fn increment(txn: &mut Txn, key: &[u8], by: i64) -> CmdResult {
-    let current = match txn.get(key)? {
+    let (value, expire_at) = current(txn, key)?;
+    let current = match value {
         Some(value) => parse_i64(&value).ok_or_else(not_an_integer)?,
         None => 0,
     };
     let next = current
         .checked_add(by)
         .ok_or_else(|| Reply::error("ERR increment or decrement would overflow"))?;
-    txn.put(key, next.to_string().as_bytes())?;
+    txn.set_string(key, next.to_string().as_bytes(), expire_at)?;
     Ok(Reply::Int(next))
 }
 
@@ -168,8 +195,9 @@ pub fn decrby(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
 }
 
 pub fn incrbyfloat(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
+    let (value, expire_at) = current(txn, &args[1])?;
     let by = parse_f64(&args[2]).ok_or_else(not_a_float)?;
-    let current = match txn.get(&args[1])? {
+    let current = match value {
         Some(value) => parse_f64(&value).ok_or_else(not_a_float)?,
         None => 0.0,
     };
@@ -178,7 +206,7 @@ pub fn incrbyfloat(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
         return Err(Reply::error("ERR increment would produce NaN or Infinity"));
     }
     let text = format_f64(next);
-    txn.put(&args[1], text.as_bytes())?;
+    txn.set_string(&args[1], text.as_bytes(), expire_at)?;
     Ok(Reply::bulk(text))
 }
 
@@ -187,12 +215,13 @@ fn too_long() -> Reply {
 }
 
 pub fn append(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    let mut value = txn.get(&args[1])?.unwrap_or_default();
+    let (value, expire_at) = current(txn, &args[1])?;
+    let mut value = value.unwrap_or_default();
     if value.len() + args[2].len() > MAX_STRING {
         return Err(too_long());
     }
     value.extend_from_slice(&args[2]);
-    txn.put(&args[1], &value)?;
+    txn.set_string(&args[1], &value, expire_at)?;
     Ok(Reply::Int(value.len() as i64))
 }
 
@@ -200,7 +229,7 @@ pub fn setrange(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let offset = int_arg(&args[2])?;
     let offset = usize::try_from(offset).map_err(|_| Reply::error("ERR offset is out of range"))?;
     let patch = &args[3];
-    let current = txn.get(&args[1])?;
+    let (current, expire_at) = current(txn, &args[1])?;
     if patch.is_empty() {
         return Ok(Reply::Int(current.map_or(0, |v| v.len()) as i64));
     }
@@ -212,18 +241,20 @@ pub fn setrange(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
         value.resize(offset + patch.len(), 0);
     }
     value[offset..offset + patch.len()].copy_from_slice(patch);
-    txn.put(&args[1], &value)?;
+    txn.set_string(&args[1], &value, expire_at)?;
     Ok(Reply::Int(value.len() as i64))
 }
 
 pub fn strlen(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
-    Ok(Reply::Int(txn.get(&args[1])?.map_or(0, |v| v.len()) as i64))
+    Ok(Reply::Int(
+        txn.get_string(&args[1])?.map_or(0, |v| v.len()) as i64
+    ))
 }
 
 pub fn getrange(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     let start = int_arg(&args[2])?;
     let end = int_arg(&args[3])?;
-    let value = txn.get(&args[1])?.unwrap_or_default();
+    let value = txn.get_string(&args[1])?.unwrap_or_default();
     Ok(Reply::Bulk(substring(&value, start, end).to_vec()))
 }
 

@@ -6,7 +6,7 @@ use thicketdb::{Profile, ReadOptions, Stats};
 use super::numbers::int_arg;
 use super::{syntax_error, CmdResult, Ctx};
 use crate::resp::Reply;
-use crate::store::{engine_error, Database, Txn};
+use crate::store::{companion_name, engine_error, is_companion, Database, Space, Txn};
 
 /// `THICKET.RANGE start end [LIMIT n] [REV]`: the keys in `[start, end)`
 /// (an empty `end`: no upper bound) with their values, in key order or
@@ -82,7 +82,10 @@ pub fn delrange(txn: &mut Txn, args: &[Vec<u8>]) -> CmdResult {
     if start >= end {
         return Ok(Reply::Int(0));
     }
-    txn.delete_range(start, end)?;
+    txn.delete_range(Space::Main, start, Some(end))?;
+    // Typed keys in the range too. Their members do not follow the user
+    // keys' order, so they stay behind, unreachable (docs/format.md).
+    txn.delete_range(Space::Meta, start, Some(end))?;
     Ok(Reply::Int(1))
 }
 
@@ -93,8 +96,7 @@ pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let db = ctx.shared.store.db();
     let name = || {
         let name = args.get(2).ok_or_else(syntax_error)?;
-        std::str::from_utf8(name)
-            .map_err(|_| Reply::error("ERR thicket: a keyspace name must be UTF-8"))
+        user_keyspace_name(name)
     };
     match args[1].to_ascii_uppercase().as_slice() {
         b"CREATE" => {
@@ -119,25 +121,59 @@ pub fn keyspace(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     _ => return Err(syntax_error()),
                 }
             }
+            // A companion left by a drop outside the server must not lend
+            // its old typed keys to the new keyspace.
+            if matches!(
+                db.keyspace(name),
+                Err(thicketdb::Error::KeyspaceNotFound(_))
+            ) {
+                drop_companion(ctx, name)?;
+            }
             db.create_keyspace(name, options).map_err(engine_error)?;
             Ok(Reply::OK)
         }
         b"DROP" if args.len() == 3 => {
-            db.drop_keyspace(name()?).map_err(engine_error)?;
+            let name = name()?;
+            db.drop_keyspace(name).map_err(engine_error)?;
+            drop_companion(ctx, name)?;
             Ok(Reply::OK)
         }
         b"LIST" if args.len() == 2 => Ok(Reply::Array(
-            db.list_keyspaces().into_iter().map(Reply::bulk).collect(),
+            db.list_keyspaces()
+                .into_iter()
+                .filter(|name| !is_companion(name))
+                .map(Reply::bulk)
+                .collect(),
         )),
         _ => Err(syntax_error()),
+    }
+}
+
+/// A keyspace name a client may use: UTF-8 and not a companion's.
+fn user_keyspace_name(name: &[u8]) -> Result<&str, Reply> {
+    let name = std::str::from_utf8(name)
+        .map_err(|_| Reply::error("ERR thicket: a keyspace name must be UTF-8"))?;
+    if is_companion(name) {
+        return Err(Reply::error(
+            "ERR thicket: keyspaces named thicket-types:... are the server's own",
+        ));
+    }
+    Ok(name)
+}
+
+/// Drops the companion of keyspace `name` (its typed keys), if any.
+fn drop_companion(ctx: &mut Ctx, name: &str) -> Result<(), Reply> {
+    let db = ctx.shared.store.db();
+    match db.drop_keyspace(&companion_name(name)) {
+        Ok(()) | Err(thicketdb::Error::KeyspaceNotFound(_)) => Ok(()),
+        Err(e) => Err(engine_error(e)),
     }
 }
 
 /// `THICKET.SELECT name`: later commands of the connection work in the
 /// existing keyspace `name` (`SELECT index` goes back to a numbered one).
 pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let name = std::str::from_utf8(&args[1])
-        .map_err(|_| Reply::error("ERR thicket: a keyspace name must be UTF-8"))?;
+    let name = user_keyspace_name(&args[1])?;
     let database = Database::Named(name.to_string());
     ctx.shared.store.keyspace(&database)?;
     ctx.session.database = database;
