@@ -1095,23 +1095,26 @@ fn plot_sweep_draws_a_line_per_engine_across_result_files() {
     }
 }
 
+/// The store and reads of the capped-read tests: ~320 MB of 4 KB values.
+const CAPPED_READ_SHAPE: &[&str] = &[
+    "--num",
+    "80000",
+    "--value-size",
+    "4000",
+    "--ops",
+    "4000",
+    "--cache-mb",
+    "8",
+    "--write-buffer-mb",
+    "4",
+    "--latency",
+    "off",
+];
+
 /// The capped run of `memory_capped_reads_come_from_the_device`: readrandom
 /// over ~320 MB of values.
 fn capped_readrandom(dir: &Path, engine: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "--num",
-        "80000",
-        "--value-size",
-        "4000",
-        "--ops",
-        "4000",
-        "--cache-mb",
-        "8",
-        "--write-buffer-mb",
-        "4",
-        "--latency",
-        "off",
-    ];
+    let mut args = CAPPED_READ_SHAPE.to_vec();
     args.extend_from_slice(extra);
     let report = bench_engines(dir, engine, "readrandom", &args);
     report["runs"][0].clone()
@@ -1180,7 +1183,7 @@ fn memory_capped_reads_come_from_the_device() {
 fn assert_fjall_is_held_to_the_cap() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    let out = thicket(&[
+    let mut args = vec![
         "bench",
         "--db",
         dir.path().to_str().unwrap(),
@@ -1188,23 +1191,13 @@ fn assert_fjall_is_held_to_the_cap() {
         "fjall",
         "--workload",
         "readrandom",
-        "--num",
-        "80000",
-        "--value-size",
-        "4000",
-        "--ops",
-        "4000",
-        "--cache-mb",
-        "8",
-        "--write-buffer-mb",
-        "4",
-        "--latency",
-        "off",
-        "--memory-limit",
-        "96M",
         "--json",
         json.to_str().unwrap(),
-    ]);
+        "--memory-limit",
+        "96M",
+    ];
+    args.extend_from_slice(CAPPED_READ_SHAPE);
+    let out = thicket(&args);
     if out.status.success() {
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let run = &report["runs"][0];

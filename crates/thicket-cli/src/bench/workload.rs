@@ -841,20 +841,25 @@ mod tests {
         );
     }
 
+    /// The keys `p`'s prefill writes, each once.
+    fn prefilled(p: &Params) -> HashSet<u64> {
+        let space = KeySpace::new(p);
+        let order = prefill_order(p, &space);
+        let shared = Shared::default();
+        let mut seen = HashSet::new();
+        for mut s in prefill_streams(p, &space, &order) {
+            while let Some(Op::Put(k)) = s.next(&shared) {
+                assert!(seen.insert(k), "{k} written twice");
+            }
+        }
+        seen
+    }
+
     #[test]
     fn prefill_covers_the_key_space() {
         for w in [Workload::ReadRandom, Workload::A, Workload::ZipfComposite] {
             let p = params(w, 5000, 2);
-            let space = KeySpace::new(&p);
-            let order = prefill_order(&p, &space);
-            let shared = Shared::default();
-            let mut seen = HashSet::new();
-            for mut s in prefill_streams(&p, &space, &order) {
-                while let Some(Op::Put(k)) = s.next(&shared) {
-                    assert!(seen.insert(k));
-                }
-            }
-            assert_eq!(seen.len() as u64, space.count);
+            assert_eq!(prefilled(&p).len() as u64, KeySpace::new(&p).count);
         }
     }
 
@@ -1113,14 +1118,7 @@ mod tests {
         for w in [Workload::Ws1, Workload::Ws2, Workload::Ws3] {
             let p = params(w, 10_000, 2);
             let space = KeySpace::new(&p);
-            let order = prefill_order(&p, &space);
-            let shared = Shared::default();
-            let mut seen = HashSet::new();
-            for mut s in prefill_streams(&p, &space, &order) {
-                while let Some(Op::Put(k)) = s.next(&shared) {
-                    assert!(seen.insert(k));
-                }
-            }
+            let seen = prefilled(&p);
             assert_eq!(seen.len() as u64, prefill_count(&p, &space));
             assert_eq!(seen.len() as u64, space.count / 2);
             // A random half: both ends of the key space are represented.
