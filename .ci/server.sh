@@ -39,7 +39,7 @@ THICKET_BIN="$(realpath "$target_dir/release/thicket")" \
 # Redis's own tests, in external mode, one unit per fresh server. The floor
 # is the pass count this tree reached (docs/server.md, "Redis's test
 # suite"); fewer passes mean a regression.
-THICKET_BIN="$(realpath "$target_dir/release/thicket")" REDIS_SUITE_MIN="${REDIS_SUITE_MIN:-643}" \
+REDIS_SUITE_VERBOSE=1 THICKET_BIN="$(realpath "$target_dir/release/thicket")" REDIS_SUITE_MIN="${REDIS_SUITE_MIN:-643}" \
     scripts/redis-suite/run.sh
 
 # The request parser under libFuzzer. Built with stable Rust: coverage

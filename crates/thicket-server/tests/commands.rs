@@ -247,6 +247,34 @@ fn key_space_walks_are_ordered_and_complete() {
 }
 
 #[test]
+fn randomkey_draws_every_key_of_a_small_database() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    assert_eq!(
+        cmd(&["RANDOMKEY"]).query::<Option<String>>(&mut c).unwrap(),
+        None
+    );
+    // Keys with a wide gap before one of them: a pick of "the next key after
+    // a random point" would give `foo` only 4 draws in 256.
+    let () = c.set("foo", "x").unwrap();
+    let () = c.set("bar", "y").unwrap();
+    let mut foo = 0;
+    for _ in 0..200 {
+        match cmd(&["RANDOMKEY"])
+            .query::<String>(&mut c)
+            .unwrap()
+            .as_str()
+        {
+            "foo" => foo += 1,
+            "bar" => {}
+            other => panic!("RANDOMKEY returned {other:?}"),
+        }
+    }
+    // Uniform: 100 expected; 40..160 misses with probability below 1e-17.
+    assert!((40..160).contains(&foo), "foo drawn {foo} times of 200");
+}
+
+#[test]
 fn transactions_commit_as_one_batch() {
     let server = TestServer::start();
     let mut c = server.client();
