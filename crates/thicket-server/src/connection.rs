@@ -15,8 +15,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
+use std::collections::VecDeque;
+
 use crate::commands::{self, Ctx};
 use crate::resp::RequestParser;
+use crate::resp::{Args, Reply};
 use crate::session::{Close, Session};
 use crate::shared::Shared;
 
@@ -38,55 +41,65 @@ pub async fn serve(
     let mut parser = RequestParser::new(shared.limits.clone());
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut pending: VecDeque<Args> = VecDeque::new();
+    let mut replies: Vec<Reply> = Vec::new();
     'connection: loop {
         let mut consumed = 0;
-        let mut executed = 0;
-        loop {
-            let (n, request) = match parser.parse(&input[consumed..]) {
-                Ok(parsed) => parsed,
+        let mut protocol_error = None;
+        while pending.len() < shared.limits.max_pipeline {
+            match parser.parse(&input[consumed..]) {
+                Ok((n, request)) => {
+                    consumed += n;
+                    match request {
+                        Some(args) => pending.push_back(args),
+                        None => break,
+                    }
+                }
                 Err(e) => {
-                    shared
-                        .metrics
-                        .protocol_errors
-                        .fetch_add(1, Ordering::Relaxed);
-                    output.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
-                    let _ = flush(&shared, &mut session, &mut stream, &mut output).await;
-                    break 'connection;
+                    protocol_error = Some(e);
+                    break;
                 }
-            };
-            consumed += n;
-            let Some(args) = request else { break };
-            let reply = commands::execute(
-                &mut Ctx {
-                    shared: &shared,
-                    session: &mut session,
-                },
-                args,
-            );
-            match session.close {
-                Some(Close::WithoutReply) => {
-                    let _ = flush(&shared, &mut session, &mut stream, &mut output).await;
-                    break 'connection;
-                }
-                Some(Close::AfterReply) => {
-                    reply.encode(session.protocol, &mut output);
-                    let _ = flush(&shared, &mut session, &mut stream, &mut output).await;
-                    break 'connection;
-                }
-                None => reply.encode(session.protocol, &mut output),
             }
-            executed += 1;
-            if executed >= shared.limits.max_pipeline
-                || output.len() >= shared.limits.max_reply_buffer
-            {
-                if flush(&shared, &mut session, &mut stream, &mut output)
+        }
+        // Stopped at the pipeline limit: more requests may be buffered.
+        let more_buffered = pending.len() == shared.limits.max_pipeline;
+        // Requests received together run as a pipeline (runs of data
+        // commands as one batch); replies go out every `max_reply_buffer`
+        // bytes and after the last.
+        while !pending.is_empty() {
+            let mut ctx = Ctx {
+                shared: &shared,
+                session: &mut session,
+            };
+            commands::execute_next(&mut ctx, &mut pending, &mut replies);
+            let close = session.close;
+            if close == Some(Close::WithoutReply) {
+                // A closing command runs alone: its reply is the last.
+                replies.pop();
+            }
+            for reply in replies.drain(..) {
+                reply.encode(session.protocol, &mut output);
+            }
+            if close.is_some() {
+                let _ = flush(&shared, &mut session, &mut stream, &mut output).await;
+                break 'connection;
+            }
+            if output.len() >= shared.limits.max_reply_buffer
+                && flush(&shared, &mut session, &mut stream, &mut output)
                     .await
                     .is_err()
-                {
-                    break 'connection;
-                }
-                executed = 0;
+            {
+                break 'connection;
             }
+        }
+        if let Some(e) = protocol_error {
+            shared
+                .metrics
+                .protocol_errors
+                .fetch_add(1, Ordering::Relaxed);
+            output.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
+            let _ = flush(&shared, &mut session, &mut stream, &mut output).await;
+            break 'connection;
         }
         if flush(&shared, &mut session, &mut stream, &mut output)
             .await
@@ -95,6 +108,9 @@ pub async fn serve(
             break;
         }
         input.drain(..consumed);
+        if more_buffered {
+            continue;
+        }
         // Shutting down: in-flight requests are done, stop reading.
         if *shutdown.borrow() {
             break;

@@ -35,7 +35,9 @@ use std::net::SocketAddr;
 
 pub use durability::{FsyncPolicy, SYNC_MARKER_KEY};
 pub use limits::Limits;
-pub use server::{start, RunningServer, ServerConfig, ServerError, DEFAULT_DATABASES};
+pub use server::{
+    start, RunningServer, ServerConfig, ServerError, DEFAULT_DATABASES, DEFAULT_WORKER_THREADS,
+};
 
 /// The arguments of `thicket serve` (besides `--db`, `--profile` and
 /// `--option`, which open the store).
@@ -57,6 +59,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_DATABASES,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub databases: u32,
+    /// Threads that run client commands. Engine calls block their thread
+    /// (a commit queued behind a log sync, a read from the device), so
+    /// more threads than cores keep other clients served meanwhile.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WORKER_THREADS,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: u16,
 }
 
 /// Serves `db` until SIGTERM, SIGINT or SHUTDOWN, then closes it. Prints
@@ -71,6 +79,7 @@ pub fn run(db: thicketdb::Db, args: &ServeArgs) -> Result<(), ServerError> {
         },
         handle_signals: true,
         databases: args.databases,
+        worker_threads: usize::from(args.threads),
         ..ServerConfig::new(args.listen)
     };
     let server = start(db, config)?;

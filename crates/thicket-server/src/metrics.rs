@@ -33,6 +33,13 @@ pub struct Metrics {
     pub protocol_errors: AtomicU64,
     /// Keys the active expiry pass deleted.
     pub expired_keys: AtomicU64,
+    /// Runs of pipelined commands committed as one engine batch.
+    pub pipeline_batches: AtomicU64,
+    /// Commands in those runs.
+    pub pipeline_batched_commands: AtomicU64,
+    /// Runs executed again one command at a time because one command
+    /// failed.
+    pub pipeline_batch_retries: AtomicU64,
 }
 
 /// What the metrics page shows besides the counters here.
@@ -57,6 +64,9 @@ impl Metrics {
             connections_rejected: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
             expired_keys: AtomicU64::new(0),
+            pipeline_batches: AtomicU64::new(0),
+            pipeline_batched_commands: AtomicU64::new(0),
+            pipeline_batch_retries: AtomicU64::new(0),
         }
     }
 
@@ -135,6 +145,24 @@ impl Metrics {
             "thicket_expired_keys_total",
             "Expired keys deleted by the active expiry pass.",
             load(&self.expired_keys),
+        );
+        counter(
+            &mut out,
+            "thicket_pipeline_batches_total",
+            "Runs of pipelined commands committed as one engine batch.",
+            load(&self.pipeline_batches),
+        );
+        counter(
+            &mut out,
+            "thicket_pipeline_batched_commands_total",
+            "Commands committed in pipeline batches.",
+            load(&self.pipeline_batched_commands),
+        );
+        counter(
+            &mut out,
+            "thicket_pipeline_batch_retries_total",
+            "Pipeline runs executed again unbatched because a command failed.",
+            load(&self.pipeline_batch_retries),
         );
         counter(
             &mut out,

@@ -274,6 +274,49 @@ fn randomkey_draws_every_key_of_a_small_database() {
     assert!((40..160).contains(&foo), "foo drawn {foo} times of 200");
 }
 
+/// `field` of INFO's output, as a number.
+fn info_field(c: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = cmd(&["INFO", "stats"]).query(c).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO has no {field}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn pipelined_commands_commit_as_one_batch_and_a_failed_one_writes_nothing() {
+    let server = TestServer::start();
+    let mut c = server.client();
+    let () = c.set("text", "abc").unwrap();
+    // One write: the server reads the run together and batches it; each
+    // command sees the writes of those before it.
+    let mut s = server.raw();
+    let request = b"SET n 1\r\nINCR n\r\nGET n\r\nAPPEND text d\r\n";
+    let expected = b"+OK\r\n:2\r\n$1\r\n2\r\n:4\r\n";
+    assert_eq!(exchange(&mut s, request, expected.len()), expected);
+    assert_eq!(info_field(&mut c, "pipeline_batches"), 1);
+    assert_eq!(info_field(&mut c, "pipeline_batched_commands"), 4);
+
+    // A failing command in the run: the replies are those of running the
+    // commands one by one, and only the failed command wrote nothing.
+    let request = b"INCR n\r\nINCR text\r\nSET after x\r\nGET n\r\n";
+    let expected: &[u8] =
+        b":3\r\n-ERR value is not an integer or out of range\r\n+OK\r\n$1\r\n3\r\n";
+    assert_eq!(exchange(&mut s, request, expected.len()), expected);
+    assert_eq!(info_field(&mut c, "pipeline_batch_retries"), 1);
+    assert_eq!(
+        c.get::<_, Option<String>>("text").unwrap().as_deref(),
+        Some("abcd")
+    );
+    assert_eq!(
+        c.get::<_, Option<String>>("after").unwrap().as_deref(),
+        Some("x")
+    );
+    assert_eq!(c.get::<_, i64>("n").unwrap(), 3);
+}
+
 #[test]
 fn transactions_commit_as_one_batch() {
     let server = TestServer::start();

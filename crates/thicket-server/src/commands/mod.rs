@@ -10,6 +10,7 @@ mod list;
 mod multi;
 mod numbers;
 mod object;
+mod pipeline;
 mod server;
 mod set;
 mod strings;
@@ -24,6 +25,8 @@ use crate::resp::{Args, Reply};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::store::{KeyLocks, Store, Txn};
+
+pub use pipeline::execute_next;
 
 /// A command's reply; `Err` replies are errors, so handlers can use `?`.
 pub type CmdResult = Result<Reply, Reply>;

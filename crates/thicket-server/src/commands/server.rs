@@ -214,6 +214,15 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ),
             ("expired_keys", load(&shared.metrics.expired_keys)),
             ("evicted_keys", "0".into()),
+            ("pipeline_batches", load(&shared.metrics.pipeline_batches)),
+            (
+                "pipeline_batched_commands",
+                load(&shared.metrics.pipeline_batched_commands),
+            ),
+            (
+                "pipeline_batch_retries",
+                load(&shared.metrics.pipeline_batch_retries),
+            ),
         ],
     );
     section(
