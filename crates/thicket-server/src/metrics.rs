@@ -109,12 +109,6 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
             );
         };
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-            );
-        };
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         gauge(
             &mut out,
@@ -122,60 +116,59 @@ impl Metrics {
             "Open client connections.",
             self.connected() as f64,
         );
-        counter(
-            &mut out,
-            "thicket_connections_total",
-            "Client connections accepted.",
-            load(&self.connections_accepted),
-        );
-        counter(
-            &mut out,
-            "thicket_connections_rejected_total",
-            "Connections refused over the client limit.",
-            load(&self.connections_rejected),
-        );
-        counter(
-            &mut out,
-            "thicket_protocol_errors_total",
-            "Connections closed for a malformed or oversized request.",
-            load(&self.protocol_errors),
-        );
-        counter(
-            &mut out,
-            "thicket_expired_keys_total",
-            "Expired keys deleted by the active expiry pass.",
-            load(&self.expired_keys),
-        );
-        counter(
-            &mut out,
-            "thicket_pipeline_batches_total",
-            "Runs of pipelined commands committed as one engine batch.",
-            load(&self.pipeline_batches),
-        );
-        counter(
-            &mut out,
-            "thicket_pipeline_batched_commands_total",
-            "Commands committed in pipeline batches.",
-            load(&self.pipeline_batched_commands),
-        );
-        counter(
-            &mut out,
-            "thicket_pipeline_batch_retries_total",
-            "Pipeline runs executed again unbatched because a command failed.",
-            load(&self.pipeline_batch_retries),
-        );
-        counter(
-            &mut out,
-            "thicket_sync_rounds_total",
-            "Log syncs made for replies waiting on durability (group commits).",
-            snapshot.sync.rounds,
-        );
-        counter(
-            &mut out,
-            "thicket_sync_waiters_total",
-            "Replies that waited for a log sync.",
-            snapshot.sync.waiters,
-        );
+        let counters = [
+            (
+                "thicket_connections_total",
+                "Client connections accepted.",
+                load(&self.connections_accepted),
+            ),
+            (
+                "thicket_connections_rejected_total",
+                "Connections refused over the client limit.",
+                load(&self.connections_rejected),
+            ),
+            (
+                "thicket_protocol_errors_total",
+                "Connections closed for a malformed or oversized request.",
+                load(&self.protocol_errors),
+            ),
+            (
+                "thicket_expired_keys_total",
+                "Expired keys deleted by the active expiry pass.",
+                load(&self.expired_keys),
+            ),
+            (
+                "thicket_pipeline_batches_total",
+                "Runs of pipelined commands committed as one engine batch.",
+                load(&self.pipeline_batches),
+            ),
+            (
+                "thicket_pipeline_batched_commands_total",
+                "Commands committed in pipeline batches.",
+                load(&self.pipeline_batched_commands),
+            ),
+            (
+                "thicket_pipeline_batch_retries_total",
+                "Pipeline runs executed again unbatched because a command failed.",
+                load(&self.pipeline_batch_retries),
+            ),
+            (
+                "thicket_sync_rounds_total",
+                "Log syncs made for replies waiting on durability (group commits).",
+                snapshot.sync.rounds,
+            ),
+            (
+                "thicket_sync_waiters_total",
+                "Replies that waited for a log sync.",
+                snapshot.sync.waiters,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP thicket_appendfsync The durability policy (label).\n# TYPE thicket_appendfsync gauge\nthicket_appendfsync{{policy=\"{}\"}} 1",
