@@ -2,7 +2,7 @@
 //! engine's `FilterPolicy`.
 
 use libc::{c_char, c_int, c_uchar, c_void, size_t};
-use thicketdb::table::FilterPolicy;
+use thicketdb::FilterPolicy;
 
 use crate::user_state::UserState;
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use libc::{c_char, c_int, c_uchar, c_void, size_t};
-use thicketdb::table::{BlockCache, CompressionType, FilterPolicy};
+use thicketdb::{BlockCache, CompressionType, FilterPolicy};
 use thicketdb::{KeyOrder, Options};
 
 use crate::comparator::{CComparator, CompareFn};

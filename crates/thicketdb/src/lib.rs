@@ -27,29 +27,25 @@
 
 #![deny(missing_docs)]
 
-// The API is what this file re-exports. The hidden modules are public only
-// so the workspace's own tools (CLI, stress and fault tests, fuzz targets)
-// can reach the internals; they are not part of the API and may change.
-#[doc(hidden)]
-pub mod compaction;
+// The API is what this file re-exports. The internal layers are public
+// only with the `internals` feature, which the workspace's own tools (CLI,
+// stress and fault tests, fuzz targets, examples) turn on; they are not
+// part of the API and may change.
+macro_rules! internal_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+internal_modules!(compaction, format, io, iterator, log, memtable, table, version);
 mod db;
 mod error;
-#[doc(hidden)]
-pub mod format;
-#[doc(hidden)]
-pub mod io;
-#[doc(hidden)]
-pub mod iterator;
-#[doc(hidden)]
-pub mod log;
-#[doc(hidden)]
-pub mod memtable;
 mod options;
 mod stats;
-#[doc(hidden)]
-pub mod table;
-#[doc(hidden)]
-pub mod version;
 
 pub use db::check;
 pub use db::dump;
@@ -59,23 +55,24 @@ pub use db::{Keyspace, DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use db::{ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};
-pub use io::{FileSystem, PosixFs};
+pub use io::{FileLock, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile};
 pub use log::RecoveryMode;
 pub use options::{Durability, Layout, Options, PolicyKind, Profile};
 pub use stats::StatValue;
 
 pub use table::{BlockCache, CompressionType, FilterPolicy};
 
-// Internals the workspace's tests and tools reach; not part of the API.
+/// Internals the workspace's tests and tools reach; not part of the API.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
-pub use db::chunked::checkpoint_mark::CheckpointMark;
+pub mod internals {
+    pub use crate::db::chunked::checkpoint_mark::CheckpointMark;
+    pub use crate::db::chunked::closed::ClosedLogs;
+    pub use crate::db::chunked::incarnations::Incarnations;
+    pub use crate::db::chunked::manifest::ChunkList;
+    pub use crate::db::chunked::munk_list::{MunkList, MunkListIterator};
+    pub use crate::stats::Counters;
+}
+#[cfg(feature = "internals")]
 #[doc(hidden)]
-pub use db::chunked::closed::ClosedLogs;
-#[doc(hidden)]
-pub use db::chunked::incarnations::Incarnations;
-#[doc(hidden)]
-pub use db::chunked::manifest::ChunkList;
-#[doc(hidden)]
-pub use db::chunked::munk_list::{MunkList, MunkListIterator};
-#[doc(hidden)]
-pub use stats::Counters;
+pub use internals::*;

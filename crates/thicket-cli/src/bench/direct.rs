@@ -183,7 +183,7 @@ fn thicket(a: &DirectArgs, dir: &Path) -> Result<(u64, f64), String> {
     o.write_buffer_size = a.shape.write_buffer_mb << 20;
     o.block_cache_size = a.shape.cache_mb << 20;
     o.bloom_bits_per_key = BLOOM_BITS;
-    o.compression = thicketdb::table::CompressionType::None;
+    o.compression = thicketdb::CompressionType::None;
     // ThicketDB's flush thread is one of the background threads.
     o.compaction_threads = a.shape.background_threads.saturating_sub(1).max(1);
     let db = Db::open(dir, o).map_err(e)?;

@@ -24,14 +24,18 @@ use super::internal_key::MAX_SEQUENCE;
 /// One range deletion as written: `[start, end)` at `seq`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeTombstone {
+    /// First key deleted.
     pub start: Vec<u8>,
+    /// First key after the range (exclusive).
     pub end: Vec<u8>,
+    /// Sequence number: the deletion hides versions older than it.
     pub seq: u64,
 }
 
 /// A piece of the key space with the tombstones stacked on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fragment {
+    /// First key of the piece.
     pub start: Vec<u8>,
     /// Exclusive; greater than `start`.
     pub end: Vec<u8>,

@@ -73,6 +73,7 @@ pub trait FileSystem: Send + Sync + 'static {
             path.display()
         )))
     }
+    /// Opens a file for reads at any offset from many threads.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Like `open_random`, bypassing the page cache (`use_direct_reads`).
     /// A file system with no page cache (the in-memory fault file system)

@@ -19,6 +19,7 @@ pub enum RecoveryMode {
 }
 
 impl RecoveryMode {
+    /// Every mode, in the order the option's help lists them.
     pub const ALL: &'static [RecoveryMode] = &[
         RecoveryMode::TolerateTailCorruption,
         RecoveryMode::SkipAnyCorruption,

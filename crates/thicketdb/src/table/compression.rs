@@ -19,13 +19,17 @@ const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
 pub enum CompressionType {
+    /// Stored as is.
     #[default]
     None = 0,
+    /// LZ4 block format (fast, modest ratio).
     Lz4 = 1,
+    /// Zstandard at its default level (slower, better ratio).
     Zstd = 2,
 }
 
 impl CompressionType {
+    /// The type whose trailer byte is `v`, if any.
     pub fn from_u8(v: u8) -> Option<CompressionType> {
         match v {
             0 => Some(CompressionType::None),
@@ -35,6 +39,7 @@ impl CompressionType {
         }
     }
 
+    /// The name options and the CLI use (`none`, `lz4`, `zstd`).
     pub fn name(self) -> &'static str {
         match self {
             CompressionType::None => "none",

@@ -237,7 +237,11 @@ fn a_chunk_is_queued_once_it_grew_by_its_limit_past_the_tail_its_switch_left() {
     fill_past(&store, &first, "b", started + limit * 3 / 4);
     store.before_switch.lock().take();
     held.release.send(()).unwrap();
-    wait_until("the build switched", || first.is_retired());
+    // The first chunk is marked retired before the new chunk set is
+    // published: wait for the set whose first chunk is the child.
+    wait_until("the build switched", || {
+        first.is_retired() && !store.default_space().chunk_set().chunks[0].is_retired()
+    });
     let child = store.default_space().chunk_set().chunks[0].clone();
     assert!(child.tail_bytes > limit / 2, "tail {}", child.tail_bytes);
     let c = &store.counters;

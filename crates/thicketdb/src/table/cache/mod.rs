@@ -239,10 +239,12 @@ impl BlockCache {
         self.shards().iter().map(|s| s.table.read().len()).sum()
     }
 
+    /// True when no block is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The cache's capacity in bytes.
     pub fn capacity(&self) -> u64 {
         self.shared.capacity
     }
