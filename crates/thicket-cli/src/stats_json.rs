@@ -250,6 +250,7 @@ mod tests {
         stats.get_blocks_read = 55;
         stats.log_table_bytes = 56;
         stats.log_table_data_bytes = 57;
+        stats.log_table_live_bytes = 58;
         stats.compaction_buffer_bytes = 49;
         stats.buffer_tables = 50;
         stats.block_cache_hits = 39;
@@ -337,6 +338,7 @@ mod tests {
                 "get_blocks_read": 55,
                 "log_table_bytes": 56,
                 "log_table_data_bytes": 57,
+                "log_table_live_bytes": 58,
                 "compaction_buffer_bytes": 49,
                 "buffer_tables": 50,
                 "block_cache_hits": 39,

@@ -297,6 +297,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "get_blocks_read",
         "log_table_bytes",
         "log_table_data_bytes",
+        "log_table_live_bytes",
         "compaction_buffer_bytes",
         "buffer_tables",
         "block_cache_hits",

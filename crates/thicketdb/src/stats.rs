@@ -106,6 +106,7 @@ macro_rules! with_counters {
             get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads not counted).",
             log_table_bytes: "TRIAD-LOG: bytes of log tables (keys and value addresses) written by flushes, part of `flush_bytes_written`; the values stay in the logs.",
             log_table_data_bytes: "TRIAD-LOG: bytes of the logs flushes turned into log tables' data (up to the last value addressed), written once, by the log.",
+            log_table_live_bytes: "TRIAD-LOG: user key and value bytes of the entries flushes' log tables address (hot keys and shadowed versions left out): what reached L0 as live data, the paper's flushed bytes.",
             chunk_funk_rebalances: "Chunked layout: funk rebalances (a chunk's table and log merged into a new funk), splits included.",
             chunk_splits: "Chunked layout: chunks split into several by a funk rebalance.",
             chunk_gets_from_munk: "Chunked layout: gets answered by a munk (a chunk's image in memory).",

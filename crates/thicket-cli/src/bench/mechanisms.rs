@@ -20,6 +20,7 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "l0_overlap_ratio",
             "log_table_bytes",
             "log_table_data_bytes",
+            "log_table_live_bytes",
         ],
     ),
     (

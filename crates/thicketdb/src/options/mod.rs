@@ -256,6 +256,12 @@ options! {
         /// TRIAD-DISK: L0 runs beyond which an L0 compaction runs whatever
         /// the overlap (the paper's MAX_FILES_L0; one flush is one run).
         triad_max_l0_files: usize = 6; keyspace,
+        /// TRIAD-DISK: the overlap ratio counts the L1 tables under L0
+        /// besides L0's own (§4.2's text and Figure 5); false: L0's tables
+        /// alone (Algorithm 2's `deferCompaction`). On a prefilled store
+        /// the L1 tables dilute the ratio toward 0, so with true the
+        /// deferral mostly waits for `triad_max_l0_files`.
+        triad_overlap_with_l1: bool = true; keyspace,
         /// TRIAD-MEM: a flush keeps the hottest keys of the memtable in
         /// memory (carried into the active memtable and re-logged) and
         /// writes only the cold ones.

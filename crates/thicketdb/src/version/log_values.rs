@@ -90,6 +90,11 @@ impl StoreLogs {
         })
     }
 
+    /// Bytes of log blocks the cache may hold (0: no cache).
+    pub fn cache_capacity(&self) -> u64 {
+        self.blocks.as_ref().map_or(0, |c| c.capacity())
+    }
+
     /// Closes a deleted log.
     pub fn evict_log(&self, log: u64) {
         self.logs.remove(&log);

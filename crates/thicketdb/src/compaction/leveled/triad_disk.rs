@@ -3,8 +3,10 @@
 //!
 //! When L0 reaches `l0_compaction_trigger` runs, the overlap ratio
 //! `1 - estimate(union) / sum(estimates)` is computed from the HyperLogLog
-//! sketches of every L0 table and every L1 table an L0 table overlaps (the
-//! inputs the L0 task would merge, Figure 5 of the paper). The compaction is
+//! sketches of every L0 table and, with `triad_overlap_with_l1`, every L1
+//! table an L0 table overlaps (the inputs the L0 task would merge, §4.2 and
+//! Figure 5 of the paper); without it, of L0's tables alone (Algorithm 2's
+//! `deferCompaction`, which reads `getLevelFiles(0)` only). The compaction is
 //! deferred while the ratio is below `triad_overlap_threshold` and L0 holds
 //! at most `triad_max_l0_files` runs. A table whose sketch is not in memory
 //! makes the ratio unknown, and an unknown ratio never defers.
@@ -77,6 +79,8 @@ pub struct Decision {
 pub struct TriadDisk {
     threshold: f64,
     max_runs: usize,
+    /// Whether the L1 tables under L0 count in the ratio.
+    with_l1: bool,
     /// Newest L0 run of the last deferred shape: a shape is counted once,
     /// however often the picker looks at it.
     deferred_shape: Mutex<Option<u64>>,
@@ -91,6 +95,7 @@ impl TriadDisk {
         options.triad_disk.then(|| TriadDisk {
             threshold: options.triad_overlap_threshold,
             max_runs: options.triad_max_l0_files,
+            with_l1: options.triad_overlap_with_l1,
             deferred_shape: Mutex::new(None),
             deferred: AtomicU64::new(0),
             last_ratio: AtomicU64::new(f64::NAN.to_bits()),
@@ -106,7 +111,17 @@ impl TriadDisk {
                 ratio: None,
             };
         }
-        let ratio = overlap_ratio(l0_inputs(version, base).iter().map(|t| &**t));
+        let ratio = if self.with_l1 {
+            overlap_ratio(l0_inputs(version, base).iter().map(|t| &**t))
+        } else {
+            overlap_ratio(
+                version.levels[0]
+                    .runs
+                    .iter()
+                    .flat_map(|r| &r.tables)
+                    .map(|t| &**t),
+            )
+        };
         Decision {
             defer: ratio.is_some_and(|r| r < self.threshold),
             ratio,

@@ -70,6 +70,9 @@ impl FlushEnv<'_> {
             table_options.log_refs = Some(vec![mem.log_number()]);
         }
         let mut addresses = LogAddresses::new(mem.clone());
+        // The current entry's key and value bytes, read while deciding to
+        // keep it (the walk owns `addresses` meanwhile).
+        let entry_bytes = addresses.entry_bytes();
         let mut values = MemtableIterator::new(mem);
         let source: &mut dyn InternalIterator = match log_table {
             true => &mut addresses,
@@ -78,7 +81,14 @@ impl FlushEnv<'_> {
         source.seek_to_first();
         let mut rule = DropRule::new(smallest_snapshot, |_: &[u8]| false)
             .with_range_deletions(range_dels.clone());
-        let mut keep = |k: &[u8]| (hot.is_empty() || !hot.contains(user_key(k))) && rule.keep(k);
+        let mut live_bytes = 0;
+        let mut keep = |k: &[u8]| {
+            let kept = (hot.is_empty() || !hot.contains(user_key(k))) && rule.keep(k);
+            if kept {
+                live_bytes += entry_bytes.load(Ordering::Relaxed);
+            }
+            kept
+        };
         let mut sink = OutputSink::new(OutputSpec {
             fs: self.fs,
             dir: self.dir,
@@ -99,6 +109,7 @@ impl FlushEnv<'_> {
         if log_table {
             Counters::add(&c.log_table_bytes, output.bytes);
             Counters::add(&c.log_table_data_bytes, addresses.data_end());
+            Counters::add(&c.log_table_live_bytes, live_bytes);
         }
         Counters::add(&c.flushes, 1);
         Counters::add(&c.flush_bytes_written, output.bytes);

@@ -237,6 +237,50 @@ fn hot_keys_kept_in_memory_are_left_out_of_the_log_table() {
 }
 
 #[test]
+fn live_bytes_count_only_the_newest_puts_a_log_table_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), log_options()).unwrap();
+    for i in 0..100 {
+        db.put(key(i), b"v1").unwrap();
+    }
+    for i in 0..50 {
+        db.put(key(i), b"value2").unwrap();
+    }
+    db.delete(key(99)).unwrap();
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.log_table_bytes > 0);
+    // 11-byte keys: 50 rewritten to 6 bytes, 49 left at 2, one deleted;
+    // the shadowed versions and the tombstone reach L0 as no live value.
+    assert_eq!(s.log_table_live_bytes, 50 * (11 + 6) + 49 * (11 + 2));
+    assert!(s.log_table_data_bytes > s.log_table_live_bytes);
+}
+
+#[test]
+fn the_log_cache_comes_out_of_the_block_cache_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = |block_cache_size: u64, triad_log_cache_size: u64| {
+        let options = Options {
+            block_cache_size,
+            triad_log_cache_size,
+            ..log_options()
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        let cache = &db.inner().table_cache;
+        let split = (
+            cache.block_cache().capacity(),
+            cache.logs().cache_capacity(),
+        );
+        db.close().unwrap();
+        split
+    };
+    // At most half of the budget goes to log blocks, and never more than
+    // the block cache gives up.
+    assert_eq!(budget(8 << 20, 16 << 20), (4 << 20, 4 << 20));
+    assert_eq!(budget(64 << 20, 16 << 20), (48 << 20, 16 << 20));
+}
+
+#[test]
 fn lsbm_and_triad_log_are_refused_together() {
     let options = Options {
         lsbm_buffer: true,

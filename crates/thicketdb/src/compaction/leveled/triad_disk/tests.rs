@@ -71,6 +71,24 @@ fn deferral_follows_the_overlap_and_the_file_cap() {
             "L0 11: a-c@0..1000\nL0 10: a-c@1000..2000\nL1 1: b-c@0..2000 x-y@5000..9000",
             "compact 0.5 pick L0",
         ),
+        // Algorithm 2's L0-only ratio ignores them: 2000 keys of 2000.
+        (
+            "triad_overlap_with_l1=false",
+            "L0 11: a-c@0..1000\nL0 10: a-c@1000..2000\nL1 1: b-c@0..2000 x-y@5000..9000",
+            "defer 0.0 pick none",
+        ),
+        // ... and counts repeats within L0 alone: 2000 unique of 4000,
+        // where a large L1 under them would dilute the ratio to 0.04.
+        (
+            "triad_overlap_with_l1=false",
+            "L0 13: a-z@0..1000\nL0 12: a-z@0..1000\nL0 11: a-z@0..1000\nL0 10: a-z@1000..2000\nL1 1: a-z@5000..50000",
+            "compact 0.5 pick L0",
+        ),
+        (
+            "",
+            "L0 13: a-z@0..1000\nL0 12: a-z@0..1000\nL0 11: a-z@0..1000\nL0 10: a-z@1000..2000\nL1 1: a-z@5000..50000",
+            "defer 0.0 pick none",
+        ),
         // ... and those beside L0's range do not.
         (
             "",
