@@ -30,6 +30,7 @@ fn options() -> Options {
         .block_size(1024)
         .l0_compaction_trigger(2)
         .max_bytes_for_level_base(64 << 10)
+        .level_base_write_buffers(0)
         .level_size_multiplier(10)
         .group_compaction_bytes(0)
         .block_cache_size(64 << 20)

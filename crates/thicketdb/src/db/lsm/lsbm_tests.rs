@@ -14,6 +14,7 @@ fn options() -> Options {
         block_size: 1024,
         l0_compaction_trigger: 2,
         max_bytes_for_level_base: 64 << 10,
+        level_base_write_buffers: 0,
         group_compaction_bytes: 0,
         lsbm_trim_interval: 3_600_000,
         lsbm_superfile_tables: 4,
