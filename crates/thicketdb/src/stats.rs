@@ -103,7 +103,7 @@ macro_rules! with_counters {
             buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
             freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
             gets: "Point lookups (`get`).",
-            get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads not counted).",
+            get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads included).",
             log_table_bytes: "TRIAD-LOG: bytes of log tables (keys and value addresses) written by flushes, part of `flush_bytes_written`; the values stay in the logs.",
             log_table_data_bytes: "TRIAD-LOG: bytes of the logs flushes turned into log tables' data (up to the last value addressed), written once, by the log.",
             chunk_funk_rebalances: "Chunked layout: funk rebalances (a chunk's table and log merged into a new funk), splits included.",

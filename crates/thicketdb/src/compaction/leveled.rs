@@ -2,10 +2,10 @@
 //! compaction as options.
 //!
 //! - L0 is due when it holds `l0_compaction_trigger` runs. With one victim
-//!   per compaction (`group_compaction_bytes` 0) it is picked as LevelDB
-//!   does: the L0 tables connected to the table after L0's compact pointer
-//!   and the L1 tables under them (`leveldb_l0_task`); with group
-//!   compaction every L0 run is merged with the L1 tables it overlaps.
+//!   per compaction (`group_compaction_bytes` 0) and LevelDB's L0 of one
+//!   table per flush (`flush_one_table`) it is picked as LevelDB does: the L0 tables connected to the table after L0's compact pointer
+//!   and the L1 tables under them (`leveldb_l0_task`); otherwise every L0
+//!   run is merged with the L1 tables it overlaps.
 //! - Ln (n ≥ 1) is due when its bytes exceed `max_bytes_for_level_base ×
 //!   level_size_multiplier^(n-1)`; the level with the highest score goes
 //!   first, the shallower on a tie (LevelDB's `VersionSet::Finalize` keeps
@@ -164,9 +164,11 @@ impl LeveledPolicy {
         due.into_iter().find_map(|(level, score)| {
             let reason = format!("L{level} score {score:.2}");
             if level == 0 {
-                let task = match self.options.group_compaction_bytes {
-                    0 => self.leveldb_l0_task(version, base, reason),
-                    _ => l0_task(version, base, reason),
+                let leveldb_l0 =
+                    self.options.group_compaction_bytes == 0 && self.options.flush_one_table;
+                let task = match leveldb_l0 {
+                    true => self.leveldb_l0_task(version, base, reason),
+                    false => l0_task(version, base, reason),
                 };
                 Some(task).filter(|t| busy.admits(&Self::claim(t, busy.order())))
             } else {
@@ -252,7 +254,7 @@ impl LeveledPolicy {
 
     /// LevelDB's L0 pick (`VersionSet::PickCompaction` and
     /// `SetupOtherInputs`), taken with one victim per compaction
-    /// (`group_compaction_bytes` 0): the first L0 table by smallest key
+    /// (`group_compaction_bytes` 0) and one table per flush: the first L0 table by smallest key
     /// whose largest key is past L0's compact pointer (wrapping around),
     /// widened to every L0 table its range reaches (L0 tables overlap),
     /// with the `base` tables under them; then widened once more to the L0

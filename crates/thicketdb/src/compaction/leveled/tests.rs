@@ -87,6 +87,8 @@ fn options(settings: &str) -> Options {
         level_size_multiplier: 10,
         group_compaction_bytes: 0,
         settled_compaction: false,
+        // LevelDB's L0: a flush is one table.
+        flush_one_table: true,
         // LevelDB's fixed targets unless a case asks for dynamic ones.
         dynamic_level_bytes: false,
         ..Options::default()
