@@ -67,11 +67,13 @@ fn interpret<R>(
     })
 }
 
+/// What a table read answers: the entry's probe, if the table holds one
+/// (`Some(None)`: a malformed key).
+type Entry<R> = Result<Option<Option<Probe<R>>>>;
+
 /// The probe both variants share: range tombstones first, then `read`
 /// (given the covering tombstone's sequence and `on_value`) for the entry;
 /// `None` when `read` declined to read.
-type Entry<R> = Result<Option<Option<Probe<R>>>>;
-
 fn probe_with<R, F: FnOnce(&[u8]) -> R>(
     table: &Table,
     lookup: &[u8],
