@@ -95,15 +95,24 @@ fn lookup_with<R>(
         }
     }
     let tables = probe_order(inner, &sv.version, key, seq);
-    let Some(pool) = &inner.search else {
+    // A block cache miss is a device read only with direct reads; with
+    // the page cache behind it, a miss is mostly a copy, and handing that
+    // to another thread costs more than it saves (docs/reproduction.md,
+    // SifrDB: 4 threads 1.66x serial's p95 under a 64 MiB cap).
+    let pool = inner
+        .search
+        .as_ref()
+        .filter(|_| inner.options.use_direct_reads);
+    let Some(pool) = pool else {
         return probe_in_turn(inner, tables, lookup, opts, f);
     };
     search_in_parallel(inner, pool, &sv, tables, lookup, opts, f)
 }
 
 /// SifrDB's parallel search, where it pays: parallel probes save device
-/// latency, and handing a cached block's probe to another thread costs
-/// more than doing it. So candidates are probed in turn from the block
+/// latency (with `use_direct_reads`, where a block cache miss is a device
+/// read), and handing a cached block's probe to another thread costs more
+/// than doing it. So candidates are probed in turn from the block
 /// cache; those whose data block would have to be read are set aside, and
 /// once a cached answer (or the last candidate) decides which of them
 /// matter, they go to the search threads when at least
