@@ -391,7 +391,7 @@ impl LeveledPolicy {
             }
         }
         // Newest run first, as every merge group.
-        merge.sort_by(|a, b| b.run.cmp(&a.run));
+        merge.sort_by_key(|input| std::cmp::Reverse(input.run));
         if let (Some(run), false) = (below, lower.is_empty()) {
             merge.push(TaskInput {
                 level: base,
