@@ -105,7 +105,7 @@ macro_rules! with_counters {
             buffer_trims: "Trims of the compaction buffer that removed tables (LSbM Algorithm 2).",
             buffer_tables_trimmed: "Compaction-buffer tables removed by trims for a low cached-block share (LSbM), part of `buffer_tables_removed`.",
             gets: "Point lookups (`get`).",
-            get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads not counted).",
+            get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads included).",
             log_table_bytes: "TRIAD-LOG: bytes of log tables (keys and value addresses) written by flushes, part of `flush_bytes_written`; the values stay in the logs.",
             log_table_data_bytes: "TRIAD-LOG: bytes of the logs flushes turned into log tables' data (up to the last value addressed), written once, by the log.",
             log_table_live_bytes: "TRIAD-LOG: user key and value bytes of the entries flushes' log tables address (hot keys and shadowed versions left out): what reached L0 as live data, the paper's flushed bytes.",

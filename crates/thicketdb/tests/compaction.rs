@@ -532,3 +532,43 @@ fn leveldb_flush_writes_one_table_and_places_it_below_l0_when_free() {
     assert_eq!(s.runs_per_level[0] as u64, s.flushes, "{s:?}");
     assert!(s.tables_per_level[0] as u64 > s.flushes, "{s:?}");
 }
+
+/// LevelDB syncs nothing at a memtable switch and three times per flush
+/// (the table, the directory, the MANIFEST); a sync write after switches
+/// makes the earlier logs durable first (one sync each, still unflushed or
+/// not) and the directory, so a power loss keeps a prefix.
+#[test]
+fn leveldb_syncs_three_times_per_flush_and_none_at_a_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = small(Profile::LevelDb).disable_auto_compactions(true);
+    let db = Db::open(dir.path(), options).unwrap();
+    let before = db.stats();
+    for round in 0..5u64 {
+        for i in 0..50 {
+            db.put(key(round * 100 + i), [b'v'; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let s = db.stats();
+    let flushes = s.flushes - before.flushes;
+    assert_eq!(flushes, 5, "{s:?}");
+    assert_eq!(
+        s.fsyncs_log, before.fsyncs_log,
+        "no sync at a switch: {s:?}"
+    );
+    let per_flush =
+        (s.fsyncs_flush + s.fsyncs_manifest - before.fsyncs_flush - before.fsyncs_manifest)
+            / flushes;
+    assert_eq!(per_flush, 3, "{s:?}");
+    // The switch of the last flush left its log unsynced (and the new
+    // log's directory entry): a sync write pays for them once.
+    let synced = thicketdb::WriteOptions { sync: true };
+    db.put_opt(key(1), b"x", synced).unwrap();
+    assert_eq!(
+        db.stats().fsyncs_log - s.fsyncs_log,
+        3,
+        "old log, directory, log"
+    );
+    db.put_opt(key(2), b"y", synced).unwrap();
+    assert_eq!(db.stats().fsyncs_log - s.fsyncs_log, 4, "the log alone");
+}

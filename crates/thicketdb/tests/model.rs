@@ -1017,7 +1017,9 @@ fn model_sifr_early_cleaning() {
         checkpoints += stats.merge_checkpoints;
         lookups += stats.search_lookups;
         assert!(checkpoints > 0);
-        assert_eq!(lookups > 0, threads > 1, "{threads} search threads");
+        // Parallel lookups run only with direct reads (a block cache miss
+        // is then a device read); these stores read through the page cache.
+        assert_eq!(lookups, 0, "{threads} search threads");
     }
 }
 

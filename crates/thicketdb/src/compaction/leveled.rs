@@ -1,8 +1,11 @@
 //! The `leveled` policy: LevelDB's leveling with BoLT's group and settled
 //! compaction as options.
 //!
-//! - L0 is due when it holds `l0_compaction_trigger` runs: every L0 run is
-//!   merged with the L1 tables it overlaps.
+//! - L0 is due when it holds `l0_compaction_trigger` runs. With one victim
+//!   per compaction (`group_compaction_bytes` 0) and LevelDB's L0 of one
+//!   table per flush (`flush_one_table`) it is picked as LevelDB does: the L0 tables connected to the table after L0's compact pointer
+//!   and the L1 tables under them (`leveldb_l0_task`); otherwise every L0
+//!   run is merged with the L1 tables it overlaps.
 //! - Ln (n ≥ 1) is due when its bytes exceed `max_bytes_for_level_base ×
 //!   level_size_multiplier^(n-1)`; the level with the highest score goes
 //!   first, the shallower on a tie (LevelDB's `VersionSet::Finalize` keeps
@@ -15,8 +18,9 @@
 //!   stored in the same segment, up to that many (LSbM §IV-C). With `settled_compaction` victims are the tables with
 //!   the least overlap in the next level, contiguous or not, and those with
 //!   none are promoted by metadata only (BoLT settled compaction). Without
-//!   it a victim is moved only when it is the task's lone victim and
-//!   overlaps nothing (LevelDB's trivial move); other free victims are
+//!   it a victim is moved only when it is the task's lone victim,
+//!   overlaps nothing and overlaps the level below that by at most the
+//!   grandparent limit (LevelDB's trivial move); other free victims are
 //!   rewritten.
 //! - With several compaction threads, a victim whose task would conflict
 //!   with a running one (`busy`) is passed over, and a level with nothing
@@ -160,8 +164,13 @@ impl LeveledPolicy {
         due.into_iter().find_map(|(level, score)| {
             let reason = format!("L{level} score {score:.2}");
             if level == 0 {
-                Some(l0_task(version, base, reason))
-                    .filter(|t| busy.admits(&Self::claim(t, busy.order())))
+                let leveldb_l0 =
+                    self.options.group_compaction_bytes == 0 && self.options.flush_one_table;
+                let task = match leveldb_l0 {
+                    true => self.leveldb_l0_task(version, base, reason),
+                    false => l0_task(version, base, reason),
+                };
+                Some(task).filter(|t| busy.admits(&Self::claim(t, busy.order())))
             } else {
                 self.level_task(version, level, reason, busy)
             }
@@ -224,11 +233,193 @@ impl LeveledPolicy {
         }
         victims.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
         let settled = self.options.settled_compaction;
-        let task = build_task(&version.order, level, run, next, victims, settled, reason);
+        // LevelDB moves a lone victim only within the grandparent limit
+        // (`IsTrivialMove`); BoLT's settled promotion has no such check.
+        let lone_movable = settled
+            || victims.len() != 1
+            || self.within_grandparents(version, level + 1, &victims[0]);
+        let mut task = build_task(&version.order, level, run, next, victims, settled, reason);
+        if !lone_movable {
+            task = CompactionTask {
+                merges: task.moves.into_iter().map(|m| vec![m]).collect(),
+                moves: Vec::new(),
+                ..task
+            };
+        }
         Some(CompactionTask {
             compact_pointer: advanced,
             ..task
         })
+    }
+
+    /// LevelDB's L0 pick (`VersionSet::PickCompaction` and
+    /// `SetupOtherInputs`), taken with one victim per compaction
+    /// (`group_compaction_bytes` 0) and one table per flush: the first L0 table by smallest key
+    /// whose largest key is past L0's compact pointer (wrapping around),
+    /// widened to every L0 table its range reaches (L0 tables overlap),
+    /// with the `base` tables under them; then widened once more to the L0
+    /// tables under the whole range when that takes no further `base`
+    /// table and stays under 25 tables' worth of bytes. A lone L0 table
+    /// with nothing under it is moved when its grandparent overlap is
+    /// within the limit (`IsTrivialMove`). The pointer advances to the
+    /// largest key taken.
+    fn leveldb_l0_task(&self, version: &Version, base: usize, reason: String) -> CompactionTask {
+        let order = &version.order;
+        let mut l0: Vec<(u64, Arc<TableMeta>)> = version.levels[0]
+            .runs
+            .iter()
+            .flat_map(|r| r.tables.iter().map(move |t| (r.id, t.clone())))
+            .collect();
+        l0.sort_by(|a, b| {
+            order
+                .internal(&a.1.smallest, &b.1.smallest)
+                .then(a.1.id.cmp(&b.1.id))
+        });
+        let mut pointers = self.compact_pointers.lock();
+        let pointer = &pointers[0];
+        let first = l0
+            .iter()
+            .find(|(_, t)| {
+                pointer.is_empty()
+                    || order.internal(&t.largest, pointer) == std::cmp::Ordering::Greater
+            })
+            .or(l0.first())
+            .map(|(_, t)| t.clone());
+        let below = version.levels[base].runs.first();
+        let Some(first) = first else {
+            return l0_task(version, base, reason);
+        };
+        let range = |tables: &[(u64, Arc<TableMeta>)]| {
+            let lo = tables
+                .iter()
+                .map(|(_, t)| t.smallest_user_key())
+                .min_by(|a, b| order.user(a, b))
+                .unwrap_or_default()
+                .to_vec();
+            let hi = tables
+                .iter()
+                .map(|(_, t)| t.largest_user_key())
+                .max_by(|a, b| order.user(a, b))
+                .unwrap_or_default()
+                .to_vec();
+            (lo, hi)
+        };
+        let l0_within = |lo: &[u8], hi: &[u8]| -> Vec<(u64, Arc<TableMeta>)> {
+            // LevelDB's `GetOverlappingInputs` for L0: a table reaching past
+            // the range widens it and the search starts over.
+            let (mut lo, mut hi) = (lo.to_vec(), hi.to_vec());
+            loop {
+                let taken: Vec<(u64, Arc<TableMeta>)> = l0
+                    .iter()
+                    .filter(|(_, t)| t.overlaps(Some(&lo), Some(&hi), order))
+                    .cloned()
+                    .collect();
+                let (l, h) = range(&taken);
+                let wider = order.lt(&l, &lo) || order.lt(&hi, &h);
+                if !wider {
+                    return taken;
+                }
+                (lo, hi) = (l, h);
+            }
+        };
+        let under = |lo: &[u8], hi: &[u8]| {
+            below.map_or_else(Vec::new, |r| r.overlapping(Some(lo), Some(hi), order))
+        };
+        let mut inputs = l0_within(first.smallest_user_key(), first.largest_user_key());
+        let (lo, hi) = range(&inputs);
+        let mut lower = under(&lo, &hi);
+        if !lower.is_empty() {
+            let (mut all_lo, mut all_hi) = (lo.clone(), hi.clone());
+            for t in &lower {
+                if order.lt(t.smallest_user_key(), &all_lo) {
+                    all_lo = t.smallest_user_key().to_vec();
+                }
+                if order.lt(&all_hi, t.largest_user_key()) {
+                    all_hi = t.largest_user_key().to_vec();
+                }
+            }
+            let expanded = l0_within(&all_lo, &all_hi);
+            let (elo, ehi) = range(&expanded);
+            let limit = 25 * self.options.target_table_size;
+            let bytes: u64 = expanded.iter().map(|(_, t)| t.length).sum::<u64>()
+                + lower.iter().map(|t| t.length).sum::<u64>();
+            if expanded.len() > inputs.len()
+                && bytes < limit
+                && under(&elo, &ehi).len() == lower.len()
+            {
+                inputs = expanded;
+                lower = under(&elo, &ehi);
+            }
+        }
+        let largest = inputs
+            .iter()
+            .map(|(_, t)| &t.largest)
+            .max_by(|a, b| order.internal(a, b))
+            .cloned()
+            .unwrap_or_default();
+        pointers[0].clone_from(&largest);
+        let compact_pointer = Some((0, largest));
+        let output_run = below.map(|r| r.id);
+        if let [(run, table)] = inputs.as_slice() {
+            if lower.is_empty()
+                && !table.is_log_table()
+                && self.within_grandparents(version, base, table)
+            {
+                return CompactionTask {
+                    merges: Vec::new(),
+                    moves: vec![TaskInput {
+                        level: 0,
+                        run: *run,
+                        tables: vec![table.clone()],
+                    }],
+                    output_level: base,
+                    output_run,
+                    reason,
+                    compact_pointer,
+                };
+            }
+        }
+        let mut merge: Vec<TaskInput> = Vec::new();
+        for (run, table) in inputs {
+            match merge.iter_mut().find(|i| i.run == run) {
+                Some(input) => input.tables.push(table),
+                None => merge.push(TaskInput {
+                    level: 0,
+                    run,
+                    tables: vec![table],
+                }),
+            }
+        }
+        // Newest run first, as every merge group.
+        merge.sort_by_key(|input| std::cmp::Reverse(input.run));
+        if let (Some(run), false) = (below, lower.is_empty()) {
+            merge.push(TaskInput {
+                level: base,
+                run: run.id,
+                tables: lower,
+            });
+        }
+        CompactionTask {
+            merges: vec![merge],
+            moves: Vec::new(),
+            output_level: base,
+            output_run,
+            reason,
+            compact_pointer,
+        }
+    }
+
+    /// Whether moving `table` into `level` keeps its overlap with the
+    /// level below within the grandparent limit (LevelDB's
+    /// `IsTrivialMove`; always, without a limit).
+    fn within_grandparents(&self, version: &Version, level: usize, table: &TableMeta) -> bool {
+        let limit = self.grandparent_limit();
+        limit == 0
+            || overlap_bytes(
+                &version.order,
+                table,
+                version.levels.get(level + 1).and_then(|l| l.runs.first()),
+            ) <= limit
     }
 
     /// Bytes of the level below a task's output an output table may

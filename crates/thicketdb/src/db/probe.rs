@@ -28,7 +28,59 @@ pub(crate) fn probe_table<R>(
     fill_cache: bool,
     on_value: impl FnOnce(&[u8]) -> R,
 ) -> Result<Probe<R>> {
-    use crate::format::internal_key::{trailer, user_key, ParsedKey, ValueKind};
+    let read = |covered, on_value| {
+        Some(table.get_with(lookup, fill_cache, |key, value| {
+            interpret(key, value, covered, on_value)
+        }))
+    };
+    probe_with(table, lookup, on_value, read).unwrap_or(Ok(Probe::Absent))
+}
+
+/// [`probe_table`] when it needs no read from the file: `None` (nothing
+/// read) when the key's data block is not in the block cache.
+pub(crate) fn probe_table_cached<R>(
+    table: &Table,
+    lookup: &[u8],
+    on_value: impl FnOnce(&[u8]) -> R,
+) -> Option<Result<Probe<R>>> {
+    let read = |covered, on_value| {
+        table.get_cached_with(lookup, |key, value| {
+            interpret(key, value, covered, on_value)
+        })
+    };
+    probe_with(table, lookup, on_value, read)
+}
+
+/// The entry `key` the table holds for the lookup, as a probe's answer;
+/// `None` for a malformed key.
+fn interpret<R>(
+    key: &[u8],
+    value: &[u8],
+    covered: u64,
+    on_value: impl FnOnce(&[u8]) -> R,
+) -> Option<Probe<R>> {
+    use crate::format::internal_key::{ParsedKey, ValueKind};
+    ParsedKey::parse(key).map(|p| match p.kind {
+        _ if p.sequence < covered => Probe::Deleted,
+        ValueKind::Value => Probe::Found(on_value(value)),
+        ValueKind::Deletion => Probe::Deleted,
+    })
+}
+
+/// What a table read answers: the entry's probe, if the table holds one
+/// (`Some(None)`: a malformed key).
+type Entry<R> = Result<Option<Option<Probe<R>>>>;
+
+/// The probe both variants share: range tombstones first, then `read`
+/// (given the covering tombstone's sequence and `on_value`) for the entry;
+/// `None` when `read` declined to read.
+fn probe_with<R, F: FnOnce(&[u8]) -> R>(
+    table: &Table,
+    lookup: &[u8],
+    on_value: F,
+    read: impl FnOnce(u64, F) -> Option<Entry<R>>,
+) -> Option<Result<Probe<R>>> {
+    use crate::format::internal_key::{trailer, user_key};
     let range_dels = table.range_deletions();
     let covered = match range_dels.is_empty() {
         true => 0,
@@ -37,19 +89,16 @@ pub(crate) fn probe_table<R>(
     // A table of tombstones alone (a flushed range delete) has no entry
     // to look up.
     if table.properties().entries == 0 {
-        return Ok(match covered {
+        return Some(Ok(match covered {
             0 => Probe::Absent,
             _ => Probe::Deleted,
-        });
+        }));
     }
-    let found = table.get_with(lookup, fill_cache, |key, value| {
-        ParsedKey::parse(key).map(|p| match p.kind {
-            _ if p.sequence < covered => Probe::Deleted,
-            ValueKind::Value => Probe::Found(on_value(value)),
-            ValueKind::Deletion => Probe::Deleted,
-        })
-    })?;
-    match found {
+    let found = match read(covered, on_value)? {
+        Ok(found) => found,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(match found {
         None if covered > 0 => Ok(Probe::Deleted),
         None => Ok(Probe::Absent),
         Some(Some(probe)) => Ok(probe),
@@ -58,5 +107,5 @@ pub(crate) fn probe_table<R>(
             table.offset(),
             "malformed internal key in a table",
         )),
-    }
+    })
 }

@@ -17,11 +17,17 @@ pub enum Profile {
     /// table, one victim per compaction, one compaction thread (the baseline
     /// BoLT is measured against).
     LevelDb,
-    /// BoLT: compaction files of 1 MiB logical tables, group compaction of
-    /// up to 64 MiB, settled compaction, the shared descriptor cache.
+    /// BoLT: `leveldb` with compaction files of 1 MiB logical tables (dead
+    /// ones released by hole punching), group compaction of up to 64 MiB,
+    /// settled compaction and the shared descriptor cache.
     Bolt,
-    /// SifrDB: the tiered split forest, four runs per level of 2 MiB tables.
+    /// SifrDB: `leveldb` with the tiered split forest (four runs per level
+    /// of 2 MiB tables), early cleaning with its journal and redirection,
+    /// and parallel search.
     Sifr,
+    /// `sifr` plus BoLT's pieces that apply to a forest: compaction files
+    /// (hole punching with them) and the shared descriptor cache.
+    SifrBolt,
     /// LSbM-tree: the default leveled tree with fixed level targets and a
     /// compaction buffer (buffered merge, trim, freeze, range reads through
     /// the buffer, super-files), victims taken round-robin in key order so
@@ -48,6 +54,7 @@ impl Profile {
         Profile::LevelDb,
         Profile::Bolt,
         Profile::Sifr,
+        Profile::SifrBolt,
         Profile::Lsbm,
         Profile::Triad,
         Profile::YoDb,
@@ -60,65 +67,81 @@ impl Profile {
             Profile::LevelDb => "leveldb",
             Profile::Bolt => "bolt",
             Profile::Sifr => "sifr",
+            Profile::SifrBolt => "sifr-bolt",
             Profile::Lsbm => "lsbm",
             Profile::Triad => "triad",
             Profile::YoDb => "yodb",
         }
     }
 
-    /// The options this profile starts from. `leveldb` and `bolt` share
-    /// LevelDB's level sizes, the BoLT paper's 64 MiB memtable and LevelDB's
-    /// single compaction thread (BoLT is built on LevelDB), so that they
-    /// differ only in BoLT's elements.
+    /// The options this profile starts from. `bolt` and `sifr` are
+    /// `leveldb` plus their paper's techniques and nothing else (both
+    /// papers built on LevelDB): `options::tests` compares every field of
+    /// each pair. `sifr-bolt` is `sifr` plus BoLT's pieces that apply to a
+    /// forest.
     pub fn options(self) -> Options {
-        let paper = Options {
+        let leveldb = Options {
             profile: self,
-            max_bytes_for_level_base: 10 << 20,
+            // The BoLT paper's 64 MiB memtable; LevelDB's 2 MiB tables.
+            target_table_size: 2 << 20,
             // LevelDB's fixed level targets, L1 first.
+            max_bytes_for_level_base: 10 << 20,
             dynamic_level_bytes: false,
+            // LevelDB's single compaction thread.
             compaction_threads: 1,
-            // LevelDB's memtable has no filter.
+            // One table per file, one fsync per table, one victim per
+            // compaction, a descriptor per table.
+            compaction_file: false,
+            group_compaction_bytes: 0,
+            settled_compaction: false,
+            segment_descriptor_cache: false,
+            // One immutable memtable, one table per flush placed up to L2
+            // when it overlaps nothing, outputs cut by grandparent overlap,
+            // no pending-bytes stall.
+            max_immutable_memtables: 1,
+            flush_one_table: true,
+            max_mem_compact_level: 2,
+            grandparent_overlap_factor: 10,
+            soft_pending_compaction_bytes: u64::MAX,
+            hard_pending_compaction_bytes: u64::MAX,
+            // LevelDB's table cache holds indexes and filters outside the
+            // block cache; its memtable has no filter.
+            charge_table_metadata: false,
             memtable_bloom_size_ratio: 0.0,
             ..Options::default()
         };
+        let sifr = Options {
+            // The split forest: a full level's runs merge into one new run
+            // of the next, of 2 MiB sub-trees (flushes split too: every
+            // tree is stored split), four runs per level (the paper's
+            // growth factor for forests).
+            compaction_policy: PolicyKind::Tiered,
+            runs_per_level: 4,
+            flush_one_table: false,
+            // Early cleaning every 10 output tables, with its journal and
+            // redirection (the default threshold, the paper's).
+            early_cleaning_threshold: 10,
+            // Parallel search: four search threads, the caller's
+            // included, used per lookup only where probes need I/O.
+            search_threads: SIFR_SEARCH_THREADS,
+            ..leveldb.clone()
+        };
         match self {
             Profile::Default => Options::default(),
-            Profile::LevelDb => Options {
-                target_table_size: 2 << 20,
-                compaction_file: false,
-                group_compaction_bytes: 0,
-                settled_compaction: false,
-                segment_descriptor_cache: false,
-                // Stock LevelDB: one immutable memtable, one table per
-                // flush placed up to L2 when it overlaps nothing, outputs
-                // cut by grandparent overlap, no pending-bytes stall.
-                max_immutable_memtables: 1,
-                flush_one_table: true,
-                max_mem_compact_level: 2,
-                grandparent_overlap_factor: 10,
-                soft_pending_compaction_bytes: u64::MAX,
-                hard_pending_compaction_bytes: u64::MAX,
-                // LevelDB's table cache holds indexes and filters outside
-                // the block cache.
-                charge_table_metadata: false,
-                ..paper
-            },
+            Profile::LevelDb => leveldb,
             Profile::Bolt => Options {
                 target_table_size: 1 << 20,
                 compaction_file: true,
                 group_compaction_bytes: 64 << 20,
                 settled_compaction: true,
                 segment_descriptor_cache: true,
-                ..paper
+                ..leveldb
             },
-            Profile::Sifr => Options {
-                profile: self,
-                compaction_policy: PolicyKind::Tiered,
-                // A leveled option: a tiered forest has no level targets.
-                dynamic_level_bytes: false,
-                runs_per_level: 4,
-                target_table_size: 2 << 20,
-                ..Options::default()
+            Profile::Sifr => sifr,
+            Profile::SifrBolt => Options {
+                compaction_file: true,
+                segment_descriptor_cache: true,
+                ..sifr
             },
             Profile::Lsbm => Options {
                 profile: self,
@@ -175,6 +198,11 @@ impl Profile {
         }
     }
 }
+
+/// `sifr`'s search threads, the caller's included (the paper's default
+/// is 16 on a 28-core machine with a 41K-IOPS SSD; this engine's test
+/// machines have 2 cores).
+const SIFR_SEARCH_THREADS: usize = 4;
 
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

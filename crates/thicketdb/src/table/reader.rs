@@ -268,6 +268,49 @@ impl Table {
         result
     }
 
+    /// Like [`Table::get_with`] when that needs no read from the file;
+    /// `None` (nothing read, `f` not called) when the data block holding
+    /// the key is not in the block cache, or there is no cache.
+    pub fn get_cached_with<R>(
+        &self,
+        lookup_key: &[u8],
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Option<Result<Option<R>>> {
+        if !self.may_contain(user_key(lookup_key)) {
+            return Some(Ok(None));
+        }
+        let i = self.index.seek(lookup_key);
+        if i == self.index.len() {
+            return Some(Ok(None));
+        }
+        let handle = self.index.handle(i);
+        let block_pos = self.table_file().absolute(handle);
+        let cache = self.cache.as_ref()?;
+        let mut key_buf = LOOKUP_KEY.with(Cell::take);
+        let search = |block: &Block| {
+            let mut data =
+                BlockIter::with_key_buffer(block, mem::take(&mut key_buf), self.order.clone());
+            data.seek(lookup_key);
+            let found = (data.valid()
+                && self
+                    .order
+                    .user(user_key(data.key()), user_key(lookup_key))
+                    .is_eq())
+            .then(|| self.with_value(block_pos, data.key(), data.value(), f))
+            .transpose();
+            let status = data.status();
+            let buffer = data.into_key_buffer();
+            (status.and(found), buffer)
+        };
+        let answer = cache.with_cached_block(self.segment_id, block_pos, search);
+        let answer = answer.map(|(result, buffer)| {
+            key_buf = buffer;
+            result
+        });
+        LOOKUP_KEY.with(|c| c.set(key_buf));
+        answer
+    }
+
     /// Relies on the index invariant (separator `<` next block's first key):
     /// if the target block has no entry `>= lookup_key`, the next block's
     /// first entry has a different user key, so there is no match.

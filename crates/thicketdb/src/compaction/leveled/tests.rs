@@ -87,6 +87,8 @@ fn options(settings: &str) -> Options {
         level_size_multiplier: 10,
         group_compaction_bytes: 0,
         settled_compaction: false,
+        // LevelDB's L0: a flush is one table.
+        flush_one_table: true,
         // LevelDB's fixed targets unless a case asks for dynamic ones.
         dynamic_level_bytes: false,
         ..Options::default()
@@ -137,7 +139,7 @@ fn l0_merges_overlapping_runs_with_l1_and_moves_loners() {
     // (c-e); x-y overlaps only 106 (w-x): two separate merge groups. m-n is
     // under no L0 table and stays.
     assert_eq!(
-        pick("", shape),
+        pick("group_compaction_bytes=1000", shape),
         "merge {L0#11:100 L0#10:101 L1#1:103,104} merge {L0#10:102 L1#1:106} -> L1#1"
     );
 }
@@ -175,7 +177,12 @@ fn sequential_l0_runs_move_without_rewriting() {
         L0 11: e-f/100
         L0 10: c-d/100
         L1 1: a-b/100";
-    assert_eq!(pick("", shape), "move {L0#10:101} move {L0#11:100} -> L1#1");
+    assert_eq!(
+        pick("group_compaction_bytes=1000", shape),
+        "move {L0#10:101} move {L0#11:100} -> L1#1"
+    );
+    // LevelDB moves one L0 table per compaction.
+    assert_eq!(pick("", shape), "move {L0#10:101} -> L1#1");
 }
 
 /// LSbM super-files: a victim brings the tables after it in its segment,
@@ -412,11 +419,21 @@ fn an_l0_task_runs_beside_an_l1_task_on_another_range() {
         L1 1: a-c/1500
         L2 2: a-a/10";
     assert_eq!(
-        picks_while_running("", shape, 3),
+        picks_while_running("group_compaction_bytes=100", shape, 3),
         [
             "merge {L1#1:102 L2#2:103} -> L2#2",
             "move {L0#11:100} move {L0#10:101} -> L1#1",
             "none",
+        ]
+    );
+    // LevelDB's pick takes one L0 table at a time; disjoint ones run side
+    // by side.
+    assert_eq!(
+        picks_while_running("", shape, 3),
+        [
+            "merge {L1#1:102 L2#2:103} -> L2#2",
+            "move {L0#11:100} -> L1#1",
+            "move {L0#10:101} -> L1#1",
         ]
     );
 }
@@ -670,4 +687,74 @@ fn run_overlapping_finds_what_a_scan_finds() {
             "{shape} {lo:?} {hi:?}"
         );
     }
+}
+
+/// LevelDB's L0 pick: the L0 tables connected to the first one past L0's
+/// compact pointer and the L1 tables under them; the next pick resumes
+/// after them. With group compaction every L0 group goes at once.
+#[test]
+fn leveldb_picks_l0_round_robin_one_connected_group_at_a_time() {
+    let shape = "
+        L0 11: b-d/100
+        L0 10: a-c/100 x-y/100
+        L1 1: a-b/100 c-e/100 m-n/100 w-x/100";
+    let policy = LeveledPolicy::new(&options(""));
+    let v = version(shape);
+    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    let second = render(&policy.pick(&v, &Busy::default()).unwrap());
+    assert_eq!(first, "merge {L0#11:100 L0#10:101 L1#1:103,104} -> L1#1");
+    assert_eq!(second, "merge {L0#10:102 L1#1:106} -> L1#1");
+    assert_eq!(
+        pick("group_compaction_bytes=1000", shape),
+        "merge {L0#11:100 L0#10:101 L1#1:103,104} merge {L0#10:102 L1#1:106} -> L1#1"
+    );
+}
+
+/// LevelDB widens an L0 pick to the L0 tables under its L1 inputs' range
+/// when that takes no further L1 table (`SetupOtherInputs`).
+#[test]
+fn leveldb_widens_an_l0_pick_that_takes_no_more_of_l1() {
+    let shape = "
+        L0 11: e-f/100
+        L0 10: a-b/100
+        L1 1: a-f/100 x-z/100";
+    assert_eq!(
+        pick("", shape),
+        "merge {L0#11:100 L0#10:101 L1#1:102} -> L1#1"
+    );
+}
+
+/// LevelDB's `IsTrivialMove`: a lone victim overlapping nothing in the next
+/// level moves only when it overlaps the level after that by at most the
+/// grandparent limit (10 tables); otherwise it is rewritten.
+#[test]
+fn trivial_moves_respect_the_grandparent_limit() {
+    let limit = "grandparent_overlap_factor=10 target_table_size=4096";
+    let l0 = "L0 11: x-y/100\nL0 10: m-n/100";
+    // L2's target (10^5) above what it holds: only L0 is due.
+    let limit_l0 = &format!("{limit} max_bytes_for_level_base=10000");
+    assert_eq!(
+        pick(limit_l0, &format!("{l0}\nL2 3: m-n/40960")),
+        "move {L0#10:101} -> L1#new"
+    );
+    assert_eq!(
+        pick(limit_l0, &format!("{l0}\nL2 3: m-n/40961")),
+        "merge {L0#10:101} -> L1#new"
+    );
+    assert_eq!(
+        pick(
+            "max_bytes_for_level_base=10000",
+            &format!("{l0}\nL2 3: m-n/40961")
+        ),
+        "move {L0#10:101} -> L1#new"
+    );
+    let l1 = "L1 1: a-b/1200\nL2 2: x-z/100";
+    assert_eq!(
+        pick(limit, &format!("{l1}\nL3 3: a-b/50000")),
+        "merge {L1#1:100} -> L2#2"
+    );
+    assert_eq!(
+        pick(limit, &format!("{l1}\nL3 3: a-b/100")),
+        "move {L1#1:100} -> L2#2"
+    );
 }

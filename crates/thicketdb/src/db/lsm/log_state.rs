@@ -14,6 +14,56 @@ pub(crate) struct LogState {
     /// The file number of the log `writer` appends to (a checkpoint copies
     /// exactly its written prefix).
     pub number: u64,
+    /// Logs a memtable switch left without syncing them, as LevelDB's
+    /// switch does (numbered), and whether the current log's directory
+    /// entry is not durable yet: the next sync write makes them durable
+    /// before the current log ([`LogState::sync`]), so that what survives
+    /// a power loss stays a prefix of the writes. A log whose memtable is
+    /// in a table by then needs no sync: it is let go at the next switch.
+    pub unsynced: Vec<(u64, LogWriter)>,
+    pub dir_unsynced: bool,
+}
+
+impl LogState {
+    pub fn new(writer: LogWriter, number: u64) -> LogState {
+        LogState {
+            writer,
+            number,
+            unsynced: Vec::new(),
+            dir_unsynced: false,
+        }
+    }
+
+    /// Makes the current log durable, after every earlier log the switches
+    /// left unsynced and the current log's directory entry; returns the
+    /// `fdatasync`s it took.
+    pub fn sync(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+        let mut syncs = 0;
+        for (_, earlier) in &mut self.unsynced {
+            earlier.sync()?;
+            syncs += 1;
+        }
+        self.unsynced.clear();
+        if self.dir_unsynced {
+            fs.sync_dir(dir)?;
+            self.dir_unsynced = false;
+            syncs += 1;
+        }
+        self.writer.sync()?;
+        Ok(syncs + 1)
+    }
+
+    /// Appends to `writer` (log `number`, its directory entry not synced)
+    /// from now on; the current log waits for the next sync, and earlier
+    /// ones below `live_from` (flushed: their writes are in tables) are
+    /// let go.
+    pub fn switch_unsynced(&mut self, writer: LogWriter, number: u64, live_from: u64) {
+        let old = std::mem::replace(&mut self.writer, writer);
+        let old_number = std::mem::replace(&mut self.number, number);
+        self.unsynced.retain(|(n, _)| *n >= live_from);
+        self.unsynced.push((old_number, old));
+        self.dir_unsynced = true;
+    }
 }
 
 /// Creates a log file the way `log_mmap` asks.

@@ -239,13 +239,7 @@ pub(super) fn assemble(p: Parts<'_>) -> Result<DbInner> {
         trees: RwLock::new(Arc::new(p.trees)),
         write: Ranked::new(Rank::Write, WriteState::default()),
         write_cv: Condvar::new(),
-        log: Ranked::new(
-            Rank::Log,
-            LogState {
-                writer: p.log,
-                number: p.log_number,
-            },
-        ),
+        log: Ranked::new(Rank::Log, LogState::new(p.log, p.log_number)),
         versions: Ranked::new(Rank::Versions, p.versions),
         background: Ranked::new(
             Rank::Background,

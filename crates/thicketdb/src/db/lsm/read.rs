@@ -12,7 +12,7 @@ use super::search::Query;
 use super::tree::Tree;
 use super::DbInner;
 use crate::db::call_options::ReadOptions;
-use crate::db::probe::{probe_table, Probe};
+use crate::db::probe::{probe_table, probe_table_cached, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::format::KeyOrder;
@@ -95,35 +95,128 @@ fn lookup_with<R>(
         }
     }
     let tables = probe_order(inner, &sv.version, key, seq);
-    let Some(pool) = &inner.search else {
+    // A block cache miss is a device read only with direct reads; with
+    // the page cache behind it, a miss is mostly a copy, and handing that
+    // to another thread costs more than it saves (docs/reproduction.md,
+    // SifrDB: 4 threads 1.66x serial's p95 under a 64 MiB cap).
+    let pool = inner
+        .search
+        .as_ref()
+        .filter(|_| inner.options.use_direct_reads);
+    let Some(pool) = pool else {
         return probe_in_turn(inner, tables, lookup, opts, f);
     };
-    // SifrDB's parallel search: the filters pick the candidates here, the
-    // probes run on the search threads. On the stack: most lookups have
-    // few candidates, and those with fewer than the minimum never leave
-    // this thread.
-    let tables = tables
-        .filter(|t| t.as_ref().map_or(true, |t| t.table.may_answer(key)))
-        .collect::<Result<SmallVec<[ProbeTable; CANDIDATES_ON_STACK]>>>()?;
-    if tables.len() < inner.options.parallel_search_min_candidates.max(2) {
-        return probe_in_turn(inner, tables.into_iter().map(Ok), lookup, opts, f);
+    search_in_parallel(inner, pool, &sv, tables, lookup, opts, f)
+}
+
+/// SifrDB's parallel search, where it pays: parallel probes save device
+/// latency (with `use_direct_reads`, where a block cache miss is a device
+/// read), and handing a cached block's probe to another thread costs more
+/// than doing it. So candidates are probed in turn from the block
+/// cache; those whose data block would have to be read are set aside, and
+/// once a cached answer (or the last candidate) decides which of them
+/// matter, they go to the search threads when at least
+/// `parallel_search_min_candidates` (and 2) need a read, else are probed
+/// in turn. A lookup whose blocks are cached is the serial search.
+fn search_in_parallel<R>(
+    inner: &Arc<DbInner>,
+    pool: &super::search::SearchPool,
+    sv: &Arc<super::super_version::SuperVersion>,
+    tables: impl Iterator<Item = Result<ProbeTable>>,
+    lookup: &[u8],
+    opts: &ReadOptions,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let mut f = Some(f);
+    // Candidates needing a read, newest first, all newer than `cached`.
+    let mut uncached: SmallVec<[ProbeTable; CANDIDATES_ON_STACK]> = SmallVec::new();
+    // The newest cached answer older than an uncached candidate: it
+    // decides when they all answer `Absent`.
+    let mut cached: Option<(Probe<Vec<u8>>, bool)> = None;
+    for candidate in tables {
+        let candidate = candidate?;
+        if uncached.is_empty() {
+            let answer = probe_table_cached(&candidate.table, lookup, |v| f.take().map(|f| f(v)));
+            match answer {
+                None => uncached.push(candidate),
+                Some(answer) => match answer? {
+                    Probe::Absent => continue,
+                    Probe::Found(result) => {
+                        if candidate.in_buffer {
+                            Counters::add(&inner.counters.buffer_hits, 1);
+                        }
+                        return Ok(result);
+                    }
+                    Probe::Deleted => return Ok(None),
+                },
+            }
+            continue;
+        }
+        match probe_table_cached(&candidate.table, lookup, <[u8]>::to_vec) {
+            None => uncached.push(candidate),
+            Some(answer) => match answer? {
+                Probe::Absent => {}
+                decided => {
+                    cached = Some((decided, candidate.in_buffer));
+                    break;
+                }
+            },
+        }
+    }
+    if uncached.len() < inner.options.parallel_search_min_candidates.max(2) {
+        for candidate in uncached {
+            match probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
+                f.take().map(|f| f(v))
+            })? {
+                Probe::Absent => continue,
+                Probe::Found(result) => {
+                    if candidate.in_buffer {
+                        Counters::add(&inner.counters.buffer_hits, 1);
+                    }
+                    return Ok(result);
+                }
+                Probe::Deleted => return Ok(None),
+            }
+        }
+        return Ok(decided_in_cache(inner, cached, f));
     }
     Counters::add(&inner.counters.search_lookups, 1);
     let in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> =
-        tables.iter().map(|t| t.in_buffer).collect();
+        uncached.iter().map(|t| t.in_buffer).collect();
     let pin: Arc<dyn Send + Sync> = sv.clone();
     let (value, decided_by) = pool.search(Query::new(
         lookup.to_vec(),
         opts.fill_cache,
-        tables.into_iter().map(|t| t.table).collect(),
+        uncached.into_iter().map(|t| t.table).collect(),
         pin,
     ));
     // The value comes back from another thread, so it is copied once.
     let value = value?;
-    if value.is_some() && decided_by.is_some_and(|i| in_buffer[i]) {
+    let Some(by) = decided_by else {
+        return Ok(decided_in_cache(inner, cached, f));
+    };
+    if value.is_some() && in_buffer[by] {
         Counters::add(&inner.counters.buffer_hits, 1);
     }
-    Ok(value.map(|v| f(&v)))
+    Ok(value.and_then(|v| f.take().map(|f| f(&v))))
+}
+
+/// The answer of the cached candidate older than every uncached one, once
+/// those all answered `Absent`.
+fn decided_in_cache<R>(
+    inner: &DbInner,
+    cached: Option<(Probe<Vec<u8>>, bool)>,
+    f: Option<impl FnOnce(&[u8]) -> R>,
+) -> Option<R> {
+    match cached {
+        Some((Probe::Found(v), in_buffer)) => {
+            if in_buffer {
+                Counters::add(&inner.counters.buffer_hits, 1);
+            }
+            f.map(|f| f(&v))
+        }
+        _ => None,
+    }
 }
 
 /// A table a lookup probes: a level's own, or one of its LSbM buffer.

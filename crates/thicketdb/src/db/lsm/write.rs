@@ -138,8 +138,8 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
         let logged = log.writer.add_record(record).and_then(|offset| {
             log.writer.flush()?;
             if sync {
-                Counters::add(&inner.counters.fsyncs_log, 1);
-                log.writer.sync()?;
+                let syncs = log.sync(inner.fs.as_ref(), &inner.dir)?;
+                Counters::add(&inner.counters.fsyncs_log, syncs);
             }
             Ok(offset)
         });
@@ -330,13 +330,32 @@ impl Room {
 /// Starts a new log and, in every keyspace, a new memtable on it; each
 /// non-empty old memtable becomes immutable (an empty one just goes), so
 /// every memtable holds the writes of one log.
+///
+/// As LevelDB's switch, it syncs neither the old log nor the directory:
+/// the next sync write does, before its own (`LogState::sync`), and the
+/// flush that follows syncs the directory before its MANIFEST edit names
+/// the new log. A store re-logging values or pointing tables into its logs
+/// (TRIAD-MEM, FLUSH_TH, TRIAD-LOG in any keyspace) syncs both here, as
+/// those make an old log's writes durable elsewhere without a sync write.
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `versions`, then `log`, then `super_version` (write).
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
-    let number = inner.versions.lock().new_file_number();
+    let (number, live_from) = {
+        let versions = inner.versions.lock();
+        (versions.new_file_number(), versions.log_number())
+    };
+    let eager = inner.options.triad_log
+        || inner
+            .trees()
+            .iter()
+            .any(|t| t.options.triad_mem || t.options.triad_flush_threshold > 0.0);
     let path = log_path(&inner.dir, number);
-    let created = create_log(inner.fs.as_ref(), &inner.options, &path)
-        .and_then(|f| inner.fs.sync_dir(&inner.dir).map(|()| f));
+    let created = create_log(inner.fs.as_ref(), &inner.options, &path).and_then(|f| {
+        if eager {
+            inner.fs.sync_dir(&inner.dir)?;
+        }
+        Ok(f)
+    });
     let file = match created {
         Ok(f) => f,
         Err(e) => {
@@ -344,20 +363,24 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
             return Err(e);
         }
     };
-    Counters::add(&inner.counters.fsyncs_log, 1);
     // The log writer and the memtables change together under `log`: whoever
     // holds it sees the memtables whose log it appends to (`relog`).
     let mut log = inner.log.lock();
-    // A later sync write syncs only the new log; syncing the old one now
-    // keeps every synced write's predecessors durable too (the state after
-    // power loss stays a prefix of the write order).
-    if let Err(e) = log.writer.sync() {
-        set_background_error(inner, e.clone());
-        return Err(e);
+    if eager {
+        // A later sync write syncs only the new log; syncing the old one
+        // now keeps every synced write's predecessors durable too.
+        match log.sync(inner.fs.as_ref(), &inner.dir) {
+            Ok(syncs) => Counters::add(&inner.counters.fsyncs_log, syncs + 1),
+            Err(e) => {
+                set_background_error(inner, e.clone());
+                return Err(e);
+            }
+        }
+        log.writer = LogWriter::new(file);
+        log.number = number;
+    } else {
+        log.switch_unsynced(LogWriter::new(file), number, live_from);
     }
-    Counters::add(&inner.counters.fsyncs_log, 1);
-    log.writer = LogWriter::new(file);
-    log.number = number;
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.

@@ -177,6 +177,24 @@ impl BlockCache {
         Ok(result)
     }
 
+    /// Calls `read` on this store's block at `(segment_id, offset)` when
+    /// the cache holds it (a hit); `None` otherwise, reading nothing and
+    /// counting no miss: a lookup asks this to learn whether a probe would
+    /// need the device (SifrDB's parallel search goes parallel only then).
+    pub fn with_cached_block<R>(
+        &self,
+        segment_id: u64,
+        offset: u64,
+        read: impl FnOnce(&Block) -> R,
+    ) -> Option<R> {
+        let hash = hash(self.store, segment_id, offset);
+        let shard = self.shard(hash);
+        let table = shard.table.read();
+        let block = table.get(self.store, segment_id, offset, hash)?;
+        shard.hits.fetch_add(1, Ordering::Relaxed);
+        Some(read(block))
+    }
+
     /// Blocks of the table starting at `table_offset` of this store's
     /// `segment` in the cache now (LSbM's residency count). Reads every
     /// shard: for periodic decisions such as the compaction buffer's trim,

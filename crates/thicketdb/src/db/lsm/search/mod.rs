@@ -10,3 +10,6 @@ mod seek;
 
 pub(crate) use pool::SearchPool;
 pub(crate) use query::Query;
+
+#[cfg(test)]
+mod lookup_tests;

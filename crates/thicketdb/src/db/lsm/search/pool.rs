@@ -17,6 +17,7 @@ use super::seek::ParallelSeek;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::stats::Counters;
+use crate::table::blocks_read_on_this_thread;
 
 /// Work the search threads share with the caller that submitted it.
 pub(crate) trait Job: Send + Sync {
@@ -24,6 +25,9 @@ pub(crate) trait Job: Send + Sync {
     fn run_one(&self, counters: &Counters) -> bool;
     /// Whether a piece is left to take.
     fn has_work(&self) -> bool;
+    /// Counts `blocks` a search thread read from files for one piece (the
+    /// caller's own reads are counted by the caller).
+    fn blocks_read_by_search_thread(&self, counters: &Counters, blocks: u64);
 }
 
 struct Shared {
@@ -120,7 +124,9 @@ fn search_loop(shared: &Shared) {
                 }
             }
         };
+        let before = blocks_read_on_this_thread();
         job.run_one(&shared.counters);
+        job.blocks_read_by_search_thread(&shared.counters, blocks_read_on_this_thread() - before);
     }
 }
 

@@ -158,6 +158,11 @@ impl Job for Query {
     fn has_work(&self) -> bool {
         Query::has_work(self)
     }
+
+    /// A lookup's reads are its read amplification, on whichever thread.
+    fn blocks_read_by_search_thread(&self, counters: &Counters, blocks: u64) {
+        Counters::add(&counters.get_blocks_read, blocks);
+    }
 }
 
 /// Spins before parking in `Query::wait`.

@@ -69,4 +69,7 @@ impl Job for ParallelSeek {
     fn has_work(&self) -> bool {
         self.taken.load(Ordering::Acquire) < self.children.len()
     }
+
+    /// Range reads count no blocks on any thread.
+    fn blocks_read_by_search_thread(&self, _: &Counters, _: u64) {}
 }
