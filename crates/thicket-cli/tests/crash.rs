@@ -335,6 +335,11 @@ fn load_survives_sigkill_sifr_and_resumes_journaled_merges() {
 }
 
 #[test]
+fn load_survives_sigkill_sifr_bolt() {
+    crash_cycles(Profile::SifrBolt, seed());
+}
+
+#[test]
 fn load_survives_sigkill_lsbm() {
     crash_cycles(Profile::Lsbm, seed());
 }
@@ -358,7 +363,7 @@ fn load_survives_sigkill_yodb_async() {
 fn every_profile_has_a_crash_test() {
     assert_eq!(
         Profile::ALL.len(),
-        7,
+        8,
         "add a crash test for the new profile"
     );
 }
