@@ -336,7 +336,8 @@ impl Room {
 /// flush that follows syncs the directory before its MANIFEST edit names
 /// the new log. A store re-logging values or pointing tables into its logs
 /// (TRIAD-MEM, FLUSH_TH, TRIAD-LOG in any keyspace) syncs both here, as
-/// those make an old log's writes durable elsewhere without a sync write.
+/// those make an old log's writes durable elsewhere without a sync write;
+/// so does a store with several keyspaces (a flush of one of them would).
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `versions`, then `log`, then `super_version` (write).
 fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
@@ -344,9 +345,13 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
         let versions = inner.versions.lock();
         (versions.new_file_number(), versions.log_number())
     };
+    // With several keyspaces, a flush of one keyspace's memtable makes its
+    // half of a cross-keyspace batch durable while the other half may sit
+    // in the unsynced old log: power loss would then split the batch.
+    let trees = inner.trees();
     let eager = inner.options.triad_log
-        || inner
-            .trees()
+        || trees.len() > 1
+        || trees
             .iter()
             .any(|t| t.options.triad_mem || t.options.triad_flush_threshold > 0.0);
     let path = log_path(&inner.dir, number);
