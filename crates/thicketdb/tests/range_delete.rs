@@ -545,13 +545,19 @@ fn parallel_search_asks_tables_whose_filter_rules_the_key_out() {
         let options = quiet(64 << 10)
             .search_threads(threads)
             .parallel_search_min_candidates(2)
-            .bloom_bits_per_key(10);
+            .bloom_bits_per_key(10)
+            // Parallel lookups run only with direct reads, for candidates
+            // whose data blocks are not cached.
+            .use_direct_reads(threads > 1);
         let db = Db::open(dir.path(), options).unwrap();
         for k in ["a", "c", "e"] {
             db.put(k, "old").unwrap();
         }
         db.flush().unwrap();
         db.compact_range(None, None).unwrap();
+        // A second table holding "a": its lookup has two candidates to read.
+        db.put("a", "old").unwrap();
+        db.flush().unwrap();
         // One table: the tombstone and a key of its own for the filter.
         db.put("zz", "new").unwrap();
         db.delete_range("b", "f").unwrap();
