@@ -287,25 +287,8 @@ impl Table {
         let block_pos = self.table_file().absolute(handle);
         let cache = self.cache.as_ref()?;
         let mut key_buf = LOOKUP_KEY.with(Cell::take);
-        let search = |block: &Block| {
-            let mut data =
-                BlockIter::with_key_buffer(block, mem::take(&mut key_buf), self.order.clone());
-            data.seek(lookup_key);
-            let found = (data.valid()
-                && self
-                    .order
-                    .user(user_key(data.key()), user_key(lookup_key))
-                    .is_eq())
-            .then(|| self.with_value(block_pos, data.key(), data.value(), f))
-            .transpose();
-            let status = data.status();
-            let buffer = data.into_key_buffer();
-            (status.and(found), buffer)
-        };
-        let answer = cache.with_cached_block(self.segment_id, block_pos, search);
-        let answer = answer.map(|(result, buffer)| {
-            key_buf = buffer;
-            result
+        let answer = cache.with_cached_block(self.segment_id, block_pos, |block: &Block| {
+            self.search_block(block, block_pos, lookup_key, &mut key_buf, f)
         });
         LOOKUP_KEY.with(|c| c.set(key_buf));
         answer
@@ -327,22 +310,33 @@ impl Table {
         }
         let handle = self.index.handle(i);
         let block_pos = self.table_file().absolute(handle);
-        let search = |block: &Block| {
-            let mut data =
-                BlockIter::with_key_buffer(block, mem::take(key_buf), self.order.clone());
-            data.seek(lookup_key);
-            let found = (data.valid()
-                && self
-                    .order
-                    .user(user_key(data.key()), user_key(lookup_key))
-                    .is_eq())
-            .then(|| self.with_value(block_pos, data.key(), data.value(), f))
-            .transpose();
-            let status = data.status();
-            *key_buf = data.into_key_buffer();
-            status.and(found)
-        };
+        let search = |block: &Block| self.search_block(block, block_pos, lookup_key, key_buf, f);
         self.with_block(handle, fill_cache, search)?
+    }
+
+    /// The entry for `lookup_key`'s user key in `block` (at `block_pos` in
+    /// the file), handed to `f`; `key_buf` lends its allocation to the
+    /// block cursor and gets it back.
+    fn search_block<R>(
+        &self,
+        block: &Block,
+        block_pos: u64,
+        lookup_key: &[u8],
+        key_buf: &mut Vec<u8>,
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let mut data = BlockIter::with_key_buffer(block, mem::take(key_buf), self.order.clone());
+        data.seek(lookup_key);
+        let found = (data.valid()
+            && self
+                .order
+                .user(user_key(data.key()), user_key(lookup_key))
+                .is_eq())
+        .then(|| self.with_value(block_pos, data.key(), data.value(), f))
+        .transpose();
+        let status = data.status();
+        *key_buf = data.into_key_buffer();
+        status.and(found)
     }
 
     /// A cursor over all entries; the blocks it loads stay in the cache.
