@@ -9,13 +9,32 @@ use libc::{c_char, c_int, size_t};
 use thicketdb::{Db, Snapshot, WriteOptions};
 
 use crate::batch::leveldb_writebatch_t;
-use crate::ffi::{
-    bytes, c_str, guard, guard_quiet, malloc_copy, malloc_string, optional_bytes, status,
+use crate::ffi::{bytes, c_str, guard, guard_quiet, malloc_copy, malloc_string, status};
+use crate::keyspace::{
+    leveldb_compact_range_in, leveldb_delete_in, leveldb_delete_range_in, leveldb_get_in,
+    leveldb_keyspace_t, leveldb_put_in,
 };
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
 
 pub struct leveldb_t {
     pub(crate) db: Db,
+    /// The store's default keyspace: the calls without `_in` are the `_in`
+    /// calls on it, so each data call is written once.
+    pub(crate) default: leveldb_keyspace_t,
+}
+
+/// The default keyspace's handle of `db`, or NULL for a NULL store (which
+/// the `_in` calls then report).
+///
+/// # Safety
+/// `db` is NULL or a live store.
+pub(crate) unsafe fn default_keyspace(db: *mut leveldb_t) -> *mut leveldb_keyspace_t {
+    if db.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `db` is live (caller's contract); the field's address is
+    // taken without creating a reference.
+    unsafe { &raw mut (*db).default }
 }
 
 pub struct leveldb_snapshot_t {
@@ -46,7 +65,9 @@ pub unsafe extern "C" fn leveldb_open(
             let o = options.as_ref().ok_or("Invalid argument: NULL options")?;
             let options = o.options.clone();
             let db = Db::open(path(name)?, options).map_err(|e| status(&e))?;
-            Ok(Box::into_raw(Box::new(leveldb_t { db })))
+            let keyspace = db.default_keyspace().map_err(|e| status(&e))?;
+            let default = leveldb_keyspace_t { keyspace };
+            Ok(Box::into_raw(Box::new(leveldb_t { db, default })))
         })
     }
 }
@@ -91,13 +112,10 @@ pub unsafe extern "C" fn leveldb_put(
     vallen: size_t,
     errptr: *mut *mut c_char,
 ) {
-    // SAFETY: pointers and lengths follow the C header's contract.
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
     unsafe {
-        guard(errptr, (), || {
-            let (db, opts) = write_args(db, options)?;
-            db.put_opt(bytes(key, keylen), bytes(val, vallen), opts)
-                .map_err(|e| status(&e))
-        })
+        let handle = default_keyspace(db);
+        leveldb_put_in(db, options, handle, key, keylen, val, vallen, errptr)
     }
 }
 
@@ -109,14 +127,8 @@ pub unsafe extern "C" fn leveldb_delete(
     keylen: size_t,
     errptr: *mut *mut c_char,
 ) {
-    // SAFETY: pointers and lengths follow the C header's contract.
-    unsafe {
-        guard(errptr, (), || {
-            let (db, opts) = write_args(db, options)?;
-            db.delete_opt(bytes(key, keylen), opts)
-                .map_err(|e| status(&e))
-        })
-    }
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
+    unsafe { leveldb_delete_in(db, options, default_keyspace(db), key, keylen, errptr) }
 }
 
 /// An extension (RocksDB's `rocksdb_delete_range_cf` on the default
@@ -132,13 +144,10 @@ pub unsafe extern "C" fn leveldb_delete_range(
     end_len: size_t,
     errptr: *mut *mut c_char,
 ) {
-    // SAFETY: pointers and lengths follow the C header's contract.
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
     unsafe {
-        guard(errptr, (), || {
-            let (db, opts) = write_args(db, options)?;
-            db.delete_range_opt(bytes(start, start_len), bytes(end, end_len), opts)
-                .map_err(|e| status(&e))
-        })
+        let handle = default_keyspace(db);
+        leveldb_delete_range_in(db, options, handle, start, start_len, end, end_len, errptr)
     }
 }
 
@@ -180,14 +189,17 @@ pub unsafe extern "C" fn leveldb_get(
     vallen: *mut size_t,
     errptr: *mut *mut c_char,
 ) -> *mut c_char {
-    // SAFETY: pointers and lengths follow the C header's contract.
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
     unsafe {
-        read_value(vallen, errptr, || {
-            let db = db.as_ref().ok_or("Invalid argument: NULL store")?;
-            db.db
-                .get_opt(bytes(key, keylen), &read_options(options))
-                .map_err(|e| status(&e))
-        })
+        leveldb_get_in(
+            db,
+            options,
+            default_keyspace(db),
+            key,
+            keylen,
+            vallen,
+            errptr,
+        )
     }
 }
 
@@ -318,16 +330,18 @@ pub unsafe extern "C" fn leveldb_compact_range(
     limit_key: *const c_char,
     limit_key_len: size_t,
 ) {
-    guard_quiet((), || {
-        // SAFETY: `db` is NULL or live; keys are NULL or valid for their
-        // lengths.
-        unsafe {
-            let Some(db) = db.as_ref() else { return };
-            let start = optional_bytes(start_key, start_key_len);
-            let limit = optional_bytes(limit_key, limit_key_len);
-            let _ = db.db.compact_range(start, limit);
-        }
-    })
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
+    unsafe {
+        let handle = default_keyspace(db);
+        leveldb_compact_range_in(
+            db,
+            handle,
+            start_key,
+            start_key_len,
+            limit_key,
+            limit_key_len,
+        )
+    }
 }
 
 #[no_mangle]

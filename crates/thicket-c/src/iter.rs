@@ -5,8 +5,9 @@
 use libc::{c_char, c_uchar, size_t};
 use thicketdb::DbIterator;
 
-use crate::db::{leveldb_t, read_options};
+use crate::db::{default_keyspace, leveldb_t};
 use crate::ffi::{bytes, guard_quiet, set_error};
+use crate::keyspace::leveldb_create_iterator_in;
 use crate::options::leveldb_readoptions_t;
 
 pub struct leveldb_iterator_t {
@@ -19,16 +20,8 @@ pub unsafe extern "C" fn leveldb_create_iterator(
     db: *mut leveldb_t,
     options: *const leveldb_readoptions_t,
 ) -> *mut leveldb_iterator_t {
-    iterator_over(|| {
-        // SAFETY: `db` is NULL or live; `options` NULL or live.
-        match unsafe { db.as_ref() } {
-            Some(db) => db
-                .db
-                .iter(unsafe { read_options(options) })
-                .map_err(|e| crate::ffi::status(&e)),
-            None => Err("Invalid argument: NULL store".to_string()),
-        }
-    })
+    // SAFETY: forwarded from the caller; the handle is NULL or `db`'s.
+    unsafe { leveldb_create_iterator_in(db, options, default_keyspace(db)) }
 }
 
 /// An iterator over the cursor `open` makes; its error, or a panic, is

@@ -69,7 +69,8 @@ impl DB {
 
     /// The store's default keyspace, or `ClosedError`.
     fn target(&self) -> PyResult<Target> {
-        self.handle().map(Target::Default)
+        let db = self.handle()?;
+        db.default_keyspace().map(Target).map_err(to_py)
     }
 }
 

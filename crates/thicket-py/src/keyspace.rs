@@ -30,7 +30,7 @@ impl Keyspace {
     }
 
     pub fn target(&self) -> Target {
-        Target::Keyspace(self.keyspace.clone())
+        Target(self.keyspace.clone())
     }
 }
 

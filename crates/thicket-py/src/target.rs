@@ -1,18 +1,16 @@
 //! What the data methods of `DB` and `Keyspace` act on: the store's default
-//! keyspace or one named keyspace. The engine gives both the same data API;
-//! this enum lets the two Python classes share one implementation.
+//! keyspace or one named keyspace, both an engine `Keyspace`, so the two
+//! Python classes share one implementation.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use thicketdb::{Db, DbIterator, ReadOptions, Snapshot, WriteOptions};
+use thicketdb::{DbIterator, ReadOptions, Snapshot, WriteOptions};
 
 use crate::errors::{raise, to_py};
 
+/// A keyspace: the store's own (`Db::default_keyspace`) or a named one.
 #[derive(Clone)]
-pub enum Target {
-    Default(Db),
-    Keyspace(thicketdb::Keyspace),
-}
+pub struct Target(pub thicketdb::Keyspace);
 
 fn write_options(sync: bool) -> WriteOptions {
     WriteOptions { sync }
@@ -55,20 +53,13 @@ impl Target {
 
     pub fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
         let opts = write_options(sync);
-        py.detach(|| match self {
-            Target::Default(db) => db.put_opt(key, value, opts),
-            Target::Keyspace(ks) => ks.put_opt(key, value, opts),
-        })
-        .map_err(to_py)
+        py.detach(|| self.0.put_opt(key, value, opts))
+            .map_err(to_py)
     }
 
     pub fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         let opts = write_options(sync);
-        py.detach(|| match self {
-            Target::Default(db) => db.delete_opt(key, opts),
-            Target::Keyspace(ks) => ks.delete_opt(key, opts),
-        })
-        .map_err(to_py)
+        py.detach(|| self.0.delete_opt(key, opts)).map_err(to_py)
     }
 
     pub fn delete_range(
@@ -79,11 +70,8 @@ impl Target {
         sync: bool,
     ) -> PyResult<()> {
         let opts = write_options(sync);
-        py.detach(|| match self {
-            Target::Default(db) => db.delete_range_opt(start, end, opts),
-            Target::Keyspace(ks) => ks.delete_range_opt(start, end, opts),
-        })
-        .map_err(to_py)
+        py.detach(|| self.0.delete_range_opt(start, end, opts))
+            .map_err(to_py)
     }
 
     pub fn compact_range(
@@ -92,25 +80,16 @@ impl Target {
         start: Option<&[u8]>,
         stop: Option<&[u8]>,
     ) -> PyResult<()> {
-        py.detach(|| match self {
-            Target::Default(db) => db.compact_range(start, stop),
-            Target::Keyspace(ks) => ks.compact_range(start, stop),
-        })
-        .map_err(to_py)
+        py.detach(|| self.0.compact_range(start, stop))
+            .map_err(to_py)
     }
 
     fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> thicketdb::Result<Option<Vec<u8>>> {
-        match self {
-            Target::Default(db) => db.get_opt(key, opts),
-            Target::Keyspace(ks) => ks.get_opt(key, opts),
-        }
+        self.0.get_opt(key, opts)
     }
 
     pub fn iter(&self, opts: ReadOptions) -> thicketdb::Result<DbIterator> {
-        match self {
-            Target::Default(db) => db.iter(opts),
-            Target::Keyspace(ks) => ks.iter(opts),
-        }
+        self.0.iter(opts)
     }
 }
 

@@ -498,3 +498,35 @@ fn a_cross_keyspace_batch_is_all_or_nothing_after_power_loss_in(f: &Flavor) {
         }
     }
 }
+
+/// `Db::default_keyspace` is the store's own keyspace in both layouts:
+/// what one writes the other reads, and it is listed first; `Db::exists`
+/// and `Options::load` see the store once it is made.
+#[test]
+fn the_default_keyspace_handle_is_the_stores_own_data() {
+    for f in flavors() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!Db::exists(dir.path()));
+        assert_eq!(Options::load(dir.path()).unwrap(), None);
+        let db = Db::open(dir.path(), f.store.clone()).unwrap();
+        assert!(Db::exists(dir.path()));
+        let stored = Options::load(dir.path()).unwrap().expect("OPTIONS written");
+        assert_eq!(
+            (stored.profile, stored.layout),
+            (f.store.profile, f.store.layout)
+        );
+        let default = db.default_keyspace().unwrap();
+        default.put(b"via-handle", b"1").unwrap();
+        db.put(b"via-db", b"2").unwrap();
+        assert_eq!(db.get(b"via-handle").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(default.get(b"via-db").unwrap().as_deref(), Some(&b"2"[..]));
+        let other = db.create_keyspace("other", f.plain.clone()).unwrap();
+        assert_eq!(other.get(b"via-db").unwrap(), None);
+        assert_eq!(db.list_keyspaces()[0], default.name());
+        db.close().unwrap();
+        assert!(
+            default.get(b"via-db").is_err(),
+            "a closed store's handle reads nothing"
+        );
+    }
+}

@@ -11,7 +11,6 @@ mod stats;
 
 use std::path::Path;
 
-use thicketdb::version::files::{current_path, options_path};
 use thicketdb::{Db, Keyspace, Options, Profile, DEFAULT_KEYSPACE_NAME};
 
 use crate::cli::{Cli, Command, GlobalArgs, KeyspaceArg};
@@ -90,17 +89,14 @@ pub fn db_dir(g: &GlobalArgs) -> CliResult<&Path> {
 /// overrides in order.
 pub fn build_options(g: &GlobalArgs, dir: &Path, access: Access) -> CliResult<Options> {
     let profile: Option<Profile> = g.profile.as_deref().map(str::parse).transpose()?;
-    let stored = options_path(dir);
-    let mut options = if stored.exists() {
-        let text = std::fs::read(&stored)
-            .map_err(|e| thicketdb::Error::io(e, stored.display().to_string()))?;
-        let mut options = Options::decode(&stored.display().to_string(), &text)?;
-        if let Some(p) = profile {
-            options.profile = p;
+    let mut options = match Options::load(dir)? {
+        Some(mut stored) => {
+            if let Some(p) = profile {
+                stored.profile = p;
+            }
+            stored
         }
-        options
-    } else {
-        profile.unwrap_or_default().options()
+        None => profile.unwrap_or_default().options(),
     };
     if access != Access::Create {
         options.create_if_missing = false;
@@ -125,10 +121,7 @@ pub fn apply_overrides(options: &mut Options, specs: &[String]) -> CliResult<()>
 pub fn open(g: &GlobalArgs, access: Access) -> CliResult<Db> {
     let dir = db_dir(g)?;
     let options = build_options(g, dir, access)?;
-    // An LSM store has a `CURRENT`; every store made since layouts an
-    // `OPTIONS` (a chunked one has no `CURRENT`).
-    let exists = current_path(dir).exists() || options_path(dir).exists();
-    if access != Access::Create && !options.create_if_missing && !exists {
+    if access != Access::Create && !options.create_if_missing && !Db::exists(dir) {
         return Err(CliError::Usage(format!("no store in {}", dir.display())));
     }
     Ok(match access {

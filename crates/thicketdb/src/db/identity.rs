@@ -16,12 +16,13 @@ pub(crate) fn check_stored_identity(
     dir: &Path,
     options: &Options,
 ) -> Result<()> {
-    let path = options_path(dir);
-    if !fs.exists(&path) {
-        return Err(Error::corruption(&path, 0, "OPTIONS file is missing"));
-    }
-    let (stored, comparator) =
-        Options::decode_recorded(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    let Some((stored, comparator)) = Options::load_recorded(fs, dir)? else {
+        return Err(Error::corruption(
+            options_path(dir),
+            0,
+            "OPTIONS file is missing",
+        ));
+    };
     if comparator != options.comparator.name() {
         return Err(Error::InvalidArgument(format!(
             "store in {} was created with comparator {comparator:?}; it cannot be opened with {:?}",

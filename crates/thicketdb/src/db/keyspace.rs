@@ -196,6 +196,13 @@ impl Db {
         })
     }
 
+    /// A handle on the store's default keyspace, the one `Db`'s own data
+    /// methods act on: bindings and callers that serve both the default and
+    /// named keyspaces write each operation once, against [`Keyspace`].
+    pub fn default_keyspace(&self) -> Result<Keyspace> {
+        self.keyspace(DEFAULT_KEYSPACE_NAME)
+    }
+
     /// A handle on keyspace `name` (`"default"` is the store's default
     /// keyspace); `KeyspaceNotFound` when there is none.
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {

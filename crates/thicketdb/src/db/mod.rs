@@ -106,11 +106,9 @@ impl std::fmt::Debug for Db {
 /// The layout of the store in `dir` as its `OPTIONS` records it, or
 /// `options`' for a new store.
 pub(crate) fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Layout> {
-    let path = crate::version::files::options_path(dir);
-    if !fs.exists(&path) {
+    let Some((stored, _)) = Options::load_recorded(fs, dir)? else {
         return Ok(options.layout);
-    }
-    let stored = Options::decode(&path.display().to_string(), &fs.read_to_vec(&path)?)?;
+    };
     if stored.layout != options.layout {
         return Err(Error::InvalidArgument(format!(
             "store in {} was created with layout {}; it cannot be opened as {}",
@@ -123,6 +121,14 @@ pub(crate) fn layout_of(fs: &dyn FileSystem, dir: &Path, options: &Options) -> R
 }
 
 impl Db {
+    /// Whether directory `path` holds a store: every store made since
+    /// layouts has an `OPTIONS` file, an older LSM store a `CURRENT`.
+    pub fn exists(path: impl AsRef<Path>) -> bool {
+        let dir = path.as_ref();
+        crate::version::files::options_path(dir).exists()
+            || crate::version::files::current_path(dir).exists()
+    }
+
     /// Opens (or creates) the store in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         Db::open_with_fs(path, options, Arc::new(PosixFs))

@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::format::checksum;
 use crate::format::key_order::BYTEWISE_NAME;
 use crate::format::KeyOrder;
+use crate::io::{FileSystem, PosixFs};
 use crate::log::RecoveryMode;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::table::{BlockCache, CompressionType, FilterPolicy, TableOptions};
@@ -626,6 +628,41 @@ impl Options {
 }
 
 const OPTIONS_HEADER: &str = "thicketdb-options 1";
+
+/// The file in a store's directory that records its options.
+pub(crate) const OPTIONS_FILE_NAME: &str = "OPTIONS";
+
+impl Options {
+    /// The options the store in `dir` was created with (its `OPTIONS`
+    /// file, with the tunables it recorded), or `None` when `dir` holds no
+    /// such file: no store, or an LSM store older than the file.
+    ///
+    /// ```
+    /// use thicketdb::{Db, Options, Profile};
+    /// let dir = tempfile::tempdir()?;
+    /// assert_eq!(Options::load(dir.path())?, None);
+    /// drop(Db::open(dir.path(), Profile::Bolt.options())?);
+    /// assert_eq!(Options::load(dir.path())?.map(|o| o.profile), Some(Profile::Bolt));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load(dir: impl AsRef<Path>) -> Result<Option<Options>> {
+        Ok(Options::load_recorded(&PosixFs, dir.as_ref())?.map(|(options, _)| options))
+    }
+
+    /// Like [`Options::load`] through `fs`, also returning the recorded
+    /// comparator's name (see [`Options::decode_recorded`]).
+    pub(crate) fn load_recorded(
+        fs: &dyn FileSystem,
+        dir: &Path,
+    ) -> Result<Option<(Options, String)>> {
+        let path = dir.join(OPTIONS_FILE_NAME);
+        if !fs.exists(&path) {
+            return Ok(None);
+        }
+        let text = fs.read_to_vec(&path)?;
+        Options::decode_recorded(&path.display().to_string(), &text).map(Some)
+    }
+}
 
 /// More compaction threads than this only contend: a task needs a level
 /// (and key range) no other task touches, and a tree has few levels.

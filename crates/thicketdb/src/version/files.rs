@@ -35,7 +35,7 @@ pub fn current_path(dir: &Path) -> PathBuf {
 }
 
 pub fn options_path(dir: &Path) -> PathBuf {
-    dir.join("OPTIONS")
+    dir.join(crate::options::OPTIONS_FILE_NAME)
 }
 
 pub fn lock_path(dir: &Path) -> PathBuf {
