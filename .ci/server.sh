@@ -4,9 +4,9 @@
 # redis-server through redis-cli and the redis crate, redis-benchmark and an
 # RSS soak, SIGKILL crash loops, three shards behind twemproxy), runs
 # Redis 7.0's own test suite against the server (scripts/redis-suite; needs
-# deb-src entries for apt-get source), then fuzzes the request parser for
-# 20 s. Run from .ci/run after the workspace tests; about 4-6 minutes on 2
-# cores.
+# deb-src entries for apt-get source). The request parser's fuzz target runs
+# with the others in .ci/fuzz.sh. Run from .ci/run after the workspace
+# tests; about 4-6 minutes on 2 cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -32,29 +32,15 @@ fi
 PATH="$PATH:/usr/sbin"
 
 target_dir="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p thicket-cli
+# `--workspace` in both: after the README's test command and
+# `.ci/bindings.sh` nothing is rebuilt (with `-p`, cargo resolves the
+# features of one package and recompiles the engine and its dependencies).
+cargo build --release --workspace
 THICKET_BIN="$(realpath "$target_dir/release/thicket")" \
-    cargo test --release -p thicket-server -- --ignored --test-threads 1
+    cargo test --release --workspace --test external -- --ignored --test-threads 1
 
 # Redis's own tests, in external mode, one unit per fresh server. The floor
 # is the pass count this tree reached (docs/server.md, "Redis's test
 # suite"); fewer passes mean a regression.
 REDIS_SUITE_VERBOSE=1 THICKET_BIN="$(realpath "$target_dir/release/thicket")" REDIS_SUITE_MIN="${REDIS_SUITE_MIN:-643}" \
     scripts/redis-suite/run.sh
-
-# The request parser under libFuzzer. Built with stable Rust: coverage
-# instrumentation only (safe code needs no sanitizer), for the host target
-# so that build scripts stay uninstrumented.
-host="$(rustc -vV | sed -n 's/^host: //p')"
-fuzz_dir="$(mktemp -d)"
-(
-    cd crates/thicket-server/fuzz
-    RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
--Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
--Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
-        cargo build --release --target "$host" --bin request_parser
-    "target/$host/release/request_parser" "$fuzz_dir" corpus/request_parser \
-        -max_total_time=20 -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix="$fuzz_dir/crash-request_parser-"
-)
-rm -rf "$fuzz_dir"
