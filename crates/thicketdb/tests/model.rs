@@ -822,6 +822,7 @@ fn profile_config(profile: Profile) -> Config {
             .block_size(1024)
             .l0_compaction_trigger(2)
             .max_bytes_for_level_base(64 << 10)
+            .level_base_write_buffers(0)
             .level_size_multiplier(2)
             .group_compaction_bytes(group_compaction_bytes)
             // LSbM: trim after every compaction.
