@@ -246,6 +246,10 @@ mod tests {
         stats.buffer_range_pieces = 54;
         stats.buffer_tables_removed = 47;
         stats.freezes = 48;
+        stats.buffer_trims = 80;
+        stats.buffer_tables_trimmed = 81;
+        stats.buffer_bytes_per_level = vec![0, 82];
+        stats.buffer_tables_per_level = vec![0, 83];
         stats.gets = 54;
         stats.get_blocks_read = 55;
         stats.log_table_bytes = 56;
@@ -334,6 +338,10 @@ mod tests {
                 "buffer_range_pieces": 54,
                 "buffer_tables_removed": 47,
                 "freezes": 48,
+                "buffer_trims": 80,
+                "buffer_tables_trimmed": 81,
+                "buffer_bytes_per_level": [0, 82],
+                "buffer_tables_per_level": [0, 83],
                 "gets": 54,
                 "get_blocks_read": 55,
                 "log_table_bytes": 56,

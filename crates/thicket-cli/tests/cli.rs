@@ -293,6 +293,10 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "buffer_range_pieces",
         "buffer_tables_removed",
         "freezes",
+        "buffer_trims",
+        "buffer_tables_trimmed",
+        "buffer_bytes_per_level",
+        "buffer_tables_per_level",
         "gets",
         "get_blocks_read",
         "log_table_bytes",
@@ -724,7 +728,7 @@ fn dump_decodes_the_manifest_a_table_and_a_log_without_writing() {
     );
     let records = manifest["records"].as_array().unwrap();
     let first = &records[0]["edit"];
-    assert_eq!(first["format_version"], 6, "{first}");
+    assert_eq!(first["format_version"], 7, "{first}");
     let table = records
         .iter()
         .flat_map(|r| r["edit"]["new_tables"].as_array().unwrap())

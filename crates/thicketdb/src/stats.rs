@@ -102,6 +102,8 @@ macro_rules! with_counters {
             buffer_range_pieces: "Pieces of range reads and iterators read from a level's compaction-buffer runs instead of its own run (LSbM Algorithm 4).",
             buffer_tables_removed: "Compaction-buffer tables removed by drain, trim, the space bound or a freeze (LSbM).",
             freezes: "Times a level's compaction buffer froze on repeated data (LSbM).",
+            buffer_trims: "Trims of the compaction buffer that removed tables (LSbM Algorithm 2).",
+            buffer_tables_trimmed: "Compaction-buffer tables removed by trims for a low cached-block share (LSbM), part of `buffer_tables_removed`.",
             gets: "Point lookups (`get`).",
             get_blocks_read: "Blocks point lookups read from files: table blocks missing from the block cache and log blocks (TRIAD-LOG) missing from the log-block cache; read amplification is `get_blocks_read / gets` (blocks read by search threads included).",
             log_table_bytes: "TRIAD-LOG: bytes of log tables (keys and value addresses) written by flushes, part of `flush_bytes_written`; the values stay in the logs.",

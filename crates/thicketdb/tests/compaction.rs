@@ -14,6 +14,7 @@ fn small(profile: Profile) -> Options {
         .block_size(1024)
         .l0_compaction_trigger(2)
         .max_bytes_for_level_base(64 << 10)
+        .level_base_write_buffers(0)
         .level_size_multiplier(4)
         .group_compaction_bytes(group_compaction_bytes)
 }

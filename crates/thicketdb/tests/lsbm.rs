@@ -30,6 +30,7 @@ fn options() -> Options {
         .block_size(1024)
         .l0_compaction_trigger(2)
         .max_bytes_for_level_base(64 << 10)
+        .level_base_write_buffers(0)
         .level_size_multiplier(10)
         .group_compaction_bytes(0)
         .block_cache_size(64 << 20)
@@ -315,4 +316,57 @@ fn reopen_without_the_buffer_drops_it() {
         .map(|pair| pair.unwrap().1)
         .collect();
     assert_eq!(got, (0..KEYS).map(|i| value(i, 2)).collect::<Vec<_>>());
+}
+
+/// B₁: L0's tables join L1's compaction buffer when they merge into L1.
+/// A load that stays in L1, then rounds of a few overwrites and deletes,
+/// flushed one by one so that L0 runs overlapping
+/// one another merge into L1 together: every lookup and range read sees
+/// the newest version, and lookups are answered from B₁.
+#[test]
+fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
+    const SMALL: u64 = 2000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options().max_bytes_for_level_base(4 << 20)).unwrap();
+    let mut newest: Vec<Option<Vec<u8>>> = (0..SMALL).map(|i| Some(value(i, 1))).collect();
+    for i in 0..SMALL {
+        db.put(key(i), value(i, 1)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let mut b1_seen = db.stats().buffer_tables_per_level[1] > 0;
+    for round in 2..=11u8 {
+        for i in (u64::from(round)..SMALL).step_by(150) {
+            let write = (i % 3 != 0).then(|| value(i, round));
+            match &write {
+                Some(v) => db.put(key(i), v).unwrap(),
+                None => db.delete(key(i)).unwrap(),
+            }
+            newest[i as usize] = write;
+        }
+        db.flush().unwrap();
+        if round % 3 == 0 {
+            db.wait_for_compactions().unwrap();
+        }
+        b1_seen |= db.stats().buffer_tables_per_level[1] > 0;
+        for i in 0..SMALL {
+            assert_eq!(
+                db.get(key(i)).unwrap(),
+                newest[i as usize],
+                "key {i} round {round}"
+            );
+        }
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (0..SMALL)
+            .filter_map(|i| newest[i as usize].clone().map(|v| (key(i), v)))
+            .collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = db
+            .range(key(0)..key(SMALL))
+            .unwrap()
+            .collect::<thicketdb::Result<_>>()
+            .unwrap();
+        assert!(got == want, "range read in round {round}");
+    }
+    let stats = db.stats();
+    assert!(b1_seen, "L1's buffer never held a table: {stats:?}");
+    assert!(stats.buffer_hits > 0, "{stats:?}");
 }

@@ -328,12 +328,15 @@ impl Harness {
             0..2 if self.parked.len() + 1 < 4 => {
                 self.created += 1;
                 let name = format!("ks{}", self.created);
-                // The layout is the store's: any profile of it.
-                let layout = self.config.options.layout;
+                // The layout is the store's: any profile of it, but for
+                // an LSbM keyspace in a TRIAD-LOG store (refused: its
+                // buffer would keep log tables).
+                let store = &self.config.options;
                 let profiles: Vec<Profile> = Profile::ALL
                     .iter()
                     .copied()
-                    .filter(|p| p.options().layout == layout)
+                    .filter(|p| p.options().layout == store.layout)
+                    .filter(|p| !(p.options().lsbm_buffer && store.triad_log))
                     .collect();
                 let profile = profiles[self.rng.random_range(0..profiles.len())];
                 let options = small_chunks(profile_config(profile)).options;
@@ -822,6 +825,7 @@ fn profile_config(profile: Profile) -> Config {
             .block_size(1024)
             .l0_compaction_trigger(2)
             .max_bytes_for_level_base(64 << 10)
+            .level_base_write_buffers(0)
             .level_size_multiplier(2)
             .group_compaction_bytes(group_compaction_bytes)
             // LSbM: trim after every compaction.

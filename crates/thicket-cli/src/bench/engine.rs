@@ -157,6 +157,8 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;
+        // An explicit L1 target replaces one derived from the memtable.
+        o.level_base_write_buffers = 0;
     }
     if let Some(bytes) = s.table_bytes {
         o.target_table_size = bytes;

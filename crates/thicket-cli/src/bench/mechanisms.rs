@@ -32,6 +32,10 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "buffer_range_pieces",
             "buffer_tables_removed",
             "freezes",
+            "buffer_bytes_per_level",
+            "buffer_tables_per_level",
+            "buffer_trims",
+            "buffer_tables_trimmed",
         ],
     ),
     (

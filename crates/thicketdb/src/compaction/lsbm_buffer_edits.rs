@@ -4,10 +4,11 @@
 //! buffer itself lives in the version (`version::buffer`).
 //!
 //! - **Buffered merge** (Algorithm 1): the level-n tables a task takes
-//!   into level n+1 (n ≥ 1; merged or moved) are appended unchanged to the
+//!   into level n+1 (merged or moved) are appended unchanged to the
 //!   newest buffer run of n+1, or to a new run when they do not follow its
-//!   last table in key order (a new merge round). L1 has no buffer: L0's
-//!   runs overlap one another.
+//!   last table in key order (a new merge round). L0's tables join L1's
+//!   buffer (B₁) too, older L0 runs first: L0 runs overlap one another, so
+//!   a newer one's tables go to a newer buffer run.
 //! - **Drain** (lines 18–20): as level n's victims leave it, the entries
 //!   of n's older buffer runs (all but the newest) that end inside the
 //!   victims' key range are removed, so the buffer empties in key order at
@@ -16,10 +17,13 @@
 //!   removed first.
 //! - **Trim** (Algorithm 2): tables outside a level's newest run whose
 //!   share of cached blocks is under `lsbm_trim_threshold` are removed.
-//! - **Freeze**: when a merge round of level n+1 shows repeated data (the
-//!   level grew by less than what arrived minus what left, by over a tenth
-//!   of its size), arrivals become removed entries until a whole level's
-//!   worth has been merged down; then the level unfreezes.
+//! - **Freeze**: when a merge round of level n+1 shows repeated data
+//!   (§IV-A: the data this round brought in exceed what the level holds of
+//!   them, by over a tenth of its size), arrivals become removed entries
+//!   until a whole level's worth has left it; then the level unfreezes.
+//!   As in the paper, a round starts empty: what an arrival supersedes of
+//!   the data the level held when the round began is not repeated (see
+//!   `account`).
 //!
 //! A removed entry keeps its key range to stop lookups (see
 //! `version::buffer`); one that no older present table overlaps guards
@@ -106,24 +110,32 @@ impl CompactionBuffer {
     ) -> Result<BufferChange, String> {
         let output = task.output_level;
         let input = output.saturating_sub(1);
+        // The tables coming from the level above, older L0 runs first (run
+        // ids grow with age) and each run in key order: an L0 table lands
+        // in an older buffer run than a newer L0 table overlapping it, so
+        // the newest buffer entry covering a key stays its newest version.
         let arrivals: Vec<_> = {
             let mut tables: Vec<_> = task
                 .merge_inputs()
                 .chain(task.moves.iter())
-                .filter(|i| i.level == input && input >= 1)
-                .flat_map(|i| i.tables.iter().cloned())
+                .filter(|i| i.level == input && output >= 1)
+                .flat_map(|i| i.tables.iter().map(move |t| (i.run, t.clone())))
                 .collect();
-            tables.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
-            tables
+            tables.sort_by(|(ra, a), (rb, b)| {
+                ra.cmp(rb)
+                    .then_with(|| version.order.internal(&a.smallest, &b.smallest))
+            });
+            tables.into_iter().map(|(_, t)| t).collect()
         };
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
-        // Data reaching `output` without joining its buffer (from L0, or
-        // from any level but the one above) move its recording past them:
-        // range reads must not trust the buffer for them.
+        // Data reaching `output` without joining its buffer (from any
+        // level but the one above: a manual or dynamic-base compaction)
+        // move its recording past them: range reads must not trust the
+        // buffer for them.
         let unrecorded = task
             .merge_inputs()
             .chain(task.moves.iter())
-            .filter(|i| i.level < output && !(i.level == input && input >= 1))
+            .filter(|i| i.level < output && i.level != input)
             .flat_map(|i| i.tables.iter().map(|t| t.max_seq))
             .max();
         if let (Some(seq), BufferRecording::Since(since)) =
@@ -219,14 +231,26 @@ impl CompactionBuffer {
             }
         }
         let mut frozen = before.levels[output].frozen;
-        if output >= 2 && arrived > 0 {
+        if output >= 1 && arrived > 0 {
+            let (was, size) = (before.levels[output].bytes(), after.levels[output].bytes());
             let mut round = before.levels[output].round;
             if round.arrived == 0 && round.departed == 0 {
-                round.start_bytes = before.levels[output].bytes();
+                round.start_bytes = was;
             }
             round.arrived += arrived;
+            // The paper's C_{i+1} starts each round empty, the level's
+            // older data waiting apart in C'_{i+1}: an arrival can repeat
+            // only this round's arrivals. Here both share one run, so what
+            // a merge dropped as superseded is split between the two parts
+            // by their shares of the level, and the older part's share
+            // counts as having left it (as if merged down).
+            let dropped = arrived.saturating_sub(size.saturating_sub(was));
+            let older = round.start_bytes.saturating_sub(round.departed);
+            if was > 0 {
+                let share = (older.min(was) as f64 / was as f64).min(1.0);
+                round.departed += (dropped as f64 * share).round() as u64;
+            }
             edit.buffer_rounds.push((output, round));
-            let size = after.levels[output].bytes();
             let expected = (round.start_bytes + round.arrived).saturating_sub(round.departed);
             let repeated = expected.saturating_sub(size);
             if !frozen && size > 0 && repeated > size / FREEZE_REPEATED_DIVISOR {

@@ -163,7 +163,17 @@ impl Db {
                 options.profile, options.layout
             )));
         }
+        // The tree runs with the store's store-wide options (the log,
+        // TRIAD-LOG, ...) beside the requested ones, so that mix is what
+        // must validate: an `lsbm` keyspace of a `triad_log` store would
+        // keep log tables in its compaction buffer, which `validate`
+        // refuses.
         let tree_options = keyspace_options(&inner.options, &options);
+        tree_options.validate().map_err(|e| {
+            Error::InvalidArgument(format!(
+                "keyspace {name:?} with the store's store-wide options: {e}"
+            ))
+        })?;
         // Under `log` no write group is mid-commit and no memtable switch
         // runs: the keyspace's first log is the current one.
         let log = inner.log.lock();

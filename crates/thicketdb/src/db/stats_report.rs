@@ -34,6 +34,11 @@ with_counters!(stat_struct! {
         pub compaction_buffer_bytes: u64,
         /// Tables in the compaction buffer with their data (LSbM).
         pub buffer_tables: usize,
+        /// `compaction_buffer_bytes` per level (LSbM's Bᵢ; B₁ holds L0's
+        /// merged tables).
+        pub buffer_bytes_per_level: Vec<u64>,
+        /// `buffer_tables` per level (LSbM).
+        pub buffer_tables_per_level: Vec<usize>,
         /// Chunks of a chunked store (0 for an LSM store).
         pub chunks: usize,
         /// Chunks with a munk in memory (chunked layout).

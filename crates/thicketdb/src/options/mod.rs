@@ -204,6 +204,11 @@ options! {
         max_bytes_for_level_base: u64 = 256 << 20; keyspace,
         /// Growth factor between level targets.
         level_size_multiplier: u64 = 10; keyspace,
+        /// Leveled: when non-zero, L1's target is this many
+        /// `write_buffer_size`s instead of `max_bytes_for_level_base`, so
+        /// the tree keeps its shape whatever the memtable (LSbM's levels are
+        /// r = 10 times the one above, L0 included: §VI).
+        level_base_write_buffers: u64 = 0; keyspace,
         /// Leveled: derive level targets from the largest level and compact
         /// L0 into the shallowest level that needs a target, as RocksDB's
         /// `level_compaction_dynamic_level_bytes` (false: L1 gets
@@ -402,6 +407,15 @@ impl Options {
         (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize
     }
 
+    /// L1's byte target: `level_base_write_buffers` memtables, or
+    /// `max_bytes_for_level_base`.
+    pub fn level_base_bytes(&self) -> u64 {
+        match self.level_base_write_buffers {
+            0 => self.max_bytes_for_level_base,
+            n => self.write_buffer_size.saturating_mul(n),
+        }
+    }
+
     /// Rejects combinations the engine cannot run with.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: &str| Err(Error::InvalidArgument(msg.to_string()));
@@ -459,6 +473,25 @@ impl Options {
             return bad(
                 "triad_log cannot be combined with lsbm_buffer: the compaction buffer would keep \
                  log tables (and pin their logs) by the cached share of their address blocks",
+            );
+        }
+        // The buffer never answers with a stale version only because every
+        // table bringing data into a level joins that level's buffer (see
+        // `version::lsbm_buffer`). A flush placed below L0, or an L0
+        // compaction into a dynamic base level below L1, brings data into
+        // a level past the buffer: an older copy in an older buffer run
+        // would then answer a lookup.
+        if self.lsbm_buffer && self.max_mem_compact_level > 0 {
+            return bad(
+                "lsbm_buffer needs max_mem_compact_level=0: a flush placed below L0 would \
+                 bypass the level's compaction buffer, which could then answer with a stale version",
+            );
+        }
+        if self.lsbm_buffer && self.dynamic_level_bytes {
+            return bad(
+                "lsbm_buffer needs dynamic_level_bytes=false: L0 compacting into a base level \
+                 below L1 would bypass that level's compaction buffer, which could then answer \
+                 with a stale version",
             );
         }
         if self.dynamic_level_bytes && self.max_mem_compact_level > 0 {
@@ -730,6 +763,41 @@ mod tests {
             assert_eq!(o.validate().is_ok(), ok, "compaction_threads={value}");
         }
         assert!(o.set("compaction_threads", "-1").is_err());
+    }
+
+    /// Both combinations would bring data into a level past its compaction
+    /// buffer, whose older runs could then answer a lookup with a stale
+    /// version.
+    #[test]
+    fn lsbm_buffer_refuses_arrivals_that_bypass_a_level_buffer() {
+        let lsbm = Profile::Lsbm.options();
+        lsbm.validate().unwrap();
+        for (name, value) in [
+            ("max_mem_compact_level", "2"),
+            ("dynamic_level_bytes", "true"),
+        ] {
+            let mut o = lsbm.clone();
+            o.set(name, value).unwrap();
+            let err = o.validate().unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                matches!(err, Error::InvalidArgument(_)) && msg.contains(name),
+                "{name}={value}: {msg}"
+            );
+            o.set("lsbm_buffer", "false").unwrap();
+            o.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn lsbm_level_base_is_ten_memtables_unless_set_in_bytes() {
+        let lsbm = Profile::Lsbm.options().write_buffer_size(1 << 20);
+        assert_eq!(lsbm.level_base_bytes(), 10 << 20);
+        let fixed = lsbm
+            .level_base_write_buffers(0)
+            .max_bytes_for_level_base(3 << 20);
+        assert_eq!(fixed.level_base_bytes(), 3 << 20);
+        assert_eq!(Profile::LevelDb.options().level_base_bytes(), 10 << 20);
     }
 
     #[test]

@@ -11,9 +11,9 @@ use crate::format::coding::{get_length_prefixed, get_varint64, put_length_prefix
 /// Format version written in every MANIFEST's first edit. Version 2 adds
 /// the compaction buffer's tags (10–13), version 3 the compaction pointer
 /// (14), version 4 the buffer's freeze accounting (15) and recording (16),
-/// version 5 log tables (17), version 6 keyspaces (18–21); older
-/// MANIFESTs still open.
-pub const MANIFEST_FORMAT_VERSION: u64 = 6;
+/// version 5 log tables (17), version 6 keyspaces (18–21), version 7 log
+/// tables in a compaction buffer (22); older MANIFESTs still open.
+pub const MANIFEST_FORMAT_VERSION: u64 = 7;
 /// The oldest format version this build reads.
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 
@@ -45,6 +45,11 @@ const TAG_CREATE_KEYSPACE: u64 = 19;
 const TAG_DROP_KEYSPACE: u64 = 20;
 /// The next keyspace id to hand out (ids are never reused).
 const TAG_NEXT_KEYSPACE_ID: u64 = 21;
+/// A table appended to a compaction-buffer run that is a log table: a
+/// buffer table's fields, then the logs it references (count, numbers).
+/// Without them a reopened store would not count the buffered table among
+/// its logs' readers and could delete a log the table still addresses.
+const TAG_BUFFER_LOG_TABLE: u64 = 22;
 /// Most logs one log table may reference (a flush references one).
 const MAX_LOG_REFS: u64 = 1 << 16;
 
@@ -183,21 +188,13 @@ impl VersionEdit {
             put_varint64(&mut out, TAG_DROP_KEYSPACE);
         }
         for t in &self.new_tables {
-            if t.meta.logs.is_empty() {
-                put_new_table(&mut out, TAG_NEW_TABLE, t);
-            } else {
-                put_new_table(&mut out, TAG_NEW_LOG_TABLE, t);
-                put_varint64(&mut out, t.meta.logs.len() as u64);
-                for &log in &t.meta.logs {
-                    put_varint64(&mut out, log);
-                }
-            }
+            put_table_with_logs(&mut out, TAG_NEW_TABLE, TAG_NEW_LOG_TABLE, t);
         }
         for d in &self.deleted_tables {
             put_deleted_table(&mut out, TAG_DELETED_TABLE, d);
         }
         for t in &self.buffer_tables {
-            put_new_table(&mut out, TAG_BUFFER_TABLE, t);
+            put_table_with_logs(&mut out, TAG_BUFFER_TABLE, TAG_BUFFER_LOG_TABLE, t);
         }
         for d in &self.buffer_removed {
             put_deleted_table(&mut out, TAG_BUFFER_REMOVED, d);
@@ -277,20 +274,10 @@ impl VersionEdit {
                 TAG_NEXT_FILE_NUMBER => edit.next_file_number = Some(num(src, "next file")?),
                 TAG_LAST_SEQUENCE => edit.last_sequence = Some(num(src, "last sequence")?),
                 TAG_NEW_TABLE => edit.new_tables.push(get_new_table(src)?),
-                TAG_NEW_LOG_TABLE => {
-                    let mut table = get_new_table(src)?;
-                    let count = num(src, "log reference count")?;
-                    if count == 0 || count > MAX_LOG_REFS {
-                        return Err(format!("log table references {count} logs"));
-                    }
-                    let logs = (0..count)
-                        .map(|_| num(src, "log reference"))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Arc::make_mut(&mut table.meta).logs = logs;
-                    edit.new_tables.push(table);
-                }
+                TAG_NEW_LOG_TABLE => edit.new_tables.push(get_log_table(src)?),
                 TAG_DELETED_TABLE => edit.deleted_tables.push(get_deleted_table(src)?),
                 TAG_BUFFER_TABLE => edit.buffer_tables.push(get_new_table(src)?),
+                TAG_BUFFER_LOG_TABLE => edit.buffer_tables.push(get_log_table(src)?),
                 TAG_BUFFER_REMOVED => edit.buffer_removed.push(get_deleted_table(src)?),
                 TAG_BUFFER_DROPPED => edit.buffer_dropped.push(get_deleted_table(src)?),
                 TAG_BUFFER_FROZEN => {
@@ -392,6 +379,20 @@ fn put_new_table(out: &mut Vec<u8>, tag: u64, t: &NewTable) {
     }
 }
 
+/// A table under `tag`, or under `log_tag` followed by its log references
+/// when it is a log table (TRIAD-LOG).
+fn put_table_with_logs(out: &mut Vec<u8>, tag: u64, log_tag: u64, t: &NewTable) {
+    if t.meta.logs.is_empty() {
+        put_new_table(out, tag, t);
+        return;
+    }
+    put_new_table(out, log_tag, t);
+    put_varint64(out, t.meta.logs.len() as u64);
+    for &log in &t.meta.logs {
+        put_varint64(out, log);
+    }
+}
+
 fn put_deleted_table(out: &mut Vec<u8>, tag: u64, d: &DeletedTable) {
     put_varint64(out, tag);
     put_varint64(out, d.level as u64);
@@ -430,6 +431,22 @@ fn get_new_table(src: &mut &[u8]) -> Result<NewTable, String> {
             logs: Vec::new(),
         }),
     })
+}
+
+/// A table's fields followed by the logs it references (a log table).
+fn get_log_table(src: &mut &[u8]) -> Result<NewTable, String> {
+    let num =
+        |src: &mut &[u8], what: &str| get_varint64(src).ok_or_else(|| format!("truncated {what}"));
+    let mut table = get_new_table(src)?;
+    let count = num(src, "log reference count")?;
+    if count == 0 || count > MAX_LOG_REFS {
+        return Err(format!("log table references {count} logs"));
+    }
+    let logs = (0..count)
+        .map(|_| num(src, "log reference"))
+        .collect::<Result<Vec<_>, _>>()?;
+    Arc::make_mut(&mut table.meta).logs = logs;
+    Ok(table)
 }
 
 fn get_deleted_table(src: &mut &[u8]) -> Result<DeletedTable, String> {
@@ -518,6 +535,25 @@ mod tests {
         });
         e.drop_keyspace = true;
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+    }
+
+    /// A log table kept in a compaction buffer (an L0 log table merged or
+    /// moved into L1 under LSbM) must come back from the MANIFEST with its
+    /// log references: the version pins the logs its tables reference, and
+    /// a buffered table that lost them let a reopened store delete a log
+    /// the table still addresses (`model_keyspaces_under_every_profile`,
+    /// profile `triad`, posix seed 802).
+    #[test]
+    fn a_buffered_log_table_keeps_its_log_references() {
+        let mut log_table = (*table(13, "e", "f")).clone();
+        log_table.logs = vec![67];
+        let mut e = VersionEdit::default();
+        e.add_buffer_table(1, 5, Arc::new(log_table));
+        e.add_buffer_table(1, 5, table(14, "g", "h"));
+        let decoded = VersionEdit::decode(&e.encode()).unwrap();
+        let logs: Vec<&[u64]> = decoded.buffer_tables.iter().map(|t| &t.meta.logs[..]).collect();
+        assert_eq!(logs, [&[67][..], &[][..]]);
+        assert_eq!(decoded, e);
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //!
 //! Why a buffer lookup never returns a stale version: every table that
 //! brings data into a level with a buffer is appended to that buffer, as
-//! a present table or as a removed entry (see `compaction::buffer`). A run
+//! a present table or as a removed entry (see
+//! `compaction::lsbm_buffer_edits`; L0's overlapping runs join L1's buffer
+//! oldest first, and options that would bring data in past a level's
+//! buffer are refused by `Options::validate`). A run
 //! is sorted with disjoint key ranges, so a later arrival covering a key
 //! lands in a newer run than an earlier one covering it. Searching the
 //! runs newest first, the first entry covering the key is therefore the
@@ -36,7 +39,10 @@ pub struct BufferRound {
     pub start_bytes: u64,
     /// Bytes merged or moved into the level since.
     pub arrived: u64,
-    /// Bytes that left the level (merged down) since.
+    /// Bytes of the level's data that left it since: merged down, or
+    /// (estimated) superseded by arrivals in the data it held when the
+    /// round began, which the paper keeps apart in C'ᵢ (see
+    /// `compaction::lsbm_buffer_edits`).
     pub departed: u64,
 }
 

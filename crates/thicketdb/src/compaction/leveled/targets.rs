@@ -1,7 +1,8 @@
 //! Level byte targets and the level L0 compacts into.
 //!
 //! - Static (LevelDB): L0 compacts into L1, whose target is
-//!   `max_bytes_for_level_base`; each deeper level's is
+//!   `max_bytes_for_level_base` (or `level_base_write_buffers`
+//!   memtables); each deeper level's is
 //!   `level_size_multiplier` times the one above.
 //! - Dynamic (`dynamic_level_bytes`, RocksDB's
 //!   `level_compaction_dynamic_level_bytes`): the targets are derived from
@@ -47,7 +48,7 @@ impl LevelTargets {
 fn fixed(options: &Options) -> LevelTargets {
     let mult = options.level_size_multiplier.max(1);
     let mut bytes = [u64::MAX; NUM_LEVELS];
-    let mut target = options.max_bytes_for_level_base;
+    let mut target = options.level_base_bytes();
     for slot in bytes.iter_mut().skip(1) {
         *slot = target;
         target = target.saturating_mul(mult);
@@ -68,7 +69,7 @@ fn dynamic(options: &Options, sizes: &[u64], l0_runs: usize) -> LevelTargets {
     };
     let mult = options.level_size_multiplier.max(2);
     let l0 = sizes[0];
-    let base_max = options.max_bytes_for_level_base.max(l0);
+    let base_max = options.level_base_bytes().max(l0);
     let base_min = base_max / mult;
     // The first non-empty level's target if the last level's were `largest`.
     let mut size = largest;
@@ -91,7 +92,7 @@ fn dynamic(options: &Options, sizes: &[u64], l0_runs: usize) -> LevelTargets {
     // A backlogged L0 larger than the base level widens the base level and
     // narrows the ratios below it, rather than letting L0 grow.
     if l0 > base_size
-        && (l0 > options.max_bytes_for_level_base || l0_runs / 2 >= options.l0_compaction_trigger)
+        && (l0 > options.level_base_bytes() || l0_runs / 2 >= options.l0_compaction_trigger)
     {
         base_size = l0;
         multiplier = if base == last {

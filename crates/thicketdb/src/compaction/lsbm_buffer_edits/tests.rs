@@ -199,10 +199,12 @@ fn a_merged_table_joins_the_newest_buffer_run_when_it_follows_in_key_order() {
 }
 
 #[test]
-fn l0_merges_fill_no_buffer_and_move_the_recording_past_their_data() {
+fn l0_tables_join_l1s_buffer_older_runs_first_and_keep_the_recording() {
     let b = buffer("");
+    // Two overlapping L0 runs: 4 (newer) and 3 (older, two tables).
     let v = version(
-        "L0 3: a-c/100@40
+        "L0 4: b-d/100@50
+         L0 3: a-c/100@40 e-f/100@41
          L1 1: a-b/100",
     )
     .apply(&VersionEdit {
@@ -210,17 +212,28 @@ fn l0_merges_fill_no_buffer_and_move_the_recording_past_their_data() {
         ..VersionEdit::default()
     })
     .unwrap();
-    let (after, text, _) = merge(
-        &b,
-        &v,
-        (0, 3, &[100]),
-        (1, &[101]),
-        &[meta(200, "a", "c", 200)],
-    );
-    assert_eq!(text, "");
-    // L1's run now holds data its buffer never saw: range reads must not
-    // take L1's data from the buffer for them.
-    assert_eq!(after.levels[1].recording, BufferRecording::Since(40));
+    let task = CompactionTask {
+        merges: vec![vec![
+            tables(&v, 0, 4, &[100]),
+            tables(&v, 0, 3, &[101, 102]),
+            tables(&v, 1, 1, &[103]),
+        ]],
+        moves: Vec::new(),
+        output_level: 1,
+        output_run: Some(1),
+        reason: String::new(),
+        compact_pointer: None,
+    };
+    let mut edit = task.final_edit(1, &[meta(200, "a", "f", 300)], &HashSet::new(), None);
+    let mut next = 900..;
+    b.extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let after = v.apply(&edit).unwrap();
+    // The older run's tables fill a run in key order; the newer run's
+    // table, overlapping them, a newer one: a lookup of "b" meets it first.
+    assert_eq!(render(&after), "B1#901: 100 | B1#900: 101 102");
+    // Every L0 table is recorded: range reads may still trust L1's buffer.
+    assert_eq!(after.levels[1].recording, BufferRecording::Since(5));
 }
 
 #[test]
@@ -343,23 +356,64 @@ fn a_removed_entry_stays_while_the_level_may_hold_its_data() {
 }
 
 #[test]
-fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
+fn a_victim_superseding_the_levels_older_data_does_not_freeze_it() {
     let b = buffer("");
     // Level 2 holds 1000 bytes; a 500-byte victim merges with all of it
-    // into 1000 bytes: 500 bytes were repeated (over a tenth).
+    // into 1000 bytes. What it dropped was the level's data from before
+    // this round (the paper's C'₂), not data this round brought: no freeze.
     let v = version(
-        "L1 1: a-z/500 zz-zz/10
-         L2 2: a-z/1000
-         B2 7: b-c/10",
+        "L1 1: a-z/500
+         L2 2: a-z/1000",
     );
     let (v, text, change) = merge(
         &b,
         &v,
         (1, 1, &[100]),
-        (2, &[102]),
+        (2, &[101]),
         &[meta(200, "a", "z", 1000)],
     );
-    assert_eq!(text, "B2#900: 100x | B2#7: 103 | frozen 2");
+    assert_eq!(text, "B2#900: 100");
+    assert_eq!(change, BufferChange::default());
+    let round = v.levels[2].round;
+    assert_eq!((round.start_bytes, round.arrived), (1000, 500));
+    assert_eq!(round.departed, 500, "the superseded older data left");
+}
+
+#[test]
+fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
+    let b = buffer("");
+    // L2 starts its round all but empty; a 500-byte victim fills it.
+    let v = version(
+        "L1 1: a-m/500 zz-zz/10
+         L2 2: q-r/1
+         B2 7: 0-0/10",
+    );
+    let (v, text, _) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[]),
+        &[meta(200, "a", "m", 500)],
+    );
+    assert_eq!(text, "B2#7: 103 100");
+    // The same keys again, in this round: the level stays at 501 bytes
+    // after 1000 arrived, so 499 are repeated (over a tenth).
+    let v = v
+        .apply(&{
+            let mut e = VersionEdit::default();
+            e.add_table(1, 1, meta(300, "a", "m", 500));
+            e
+        })
+        .unwrap();
+    let l2 = 2;
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[300]),
+        (l2, &[200]),
+        &[meta(201, "a", "m", 500)],
+    );
+    assert_eq!(text, "B2#900: 300x | B2#7: 103 100 | frozen 2");
     assert_eq!((change.froze, change.removed), (1, 1));
     // Frozen: the next arrival is a removed entry too. It guards no older
     // table, but L2's run holds its data: it stays, so that range reads
@@ -368,20 +422,20 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         &b,
         &v,
         (1, 1, &[101]),
-        (2, &[]),
-        &[meta(201, "zz", "zz", 10)],
+        (l2, &[]),
+        &[meta(202, "zz", "zz", 10)],
     );
-    assert_eq!(text, "B2#900: 100x 101x | B2#7: 103 | frozen 2");
-    // A level's worth (1010 bytes) merged down from L2 unfreezes it.
+    assert_eq!(text, "B2#900: 300x 101x | B2#7: 103 100 | frozen 2");
+    // A level's worth merged down from L2 unfreezes it.
     let task = CompactionTask {
-        merges: vec![vec![tables(&v, 2, 2, &[200, 201])]],
+        merges: vec![vec![tables(&v, 2, l2, &[102, 201, 202])]],
         moves: Vec::new(),
         output_level: 3,
         output_run: None,
         reason: String::new(),
         compact_pointer: None,
     };
-    let mut edit = task.final_edit(50, &[meta(202, "a", "zz", 1010)], &HashSet::new(), None);
+    let mut edit = task.final_edit(50, &[meta(203, "a", "zz", 510)], &HashSet::new(), None);
     let mut next = 950..;
     b.extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
         .unwrap();
@@ -392,18 +446,20 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
 #[test]
 fn freeze_accounting_survives_a_reopen() {
     let b = buffer("");
-    // Each merge brings 60 bytes into a 1000-byte L2 that does not grow:
-    // 60 repeated bytes are under a tenth, 120 are over it.
+    // A 100-byte victim into a 100-byte L2 leaves 150: it superseded 50
+    // bytes of the older data, nothing repeated. The next 100 bytes leave
+    // 160: of the 90 dropped, the older data (50 of 150 bytes) account for
+    // 30, so 60 bytes repeated this round's, over a tenth of 160.
     let v = version(
-        "L1 1: a-b/60 c-d/60
-         L2 2: a-z/1000",
+        "L1 1: a-b/100 c-d/100
+         L2 2: a-z/100",
     );
     let (v, text, _) = merge(
         &b,
         &v,
         (1, 1, &[100]),
         (2, &[102]),
-        &[meta(200, "a", "z", 1000)],
+        &[meta(200, "a", "z", 150)],
     );
     assert!(!text.contains("frozen"), "{text}");
     // The reopened version is the MANIFEST's: a snapshot record, decoded.
@@ -417,7 +473,7 @@ fn freeze_accounting_survives_a_reopen() {
             &v,
             (1, 1, &[101]),
             (2, &[200]),
-            &[meta(201, "a", "z", 1000)],
+            &[meta(201, "a", "z", 160)],
         );
         assert!(text.contains("frozen 2"), "{text}");
         assert_eq!(change.froze, 1);

@@ -66,6 +66,8 @@ fn trim_tree(inner: &Arc<DbInner>, tree: &Tree) -> Result<()> {
             return Ok(());
         }
         count(inner, change);
+        Counters::add(&inner.counters.buffer_trims, 1);
+        Counters::add(&inner.counters.buffer_tables_trimmed, change.removed);
         edit.keyspace = tree.id;
         if let Some(version) = versions.log_and_apply(edit)? {
             install(tree, version, None);

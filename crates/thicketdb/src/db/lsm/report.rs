@@ -47,6 +47,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         last_sequence: inner.last_sequence.load(Ordering::Acquire),
         compaction_buffer_bytes: svs.iter().map(|sv| sv.version.buffer_bytes()).sum(),
         buffer_tables: levels().map(|(_, l)| l.buffer_tables().count()).sum(),
+        buffer_bytes_per_level: per_level(&|l| l.buffer_bytes()),
+        buffer_tables_per_level: as_counts(per_level(&|l| l.buffer_tables().count() as u64)),
         merge_in_progress: svs.iter().any(|sv| sv.version.merge_journal.is_some()),
         level_bytes_read: c.level_bytes_read.iter().map(Counters::get).collect(),
         level_bytes_written: c.level_bytes_written.iter().map(Counters::get).collect(),
