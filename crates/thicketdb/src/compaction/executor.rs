@@ -91,10 +91,9 @@ pub fn execute(
             .map(|i| {
                 // A compaction reads each input block once: keeping them
                 // would evict the blocks readers use.
-                Box::new(RunIterator::new(
+                Box::new(RunIterator::for_compaction(
                     i.tables.clone(),
                     ctx.table_cache.clone(),
-                    false,
                 )) as Box<dyn InternalIterator>
             })
             .collect();

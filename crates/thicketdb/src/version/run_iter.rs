@@ -17,6 +17,8 @@ pub struct RunTables {
     cache: Arc<TableCache>,
     /// Whether blocks read from files are kept in the block cache.
     fill_cache: bool,
+    /// Whether log tables' values are read in batches (compactions).
+    batch_log_values: bool,
 }
 
 impl RunIterator {
@@ -27,6 +29,19 @@ impl RunIterator {
             tables,
             cache,
             fill_cache,
+            batch_log_values: false,
+        })
+    }
+
+    /// A compaction's cursor over `tables`: blocks it reads are not
+    /// cached, and log tables' values are read in batches, in log order
+    /// (`triad_log_compaction_batch`).
+    pub fn for_compaction(tables: Vec<Arc<TableMeta>>, cache: Arc<TableCache>) -> Self {
+        ConcatIterator::over(RunTables {
+            tables,
+            cache,
+            fill_cache: false,
+            batch_log_values: true,
         })
     }
 }
@@ -45,9 +60,13 @@ impl Parts for RunTables {
     }
 
     fn open(&self, index: usize) -> Result<TableIterator> {
-        Ok(self
+        let it = self
             .cache
             .table(&self.tables[index])?
-            .iter_with(self.fill_cache))
+            .iter_with(self.fill_cache);
+        Ok(match self.batch_log_values {
+            true => it.with_batched_log_values(),
+            false => it,
+        })
     }
 }
