@@ -26,9 +26,9 @@ pub struct TableIterator {
     fill_cache: bool,
     /// A log table's current value, read from the log (TRIAD-LOG).
     log_value: Vec<u8>,
-    /// Whether a forward walk over a log table reads its values in
-    /// batches (`LogBatch`): for compactions.
-    batch_values: bool,
+    /// Value bytes a forward walk over a log table reads at once
+    /// (`LogBatch`; compactions); 0: one value at a time.
+    batch_budget: u64,
     /// The values read ahead of the cursor.
     batch: LogBatch,
     /// Whether `value` is a log table's value rather than its address.
@@ -59,16 +59,16 @@ impl TableIterator {
             data_handle: BlockHandle::default(),
             status: None,
             log_value: Vec::new(),
-            batch_values: false,
+            batch_budget: 0,
             batch: LogBatch::default(),
             resolve_values: true,
         }
     }
 
-    /// Reads a log table's values in batches while walking forward
-    /// (compactions): far fewer log reads than one per value.
-    pub(crate) fn with_batched_log_values(mut self) -> TableIterator {
-        self.batch_values = true;
+    /// Reads a log table's values `budget` bytes at a time while walking
+    /// forward (compactions): far fewer log reads than one per value.
+    pub(crate) fn with_batched_log_values(mut self, budget: u64) -> TableIterator {
+        self.batch_budget = budget;
         self
     }
 
@@ -148,8 +148,8 @@ impl TableIterator {
             self.log_value.clear();
             return;
         }
-        let budget = log.batch_bytes();
-        if self.batch_values && forward && budget > 0 {
+        let budget = self.batch_budget;
+        if forward && budget > 0 {
             let log = Arc::clone(log);
             if let Err(e) = self.read_batched_value(&log, budget) {
                 self.fail(e);
@@ -341,7 +341,6 @@ mod tests {
     /// A log whose value for an address is the address reversed; counts
     /// single and batched reads.
     struct ReversingLog {
-        batch: u64,
         singles: std::sync::atomic::AtomicU64,
         batches: std::sync::atomic::AtomicU64,
     }
@@ -367,17 +366,15 @@ mod tests {
             }
             Ok(())
         }
-
-        fn batch_bytes(&self) -> u64 {
-            self.batch
-        }
     }
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
     /// A log table of 300 entries (every fifth a deletion) whose puts
     /// address 10-byte values, read through a `ReversingLog` taking
     /// batches of 100 value bytes.
-    fn log_table() -> (Arc<Table>, Arc<ReversingLog>, Vec<(Vec<u8>, Vec<u8>)>) {
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = sample_entries(300)
+    fn log_table() -> (Arc<Table>, Arc<ReversingLog>, Entries) {
+        let entries: Entries = sample_entries(300)
             .into_iter()
             .enumerate()
             .map(|(i, (k, v))| {
@@ -400,7 +397,6 @@ mod tests {
         };
         let (file, summary) = build_table(&entries, &opts);
         let log = Arc::new(ReversingLog {
-            batch: 100,
             singles: Default::default(),
             batches: Default::default(),
         });
@@ -430,7 +426,7 @@ mod tests {
     #[test]
     fn a_batched_forward_walk_reads_log_values_in_batches() {
         let (table, log, entries) = log_table();
-        let mut it = TableIterator::new(table, false).with_batched_log_values();
+        let mut it = TableIterator::new(table, false).with_batched_log_values(100);
         it.seek_to_first();
         for (k, v) in &entries {
             assert_eq!(it.key(), k.as_slice());
@@ -447,8 +443,7 @@ mod tests {
         it.prev();
         let (k, v) = &entries[298];
         assert_eq!(it.value(), expected(v, k).as_slice());
-        let (k, v) = &entries[151];
-        it.seek(k);
+        it.seek(&entries[151].0);
         for (k, v) in &entries[151..160] {
             assert_eq!(it.value(), expected(v, k).as_slice());
             it.next();

@@ -17,8 +17,9 @@ pub struct RunTables {
     cache: Arc<TableCache>,
     /// Whether blocks read from files are kept in the block cache.
     fill_cache: bool,
-    /// Whether log tables' values are read in batches (compactions).
-    batch_log_values: bool,
+    /// Value bytes of a log table read at once (compactions; 0: one value
+    /// at a time).
+    log_batch_bytes: u64,
 }
 
 impl RunIterator {
@@ -29,19 +30,23 @@ impl RunIterator {
             tables,
             cache,
             fill_cache,
-            batch_log_values: false,
+            log_batch_bytes: 0,
         })
     }
 
     /// A compaction's cursor over `tables`: blocks it reads are not
-    /// cached, and log tables' values are read in batches, in log order
-    /// (`triad_log_compaction_batch`).
-    pub fn for_compaction(tables: Vec<Arc<TableMeta>>, cache: Arc<TableCache>) -> Self {
+    /// cached, and log tables' values are read `log_batch_bytes` at a time,
+    /// in log order (`triad_log_compaction_batch`).
+    pub fn for_compaction(
+        tables: Vec<Arc<TableMeta>>,
+        cache: Arc<TableCache>,
+        log_batch_bytes: u64,
+    ) -> Self {
         ConcatIterator::over(RunTables {
             tables,
             cache,
             fill_cache: false,
-            batch_log_values: true,
+            log_batch_bytes,
         })
     }
 }
@@ -64,9 +69,6 @@ impl Parts for RunTables {
             .cache
             .table(&self.tables[index])?
             .iter_with(self.fill_cache);
-        Ok(match self.batch_log_values {
-            true => it.with_batched_log_values(),
-            false => it,
-        })
+        Ok(it.with_batched_log_values(self.log_batch_bytes))
     }
 }
