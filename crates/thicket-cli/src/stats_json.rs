@@ -268,6 +268,8 @@ mod tests {
         stats.flush_micros = 49;
         stats.compaction_micros = 50;
         stats.l0_overlap_ratio = 0.5;
+        stats.log_batch_values = 75;
+        stats.log_batch_reads = 76;
         stats.background_error = Some("disk full".into());
         stats.chunks = 60;
         stats.munks_resident = 61;
@@ -360,6 +362,8 @@ mod tests {
                 "flush_micros": 49,
                 "compaction_micros": 50,
                 "l0_overlap_ratio": 0.5,
+                "log_batch_values": 75,
+                "log_batch_reads": 76,
                 "background_error": "disk full",
                 "chunks": 60,
                 "munks_resident": 61,

@@ -315,6 +315,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "flush_micros",
         "compaction_micros",
         "l0_overlap_ratio",
+        "log_batch_values",
+        "log_batch_reads",
         "background_error",
         "disk_bytes",
         "logical_bytes",

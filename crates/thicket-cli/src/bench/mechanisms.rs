@@ -21,6 +21,8 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "log_table_bytes",
             "log_table_data_bytes",
             "log_table_live_bytes",
+            "log_batch_values",
+            "log_batch_reads",
         ],
     ),
     (

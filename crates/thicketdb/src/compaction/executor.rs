@@ -10,13 +10,13 @@ use super::bottommost::Bottommost;
 use super::drop_rule::{surviving_range_deletions, DropRule};
 use super::grandparents::GrandparentCut;
 use super::output::{Output, OutputSink, OutputSpec};
-use super::task::CompactionTask;
+use super::task::{CompactionTask, TaskInput};
 use crate::error::Result;
 use crate::format::internal_key::{user_key, InternalKey, ValueKind};
 use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::table::TableOptions;
+use crate::table::{TableOptions, ValueLog};
 use crate::version::run_iter::RunIterator;
 use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
@@ -60,6 +60,23 @@ pub struct Executed {
     pub output: Output,
 }
 
+/// Value bytes each log table of `group` reads ahead at once: the store's
+/// `triad_log_compaction_batch` shared by the group's log tables, which a
+/// merge walks side by side (an L0 compaction may take 20 of them, so a
+/// budget per table would hold 20 batches), at least 64 KiB each.
+fn log_batch_per_table(group: &[TaskInput], ctx: &ExecContext<'_>) -> u64 {
+    let total = ctx.table_cache.logs().batch_bytes();
+    let log_tables = group
+        .iter()
+        .flat_map(|i| &i.tables)
+        .filter(|t| t.is_log_table())
+        .count() as u64;
+    match total {
+        0 => 0,
+        _ => (total / log_tables.max(1)).max(64 << 10),
+    }
+}
+
 /// Runs `task`. `bottommost` says whether no data older than the task's
 /// inputs can hold a key (so its deletion may be dropped). With a journal
 /// too: readers ignore the inputs' keys at or below the last checkpoint
@@ -86,15 +103,16 @@ pub fn execute(
     ));
     let mut committed = 0;
     for group in &task.merges {
+        let log_batch = log_batch_per_table(group, ctx);
         let children: Vec<Box<dyn InternalIterator>> = group
             .iter()
             .map(|i| {
                 // A compaction reads each input block once: keeping them
                 // would evict the blocks readers use.
-                Box::new(RunIterator::new(
+                Box::new(RunIterator::for_compaction(
                     i.tables.clone(),
                     ctx.table_cache.clone(),
-                    false,
+                    log_batch,
                 )) as Box<dyn InternalIterator>
             })
             .collect();

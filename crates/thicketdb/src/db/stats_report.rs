@@ -84,6 +84,13 @@ with_counters!(stat_struct! {
         /// TRIAD-DISK: the last L0 overlap ratio computed since open (-1
         /// before the first, or with `triad_disk` off).
         pub l0_overlap_ratio: f64,
+        /// TRIAD-LOG: values compactions read from logs in batches sorted
+        /// by their place in the log (`triad_log_compaction_batch`), since
+        /// open.
+        pub log_batch_values: u64,
+        /// TRIAD-LOG: reads of log spans those batches took, since open
+        /// (one per value without batches).
+        pub log_batch_reads: u64,
         /// The background error that stopped writes, if any.
         pub background_error: Option<String>,
     }

@@ -184,11 +184,23 @@ impl RandomAccessLogReader {
     /// block of the file): for a cache of log blocks, whose fragments
     /// [`fragment_in_block`](Self::fragment_in_block) then checks.
     pub fn read_block(&self, index: u64) -> Result<Vec<u8>> {
-        let at = index.saturating_mul(BLOCK);
-        let len = self.file.len()?.saturating_sub(at).min(BLOCK);
-        let mut block = vec![0u8; len as usize];
-        self.file.read_exact_at(at, &mut block)?;
-        Ok(block)
+        self.read_blocks(index, 1)
+    }
+
+    /// The raw bytes of `count` blocks from block `first` on, in one read
+    /// (fewer where the file ends): a span of blocks for reads in log
+    /// order, whose fragments [`fragment_in_block`](Self::fragment_in_block)
+    /// then checks block by block.
+    pub fn read_blocks(&self, first: u64, count: u64) -> Result<Vec<u8>> {
+        let at = first.saturating_mul(BLOCK);
+        let len = self
+            .file
+            .len()?
+            .saturating_sub(at)
+            .min(count.saturating_mul(BLOCK));
+        let mut blocks = vec![0u8; len as usize];
+        self.file.read_exact_at(at, &mut blocks)?;
+        Ok(blocks)
     }
 
     /// The fragment whose header is at `pos` (part of the record starting

@@ -355,6 +355,13 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20; store,
+        /// TRIAD-LOG: value bytes a compaction reads ahead from its log
+        /// tables, shared by them (at least 64 KiB each): each table's next
+        /// values sorted by their place in the log and read in a few large
+        /// reads, rather than one log-block read per value in key order
+        /// (values of one table lie scattered over its log); 0 reads one
+        /// value at a time.
+        triad_log_compaction_batch: u64 = 2 << 20; store,
         /// A Bloom filter over each memtable's user keys, of this fraction
         /// of `write_buffer_size` (RocksDB's
         /// `memtable_prefix_bloom_size_ratio` with whole-key filtering):

@@ -7,8 +7,8 @@
 //! block holds raw bytes: the fragment a read needs is checked on every
 //! read (a CRC32C of at most 32 KiB), so the cache adds no trust.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -19,6 +19,7 @@ use crate::io::FileSystem;
 use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress, BLOCK_SIZE};
 use crate::table::{note_block_read, ValueLog};
 use crate::version::files::log_path;
+use crate::version::log_spans::{Payload, SpanReader};
 
 /// Open logs kept by a store's log-value reader.
 const OPEN_LOGS: usize = 64;
@@ -35,15 +36,6 @@ impl Weighter<(u64, u64), Arc<[u8]>> for BlockWeight {
 /// Raw log blocks by (log, block index).
 type BlockCache = Cache<(u64, u64), Arc<[u8]>, BlockWeight>;
 
-/// A fragment's payload inside a shared block.
-struct Payload(Arc<[u8]>, Range<usize>);
-
-impl AsRef<[u8]> for Payload {
-    fn as_ref(&self) -> &[u8] {
-        &self.0[self.1.clone()]
-    }
-}
-
 /// Reads log tables' values from the logs of the store in `dir`.
 pub struct StoreLogs {
     dir: PathBuf,
@@ -51,6 +43,11 @@ pub struct StoreLogs {
     logs: Cache<u64, Arc<RandomAccessLogReader>>,
     /// Raw log blocks by (log, block index); `None`: no cache.
     blocks: Option<BlockCache>,
+    /// Value bytes a compaction reads at once (`triad_log_compaction_batch`).
+    batch_bytes: u64,
+    /// Values read in batches, and the span reads they took.
+    batch_values: AtomicU64,
+    batch_reads: AtomicU64,
 }
 
 impl StoreLogs {
@@ -79,6 +76,27 @@ impl StoreLogs {
             fs,
             logs: Cache::new(OPEN_LOGS),
             blocks,
+            batch_bytes: 0,
+            batch_values: AtomicU64::new(0),
+            batch_reads: AtomicU64::new(0),
+        }
+    }
+
+    /// Values read in batches since this reader was made.
+    pub fn batch_values(&self) -> u64 {
+        self.batch_values.load(Ordering::Relaxed)
+    }
+
+    /// Span reads those batches took.
+    pub fn batch_reads(&self) -> u64 {
+        self.batch_reads.load(Ordering::Relaxed)
+    }
+
+    /// Lets a compaction read `bytes` of a log table's values at once.
+    pub fn with_batch_bytes(self, bytes: u64) -> StoreLogs {
+        StoreLogs {
+            batch_bytes: bytes,
+            ..self
         }
     }
 
@@ -102,6 +120,41 @@ impl StoreLogs {
 }
 
 impl ValueLog for StoreLogs {
+    fn batch_bytes(&self) -> u64 {
+        self.batch_bytes
+    }
+
+    /// In log order, each log's needed blocks read in spans
+    /// (`log_spans.rs`), not through the block cache: a batch reads each
+    /// block it needs once, and keeping them would evict the blocks gets
+    /// use.
+    fn read_values(
+        &self,
+        addresses: &[&[u8]],
+        out: &mut [Vec<u8>],
+        at: (&Path, u64),
+    ) -> Result<()> {
+        let mut decoded = Vec::with_capacity(addresses.len());
+        for (i, address) in addresses.iter().enumerate() {
+            let address = ValueAddress::decode(address)
+                .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;
+            decoded.push((address, i));
+        }
+        decoded.sort_unstable_by_key(|(a, _)| (a.record.log_number, a.record.offset, a.offset));
+        for one_log in decoded.chunk_by(|a, b| a.0.record.log_number == b.0.record.log_number) {
+            let reader = self.reader(one_log[0].0.record.log_number)?;
+            let in_order: Vec<ValueAddress> = one_log.iter().map(|(a, _)| *a).collect();
+            let mut spans = SpanReader::new(&reader);
+            for (i, (_, slot)) in one_log.iter().enumerate() {
+                spans.read_value(&in_order[i..], &mut out[*slot])?;
+            }
+            self.batch_values
+                .fetch_add(one_log.len() as u64, Ordering::Relaxed);
+            self.batch_reads.fetch_add(spans.reads(), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()> {
         let address = ValueAddress::decode(address)
             .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;

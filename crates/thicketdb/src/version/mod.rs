@@ -5,6 +5,7 @@ pub mod buffer_range;
 pub mod edit;
 pub mod files;
 pub mod log_values;
+mod log_spans;
 pub mod lsbm_buffer;
 pub mod meta;
 pub mod piece_iter;

@@ -17,6 +17,9 @@ pub struct RunTables {
     cache: Arc<TableCache>,
     /// Whether blocks read from files are kept in the block cache.
     fill_cache: bool,
+    /// Value bytes of a log table read at once (compactions; 0: one value
+    /// at a time).
+    log_batch_bytes: u64,
 }
 
 impl RunIterator {
@@ -27,6 +30,23 @@ impl RunIterator {
             tables,
             cache,
             fill_cache,
+            log_batch_bytes: 0,
+        })
+    }
+
+    /// A compaction's cursor over `tables`: blocks it reads are not
+    /// cached, and log tables' values are read `log_batch_bytes` at a time,
+    /// in log order (`triad_log_compaction_batch`).
+    pub fn for_compaction(
+        tables: Vec<Arc<TableMeta>>,
+        cache: Arc<TableCache>,
+        log_batch_bytes: u64,
+    ) -> Self {
+        ConcatIterator::over(RunTables {
+            tables,
+            cache,
+            fill_cache: false,
+            log_batch_bytes,
         })
     }
 }
@@ -45,9 +65,10 @@ impl Parts for RunTables {
     }
 
     fn open(&self, index: usize) -> Result<TableIterator> {
-        Ok(self
+        let it = self
             .cache
             .table(&self.tables[index])?
-            .iter_with(self.fill_cache))
+            .iter_with(self.fill_cache);
+        Ok(it.with_batched_log_values(self.log_batch_bytes))
     }
 }

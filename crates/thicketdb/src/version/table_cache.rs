@@ -62,10 +62,13 @@ impl TableCache {
     }
 
     /// Caches up to `bytes` of verified log fragments for log tables'
-    /// values (`triad_log_cache_size`).
-    pub fn with_log_cache(self, bytes: u64) -> TableCache {
+    /// values (`triad_log_cache_size`); a compaction reads `batch_bytes` of
+    /// a log table's values at once, in log order
+    /// (`triad_log_compaction_batch`).
+    pub fn with_log_cache(self, bytes: u64, batch_bytes: u64) -> TableCache {
+        let logs = StoreLogs::new(&self.dir, self.fs.clone(), bytes).with_batch_bytes(batch_bytes);
         TableCache {
-            logs: Arc::new(StoreLogs::new(&self.dir, self.fs.clone(), bytes)),
+            logs: Arc::new(logs),
             ..self
         }
     }

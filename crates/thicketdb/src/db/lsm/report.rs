@@ -59,6 +59,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         open_segment_files: inner.table_cache.open_files(),
         l0_compactions_deferred: triad_disk.map_or(0, |t| t.deferred()),
         l0_overlap_ratio: triad_disk.and_then(|t| t.last_ratio()).unwrap_or(-1.0),
+        log_batch_values: inner.table_cache.logs().batch_values(),
+        log_batch_reads: inner.table_cache.logs().batch_reads(),
         background_error: inner
             .background
             .lock()
