@@ -190,7 +190,7 @@ impl ChunkStore {
         // Announced before the numbers are taken, withdrawn (dropped)
         // before the append locks: a reader waits for this put only if it
         // may hold a number at or below the reader's (`pending.rs`).
-        let _announced = Announced::new(
+        let announced = Announced::new(
             chunks.iter().map(|(_, c)| &c.pending).collect(),
             self.last_sequence.load(Ordering::SeqCst),
         );
@@ -242,7 +242,7 @@ impl ChunkStore {
             }
             sequence += count;
         }
-        drop(_announced);
+        drop(announced);
         drop(appending);
         let c = &self.counters;
         Counters::add(&c.user_bytes_written, batch.user_bytes());
