@@ -2,7 +2,7 @@
 //! point of the write order.
 //!
 //! The point: under every chunk's `append_lock` (no batch is half-way
-//! into the chunk logs), once every batch appended is published, and
+//! into the chunk logs, and no put is pending: `pending.rs`), and
 //! under the metadata lock (no chunk is replaced), the chunk set is
 //! pinned, the last published sequence read and every chunk log's length
 //! of complete records measured (each append reaches the OS before the
@@ -45,9 +45,8 @@ impl ChunkStore {
             // lock: the writers' order): no batch is half-way in the
             // logs, so their prefixes hold whole batches only.
             let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
-            // The batches appended are published: the point holds them.
-            self.sequencer
-                .wait_all_published(&self.last_sequence, || self.failed.lock().clone())?;
+            // No put is pending (it withdraws before it releases its
+            // append locks): the point holds every batch numbered up to it.
             let guard = self.writer.lock();
             let writer = guard
                 .as_ref()
@@ -61,7 +60,11 @@ impl ChunkStore {
             // The copy holds every write up to its point in its logs, each
             // synced as it is copied (`copy_prefix`).
             list.durable_sequence = Some(list.last_sequence);
-            let lens: Vec<u64> = chunks.iter().map(|c| c.log.len()).collect();
+            // Flushed: the copy reads the files.
+            let lens = chunks
+                .iter()
+                .map(|c| c.log.flush())
+                .collect::<Result<Vec<u64>>>()?;
             break (chunks.clone(), list, lens);
         };
         // A fresh, empty batch log: every batch is whole in the logs.

@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 pub(super) use super::chunk_log::{ChunkLog, LogEntry};
 use super::files::{chunk_log_path, funk_table_path};
 use super::munk::Munk;
+use super::pending::Pending;
 use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{InternalKey, ValueKind};
@@ -48,6 +49,8 @@ pub(super) struct Chunk {
     /// Serialises the chunk's appends: sequence numbers are taken under
     /// it, so the log (and the munk) receive them in order.
     pub append_lock: Mutex<()>,
+    /// The chunk's slot in the pending-operations array (`pending.rs`).
+    pub pending: Pending,
     /// Held (taken with `try_lock`) by the one thread building a new funk
     /// for the chunk; the others go on without waiting for the build.
     pub funk_change_lock: Mutex<()>,
@@ -86,6 +89,7 @@ impl Chunk {
             start,
             rebalance_lock: RwLock::new(()),
             append_lock: Mutex::new(()),
+            pending: Pending::default(),
             funk_change_lock: Mutex::new(()),
             build_queued: AtomicBool::new(false),
             tail_bytes: 0,
@@ -108,6 +112,13 @@ impl Chunk {
     /// Whether a rebalance replaced the chunk.
     pub fn is_retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
+    }
+
+    /// Returns once every write to the chunk numbered up to `sequence`
+    /// (handed out already) is complete (`pending.rs`).
+    /// REQUIRES: the caller holds no `append_lock`.
+    pub fn settle(&self, sequence: u64) {
+        self.pending.settle(sequence, &self.append_lock);
     }
 
     /// The chunk's munk, if resident.

@@ -99,6 +99,11 @@ pub(super) struct ChunkLog {
     len: AtomicU64,
     /// Appends not synced yet.
     dirty: AtomicBool,
+    /// Appends still in the writer's buffer (`append_grouped`): a reader
+    /// of the file flushes them first.
+    buffered: AtomicBool,
+    /// Bytes handed to the file: records below it can be read.
+    flushed: AtomicU64,
 }
 
 impl ChunkLog {
@@ -120,6 +125,8 @@ impl ChunkLog {
             sorted: Mutex::new(SortedLog::default()),
             len: AtomicU64::new(len),
             dirty: AtomicBool::new(false),
+            buffered: AtomicBool::new(false),
+            flushed: AtomicU64::new(len),
         }
     }
 
@@ -286,6 +293,7 @@ impl ChunkLog {
                 *writer = Some(LogWriter::new(fs.open_append(&self.path)?));
             }
             self.len.store(end, Ordering::Release);
+            self.flushed.store(end, Ordering::Release);
         }
         *self.index.write() = IndexState::Built(index);
         Ok(())
@@ -309,6 +317,40 @@ impl ChunkLog {
     /// Appends one batch record; syncs it when `sync`. Returns the bytes
     /// written.
     pub fn append(&self, record: &[u8], sync: bool) -> Result<u64> {
+        self.append_with(record, sync, true)
+    }
+
+    /// Appends one batch record to the writer's buffer, which reaches the
+    /// file (one `write` for the group) when it fills, when the log is
+    /// synced (a checkpoint, a close) or when a reader of the file needs
+    /// it (`flush`): the asynchronous mode's puts, durable only at a
+    /// checkpoint anyway. A process crash loses the group, as a power
+    /// loss loses the appends since the last sync. Returns the bytes.
+    pub fn append_grouped(&self, record: &[u8]) -> Result<u64> {
+        self.append_with(record, false, false)
+    }
+
+    /// Hands the buffered appends to the file; returns the bytes the
+    /// file holds (the records below can be read). A record appended
+    /// after it (of a put numbered above the caller's point: callers read
+    /// after `Chunk::settle`, or hold the chunk's locks) is left unread.
+    /// REQUIRES: no guard of the log's index held (an append takes the
+    /// writer, then the index).
+    pub fn flush(&self) -> Result<u64> {
+        if self.buffered.load(Ordering::Acquire) {
+            let mut writer = self.writer.lock();
+            if let Some(w) = writer.as_mut() {
+                if self.buffered.load(Ordering::Acquire) {
+                    w.flush()?;
+                    self.flushed.store(w.len(), Ordering::Release);
+                    self.buffered.store(false, Ordering::Release);
+                }
+            }
+        }
+        Ok(self.flushed.load(Ordering::Acquire))
+    }
+
+    fn append_with(&self, record: &[u8], sync: bool, flush: bool) -> Result<u64> {
         let index = RecordIndex::of(&self.path, 0, record)?;
         // The index lists every record before this one first.
         drop(self.index()?);
@@ -318,7 +360,13 @@ impl ChunkLog {
             .ok_or_else(|| Error::ReadOnly("write".into()))?;
         let before = writer.len();
         let offset = writer.add_record(record)?;
-        writer.flush()?;
+        match flush {
+            true => {
+                writer.flush()?;
+                self.flushed.store(writer.len(), Ordering::Release);
+            }
+            false => self.buffered.store(true, Ordering::Release),
+        }
         if sync {
             writer.sync()?;
         } else {
@@ -336,9 +384,11 @@ impl ChunkLog {
     /// Syncs what was appended.
     pub fn sync(&self) -> Result<()> {
         match self.writer.lock().as_mut() {
-            Some(w) => w
-                .sync()
-                .map(|()| self.dirty.store(false, Ordering::Release)),
+            Some(w) => w.sync().map(|()| {
+                self.flushed.store(w.len(), Ordering::Release);
+                self.buffered.store(false, Ordering::Release);
+                self.dirty.store(false, Ordering::Release)
+            }),
             None => Ok(()),
         }
     }
@@ -361,11 +411,19 @@ impl ChunkLog {
         sequence: u64,
         counters: &Counters,
     ) -> Result<Option<(u64, Found)>> {
+        // Flushed only if a part may hold the key (a get pays no write
+        // for a key the filters rule out).
+        let readable = match self.buffered.load(Ordering::Acquire)
+            && self.index()?.filters.candidates(key).next().is_some()
+        {
+            true => self.flush()?,
+            false => self.flushed.load(Ordering::Acquire),
+        };
         let index = self.index()?;
         let mut record = Vec::new();
         for part in index.filters.candidates(key) {
             Counters::add(&counters.chunk_log_parts_searched, 1);
-            for &offset in part.iter().rev() {
+            for &offset in part.iter().rev().filter(|&&o| o < readable) {
                 self.reader.read_record_at_into(offset, &mut record)?;
                 let batch = parse(&self.path, offset, &record)?;
                 if batch.first_sequence > sequence {
@@ -409,18 +467,25 @@ impl ChunkLog {
         Ok(self.index()?.range_dels.fragments())
     }
 
-    /// Every record's offset, oldest first.
-    fn record_offsets(&self) -> Result<Vec<u64>> {
-        Ok(self.index()?.filters.all_records().collect())
+    /// The offset of every record below `readable` (`flush`), oldest
+    /// first.
+    fn record_offsets(&self, readable: u64) -> Result<Vec<u64>> {
+        Ok(self
+            .index()?
+            .filters
+            .all_records()
+            .filter(|&o| o < readable)
+            .collect())
     }
 
     /// Every point entry at or below `sequence`, in log order (range
     /// tombstones: `range_deletions`).
     pub fn entries(&self, sequence: u64) -> Result<Vec<LogEntry>> {
+        let readable = self.flush()?;
         let mut out = Vec::new();
         let mut record = Vec::new();
         let reader = self.reader.read_ahead();
-        for offset in self.record_offsets()? {
+        for offset in self.record_offsets(readable)? {
             reader.read_record_at_into(offset, &mut record)?;
             let batch = parse(&self.path, offset, &record)?;
             let mut seq = batch.first_sequence;
@@ -450,8 +515,9 @@ impl ChunkLog {
     /// (a funk rebalance reads the log once to build, then the tail
     /// appended since).
     pub fn records_from(&self, skip: usize) -> Result<Vec<Vec<u8>>> {
+        let readable = self.flush()?;
         let reader = self.reader.read_ahead();
-        self.record_offsets()?
+        self.record_offsets(readable)?
             .into_iter()
             .skip(skip)
             .map(|o| reader.read_record_at(o))
@@ -462,7 +528,8 @@ impl ChunkLog {
     /// caller's merge drops versions above its snapshot): the sorted view,
     /// first extended by the records appended since the last scan.
     pub fn sorted_iter(&self) -> Result<SortedLogIterator> {
-        let offsets = self.record_offsets()?;
+        let readable = self.flush()?;
+        let offsets = self.record_offsets(readable)?;
         let entries = self
             .sorted
             .lock()

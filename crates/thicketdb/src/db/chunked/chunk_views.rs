@@ -39,17 +39,21 @@ pub(super) struct ChunkView {
 pub(super) struct ChunkViews {
     chunks: Vec<Arc<Chunk>>,
     views: Vec<Mutex<Option<Arc<ChunkView>>>>,
+    /// The scan's snapshot: a view is taken once the chunk's puts
+    /// numbered up to it are complete (`pending.rs`).
+    sequence: u64,
     /// Counts a reached chunk's access for the munk cache (a hot chunk is
     /// offered a munk); gone once the store is.
     store: Weak<ChunkStore>,
 }
 
 impl ChunkViews {
-    pub fn new(chunks: Vec<Arc<Chunk>>, store: Weak<ChunkStore>) -> ChunkViews {
+    pub fn new(chunks: Vec<Arc<Chunk>>, sequence: u64, store: Weak<ChunkStore>) -> ChunkViews {
         let views = chunks.iter().map(|_| Mutex::new(None)).collect();
         ChunkViews {
             chunks,
             views,
+            sequence,
             store,
         }
     }
@@ -90,6 +94,9 @@ impl ChunkViews {
         if let Some(store) = self.store.upgrade() {
             store.touch_for_scan(chunk)?;
         }
+        // The scan waits for the pending puts in its range only, as it
+        // reaches their chunks (YoDB Algorithm 1, line 27).
+        chunk.settle(self.sequence);
         let munk = chunk.munk();
         let mut range_dels = match &munk {
             Some(munk) => vec![munk.range_deletions()],

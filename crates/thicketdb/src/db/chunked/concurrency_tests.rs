@@ -257,3 +257,59 @@ fn a_write_racing_close_gets_closed_and_fails_nothing() {
     );
     assert!(store.failed.lock().is_none(), "{:?}", store.failed.lock());
 }
+
+/// YoDB's puts wait for nothing outside their own chunk (§3.2-3.3): a
+/// put to one chunk held in a sync round (numbered before, not finished)
+/// keeps neither a later put to another chunk nor a get of it waiting.
+/// With one in-order publication the later put waited for the held one.
+#[test]
+fn a_put_waits_for_no_put_to_another_chunk() {
+    let fs = FaultFs::new();
+    let dir = std::path::Path::new("/db");
+    let store = ChunkStore::open(dir, tiny_uncached(), Arc::new(fs.clone())).unwrap();
+    for i in 0..1000u32 {
+        put(&store, format!("k{i:04}").as_bytes(), &[b'a'; 64], false);
+    }
+    store
+        .compact_range(store.default_space(), None, None)
+        .unwrap();
+    let set = store.default_space().chunk_set();
+    assert!(set.chunks.len() >= 2);
+    let held_key = [set.chunks[0].start.as_slice(), b"-held"].concat();
+    let free_key = [set.chunks[set.chunks.len() - 1].start.as_slice(), b"-free"].concat();
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (
+        parking_lot::Mutex::new(entered_tx),
+        parking_lot::Mutex::new(release_rx),
+    );
+    *store.before_sync_round.lock() = Some(Arc::new(move || {
+        let _ = entered_tx.lock().send(());
+        let _ = release_rx.lock().recv_timeout(STUCK);
+    }));
+    let held = {
+        let (store, key) = (store.clone(), held_key.clone());
+        std::thread::spawn(move || put(&store, &key, b"held", true))
+    };
+    entered_rx
+        .recv_timeout(STUCK)
+        .expect("the sync round began");
+    store.before_sync_round.lock().take();
+    let (done_tx, done_rx) = mpsc::channel();
+    let free = {
+        let (store, key) = (store.clone(), free_key.clone());
+        std::thread::spawn(move || {
+            put(&store, &key, b"free", false);
+            done_tx.send(get(&store, &key)).unwrap();
+        })
+    };
+    let read = done_rx.recv_timeout(STUCK);
+    release_tx.send(()).unwrap();
+    assert_eq!(
+        read.expect("the put to another chunk waited for the held one"),
+        Some(b"free".to_vec())
+    );
+    held.join().unwrap();
+    free.join().unwrap();
+    assert_eq!(get(&store, &held_key), Some(b"held".to_vec()));
+}

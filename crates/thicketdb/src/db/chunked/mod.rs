@@ -11,22 +11,23 @@
 //! is in `write.rs`, its reads in `read.rs`.
 //!
 //! Concurrency (YoDB §3.2-§3.4; `docs/architecture.md`, *Chunked layout*,
-//! gives the lock order and who holds what). Writes run concurrently: a
-//! put takes its chunks' `rebalance_lock`s shared and `append_lock`s,
-//! takes its sequence numbers (`sequencer.rs`), appends, and publishes in
-//! `last_sequence` strictly in allocation order. Why a scan never sees a
-//! put out of order with one global sequence: each chunk receives its
-//! numbers in order (they are taken under its `append_lock`), and
-//! `last_sequence` reaches `t` only once every write numbered up to `t` is
-//! in every chunk log, munk and row cache it touches; a reader at `s`
-//! sees exactly the writes up to `s`, in every chunk. It costs one atomic
-//! add and one publish per batch, one atomic load per read. Sync writes
+//! gives the lock order and who holds what). Writes run concurrently and
+//! wait for nothing outside their own chunks: a put takes its chunks'
+//! `rebalance_lock`s shared and `append_lock`s, announces itself in each
+//! chunk's pending slot, takes its sequence numbers with one atomic add on
+//! `last_sequence` (the paper's GV), appends, and withdraws
+//! (`pending.rs`: the paper's pending-operations array, per chunk). A
+//! reader at sequence `s` waits, before it reads a chunk, only for a put
+//! pending in that chunk that may be numbered up to `s`; it then finds
+//! every write up to `s` complete there and filters out every later one,
+//! so a scan sees a prefix of the write order in every chunk, and a batch
+//! spanning chunks whole or not at all. Sync writes
 //! share fsyncs (`sync_group.rs`). A funk rebalance is built by the one
 //! thread holding the chunk's `funk_change_lock` while puts go on (a build
 //! thread the writer queued the chunk for, `build_queue.rs`, or with
 //! `chunk_rebalance_threads=0` the writer); only its switch holds the
 //! `rebalance_lock` exclusively (`rebalance.rs`).
-//! Readers take no lock: they clone the current `ChunkSet` (chunk index
+//! Readers take no lock (but to wait for such a pending put): they clone the current `ChunkSet` (chunk index
 //! and list in one `Arc`, swapped whole on a rebalance); a replaced chunk
 //! keeps its files until its last reader drops it.
 
@@ -53,10 +54,10 @@ pub mod manifest;
 mod munk;
 pub mod munk_list;
 mod open;
+mod pending;
 mod read;
 mod rebalance;
 mod row_cache;
-mod sequencer;
 mod sync_group;
 mod write;
 
@@ -125,11 +126,10 @@ pub(crate) struct ChunkStore {
     fs: Arc<dyn FileSystem>,
     counters: Arc<Counters>,
     snapshots: Arc<SnapshotRegistry>,
-    /// The last published sequence number: every write up to it is in
-    /// every chunk log (and munk, row cache) it touches.
+    /// The last sequence number handed out (the paper's GV): reads see
+    /// the writes up to it, each chunk once its pending put below it is
+    /// complete (`pending.rs`).
     last_sequence: AtomicU64,
-    /// Hands out sequence numbers and publishes them in order.
-    sequencer: sequencer::Sequencer,
     /// Every write numbered up to it is synced (in the logs or funks):
     /// `CHUNKS` records it, and recovery keeps only a gapless run of
     /// writes past it (`durable_prefix.rs`).
@@ -257,11 +257,9 @@ impl ChunkStore {
             .collect()
     }
 
-    /// Refuses writes from now on (until reopen), and lets the writers
-    /// waiting to publish after a failed one give up.
+    /// Refuses writes from now on (until reopen).
     fn fail(&self, e: &Error) {
         self.failed.lock().get_or_insert_with(|| e.clone());
-        self.sequencer.wake_all();
     }
 
     /// Gives `chunk` a munk if the munk cache admits it, under its
@@ -402,21 +400,18 @@ impl ChunkStore {
         // A build under way sees `closed` and abandons (`rebalance.rs`).
         self.builds.stop();
         self.checkpointer.stop();
-        // Every append lock, then every appended batch published: no
-        // append is under way, and none follows (a writer checks `closed`
-        // under its append locks), so the log lengths recorded hold whole,
-        // published batches.
+        // Every append lock: no append is under way (a put withdraws
+        // before it releases them), and none follows (a writer checks
+        // `closed` under its append locks), so the log lengths recorded
+        // hold whole batches.
         let chunks = self.every_chunk();
         let _appending: Vec<_> = chunks.iter().map(|c| c.append_lock.lock()).collect();
-        let published = self
-            .sequencer
-            .wait_all_published(&self.last_sequence, || self.failed.lock().clone());
         // Under the metadata lock: the list names the current sets (a
         // rebalance's switch finding the store closed installs nothing).
         let writer = self.writer.lock();
         // Persists the counters (a failed store keeps its last list), and
         // the logs' lengths, so that the next open reads no log.
-        let persisted = match (&*writer, self.failed.lock().is_some() || published.is_err()) {
+        let persisted = match (&*writer, self.failed.lock().is_some()) {
             (Some(w), false) => self
                 .write_chunk_list(w)
                 .and_then(|()| self.record_clean_close())

@@ -97,6 +97,13 @@ impl Munk {
         }
     }
 
+    /// Whether the munk grew enough since it was built to be rebuilt
+    /// (munk rebalance, `MunkCache::rebalance_if_grown`).
+    pub fn needs_rebalance(&self) -> bool {
+        let bytes = self.bytes();
+        bytes >= REBALANCE_MIN_BYTES && bytes >= self.built_bytes * REBALANCE_GROWTH
+    }
+
     pub fn is_sealed(&self) -> bool {
         self.sealed.load(Ordering::Acquire)
     }
@@ -282,8 +289,7 @@ impl MunkCache {
         let Some(munk) = chunk.munk() else {
             return;
         };
-        let bytes = munk.bytes();
-        if bytes < REBALANCE_MIN_BYTES || bytes < munk.built_bytes * REBALANCE_GROWTH {
+        if !munk.needs_rebalance() {
             return;
         }
         let oldest = store.snapshots.oldest(&store.last_sequence);

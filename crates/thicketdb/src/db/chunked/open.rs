@@ -112,7 +112,6 @@ pub(super) fn open(
         }),
         checkpointer: Default::default(),
         last_checkpoint_at: Mutex::new(std::time::Instant::now()),
-        sequencer: super::sequencer::Sequencer::new(last_sequence),
         sync_group: Default::default(),
         default: spaces[0].clone(),
         spaces: RwLock::new(Arc::new(spaces)),
@@ -141,7 +140,6 @@ pub(super) fn open(
             store
                 .last_sequence
                 .store(visible, std::sync::atomic::Ordering::Release);
-            store.sequencer.restart_at(visible);
         }
         return Ok(store);
     }

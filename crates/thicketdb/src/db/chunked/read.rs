@@ -43,8 +43,11 @@ impl ChunkStore {
             let munk = chunk.munk();
             let sequence = match &opts.snapshot {
                 Some(s) => s.sequence(),
-                None => self.last_sequence.load(Ordering::Acquire),
+                None => self.last_sequence.load(Ordering::SeqCst),
             };
+            // A put to this chunk numbered up to the sequence and still
+            // pending: wait for it (only it, `pending.rs`).
+            chunk.settle(sequence);
             // Replaced since it was taken: a put this sequence covers may
             // be in the replacement only.
             if !chunk.is_retired() && !munk.as_ref().is_some_and(|m| m.is_sealed()) {
@@ -100,7 +103,11 @@ impl ChunkStore {
         let chunks = set
             .overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref())
             .to_vec();
-        let views = Arc::new(ChunkViews::new(chunks, Arc::downgrade(self)));
+        let views = Arc::new(ChunkViews::new(
+            chunks,
+            snapshot.sequence(),
+            Arc::downgrade(self),
+        ));
         let order = self.options.comparator.clone();
         let cursor = ChunkRunIterator::new(views.clone(), order.clone(), opts.fill_cache);
         let mut range_dels = RangeDelView::of_fragments(snapshot.sequence());

@@ -105,14 +105,19 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     // Before the records: every record up to it is in the log. In the
     // asynchronous mode, only checkpointed writes go to a table (a crash
     // returns to the checkpoint, and tables are read unchecked).
-    let published = store
-        .last_sequence
-        .load(std::sync::atomic::Ordering::Acquire)
-        .min(
-            store
-                .checkpointed
-                .load(std::sync::atomic::Ordering::Acquire),
-        );
+    let published = {
+        let sequence = store
+            .last_sequence
+            .load(std::sync::atomic::Ordering::SeqCst);
+        // Every record of the chunk up to it is complete.
+        chunk.settle(sequence);
+        sequence
+    }
+    .min(
+        store
+            .checkpointed
+            .load(std::sync::atomic::Ordering::Acquire),
+    );
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
     let mut entries = chunk.table_entries()?;

@@ -14,6 +14,12 @@
 //! after the insert finds the key and updates it. A range delete marks
 //! every cached key in its range deleted and raises one store-wide guard,
 //! so no get that read before it inserts anything.
+//!
+//! Sharded by key hash (`SHARDS` locks, each with its own queue of tables
+//! and its share of the budget and the guards): a put or get takes one
+//! shard's lock, never a store-wide one; a range delete takes every
+//! shard's in turn (each shard's guards and rows are its own, so the
+//! argument above holds shard by shard).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +29,10 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Put-sequence slots: 512 KiB of guards.
 const GUARD_SLOTS: usize = 1 << 16;
+/// Shards of a cache of at least `SHARDED_FROM` bytes (a smaller one is
+/// one shard, so that its tables are not too small to hold a row).
+const SHARDS: usize = 16;
+const SHARDED_FROM: u64 = 1 << 20;
 /// Bytes an entry costs beyond its key and value.
 const ENTRY_OVERHEAD: usize = 48;
 
@@ -59,7 +69,11 @@ pub(super) enum Cached {
 
 /// The row cache; disabled with a budget of 0.
 pub(super) struct RowCache {
-    tables: Mutex<Tables>,
+    /// The shards, by key hash.
+    shards: Vec<Mutex<Tables>>,
+    /// Guard slots per shard.
+    guard_slots: usize,
+    /// Bytes of one table of one shard.
     table_budget: usize,
     /// Tables in the queue at most.
     table_count: usize,
@@ -69,20 +83,27 @@ pub(super) struct RowCache {
 
 impl RowCache {
     pub fn new(bytes: u64, tables: usize) -> RowCache {
+        let shards = if bytes >= SHARDED_FROM { SHARDS } else { 1 };
+        let guard_slots = GUARD_SLOTS / shards;
         RowCache {
-            tables: Mutex::new(Tables {
-                queue: VecDeque::from([HashMap::new()]),
-                head_bytes: 0,
-                bytes: 0,
-                table_bytes: VecDeque::from([0]),
-                guards: if bytes == 0 {
-                    Vec::new()
-                } else {
-                    vec![0; GUARD_SLOTS]
-                },
-                range_guard: 0,
-            }),
-            table_budget: (bytes / tables.max(1) as u64) as usize,
+            shards: (0..shards)
+                .map(|_| {
+                    Mutex::new(Tables {
+                        queue: VecDeque::from([HashMap::new()]),
+                        head_bytes: 0,
+                        bytes: 0,
+                        table_bytes: VecDeque::from([0]),
+                        guards: if bytes == 0 {
+                            Vec::new()
+                        } else {
+                            vec![0; guard_slots]
+                        },
+                        range_guard: 0,
+                    })
+                })
+                .collect(),
+            guard_slots,
+            table_budget: (bytes / (tables.max(1) * shards) as u64) as usize,
             table_count: tables.max(1),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -93,12 +114,19 @@ impl RowCache {
         self.table_budget > 0
     }
 
+    /// The shard holding `key`, and the key's guard slot in it.
+    fn shard(&self, key: &[u8]) -> (&Mutex<Tables>, usize) {
+        let hash = xxh3_64(key) as usize;
+        let shard = &self.shards[hash % self.shards.len()];
+        (shard, (hash / self.shards.len()) % self.guard_slots.max(1))
+    }
+
     /// The newest value of `key` if cached and valid at `sequence`.
     pub fn get(&self, key: &[u8], sequence: u64) -> Cached {
         if !self.enabled() {
             return Cached::Miss;
         }
-        let mut t = self.tables.lock();
+        let mut t = self.shard(key).0.lock();
         let found = t.queue.iter().position(|table| table.contains_key(key));
         let result = match found {
             Some(i) if t.queue[i][key].sequence <= sequence => {
@@ -126,8 +154,9 @@ impl RowCache {
         if !self.enabled() {
             return;
         }
-        let mut t = self.tables.lock();
-        if t.guards[slot(key)] > sequence || t.range_guard > sequence {
+        let (shard, slot) = self.shard(key);
+        let mut t = shard.lock();
+        if t.guards[slot] > sequence || t.range_guard > sequence {
             return;
         }
         self.insert_head(&mut t, key, Row { value, sequence });
@@ -139,8 +168,9 @@ impl RowCache {
         if !self.enabled() {
             return;
         }
-        let mut t = self.tables.lock();
-        let guard = &mut t.guards[slot(key)];
+        let (shard, slot) = self.shard(key);
+        let mut t = shard.lock();
+        let guard = &mut t.guards[slot];
         *guard = (*guard).max(sequence);
         for table in t.queue.iter_mut() {
             if let Some(row) = table.get_mut(key) {
@@ -160,13 +190,15 @@ impl RowCache {
         if !self.enabled() {
             return;
         }
-        let mut t = self.tables.lock();
-        t.range_guard = t.range_guard.max(sequence);
-        for table in t.queue.iter_mut() {
-            for (key, row) in table.iter_mut() {
-                if start <= key.as_slice() && key.as_slice() < end && row.sequence < sequence {
-                    row.value = None;
-                    row.sequence = sequence;
+        for shard in &self.shards {
+            let mut t = shard.lock();
+            t.range_guard = t.range_guard.max(sequence);
+            for table in t.queue.iter_mut() {
+                for (key, row) in table.iter_mut() {
+                    if start <= key.as_slice() && key.as_slice() < end && row.sequence < sequence {
+                        row.value = None;
+                        row.sequence = sequence;
+                    }
                 }
             }
         }
@@ -193,7 +225,7 @@ impl RowCache {
 
     /// Bytes of the cached entries.
     pub fn bytes(&self) -> u64 {
-        self.tables.lock().bytes as u64
+        self.shards.iter().map(|s| s.lock().bytes as u64).sum()
     }
 
     /// Lookups that found a valid entry, and those that did not.
@@ -203,10 +235,6 @@ impl RowCache {
             self.misses.load(Ordering::Relaxed),
         )
     }
-}
-
-fn slot(key: &[u8]) -> usize {
-    (xxh3_64(key) as usize) & (GUARD_SLOTS - 1)
 }
 
 #[cfg(test)]
@@ -262,6 +290,25 @@ mod tests {
         cache.put(b"k", Some(b"new"), 9);
         cache.insert(b"k", Some(b"read-before-the-put".to_vec()), 8);
         assert!(value(cache.get(b"k", 100)).is_none());
+    }
+
+    #[test]
+    fn a_large_cache_is_sharded_and_keeps_its_budget() {
+        let cache = RowCache::new(3 << 20, 3);
+        assert_eq!(cache.shards.len(), SHARDS);
+        for i in 0..40_000u32 {
+            cache.insert(format!("key{i}").as_bytes(), Some(vec![0; 100]), 1);
+        }
+        assert!(cache.bytes() <= (3 << 20) + SHARDS as u64 * 200);
+        assert!(value(cache.get(b"key39999", 1)).is_some(), "newest kept");
+        assert!(value(cache.get(b"key0", 1)).is_none(), "oldest dropped");
+        cache.put(b"key39999", Some(b"new"), 2);
+        assert_eq!(
+            value(cache.get(b"key39999", 2)),
+            Some(Some(b"new".to_vec()))
+        );
+        cache.delete_range(b"key3", b"key4", 3);
+        assert_eq!(value(cache.get(b"key39999", 3)), Some(None));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::chunk::Chunk;
 use super::chunk_space::ChunkSpace;
+use super::pending::Announced;
 use super::{ChunkSet, ChunkStore, Writer};
 use crate::db::batch::{OpKind, WriteBatch};
 use crate::db::call_options::WriteOptions;
@@ -40,11 +41,12 @@ impl ChunkStore {
         result
     }
 
-    /// The write path: append under the chunks' shared `rebalance_lock`s
-    /// and `append_lock`s, sync (group commit), publish in order, then
-    /// rebalance the chunks that grew past their limits.
+    /// The write path: announce and append under the chunks' shared
+    /// `rebalance_lock`s and `append_lock`s (waiting for no other chunk's
+    /// put, `pending.rs`), sync (group commit), then rebalance the chunks
+    /// that grew past their limits.
     pub(super) fn write_batch(&self, batch: &mut WriteBatch, opts: WriteOptions) -> Result<()> {
-        let (spaces, chunks, first, last) = loop {
+        let (spaces, chunks, last) = loop {
             let spaces = self.spaces();
             let sets: Vec<Arc<ChunkSet>> = spaces.iter().map(|s| s.chunk_set()).collect();
             let groups = group_by_chunk(&spaces, &sets, batch)?;
@@ -64,11 +66,11 @@ impl ChunkStore {
                 continue;
             }
             // `None`: a keyspace drop retired a chunk meanwhile.
-            let Some((first, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
+            let Some((_, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
                 continue;
             };
             drop(shared);
-            break (spaces, chunks, first, last);
+            break (spaces, chunks, last);
         };
         if opts.sync && !self.is_async() {
             self.sync_group.sync(|| {
@@ -83,16 +85,14 @@ impl ChunkStore {
                 self.sync_dirty_logs()
             })?;
         }
-        self.sequencer
-            .publish(&self.last_sequence, first, last, || {
-                self.failed.lock().clone()
-            })?;
         if opts.sync && self.is_async() {
-            // After publication: the checkpoint waits for it.
             self.wait_checkpointed(last)?;
         }
         for (space, chunk) in chunks.iter().rev() {
             let space = &spaces[*space];
+            // After the put withdrew: a munk rebalance stops the chunk's
+            // puts only, never a reader or another chunk's put.
+            self.rebalance_munk_if_grown(chunk);
             if self.munks.touch(self, chunk, 1) {
                 self.admit_munk(chunk, false)?;
             }
@@ -142,6 +142,21 @@ impl ChunkStore {
         }
     }
 
+    /// Rebuilds `chunk`'s munk once it grew past its rebalance size
+    /// (`munk.rs`), under the chunk's shared `rebalance_lock` and
+    /// `append_lock` (the munk misses no put; no switch runs meanwhile).
+    /// REQUIRES: no lock of the chunk held.
+    pub(super) fn rebalance_munk_if_grown(&self, chunk: &Chunk) {
+        if !chunk.munk().is_some_and(|m| m.needs_rebalance()) {
+            return;
+        }
+        let _shared = self.lock_shared(chunk);
+        let _appending = chunk.append_lock.lock();
+        if !chunk.is_retired() {
+            self.munks.rebalance_if_grown(self, chunk);
+        }
+    }
+
     /// Takes `chunk`'s `rebalance_lock` shared, counting a put that found
     /// the chunk immutable (a rebalance switching it).
     pub(super) fn lock_shared<'a>(&self, chunk: &'a Chunk) -> parking_lot::RwLockReadGuard<'a, ()> {
@@ -172,7 +187,14 @@ impl ChunkStore {
             return Ok(None);
         }
         let count: u64 = groups.values().map(|g| g.len() as u64).sum();
-        let first = self.sequencer.allocate(count);
+        // Announced before the numbers are taken, withdrawn (dropped)
+        // before the append locks: a reader waits for this put only if it
+        // may hold a number at or below the reader's (`pending.rs`).
+        let announced = Announced::new(
+            chunks.iter().map(|(_, c)| &c.pending).collect(),
+            self.last_sequence.load(Ordering::SeqCst),
+        );
+        let first = self.last_sequence.fetch_add(count, Ordering::SeqCst) + 1;
         let mut logged = 0;
         if groups.len() > 1 {
             // Spanning chunks: the whole batch goes to the batch log first,
@@ -194,9 +216,15 @@ impl ChunkStore {
             let mut sub = sub.clone();
             let count = sub.len() as u64;
             let record = sub.encode(sequence);
-            logged += chunk.log.append(record, false)?;
-            // The munk and the row cache take the writes before they are
-            // published: a reader that sees the sequence finds them there.
+            // The asynchronous mode's puts are durable at a checkpoint
+            // only: their chunk log takes them in groups (one `write`
+            // per group, `ChunkLog::append_grouped`).
+            logged += match self.is_async() {
+                true => chunk.log.append_grouped(record)?,
+                false => chunk.log.append(record, false)?,
+            };
+            // The munk and the row cache take the writes before the put
+            // withdraws: a reader that waited for it finds them there.
             let munk = chunk.munk();
             let before = munk.as_ref().map_or(0, |m| m.bytes());
             let decoded =
@@ -212,10 +240,9 @@ impl ChunkStore {
                 // Evicted meanwhile: its bytes left the budget with it.
                 self.munks.grew(m.bytes() - before);
             }
-            // Under the append lock: the munk misses no put.
-            self.munks.rebalance_if_grown(self, chunk);
             sequence += count;
         }
+        drop(announced);
         drop(appending);
         let c = &self.counters;
         Counters::add(&c.user_bytes_written, batch.user_bytes());
@@ -286,7 +313,7 @@ impl ChunkStore {
             }
             // Every number handed out is in the logs (each batch takes
             // its numbers and appends under its chunks' append locks).
-            let allocated = self.sequencer.last_allocated();
+            let allocated = self.last_sequence.load(Ordering::SeqCst);
             let mut syncs = match meta.as_mut() {
                 Some(meta) => u64::from(meta.batch_log.sync_if_dirty()?),
                 None => 0,
