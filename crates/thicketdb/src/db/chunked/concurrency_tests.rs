@@ -12,7 +12,7 @@ use super::tests::tiny_uncached;
 use super::ChunkStore;
 use crate::db::{ReadOptions, WriteBatch, WriteOptions};
 use crate::io::fault::FaultFs;
-use crate::io::PosixFs;
+use crate::io::{FileSystem, PosixFs};
 use crate::options::Options;
 
 /// How long a test waits for something that must happen before it calls
@@ -43,7 +43,17 @@ pub(super) fn split_store(
     options: Options,
     chunks: usize,
 ) -> Arc<ChunkStore> {
-    let store = open(dir, options);
+    split_store_on(Arc::new(PosixFs), dir, options, chunks)
+}
+
+/// `split_store` on file system `fs`.
+fn split_store_on(
+    fs: Arc<dyn FileSystem>,
+    dir: &std::path::Path,
+    options: Options,
+    chunks: usize,
+) -> Arc<ChunkStore> {
+    let store = ChunkStore::open(dir, options, fs).unwrap();
     for i in 0..1000u32 {
         put(&store, format!("k{i:04}").as_bytes(), &[b'a'; 64], false);
     }
@@ -152,16 +162,7 @@ fn puts_go_on_while_a_funk_is_built_and_wait_only_for_its_switch() {
 fn syncing_writers_share_one_sync_per_chunk_log() {
     let fs = FaultFs::new();
     let dir = std::path::Path::new("/db");
-    let store = {
-        let store = ChunkStore::open(dir, tiny_uncached(), Arc::new(fs.clone())).unwrap();
-        for i in 0..1000u32 {
-            put(&store, format!("k{i:04}").as_bytes(), &[b'a'; 64], false);
-        }
-        store
-            .compact_range(store.default_space(), None, None)
-            .unwrap();
-        store
-    };
+    let store = split_store_on(Arc::new(fs.clone()), dir, tiny_uncached(), 2);
     let set = store.default_space().chunk_set();
     assert!(set.chunks.len() >= 2);
     // Two chunks, four syncing writers each.
@@ -266,13 +267,7 @@ fn a_write_racing_close_gets_closed_and_fails_nothing() {
 fn a_put_waits_for_no_put_to_another_chunk() {
     let fs = FaultFs::new();
     let dir = std::path::Path::new("/db");
-    let store = ChunkStore::open(dir, tiny_uncached(), Arc::new(fs.clone())).unwrap();
-    for i in 0..1000u32 {
-        put(&store, format!("k{i:04}").as_bytes(), &[b'a'; 64], false);
-    }
-    store
-        .compact_range(store.default_space(), None, None)
-        .unwrap();
+    let store = split_store_on(Arc::new(fs.clone()), dir, tiny_uncached(), 2);
     let set = store.default_space().chunk_set();
     assert!(set.chunks.len() >= 2);
     let held_key = [set.chunks[0].start.as_slice(), b"-held"].concat();
