@@ -65,8 +65,9 @@ pub unsafe extern "C" fn leveldb_open(
             let o = options.as_ref().ok_or("Invalid argument: NULL options")?;
             let options = o.options.clone();
             let db = Db::open(path(name)?, options).map_err(|e| status(&e))?;
-            let keyspace = db.default_keyspace().map_err(|e| status(&e))?;
-            let default = leveldb_keyspace_t { keyspace };
+            let default = leveldb_keyspace_t {
+                keyspace: db.default_keyspace(),
+            };
             Ok(Box::into_raw(Box::new(leveldb_t { db, default })))
         })
     }

@@ -69,8 +69,7 @@ impl DB {
 
     /// The store's default keyspace, or `ClosedError`.
     fn target(&self) -> PyResult<Target> {
-        let db = self.handle()?;
-        db.default_keyspace().map(Target).map_err(to_py)
+        self.handle().map(|db| Target(db.default_keyspace()))
     }
 }
 

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use thicketdb::Db;
 
-use crate::errors::{closed, raise, to_py};
+use crate::errors::{closed, raise};
 use crate::iter::{Bounds, Iterator};
 use crate::keyspace::Keyspace;
 use crate::target::{read_options, Target};
@@ -30,10 +30,10 @@ impl Snapshot {
     }
 
     /// `keyspace`, or the store's default keyspace.
-    fn target(&self, keyspace: Option<PyRef<'_, Keyspace>>) -> PyResult<Target> {
+    fn target(&self, keyspace: Option<PyRef<'_, Keyspace>>) -> Target {
         match keyspace {
-            Some(ks) => Ok(ks.target()),
-            None => self.db.default_keyspace().map(Target).map_err(to_py),
+            Some(ks) => ks.target(),
+            None => Target(self.db.default_keyspace()),
         }
     }
 
@@ -60,7 +60,7 @@ impl Snapshot {
         keyspace: Option<PyRef<'_, Keyspace>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let opts = read_options(Some(self.engine()?), true);
-        self.target(keyspace)?.get(py, key, default, opts)
+        self.target(keyspace).get(py, key, default, opts)
     }
 
     /// As ``DB.iterator`` (or ``Keyspace.iterator`` with ``keyspace``),
@@ -81,7 +81,7 @@ impl Snapshot {
     ) -> PyResult<Iterator> {
         let bounds = Bounds::new(start, stop, prefix, fill_cache)?;
         Iterator::new(
-            self.target(keyspace)?,
+            self.target(keyspace),
             bounds,
             reverse,
             keys,

@@ -515,7 +515,7 @@ fn the_default_keyspace_handle_is_the_stores_own_data() {
             (stored.profile, stored.layout),
             (f.store.profile, f.store.layout)
         );
-        let default = db.default_keyspace().unwrap();
+        let default = db.default_keyspace();
         default.put(b"via-handle", b"1").unwrap();
         db.put(b"via-db", b"2").unwrap();
         assert_eq!(db.get(b"via-handle").unwrap().as_deref(), Some(&b"1"[..]));

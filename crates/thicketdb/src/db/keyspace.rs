@@ -209,8 +209,8 @@ impl Db {
     /// A handle on the store's default keyspace, the one `Db`'s own data
     /// methods act on: bindings and callers that serve both the default and
     /// named keyspaces write each operation once, against [`Keyspace`].
-    pub fn default_keyspace(&self) -> Result<Keyspace> {
-        self.keyspace(DEFAULT_KEYSPACE_NAME)
+    pub fn default_keyspace(&self) -> Keyspace {
+        Keyspace::default_of(self)
     }
 
     /// A handle on keyspace `name` (`"default"` is the store's default
