@@ -15,7 +15,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thicketdb::{Db, Options, Profile, ReadOptions};
 
-const CYCLES: usize = 20;
+/// Kill cycles per profile: 8 by default, so the nine profiles fit in about
+/// a minute of the test suite (`thicket crashtest`, which CI also runs, adds
+/// random kills of every profile); `THICKET_CRASH_CYCLES` asks for more.
+fn cycles() -> usize {
+    std::env::var("THICKET_CRASH_CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8)
+}
 const COUNT_PER_CYCLE: u64 = 200_000;
 const VALUE_SIZE: usize = 100;
 const SMALL_OPTIONS: [(&str, &str); 10] = [
@@ -192,7 +200,8 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
     let started = Instant::now();
     let mut k = 0;
     let mut resumed = 0;
-    for cycle in 0..CYCLES {
+    let cycles = cycles();
+    for cycle in 0..cycles {
         let sync = cycle % 2 == 1;
         let start = if cycle % 3 == 2 {
             rng.random_range(0..=k)
@@ -256,7 +265,7 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
         kill_journaled_merges(path, &mut rng, k);
     }
     eprintln!(
-        "{profile}: {CYCLES} cycles, {k} keys in {:?}",
+        "{profile}: {cycles} cycles, {k} keys in {:?}",
         started.elapsed()
     );
 }
