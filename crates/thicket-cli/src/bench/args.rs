@@ -89,7 +89,8 @@ pub struct BenchArgs {
     pub direct_reads: bool,
     /// Keeps the store's data off the page cache with `O_DIRECT`: reads
     /// (as `--direct-reads`), and flush and compaction writes where the
-    /// engine can (RocksDB's `use_direct_io_for_flush_and_compaction`).
+    /// engine can (`use_direct_io_for_flush_and_compaction`: RocksDB, and
+    /// ThicketDB's LSM layout).
     /// An engine without direct I/O runs buffered; each run's JSON says
     /// what was applied (`direct_io_applied`).
     #[arg(long)]

@@ -108,9 +108,9 @@ pub fn open(s: &Settings) -> EngineResult<Box<dyn Engine>> {
 }
 
 /// What `--direct-reads` and `--direct-io` give each engine: ThicketDB and
-/// RocksDB read with `O_DIRECT`; RocksDB also writes flushes and
-/// compactions with it (ThicketDB's writers have no `O_DIRECT` mode);
-/// fjall has neither.
+/// RocksDB read with `O_DIRECT`; with `--direct-io` both also write the
+/// tables of flushes and compactions with it (ThicketDB's LSM layout; the
+/// chunked layout's funks are written buffered); fjall has neither.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirectIo {
     pub reads: bool,
@@ -120,10 +120,18 @@ pub struct DirectIo {
 pub fn direct_io_applied(s: &Settings) -> DirectIo {
     let asked = s.direct_reads || s.direct_io;
     match s.engine.as_str() {
-        "thicket" => DirectIo {
-            reads: asked,
-            flush_and_compaction_writes: false,
-        },
+        "thicket" => {
+            let lsm = s
+                .profile
+                .as_deref()
+                .unwrap_or("default")
+                .parse::<Profile>()
+                .is_ok_and(|p| p.options().layout == thicketdb::Layout::Lsm);
+            DirectIo {
+                reads: asked,
+                flush_and_compaction_writes: s.direct_io && lsm,
+            }
+        }
         "rocksdb" => DirectIo {
             reads: asked,
             flush_and_compaction_writes: s.direct_io,
@@ -153,7 +161,9 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
         o.chunk_rebalance_threads = s.background_threads;
     }
     o.search_threads = s.search_threads;
-    o.use_direct_reads = direct_io_applied(s).reads;
+    let direct = direct_io_applied(s);
+    o.use_direct_reads = direct.reads;
+    o.use_direct_io_for_flush_and_compaction = direct.flush_and_compaction_writes;
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;

@@ -36,6 +36,9 @@ pub struct ExecContext<'a> {
     /// output table is cut (LevelDB's grandparent cut; limit 0: none).
     pub grandparents: Vec<Arc<TableMeta>>,
     pub grandparent_limit: u64,
+    /// Output segments bypass the page cache
+    /// (`use_direct_io_for_flush_and_compaction`).
+    pub direct_writes: bool,
 }
 
 /// Commits the outputs persisted since the last checkpoint; the key is the
@@ -95,6 +98,7 @@ pub fn execute(
         target_table_size: ctx.target_table_size,
         segment_tables: ctx.segment_tables,
         new_file_number: ctx.new_file_number,
+        direct_writes: ctx.direct_writes,
     })
     .with_cut(GrandparentCut::new(
         ctx.grandparents.clone(),

@@ -41,6 +41,9 @@ pub struct OutputSpec<'a> {
     pub segment_tables: usize,
     /// Allocates segment and table numbers.
     pub new_file_number: &'a dyn Fn() -> u64,
+    /// Segments bypass the page cache
+    /// (`use_direct_io_for_flush_and_compaction`).
+    pub direct_writes: bool,
 }
 
 /// The tables written, the synced segments' bytes and the `fdatasync`s.
@@ -218,7 +221,7 @@ impl<'a> OutputSink<'a> {
         if self.open.is_none() {
             let number = (self.spec.new_file_number)();
             let path = segment_path(self.spec.dir, number);
-            let writer = SegmentWriter::create(self.spec.fs, &path)?;
+            let writer = SegmentWriter::create(self.spec.fs, &path, self.spec.direct_writes)?;
             self.open = Some((number, path, writer));
         }
         Ok(())

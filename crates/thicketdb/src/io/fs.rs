@@ -64,7 +64,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create(path)
     }
-    /// Opens an existing file for positional reads.
+    /// Creates a file for appending that bypasses the page cache
+    /// (`use_direct_io_for_flush_and_compaction`). A file system with no
+    /// page cache (the in-memory fault file system) creates as `create`.
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file to append at its end (a chunk log after a
     /// reopen). File systems that never hold such files refuse.
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

@@ -4,6 +4,7 @@
 
 pub mod backing;
 pub mod direct;
+pub mod direct_write;
 pub mod fault;
 pub mod fs;
 pub mod mapped;

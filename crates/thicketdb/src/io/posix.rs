@@ -174,6 +174,10 @@ impl FileSystem for PosixFs {
         }))
     }
 
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        super::direct_write::create_direct(path)
+    }
+
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new()
             .append(true)

@@ -57,8 +57,13 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    pub fn create(fs: &dyn FileSystem, path: &Path) -> Result<SegmentWriter> {
-        let mut file = fs.create(path)?;
+    /// Creates the segment; with `direct`, written around the page cache
+    /// (`use_direct_io_for_flush_and_compaction`).
+    pub fn create(fs: &dyn FileSystem, path: &Path, direct: bool) -> Result<SegmentWriter> {
+        let mut file = match direct {
+            true => fs.create_direct(path)?,
+            false => fs.create(path)?,
+        };
         file.append(&encode_header())?;
         Ok(SegmentWriter { file })
     }

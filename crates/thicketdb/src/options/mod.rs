@@ -404,6 +404,12 @@ options! {
         /// option of that name). Refused with a clear error by a file
         /// system without `O_DIRECT` (tmpfs).
         use_direct_reads: bool = false; store,
+        /// Write the tables of flushes and compactions with `O_DIRECT`,
+        /// around the page cache, so they do not push out the pages
+        /// readers need (RocksDB's option of that name). Logs and the
+        /// MANIFEST stay buffered. Refused with a clear error by a file
+        /// system without `O_DIRECT` (tmpfs).
+        use_direct_io_for_flush_and_compaction: bool = false; store,
     }
 }
 

@@ -108,6 +108,7 @@ fn run(
         new_file_number: &numbers,
         grandparents,
         grandparent_limit,
+        direct_writes: inner.options.use_direct_io_for_flush_and_compaction,
     };
     let Some(j) = journal else {
         return execute(task, &bottommost, &ctx, None);

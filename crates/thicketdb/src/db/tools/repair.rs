@@ -412,6 +412,7 @@ fn write_salvaged(
         target_table_size: options.target_table_size,
         segment_tables: usize::MAX,
         new_file_number: new_number,
+        direct_writes: options.use_direct_io_for_flush_and_compaction,
     });
     sink.set_range_deletions(range_dels, None);
     sink.add_stream(&mut source, &mut |_| true)?;
