@@ -36,15 +36,17 @@ pub(crate) fn probe_table<R>(
     probe_with(table, lookup, on_value, read).unwrap_or(Ok(Probe::Absent))
 }
 
-/// [`probe_table`] when it needs no read from the file: `None` (nothing
-/// read) when the key's data block is not in the block cache.
-pub(crate) fn probe_table_cached<R>(
+/// [`probe_table`] when it needs no device read (the block is in the
+/// block cache or the page cache): `None`, nothing read, when it would
+/// wait on the device.
+pub(crate) fn probe_table_resident<R>(
     table: &Table,
     lookup: &[u8],
+    fill_cache: bool,
     on_value: impl FnOnce(&[u8]) -> R,
 ) -> Option<Result<Probe<R>>> {
     let read = |covered, on_value| {
-        table.get_cached_with(lookup, |key, value| {
+        table.get_resident_with(lookup, fill_cache, |key, value| {
             interpret(key, value, covered, on_value)
         })
     };

@@ -114,6 +114,10 @@ impl RandomAccessFile for ReadOnlyFile {
         self.inner.read_exact_at(offset, buf)
     }
 
+    fn read_exact_at_resident(&self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        self.inner.read_exact_at_resident(offset, buf)
+    }
+
     fn len(&self) -> Result<u64> {
         self.inner.len()
     }

@@ -31,6 +31,16 @@ pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is
     /// an error (a truncated file is reported, never padded).
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Like [`read_exact_at`](Self::read_exact_at) when that needs no
+    /// device read (the bytes are in the page cache): `Ok(false)`, with
+    /// nothing usable in `buf`, when it would wait on the device. A file
+    /// system that cannot tell answers `Ok(false)` (the default), so a
+    /// caller deciding whether a read is worth handing to another thread
+    /// (SifrDB's parallel search) takes every read for a device read.
+    fn read_exact_at_resident(&self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        let _ = (offset, buf);
+        Ok(false)
+    }
     /// Current length of the file.
     fn len(&self) -> Result<u64>;
     /// True when the file is empty.

@@ -99,6 +99,39 @@ impl RandomAccessFile for PosixRandom {
         })
     }
 
+    /// One `preadv2` with `RWF_NOWAIT` per stretch: the kernel copies what
+    /// the page cache holds and answers `EAGAIN` where it would have to
+    /// wait for the device (and for every read of an `O_DIRECT` file).
+    fn read_exact_at_resident(&self, offset: u64, buf: &mut [u8]) -> Result<bool> {
+        use rustix::io::{preadv2, Errno, ReadWriteFlags};
+        if self.direct {
+            return Ok(false);
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let mut slices = [std::io::IoSliceMut::new(&mut buf[done..])];
+            match preadv2(&self.file, &mut slices, at, ReadWriteFlags::NOWAIT) {
+                Ok(0) => {
+                    return Err(Error::corruption(
+                        &self.path,
+                        offset,
+                        format!("file too short to read {} bytes", buf.len()),
+                    ))
+                }
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                // Not resident, or a kernel or file system without
+                // `RWF_NOWAIT` for reads: a read that may wait.
+                Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => {
+                    return Ok(false)
+                }
+                Err(e) => return Err(Error::io(e.into(), ctx(&self.path))),
+            }
+        }
+        Ok(true)
+    }
+
     fn len(&self) -> Result<u64> {
         Ok(self
             .file
@@ -306,8 +339,40 @@ impl FileSystem for PosixFs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Drops `path`'s clean pages from the page cache.
+    pub(crate) fn evict_from_page_cache(path: &Path) {
+        let file = File::open(path).unwrap();
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    }
+
+    #[test]
+    fn resident_reads_succeed_only_from_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let fs = PosixFs;
+        let mut w = fs.create(&path).unwrap();
+        w.append(&[7u8; 64 * 1024]).unwrap();
+        w.sync().unwrap();
+        let r = fs.open_random(&path).unwrap();
+        let mut buf = [0u8; 4096];
+        r.read_exact_at(8192, &mut buf).unwrap();
+        buf = [0; 4096];
+        assert!(r.read_exact_at_resident(8192, &mut buf).unwrap());
+        assert_eq!(buf, [7u8; 4096]);
+        evict_from_page_cache(&path);
+        assert!(!r.read_exact_at_resident(8192, &mut buf).unwrap());
+        // Past the end is the same damage a plain read reports.
+        r.read_exact_at(60 * 1024, &mut buf).unwrap();
+        let mut past = [0u8; 8];
+        let err = r.read_exact_at_resident(64 * 1024 - 4, &mut past).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+        // Direct reads always wait on the device.
+        let direct = fs.open_random_direct(&path).unwrap();
+        assert!(!direct.read_exact_at_resident(0, &mut buf).unwrap());
+    }
 
     #[test]
     fn write_read_round_trip() {

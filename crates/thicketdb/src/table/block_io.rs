@@ -84,19 +84,39 @@ impl TableFile<'_> {
     /// Reads the block at `handle`, verifies its checksum and returns its
     /// uncompressed contents.
     pub fn read_block(&self, handle: BlockHandle) -> Result<Vec<u8>> {
-        let abs = self.absolute(handle);
-        let corrupt = |reason: &str| self.corruption(handle, reason);
+        let (abs, mut buf) = self.block_span(handle)?;
+        self.file.read_exact_at(abs, &mut buf)?;
+        self.decode(handle, buf)
+    }
+
+    /// [`read_block`](Self::read_block) when the file system can serve
+    /// the block without waiting on the device (from the page cache);
+    /// `None`, nothing read, when it cannot.
+    pub fn read_block_resident(&self, handle: BlockHandle) -> Result<Option<Vec<u8>>> {
+        let (abs, mut buf) = self.block_span(handle)?;
+        if !self.file.read_exact_at_resident(abs, &mut buf)? {
+            return Ok(None);
+        }
+        self.decode(handle, buf).map(Some)
+    }
+
+    /// The block's absolute offset and a buffer for it and its trailer.
+    fn block_span(&self, handle: BlockHandle) -> Result<(u64, Vec<u8>)> {
         let end = handle
             .offset
             .checked_add(handle.size)
             .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
             .filter(|&e| e <= self.blocks_end)
-            .ok_or_else(|| corrupt("block handle points outside the table"))?;
+            .ok_or_else(|| self.corruption(handle, "block handle points outside the table"))?;
         let len = (end - handle.offset) as usize;
-        let mut buf = vec![0u8; len];
-        self.file.read_exact_at(abs, &mut buf)?;
+        Ok((self.absolute(handle), vec![0u8; len]))
+    }
+
+    /// Counts the block read, verifies its checksum and uncompresses it.
+    fn decode(&self, handle: BlockHandle, mut buf: Vec<u8>) -> Result<Vec<u8>> {
+        let corrupt = |reason: &str| self.corruption(handle, reason);
         note_block_read();
-        let size = len - BLOCK_TRAILER_LEN;
+        let size = buf.len() - BLOCK_TRAILER_LEN;
         let stored_crc = decode_fixed32(&buf, size + 1).unwrap_or(0);
         if checksum::unmask(stored_crc) != checksum::crc32c(&buf[..size + 1]) {
             return Err(corrupt("block checksum mismatch"));

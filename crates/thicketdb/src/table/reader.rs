@@ -268,12 +268,16 @@ impl Table {
         result
     }
 
-    /// Like [`Table::get_with`] when that needs no read from the file;
-    /// `None` (nothing read, `f` not called) when the data block holding
-    /// the key is not in the block cache, or there is no cache.
-    pub fn get_cached_with<R>(
+    /// Like [`Table::get_with`] when that needs no device read: the data
+    /// block holding the key comes from the block cache or, missing there,
+    /// from the page cache (cached if `fill_cache`). `None` (nothing read,
+    /// `f` not called) when the block would have to come from the device,
+    /// or the file system cannot tell (see
+    /// [`RandomAccessFile::read_exact_at_resident`]).
+    pub fn get_resident_with<R>(
         &self,
         lookup_key: &[u8],
+        fill_cache: bool,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Option<Result<Option<R>>> {
         if !self.may_contain(user_key(lookup_key)) {
@@ -285,13 +289,37 @@ impl Table {
         }
         let handle = self.index.handle(i);
         let block_pos = self.table_file().absolute(handle);
-        let cache = self.cache.as_ref()?;
         let mut key_buf = LOOKUP_KEY.with(Cell::take);
-        let answer = cache.with_cached_block(self.segment_id, block_pos, |block: &Block| {
-            self.search_block(block, block_pos, lookup_key, &mut key_buf, f)
-        });
+        // Called at most once, by whichever source has the block.
+        let mut f = Some(f);
+        let mut search = |block: &Block| match f.take() {
+            Some(f) => self.search_block(block, block_pos, lookup_key, &mut key_buf, f),
+            None => Ok(None),
+        };
+        let answer = match &self.cache {
+            Some(cache) => match cache.with_cached_block(self.segment_id, block_pos, &mut search) {
+                Some(answer) => Some(answer),
+                None => self.read_resident(handle).map(|block| {
+                    let block = block?;
+                    let load = || Ok(block);
+                    cache.with_block(self.segment_id, self.offset, block_pos, fill_cache, load, &mut search)?
+                }),
+            },
+            None => self.read_resident(handle).map(|block| search(&block?)),
+        };
         LOOKUP_KEY.with(|c| c.set(key_buf));
         answer
+    }
+
+    /// The block at `handle` if the file system serves it without a device
+    /// read; `None` when it would wait on the device.
+    fn read_resident(&self, handle: BlockHandle) -> Option<Result<Block>> {
+        let tf = self.table_file();
+        match tf.read_block_resident(handle) {
+            Ok(None) => None,
+            Ok(Some(raw)) => Some(Block::new(raw, self.path.clone(), tf.absolute(handle))),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// Relies on the index invariant (separator `<` next block's first key):

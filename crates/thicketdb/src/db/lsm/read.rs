@@ -12,7 +12,7 @@ use super::search::Query;
 use super::tree::Tree;
 use super::DbInner;
 use crate::db::call_options::ReadOptions;
-use crate::db::probe::{probe_table, probe_table_cached, Probe};
+use crate::db::probe::{probe_table, probe_table_resident, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{append_internal_key, pack_trailer, ValueKind, TRAILER_LEN};
 use crate::format::KeyOrder;
@@ -95,29 +95,25 @@ fn lookup_with<R>(
         }
     }
     let tables = probe_order(inner, &sv.version, key, seq);
-    // A block cache miss is a device read only with direct reads; with
-    // the page cache behind it, a miss is mostly a copy, and handing that
-    // to another thread costs more than it saves (docs/reproduction.md,
-    // SifrDB: 4 threads 1.66x serial's p95 under a 64 MiB cap).
-    let pool = inner
-        .search
-        .as_ref()
-        .filter(|_| inner.options.use_direct_reads);
-    let Some(pool) = pool else {
+    let Some(pool) = &inner.search else {
         return probe_in_turn(inner, tables, lookup, opts, f);
     };
     search_in_parallel(inner, pool, &sv, tables, lookup, opts, f)
 }
 
-/// SifrDB's parallel search, where it pays: parallel probes save device
-/// latency (with `use_direct_reads`, where a block cache miss is a device
-/// read), and handing a cached block's probe to another thread costs more
-/// than doing it. So candidates are probed in turn from the block
-/// cache; those whose data block would have to be read are set aside, and
-/// once a cached answer (or the last candidate) decides which of them
-/// matter, they go to the search threads when at least
-/// `parallel_search_min_candidates` (and 2) need a read, else are probed
-/// in turn. A lookup whose blocks are cached is the serial search.
+/// SifrDB's parallel search, where it pays: parallel probes overlap
+/// device reads, and handing another thread a probe that reads no device
+/// costs more than doing it (docs/reproduction.md, SifrDB: with a 4 MiB
+/// block cache over the page cache, handing every block cache miss over
+/// made p95 2.57x serial's). So candidates are probed in turn on the
+/// caller while their data block is resident (in the block cache, or in
+/// the page cache: a `RWF_NOWAIT` read, so buffered stores decide on what
+/// the kernel holds, not on an option); those whose block needs the device
+/// are set aside, and once a resident answer (or the last candidate)
+/// decides which of them matter, they go to the search threads when at
+/// least `parallel_search_min_candidates` (and 2) need the device, else
+/// are probed in turn. A lookup whose blocks are resident is the serial
+/// search.
 fn search_in_parallel<R>(
     inner: &Arc<DbInner>,
     pool: &super::search::SearchPool,
@@ -128,15 +124,18 @@ fn search_in_parallel<R>(
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>> {
     let mut f = Some(f);
-    // Candidates needing a read, newest first, all newer than `cached`.
+    // Candidates needing a device read, newest first, all newer than
+    // `cached`.
     let mut uncached: SmallVec<[ProbeTable; CANDIDATES_ON_STACK]> = SmallVec::new();
-    // The newest cached answer older than an uncached candidate: it
+    // The newest resident answer older than an uncached candidate: it
     // decides when they all answer `Absent`.
     let mut cached: Option<(Probe<Vec<u8>>, bool)> = None;
     for candidate in tables {
         let candidate = candidate?;
         if uncached.is_empty() {
-            let answer = probe_table_cached(&candidate.table, lookup, |v| f.take().map(|f| f(v)));
+            let answer = probe_table_resident(&candidate.table, lookup, opts.fill_cache, |v| {
+                f.take().map(|f| f(v))
+            });
             match answer {
                 None => uncached.push(candidate),
                 Some(answer) => match answer? {
@@ -152,7 +151,7 @@ fn search_in_parallel<R>(
             }
             continue;
         }
-        match probe_table_cached(&candidate.table, lookup, <[u8]>::to_vec) {
+        match probe_table_resident(&candidate.table, lookup, opts.fill_cache, <[u8]>::to_vec) {
             None => uncached.push(candidate),
             Some(answer) => match answer? {
                 Probe::Absent => {}

@@ -17,17 +17,16 @@ use super::seek::ParallelSeek;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::stats::Counters;
-use crate::table::blocks_read_on_this_thread;
 
 /// Work the search threads share with the caller that submitted it.
 pub(crate) trait Job: Send + Sync {
-    /// Runs one piece; false when none was left to take.
-    fn run_one(&self, counters: &Counters) -> bool;
+    /// Runs one piece; false when none was left to take. A job counting
+    /// the blocks its pieces read counts those of a search thread (the
+    /// caller counts its own) before publishing the piece's answer, so
+    /// that a caller reading the statistics after its result sees them.
+    fn run_one(&self, counters: &Counters, on_search_thread: bool) -> bool;
     /// Whether a piece is left to take.
     fn has_work(&self) -> bool;
-    /// Counts `blocks` a search thread read from files for one piece (the
-    /// caller's own reads are counted by the caller).
-    fn blocks_read_by_search_thread(&self, counters: &Counters, blocks: u64);
 }
 
 struct Shared {
@@ -76,7 +75,7 @@ impl SearchPool {
     fn run(&self, job: Arc<dyn Job>) {
         self.shared.queue.lock().push_back(job.clone());
         self.shared.work.notify_all();
-        while job.run_one(&self.shared.counters) {}
+        while job.run_one(&self.shared.counters, false) {}
     }
 }
 
@@ -124,9 +123,7 @@ fn search_loop(shared: &Shared) {
                 }
             }
         };
-        let before = blocks_read_on_this_thread();
-        job.run_one(&shared.counters);
-        job.blocks_read_by_search_thread(&shared.counters, blocks_read_on_this_thread() - before);
+        job.run_one(&shared.counters, true);
     }
 }
 

@@ -11,7 +11,7 @@ use super::pool::Job;
 use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::stats::Counters;
-use crate::table::Table;
+use crate::table::{blocks_read_on_this_thread, Table};
 
 struct State {
     /// COUNTER: candidates taken so far, newest first.
@@ -143,11 +143,20 @@ impl Query {
 }
 
 impl Job for Query {
-    fn run_one(&self, counters: &Counters) -> bool {
+    fn run_one(&self, counters: &Counters, on_search_thread: bool) -> bool {
         let Some(i) = self.take() else {
             return false;
         };
-        let kept = self.answer(i, self.probe(i));
+        let before = blocks_read_on_this_thread();
+        let answer = self.probe(i);
+        // A lookup's reads are its read amplification, on whichever thread.
+        if on_search_thread {
+            Counters::add(
+                &counters.get_blocks_read,
+                blocks_read_on_this_thread() - before,
+            );
+        }
+        let kept = self.answer(i, answer);
         Counters::add(&counters.search_probes, 1);
         if !kept {
             Counters::add(&counters.search_probes_discarded, 1);
@@ -157,11 +166,6 @@ impl Job for Query {
 
     fn has_work(&self) -> bool {
         Query::has_work(self)
-    }
-
-    /// A lookup's reads are its read amplification, on whichever thread.
-    fn blocks_read_by_search_thread(&self, counters: &Counters, blocks: u64) {
-        Counters::add(&counters.get_blocks_read, blocks);
     }
 }
 

@@ -52,7 +52,7 @@ impl ParallelSeek {
 }
 
 impl Job for ParallelSeek {
-    fn run_one(&self, _: &Counters) -> bool {
+    fn run_one(&self, _: &Counters, _: bool) -> bool {
         let i = self.taken.fetch_add(1, Ordering::AcqRel);
         let Some(child) = self.children.get(i) else {
             return false;
@@ -69,7 +69,4 @@ impl Job for ParallelSeek {
     fn has_work(&self) -> bool {
         self.taken.load(Ordering::Acquire) < self.children.len()
     }
-
-    /// Range reads count no blocks on any thread.
-    fn blocks_read_by_search_thread(&self, _: &Counters, _: u64) {}
 }
