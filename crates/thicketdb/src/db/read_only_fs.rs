@@ -43,6 +43,13 @@ impl FileSystem for ReadOnlyFs {
         }))
     }
 
+    fn open_random_scattered(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(ReadOnlyFile {
+            inner: self.inner.open_random_scattered(path)?,
+            path: path.to_path_buf(),
+        }))
+    }
+
     fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(ReadOnlyFile {
             inner: self.inner.open_random_direct(path)?,

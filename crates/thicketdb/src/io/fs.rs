@@ -96,6 +96,15 @@ pub trait FileSystem: Send + Sync + 'static {
     fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.open_random(path)
     }
+    /// Like `open_random`, for a file read only at scattered offsets in
+    /// reads that already cover what they need (TRIAD-LOG's log reads): the
+    /// page cache reads no more than each read asks (`POSIX_FADV_RANDOM`),
+    /// where a kernel read-ahead would bring in pages no read wants and,
+    /// under a memory cap, evict pages others do. The default is
+    /// [`open_random`](Self::open_random).
+    fn open_random_scattered(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
     /// Opens an existing file for sequential reads.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Atomically replaces `to` with `from`.

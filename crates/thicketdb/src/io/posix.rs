@@ -6,7 +6,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{fallocate, FallocateFlags};
+use rustix::fs::{fadvise, fallocate, Advice, FallocateFlags};
 
 use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use super::mapped::MappedWritable;
@@ -231,6 +231,18 @@ impl FileSystem for PosixFs {
 
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| Error::io(e, ctx(path)))?;
+        Ok(Arc::new(PosixRandom {
+            file,
+            path: path.to_path_buf(),
+            direct: false,
+        }))
+    }
+
+    fn open_random_scattered(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io(e, ctx(path)))?;
+        // Advice only: a kernel that refuses it reads ahead as before, and
+        // every read stays correct either way.
+        let _ = fadvise(&file, 0, None, Advice::Random);
         Ok(Arc::new(PosixRandom {
             file,
             path: path.to_path_buf(),

@@ -214,7 +214,23 @@ impl RandomAccessLogReader {
         block: &[u8],
     ) -> Result<(FragmentType, std::ops::Range<usize>)> {
         let at = (pos % BLOCK) as usize;
-        let room = BLOCK as usize - at;
+        let data = block.get(at..).unwrap_or_default();
+        let (kind, payload) = self.fragment_at(start, pos, data)?;
+        Ok((kind, at + payload.start..at + payload.end))
+    }
+
+    /// The fragment whose header is at `pos` (part of the record starting
+    /// at `start`, named in errors), decoded from `raw`, the file's bytes
+    /// from `pos` on (as [`read_raw_fragment`](Self::read_raw_fragment)
+    /// returns them, or the rest of a block): its type and the byte range
+    /// of its checked payload in `raw`.
+    pub fn fragment_at(
+        &self,
+        start: u64,
+        pos: u64,
+        raw: &[u8],
+    ) -> Result<(FragmentType, std::ops::Range<usize>)> {
+        let room = (BLOCK - pos % BLOCK) as usize;
         if room < HEADER_SIZE {
             return Err(self.corrupt(
                 start,
@@ -222,9 +238,8 @@ impl RandomAccessLogReader {
                 "no fragment starts here: the offset is in a block's trailer",
             ));
         }
-        let data = block.get(at..).unwrap_or_default();
-        match decode_fragment(data, room) {
-            Ok(f) => Ok((f.kind, at + HEADER_SIZE..at + HEADER_SIZE + f.len)),
+        match decode_fragment(raw, room) {
+            Ok(f) => Ok((f.kind, HEADER_SIZE..HEADER_SIZE + f.len)),
             Err(BadFragment::TruncatedHeader | BadFragment::TruncatedPayload(_)) => Err(self
                 .corrupt(
                     start,
@@ -233,6 +248,33 @@ impl RandomAccessLogReader {
                 )),
             Err(why) => Err(self.bad(start, pos, why)),
         }
+    }
+
+    /// The raw bytes of the fragment whose header is at `pos`, part of the
+    /// record starting at `start` (named in errors): its header and as many
+    /// payload bytes as the header says, unchecked, for a cache of
+    /// fragments that [`fragment_at`](Self::fragment_at) then checks. Reads
+    /// the fragment alone (a write group of a few puts is a few hundred
+    /// bytes), not the 32 KiB block it lies in.
+    pub fn read_raw_fragment(&self, start: u64, pos: u64) -> Result<Vec<u8>> {
+        let room = (BLOCK - pos % BLOCK) as usize;
+        if room < HEADER_SIZE {
+            return Err(self.corrupt(
+                start,
+                pos,
+                "no fragment starts here: the offset is in a block's trailer",
+            ));
+        }
+        let mut header = [0u8; HEADER_SIZE];
+        self.read_exact(start, pos, pos, &mut header)?;
+        let decoded = decode_header(&header, room).map_err(|why| self.bad(start, pos, why))?;
+        // At most a block: the length was checked against the block.
+        let mut raw = Vec::with_capacity(HEADER_SIZE + decoded.len);
+        raw.extend_from_slice(&header);
+        raw.resize(HEADER_SIZE + decoded.len, 0);
+        let payload_at = self.advance(start, pos, HEADER)?;
+        self.read_exact(start, pos, payload_at, &mut raw[HEADER_SIZE..])?;
+        Ok(raw)
     }
 
     /// The checked payload of the fragment whose header is at `pos`, part

@@ -449,3 +449,36 @@ fn continuation_after_a_trailer_is_found_as_the_sequential_reader_finds_it() {
         [first, last].concat()
     );
 }
+
+/// A fragment read alone (for the log-fragment cache) is its header and
+/// payload, no more, and is checked as a block's fragment is: damage and a
+/// cut are corruption at the fragment.
+#[test]
+fn a_raw_fragment_is_read_alone_and_checked() {
+    let (clean, [a, b, c]) = spanning_log();
+    let fs = FaultFs::new();
+    let path = Path::new("000009.log");
+    let read = |bytes: &[u8], start: u64, pos: u64| -> Result<(FragmentType, Vec<u8>)> {
+        fs.write_durably(path, bytes).unwrap();
+        let log = reader(&fs, path);
+        let raw = log.read_raw_fragment(start, pos)?;
+        let (kind, payload) = log.fragment_at(start, pos, &raw)?;
+        assert_eq!(payload.end, raw.len(), "nothing read past the fragment");
+        Ok((kind, raw[payload].to_vec()))
+    };
+    assert_eq!(read(&clean, a, a).unwrap(), (FragmentType::Full, record(20, 1)));
+    assert_eq!(read(&clean, c, c).unwrap(), (FragmentType::Full, record(10, 3)));
+    let (kind, payload) = read(&clean, b, BLOCK).unwrap();
+    assert_eq!(kind, FragmentType::Middle);
+    assert_eq!(payload.len(), FILL);
+    for (flip, pos, why) in [(10, a, "checksum"), (BLOCK_SIZE + 6, BLOCK, "unknown fragment type")] {
+        let mut bytes = clean.clone();
+        bytes[flip] ^= 0xff;
+        let err = read(&bytes, pos, pos).unwrap_err();
+        assert!(err.is_corruption() && err.to_string().contains(why), "{err}");
+    }
+    let err = read(&clean[..BLOCK_SIZE + 50], b, BLOCK).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("cut short"), "{err}");
+    let err = read(&clean, b, BLOCK - 3).unwrap_err();
+    assert!(err.to_string().contains("trailer"), "{err}");
+}

@@ -1,11 +1,15 @@
 //! TRIAD-LOG: reading a log table's values where they lie, in the store's
 //! logs. A value is read by its address (log, record, offset in the record,
 //! length) from the fragments it lies in, each checksum verified, through a
-//! small cache of log blocks (32 KiB, the log's unit): a 255-byte value
-//! costs one block read on a miss, never its whole write group (up to
-//! 1 MiB), and values written close together share the block. A cached
-//! block holds raw bytes: the fragment a read needs is checked on every
-//! read (a CRC32C of at most 32 KiB), so the cache adds no trust.
+//! small cache of log fragments: a value costs the fragments it lies in on
+//! a miss (a write group of a few puts is one fragment of a few hundred
+//! bytes), never its whole write group (up to 1 MiB) nor the 32 KiB block
+//! around it: under a memory cap a block per value read 32 KiB from the
+//! device for a 255-byte value (docs/reproduction.md, "TRIAD, session 17
+//! rounds"). Log files are opened without kernel read-ahead
+//! (`open_random_scattered`): every read here says what it needs. A cached
+//! fragment holds raw bytes, checked on every read (a CRC32C of at most
+//! 32 KiB), so the cache adds no trust.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +20,7 @@ use quick_cache::{OptionsBuilder, Weighter};
 
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
-use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress, BLOCK_SIZE};
+use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress};
 use crate::table::{note_block_read, ValueLog};
 use crate::version::files::log_path;
 use crate::version::log_spans::{Payload, SpanReader};
@@ -24,25 +28,29 @@ use crate::version::log_spans::{Payload, SpanReader};
 /// Open logs kept by a store's log-value reader.
 const OPEN_LOGS: usize = 64;
 
-#[derive(Clone)]
-struct BlockWeight;
+/// A cached fragment's expected size, for sizing the cache's table: a
+/// write group of one or two puts of a few hundred bytes.
+const EXPECTED_FRAGMENT: u64 = 512;
 
-impl Weighter<(u64, u64), Arc<[u8]>> for BlockWeight {
+#[derive(Clone)]
+struct ByteWeight;
+
+impl Weighter<(u64, u64), Arc<[u8]>> for ByteWeight {
     fn weight(&self, _: &(u64, u64), block: &Arc<[u8]>) -> u64 {
         block.len().max(1) as u64
     }
 }
 
-/// Raw log blocks by (log, block index).
-type BlockCache = Cache<(u64, u64), Arc<[u8]>, BlockWeight>;
+/// Raw log fragments (header and payload) by (log, file offset).
+type FragmentCache = Cache<(u64, u64), Arc<[u8]>, ByteWeight>;
 
 /// Reads log tables' values from the logs of the store in `dir`.
 pub struct StoreLogs {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     logs: Cache<u64, Arc<RandomAccessLogReader>>,
-    /// Raw log blocks by (log, block index); `None`: no cache.
-    blocks: Option<BlockCache>,
+    /// Raw log fragments by (log, file offset); `None`: no cache.
+    blocks: Option<FragmentCache>,
     /// Value bytes a compaction reads at once (`triad_log_compaction_batch`).
     batch_bytes: u64,
     /// Values read in batches, and the span reads they took.
@@ -59,16 +67,16 @@ impl StoreLogs {
         // admits an item for good only on its second miss).
         let blocks = (cache_bytes > 0).then(|| {
             let options = OptionsBuilder::new()
-                .estimated_items_capacity((cache_bytes / BLOCK_SIZE as u64).max(16) as usize)
+                .estimated_items_capacity((cache_bytes / EXPECTED_FRAGMENT).max(16) as usize)
                 .weight_capacity(cache_bytes)
                 .hot_allocation(0.5)
                 .build();
             match options {
                 Ok(o) => {
-                    Cache::with_options(o, BlockWeight, Default::default(), Default::default())
+                    Cache::with_options(o, ByteWeight, Default::default(), Default::default())
                 }
                 // Only invalid fractions fail; these are constants.
-                Err(_) => Cache::with_weighter(16, cache_bytes, BlockWeight),
+                Err(_) => Cache::with_weighter(16, cache_bytes, ByteWeight),
             }
         });
         StoreLogs {
@@ -103,7 +111,7 @@ impl StoreLogs {
     fn reader(&self, log: u64) -> Result<Arc<RandomAccessLogReader>> {
         self.logs.get_or_insert_with(&log, || {
             let path = log_path(&self.dir, log);
-            let file = self.fs.open_random(&path)?;
+            let file = self.fs.open_random_scattered(&path)?;
             Ok(Arc::new(RandomAccessLogReader::new(file, path)))
         })
     }
@@ -111,6 +119,12 @@ impl StoreLogs {
     /// Bytes of log blocks the cache may hold (0: no cache).
     pub fn cache_capacity(&self) -> u64 {
         self.blocks.as_ref().map_or(0, |c| c.capacity())
+    }
+
+    /// Bytes of fragments the cache holds.
+    #[cfg(test)]
+    fn cached_bytes(&self) -> u64 {
+        self.blocks.as_ref().map_or(0, |c| c.weight())
     }
 
     /// Closes a deleted log.
@@ -170,13 +184,12 @@ impl ValueLog for StoreLogs {
             &address,
             out,
             |start, pos| -> Result<(FragmentType, Payload)> {
-                let index = pos / BLOCK_SIZE as u64;
-                let block = cache.get_or_insert_with(&(log, index), || {
+                let raw = cache.get_or_insert_with(&(log, pos), || {
                     note_block_read();
-                    reader.read_block(index).map(Arc::from)
+                    reader.read_raw_fragment(start, pos).map(Arc::from)
                 })?;
-                let (kind, payload) = reader.fragment_in_block(start, pos, &block)?;
-                Ok((kind, Payload(block, payload)))
+                let (kind, payload) = reader.fragment_at(start, pos, &raw)?;
+                Ok((kind, Payload(raw, payload)))
             },
         )
     }
@@ -186,7 +199,7 @@ impl ValueLog for StoreLogs {
 mod tests {
     use super::*;
     use crate::io::PosixFs;
-    use crate::log::{LogAddress, LogWriter};
+    use crate::log::{LogAddress, LogWriter, BLOCK_SIZE};
     use crate::table::blocks_read_on_this_thread;
 
     #[test]
@@ -223,17 +236,31 @@ mod tests {
         }
     }
 
-    /// Small write groups (a few puts each) are each a record of their own:
-    /// their values share log blocks, read once each.
+    /// Small write groups (a few puts each) are each a record of their own,
+    /// one fragment (two where it crosses a block boundary): a value read
+    /// costs its fragments alone (the cache holds 307 bytes for it, not the
+    /// 32 KiB block it lies in), once.
     #[test]
-    fn small_records_share_cached_blocks() {
+    fn a_value_costs_its_own_fragment_read_once() {
         let dir = tempfile::tempdir().unwrap();
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
         let mut writer = LogWriter::new(fs.create(&log_path(dir.path(), 9)).unwrap());
         let mut values = Vec::new();
+        // Fragments each value lies in (two where its record crosses a
+        // block boundary inside it) and their bytes, header included.
+        let (mut fragments, mut fragment_bytes) = (0, 0);
         for i in 0..2000u32 {
             let record = vec![(i % 251) as u8; 300];
             let offset = writer.add_record(&record).unwrap();
+            let first = (BLOCK_SIZE as u64 - offset % BLOCK_SIZE as u64) - 7;
+            let (count, bytes) = match first {
+                f if f >= 300 => (1, 307),
+                f if f >= 275 => (1, 7 + f),
+                f if f <= 20 => (1, 7 + 300 - f),
+                f => (2, 7 + f + 7 + 300 - f),
+            };
+            fragments += count;
+            fragment_bytes += bytes;
             let mut encoded = Vec::new();
             ValueAddress {
                 record: LogAddress::new(9, offset),
@@ -244,7 +271,6 @@ mod tests {
             values.push((encoded, record));
         }
         writer.flush().unwrap();
-        let blocks = (2000 * 307) / BLOCK_SIZE as u64 + 1;
         let logs = StoreLogs::new(dir.path(), fs, 16 << 20);
         let mut value = Vec::new();
         for round in 0..2 {
@@ -255,7 +281,8 @@ mod tests {
                 assert_eq!(value, &record[20..275]);
             }
             let reads = blocks_read_on_this_thread() - before;
-            assert_eq!(reads, if round == 0 { blocks } else { 0 }, "round {round}");
+            assert_eq!(reads, if round == 0 { fragments } else { 0 }, "round {round}");
+            assert_eq!(logs.cached_bytes(), fragment_bytes, "round {round}");
         }
     }
 }
