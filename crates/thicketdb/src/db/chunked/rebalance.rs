@@ -94,32 +94,27 @@ struct Built {
 /// published records.
 /// REQUIRES: the chunk's `funk_change_lock`.
 fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
-    if store.is_async() {
-        // Tables take checkpointed writes only: a checkpoint now lets
-        // this build merge everything published (else the log stays past
-        // its limit until the next one, and its writers wait). It costs
-        // what the synchronous mode's switch pays: a sync of the dirty
-        // logs.
-        store.take_checkpoint()?;
-    }
-    // Before the records: every record up to it is in the log. In the
-    // asynchronous mode, only checkpointed writes go to a table (a crash
-    // returns to the checkpoint, and tables are read unchecked).
-    let published = {
-        let sequence = store
-            .last_sequence
-            .load(std::sync::atomic::Ordering::SeqCst);
-        // Every record of the chunk up to it is complete.
-        chunk.settle(sequence);
-        sequence
-    }
-    .min(
-        store
-            .checkpointed
-            .load(std::sync::atomic::Ordering::Acquire),
-    );
+    use std::sync::atomic::Ordering;
+    // Every record of the chunk up to it is in the log once settled.
+    let settled = store.last_sequence.load(Ordering::SeqCst);
+    chunk.settle(settled);
+    // Read before the records: every record up to it is in the log. In
+    // the asynchronous mode only checkpointed writes go to a table (a
+    // crash returns to the checkpoint, and tables are read unchecked);
+    // the rest is the tail the switch copies into the new log.
+    let mut published = settled.min(store.checkpointed.load(Ordering::Acquire));
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
+    let mut merged = first_past(&log, published)?;
+    if store.is_async() && past_bytes(&log[merged..]) > space.log_limit(chunk) {
+        // The checkpointer's interval bounds the tail, so a build takes no
+        // checkpoint of its own (one syncs every dirty log of the store)
+        // unless the writes past the last one would leave the log past its
+        // limit: a chunk written faster than the checkpoints come.
+        store.take_checkpoint()?;
+        published = settled.min(store.checkpointed.load(Ordering::Acquire));
+        merged = first_past(&log, published)?;
+    }
     let mut entries = chunk.table_entries()?;
     let mut tombstones: Vec<RangeTombstone> = match &chunk.table {
         Some(table) => {
@@ -128,13 +123,8 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         }
         None => Vec::new(),
     };
-    let mut records = 0;
-    for record in &log {
+    for record in &log[..merged] {
         let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
-        // The chunk's records are in sequence order: the rest is newer.
-        if batch.first_sequence > published {
-            break;
-        }
         let mut seq = batch.first_sequence;
         batch
             .for_each(|op| {
@@ -152,8 +142,8 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
                 seq += 1;
             })
             .map_err(Error::invariant)?;
-        records += 1;
     }
+    let records = merged;
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
     let tombstones = Fragments::fragment(&tombstones);
@@ -221,6 +211,23 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         records,
         bytes_written,
     })
+}
+
+/// The index of the first of a chunk's `log` records numbered past
+/// `published` (they are in sequence order: the rest is newer).
+fn first_past(log: &[Vec<u8>], published: u64) -> Result<usize> {
+    for (i, record) in log.iter().enumerate() {
+        let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
+        if batch.first_sequence > published {
+            return Ok(i);
+        }
+    }
+    Ok(log.len())
+}
+
+/// The bytes of `records`.
+fn past_bytes(records: &[Vec<u8>]) -> u64 {
+    records.iter().map(|r| r.len() as u64).sum()
 }
 
 /// The switch: the tail copied, everything synced, the chunk list
