@@ -195,7 +195,7 @@ fn a_checkpoint_interrupted_at_any_step_leaves_the_previous_one() {
     let mut outcomes = std::collections::BTreeSet::new();
     for ops in 0..40 {
         let fs = FaultFs::new();
-        // No funk build (each takes a checkpoint of its own) in between.
+        // No funk build (one may take a checkpoint of its own) in between.
         let options = Options {
             funk_log_limit: 1 << 20,
             funk_log_limit_with_munk: 1 << 20,

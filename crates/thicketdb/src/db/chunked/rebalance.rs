@@ -165,7 +165,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     for (i, piece) in pieces.into_iter().enumerate() {
         if store.closed.load(std::sync::atomic::Ordering::Acquire) {
             // `close` stops the builds: what this one wrote goes.
-            discard(store, chunks.iter());
+            discard(chunks.iter());
             return Err(Error::Closed);
         }
         // Piece `i` owns the keys from its start up to the next one's (the
@@ -198,11 +198,13 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             store.dir.clone(),
         );
         if had_munk {
-            // The munk splits with the chunk.
-            store.munks.install(
-                &child,
-                Munk::build(piece, &piece_tombstones, munk_array_list),
-            );
+            // The munk splits with the chunk; counted in the budget at the
+            // switch (`MunkCache::hand_down`).
+            child.set_munk(Some(Arc::new(Munk::build(
+                piece,
+                &piece_tombstones,
+                munk_array_list,
+            ))));
         }
         chunks.push(child);
     }
@@ -244,9 +246,9 @@ fn switch(
         records,
         bytes_written,
     } = built;
-    // A switch that does not happen deletes the new chunks' files and
-    // gives their munks' bytes back.
-    let retire_all = |chunks: &[Chunk]| discard(store, chunks.iter());
+    // A switch that does not happen deletes the new chunks' files (and
+    // drops their munks).
+    let retire_all = |chunks: &[Chunk]| discard(chunks.iter());
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -303,15 +305,16 @@ fn switch(
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        discard(store, new_chunks.iter().map(|c| &**c));
+        discard(new_chunks.iter().map(|c| &**c));
         return Err(e);
     }
     // Retired before the new set is seen: a reader that took the old
     // chunk and finds it not retired after reading its sequence number
     // knows no write it sees went to a new chunk (`ChunkStore::get`).
     chunk.retire();
+    // Before the new chunks are seen: no put has grown their munks yet.
+    store.munks.hand_down(chunk, &new_chunks);
     space.install(next);
-    store.munks.release(chunk);
     let c = &store.counters;
     Counters::add(&c.chunk_funk_rebalances, 1);
     Counters::add(&c.chunk_splits, splits);
@@ -321,11 +324,10 @@ fn switch(
 }
 
 /// Retires new chunks that are not installed (their files go when they
-/// are dropped) and gives their munks' bytes back.
-fn discard<'a>(store: &ChunkStore, chunks: impl Iterator<Item = &'a Chunk>) {
+/// are dropped, their munks, not counted in the budget yet, with them).
+fn discard<'a>(chunks: impl Iterator<Item = &'a Chunk>) {
     for c in chunks {
         c.retire();
-        store.munks.release(c);
     }
 }
 
@@ -390,13 +392,11 @@ fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Res
 }
 
 /// Appends `record` (first sequence `first`) to `chunk`'s log and munk
-/// (its growth counted in the munk budget: the munk's bytes leave it
-/// whole when it is dropped).
+/// (counted in the munk budget whole at the switch).
 fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Result<()> {
     let logged = chunk.log.append(record, false)?;
     Counters::add(&store.counters.log_bytes_written, logged);
     if let Some(munk) = chunk.munk() {
-        let before = munk.bytes();
         let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
         let mut seq = first;
         batch
@@ -408,8 +408,6 @@ fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Resul
                 seq += 1;
             })
             .map_err(Error::invariant)?;
-        // Not installed yet: nothing evicts it meanwhile.
-        store.munks.grew(munk.bytes() - before);
     }
     Ok(())
 }
