@@ -195,7 +195,7 @@ fn a_checkpoint_interrupted_at_any_step_leaves_the_previous_one() {
     let mut outcomes = std::collections::BTreeSet::new();
     for ops in 0..40 {
         let fs = FaultFs::new();
-        // No funk build (each takes a checkpoint of its own) in between.
+        // No funk build (one may take a checkpoint of its own) in between.
         let options = Options {
             funk_log_limit: 1 << 20,
             funk_log_limit_with_munk: 1 << 20,
@@ -281,4 +281,81 @@ fn a_copy_ignores_what_its_source_ignores() {
     let copy = Db::open(&copy, options).unwrap();
     assert_eq!(copy.get("k").unwrap().unwrap(), b"saved");
     copy.close().unwrap();
+}
+
+/// A funk build merges the writes up to the last checkpoint and copies
+/// the rest into the new log, taking no checkpoint of its own (one syncs
+/// every dirty log of the store): power losses and process crashes after
+/// such builds still recover a prefix through the last checkpoint.
+#[test]
+fn builds_merge_through_the_last_checkpoint_without_taking_one() {
+    let fs = FaultFs::new();
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..async_options(3_600_000)
+    };
+    let mut written = 0u64;
+    let mut durable = 0u64;
+    for cycle in 0..6 {
+        let db = open(&fs, &options);
+        let got = state(&db);
+        let kept = prefix_length(&got, durable, written).unwrap_or_else(|| {
+            panic!("cycle {cycle}: no prefix of {written} writes at least {durable}")
+        });
+        written = kept;
+        durable = kept;
+        let before = db.stats();
+        let mut flushes = 0;
+        for _ in 0..600 {
+            write(&db, written);
+            written += 1;
+            // Few writes past a checkpoint: no build needs one.
+            if written.is_multiple_of(10) {
+                db.flush().unwrap();
+                durable = written;
+                flushes += 1;
+            }
+        }
+        // Writes past the last checkpoint, some copied by builds into new
+        // logs, then lost or kept on disk.
+        for _ in 0..7 {
+            write(&db, written);
+            written += 1;
+        }
+        let after = db.stats();
+        assert!(after.chunk_funk_rebalances > before.chunk_funk_rebalances);
+        assert_eq!(
+            after.chunk_checkpoints - before.chunk_checkpoints,
+            flushes,
+            "cycle {cycle}: a build took a checkpoint"
+        );
+        match cycle % 2 {
+            0 => fs.drop_unsynced(),
+            _ => fs.crash_process(),
+        }
+        drop(db);
+    }
+}
+
+/// A chunk written faster than checkpoints come gets one from its build,
+/// so that its log does not stay past its limit.
+#[test]
+fn a_build_checkpoints_when_its_log_is_mostly_past_the_last_checkpoint() {
+    let fs = FaultFs::new();
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..async_options(3_600_000)
+    };
+    let db = open(&fs, &options);
+    for i in 0..600 {
+        write(&db, i);
+    }
+    let stats = db.stats();
+    assert!(stats.chunk_funk_rebalances > 0);
+    assert!(stats.chunk_checkpoints > 0);
+    fs.drop_unsynced();
+    drop(db);
+    let db = open(&fs, &options);
+    let got = state(&db);
+    assert!(prefix_length(&got, 1, 600).is_some());
 }

@@ -66,6 +66,15 @@ impl ChunkSpace {
         }
     }
 
+    /// The bytes `chunk`'s log may hold before a funk rebalance merges
+    /// it: more for a chunk with a munk (its gets never read the log).
+    pub(super) fn log_limit(&self, chunk: &super::chunk::Chunk) -> u64 {
+        match chunk.munk() {
+            Some(_) => self.options.funk_log_limit_with_munk,
+            None => self.options.funk_log_limit,
+        }
+    }
+
     /// The key a row cache entry of `key` in this keyspace has: the id
     /// (fixed width, big-endian: the key order within a keyspace is kept)
     /// before the key.

@@ -246,7 +246,10 @@ impl MunkCache {
     }
 
     /// Drops the coldest munks while the resident ones exceed the budget
-    /// (puts and splits grow munks after their admission).
+    /// (puts grow munks after their admission). Rebuilding the most grown
+    /// munk first (dropping replaced versions) cut the loads and
+    /// evictions but halved the puts, the rebuilds running in writers
+    /// (`docs/reproduction.md`, *YoDB, session 17 rounds*).
     pub fn enforce_budget(&self, store: &ChunkStore) {
         while self.resident_bytes() > self.budget {
             match coldest_munk(&store.every_chunk()) {
@@ -266,10 +269,19 @@ impl MunkCache {
         }
     }
 
-    /// Installs `munk` for a chunk that had none (a split child).
-    pub fn install(&self, chunk: &Chunk, munk: Munk) {
-        self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
-        chunk.set_munk(Some(Arc::new(munk)));
+    /// Counts the munks a funk rebalance built for `children` (from the
+    /// munk of `old`, which goes) at its switch, not while it built
+    /// them: counted during the build, both images made the cache evict
+    /// another chunk's munk for a moment's overlap, and load one again
+    /// once the old munk went.
+    pub fn hand_down(&self, old: &Chunk, children: &[Arc<Chunk>]) {
+        let bytes: u64 = children
+            .iter()
+            .filter_map(|c| c.munk())
+            .map(|m| m.bytes())
+            .sum();
+        self.resident.fetch_add(bytes, Ordering::Relaxed);
+        self.evict(old);
     }
 
     /// Drops the munk of a chunk being retired.

@@ -94,32 +94,27 @@ struct Built {
 /// published records.
 /// REQUIRES: the chunk's `funk_change_lock`.
 fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built> {
-    if store.is_async() {
-        // Tables take checkpointed writes only: a checkpoint now lets
-        // this build merge everything published (else the log stays past
-        // its limit until the next one, and its writers wait). It costs
-        // what the synchronous mode's switch pays: a sync of the dirty
-        // logs.
-        store.take_checkpoint()?;
-    }
-    // Before the records: every record up to it is in the log. In the
-    // asynchronous mode, only checkpointed writes go to a table (a crash
-    // returns to the checkpoint, and tables are read unchecked).
-    let published = {
-        let sequence = store
-            .last_sequence
-            .load(std::sync::atomic::Ordering::SeqCst);
-        // Every record of the chunk up to it is complete.
-        chunk.settle(sequence);
-        sequence
-    }
-    .min(
-        store
-            .checkpointed
-            .load(std::sync::atomic::Ordering::Acquire),
-    );
+    use std::sync::atomic::Ordering;
+    // Every record of the chunk up to it is in the log once settled.
+    let settled = store.last_sequence.load(Ordering::SeqCst);
+    chunk.settle(settled);
+    // Read before the records: every record up to it is in the log. In
+    // the asynchronous mode only checkpointed writes go to a table (a
+    // crash returns to the checkpoint, and tables are read unchecked);
+    // the rest is the tail the switch copies into the new log.
+    let mut published = settled.min(store.checkpointed.load(Ordering::Acquire));
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
+    let mut merged = first_past(&log, published)?;
+    if store.is_async() && past_bytes(&log[merged..]) > space.log_limit(chunk) {
+        // The checkpointer's interval bounds the tail, so a build takes no
+        // checkpoint of its own (one syncs every dirty log of the store)
+        // unless the writes past the last one would leave the log past its
+        // limit: a chunk written faster than the checkpoints come.
+        store.take_checkpoint()?;
+        published = settled.min(store.checkpointed.load(Ordering::Acquire));
+        merged = first_past(&log, published)?;
+    }
     let mut entries = chunk.table_entries()?;
     let mut tombstones: Vec<RangeTombstone> = match &chunk.table {
         Some(table) => {
@@ -128,13 +123,8 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         }
         None => Vec::new(),
     };
-    let mut records = 0;
-    for record in &log {
+    for record in &log[..merged] {
         let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
-        // The chunk's records are in sequence order: the rest is newer.
-        if batch.first_sequence > published {
-            break;
-        }
         let mut seq = batch.first_sequence;
         batch
             .for_each(|op| {
@@ -152,8 +142,8 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
                 seq += 1;
             })
             .map_err(Error::invariant)?;
-        records += 1;
     }
+    let records = merged;
     let order = &store.options.comparator;
     entries.sort_by(|a, b| order.internal(&a.0, &b.0));
     let tombstones = Fragments::fragment(&tombstones);
@@ -175,7 +165,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     for (i, piece) in pieces.into_iter().enumerate() {
         if store.closed.load(std::sync::atomic::Ordering::Acquire) {
             // `close` stops the builds: what this one wrote goes.
-            discard(store, chunks.iter());
+            discard(chunks.iter());
             return Err(Error::Closed);
         }
         // Piece `i` owns the keys from its start up to the next one's (the
@@ -208,11 +198,13 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             store.dir.clone(),
         );
         if had_munk {
-            // The munk splits with the chunk.
-            store.munks.install(
-                &child,
-                Munk::build(piece, &piece_tombstones, munk_array_list),
-            );
+            // The munk splits with the chunk; counted in the budget at the
+            // switch (`MunkCache::hand_down`).
+            child.set_munk(Some(Arc::new(Munk::build(
+                piece,
+                &piece_tombstones,
+                munk_array_list,
+            ))));
         }
         chunks.push(child);
     }
@@ -221,6 +213,23 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         records,
         bytes_written,
     })
+}
+
+/// The index of the first of a chunk's `log` records numbered past
+/// `published` (they are in sequence order: the rest is newer).
+fn first_past(log: &[Vec<u8>], published: u64) -> Result<usize> {
+    for (i, record) in log.iter().enumerate() {
+        let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
+        if batch.first_sequence > published {
+            return Ok(i);
+        }
+    }
+    Ok(log.len())
+}
+
+/// The bytes of `records`.
+fn past_bytes(records: &[Vec<u8>]) -> u64 {
+    records.iter().map(|r| r.len() as u64).sum()
 }
 
 /// The switch: the tail copied, everything synced, the chunk list
@@ -237,9 +246,9 @@ fn switch(
         records,
         bytes_written,
     } = built;
-    // A switch that does not happen deletes the new chunks' files and
-    // gives their munks' bytes back.
-    let retire_all = |chunks: &[Chunk]| discard(store, chunks.iter());
+    // A switch that does not happen deletes the new chunks' files (and
+    // drops their munks).
+    let retire_all = |chunks: &[Chunk]| discard(chunks.iter());
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -296,15 +305,16 @@ fn switch(
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        discard(store, new_chunks.iter().map(|c| &**c));
+        discard(new_chunks.iter().map(|c| &**c));
         return Err(e);
     }
     // Retired before the new set is seen: a reader that took the old
     // chunk and finds it not retired after reading its sequence number
     // knows no write it sees went to a new chunk (`ChunkStore::get`).
     chunk.retire();
+    // Before the new chunks are seen: no put has grown their munks yet.
+    store.munks.hand_down(chunk, &new_chunks);
     space.install(next);
-    store.munks.release(chunk);
     let c = &store.counters;
     Counters::add(&c.chunk_funk_rebalances, 1);
     Counters::add(&c.chunk_splits, splits);
@@ -314,11 +324,10 @@ fn switch(
 }
 
 /// Retires new chunks that are not installed (their files go when they
-/// are dropped) and gives their munks' bytes back.
-fn discard<'a>(store: &ChunkStore, chunks: impl Iterator<Item = &'a Chunk>) {
+/// are dropped, their munks, not counted in the budget yet, with them).
+fn discard<'a>(chunks: impl Iterator<Item = &'a Chunk>) {
     for c in chunks {
         c.retire();
-        store.munks.release(c);
     }
 }
 
@@ -383,13 +392,11 @@ fn copy_tail(store: &ChunkStore, old: &Chunk, skip: usize, new: &[Chunk]) -> Res
 }
 
 /// Appends `record` (first sequence `first`) to `chunk`'s log and munk
-/// (its growth counted in the munk budget: the munk's bytes leave it
-/// whole when it is dropped).
+/// (counted in the munk budget whole at the switch).
 fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Result<()> {
     let logged = chunk.log.append(record, false)?;
     Counters::add(&store.counters.log_bytes_written, logged);
     if let Some(munk) = chunk.munk() {
-        let before = munk.bytes();
         let batch = DecodedBatch::parse(record).map_err(Error::invariant)?;
         let mut seq = first;
         batch
@@ -401,8 +408,6 @@ fn append(store: &ChunkStore, chunk: &Chunk, record: &[u8], first: u64) -> Resul
                 seq += 1;
             })
             .map_err(Error::invariant)?;
-        // Not installed yet: nothing evicts it meanwhile.
-        store.munks.grew(munk.bytes() - before);
     }
     Ok(())
 }

@@ -391,3 +391,51 @@ fn posix_store_is_swept_of_files_a_crash_left() {
     Db::open(dir.path(), tiny()).unwrap().close().unwrap();
     assert!(!stray.exists());
 }
+
+/// The munk budget counts exactly the munks installed: a funk
+/// rebalance's children's munks from its switch (when the old munk's
+/// bytes leave).
+#[test]
+fn munk_budget_counts_the_installed_munks() {
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        munk_cache_bytes: 256 << 10,
+        funk_log_limit_with_munk: 512 << 10,
+        chunk_size: 32 << 10,
+        row_cache_bytes: 0,
+        ..tiny()
+    };
+    let db = Db::open_with_fs(
+        std::path::Path::new("/store"),
+        options,
+        Arc::new(FaultFs::new()),
+    )
+    .unwrap();
+    let value = [7u8; 100];
+    // Every key once (splits), then overwrites of a hot few: the munks
+    // of their chunks grow by replaced versions.
+    for i in 0..2_000u64 {
+        db.put(format!("key{i:06}"), value).unwrap();
+    }
+    for round in 0..60u64 {
+        for i in 0..40u64 {
+            db.put(format!("key{:06}", (i * 7 + round) % 200), value)
+                .unwrap();
+        }
+    }
+    let store = store(&db);
+    let installed: u64 = store
+        .every_chunk()
+        .iter()
+        .filter_map(|c| c.munk())
+        .map(|m| m.bytes())
+        .sum();
+    let stats = db.stats();
+    assert!(
+        stats.chunk_splits > 0 && stats.munks_resident > 0,
+        "{stats:?}"
+    );
+    assert_eq!(store.munks.resident_bytes(), installed);
+    assert!(installed <= 256 << 10, "{installed}");
+    assert!(stats.chunk_munk_rebalances > 0, "{stats:?}");
+}

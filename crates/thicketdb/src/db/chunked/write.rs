@@ -96,10 +96,7 @@ impl ChunkStore {
             if self.munks.touch(self, chunk, 1) {
                 self.admit_munk(chunk, false)?;
             }
-            let limit = match chunk.munk() {
-                Some(_) => space.options.funk_log_limit_with_munk,
-                None => space.options.funk_log_limit,
-            };
+            let limit = space.log_limit(chunk);
             if chunk.log.len() > limit {
                 self.rebalance_past_limit(space, chunk, limit)?;
             }
