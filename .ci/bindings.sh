@@ -4,11 +4,10 @@
 # source package, unmodified) and the Python package built with maturin and
 # tested with pytest.
 # Runs after `cargo test --workspace --release`. A test build makes no
-# libthicket.so, so the workspace is built once more, without its dev
-# features; `.ci/server.sh` then reuses this build (with `-p thicket-c`, cargo
-# would resolve one package's features and the next step would recompile
-# the engine again). Measured on 2 cores: 2m12s with
-# the machine otherwise idle, 5m27s-7m56s while other builds loaded it.
+# libthicket.so, so the workspace is built once more; `crates/workspace-hack`
+# gives it the test build's features, so it reuses the engine and compiles
+# little more than thicket-c's libraries (with `-p thicket-c`, cargo would
+# resolve one package's features and recompile the engine).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
