@@ -87,7 +87,13 @@ fn page_cache_reads_stay_on_the_caller() {
     assert_eq!(s.get_blocks_read - before.get_blocks_read, 6, "{s:?}");
 }
 
+/// Ignored in the suite: it needs the kernel to drop the store's pages
+/// when asked, which `DONTNEED` does not promise (a page in another core's
+/// LRU batch stays; it failed so in one full run of the suite, 2026-11-28).
+/// Run alone: `cargo test --release -p thicketdb --lib -- --ignored
+/// buffered_reads_the_page_cache_lost_go_parallel`.
 #[test]
+#[ignore = "needs the kernel to drop pages on request; run alone"]
 fn buffered_reads_the_page_cache_lost_go_parallel() {
     let dir = tempfile::tempdir().unwrap();
     let runs = 6;
