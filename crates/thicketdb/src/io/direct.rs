@@ -21,14 +21,23 @@ pub const DIRECT_ALIGN: usize = 4096;
 /// Opens `path` for reading with `O_DIRECT`. A file system that refuses
 /// it (tmpfs, some overlay mounts) is a clear `InvalidArgument`.
 pub fn open_direct(path: &Path) -> Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
+    open_with_direct(std::fs::OpenOptions::new().read(true), path, "use_direct_reads")
+}
+
+/// Opens `path` with `options` plus `O_DIRECT`; a refusal names `option`,
+/// the store option that asked for it.
+pub fn open_with_direct(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+    option: &str,
+) -> Result<File> {
+    options
         .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) {
                 Error::InvalidArgument(format!(
-                    "{}: the file system refuses O_DIRECT, which use_direct_reads needs \
+                    "{}: the file system refuses O_DIRECT, which {option} needs \
                      (tmpfs does); open the store without it",
                     path.display()
                 ))

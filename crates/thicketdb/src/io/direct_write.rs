@@ -13,10 +13,10 @@
 //! append rewrites it whole.
 
 use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::direct::DIRECT_ALIGN;
+use super::direct::{open_with_direct, DIRECT_ALIGN};
 use super::fs::WritableFile;
 use crate::error::{Error, Result};
 
@@ -26,24 +26,14 @@ const BUFFER: usize = 1 << 20;
 /// A file created (or truncated) for appending with `O_DIRECT`. A file
 /// system that refuses it (tmpfs) is a clear `InvalidArgument`.
 pub fn create_direct(path: &Path) -> Result<Box<dyn WritableFile>> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) {
-                Error::InvalidArgument(format!(
-                    "{}: the file system refuses O_DIRECT, which \
-                     use_direct_io_for_flush_and_compaction needs (tmpfs does); \
-                     open the store without it",
-                    path.display()
-                ))
-            } else {
-                Error::io(e, path.display().to_string())
-            }
-        })?;
+    let file = open_with_direct(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+        path,
+        "use_direct_io_for_flush_and_compaction",
+    )?;
     let storage = vec![0u8; BUFFER + DIRECT_ALIGN];
     let skip = storage.as_ptr().align_offset(DIRECT_ALIGN);
     Ok(Box::new(DirectWritable {
@@ -148,6 +138,7 @@ impl WritableFile for DirectWritable {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+    use std::os::unix::fs::OpenOptionsExt;
 
     /// A writer on the test directory, or `None` when its file system has
     /// no `O_DIRECT` (the error must then say so).

@@ -230,14 +230,7 @@ impl RandomAccessLogReader {
         pos: u64,
         raw: &[u8],
     ) -> Result<(FragmentType, std::ops::Range<usize>)> {
-        let room = (BLOCK - pos % BLOCK) as usize;
-        if room < HEADER_SIZE {
-            return Err(self.corrupt(
-                start,
-                pos,
-                "no fragment starts here: the offset is in a block's trailer",
-            ));
-        }
+        let room = self.room_for_fragment(start, pos)?;
         match decode_fragment(raw, room) {
             Ok(f) => Ok((f.kind, HEADER_SIZE..HEADER_SIZE + f.len)),
             Err(BadFragment::TruncatedHeader | BadFragment::TruncatedPayload(_)) => Err(self
@@ -250,13 +243,9 @@ impl RandomAccessLogReader {
         }
     }
 
-    /// The raw bytes of the fragment whose header is at `pos`, part of the
-    /// record starting at `start` (named in errors): its header and as many
-    /// payload bytes as the header says, unchecked, for a cache of
-    /// fragments that [`fragment_at`](Self::fragment_at) then checks. Reads
-    /// the fragment alone (a write group of a few puts is a few hundred
-    /// bytes), not the 32 KiB block it lies in.
-    pub fn read_raw_fragment(&self, start: u64, pos: u64) -> Result<Vec<u8>> {
+    /// Bytes left in `pos`'s block, where a fragment header must fit (a
+    /// block's last few bytes are a trailer no fragment starts in).
+    fn room_for_fragment(&self, start: u64, pos: u64) -> Result<usize> {
         let room = (BLOCK - pos % BLOCK) as usize;
         if room < HEADER_SIZE {
             return Err(self.corrupt(
@@ -265,6 +254,17 @@ impl RandomAccessLogReader {
                 "no fragment starts here: the offset is in a block's trailer",
             ));
         }
+        Ok(room)
+    }
+
+    /// The raw bytes of the fragment whose header is at `pos`, part of the
+    /// record starting at `start` (named in errors): its header and as many
+    /// payload bytes as the header says, unchecked, for a cache of
+    /// fragments that [`fragment_at`](Self::fragment_at) then checks. Reads
+    /// the fragment alone (a write group of a few puts is a few hundred
+    /// bytes), not the 32 KiB block it lies in.
+    pub fn read_raw_fragment(&self, start: u64, pos: u64) -> Result<Vec<u8>> {
+        let room = self.room_for_fragment(start, pos)?;
         let mut header = [0u8; HEADER_SIZE];
         self.read_exact(start, pos, pos, &mut header)?;
         let decoded = decode_header(&header, room).map_err(|why| self.bad(start, pos, why))?;
