@@ -23,6 +23,20 @@ THICKET = os.environ.get("THICKET") or os.path.join(
     os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "thicket")
 
 
+def keep_going_flag():
+    """`--keep-going` where the binary has it (builds before 2026-11-28
+    lack it: their first failed run ends the invocation)."""
+    try:
+        help_text = subprocess.run([THICKET, "bench", "--help"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True).stdout
+    except OSError:
+        return []
+    return ["--keep-going"] if "--keep-going" in help_text else []
+
+
+KEEP_GOING = keep_going_flag()
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -43,6 +57,9 @@ class Reproduction:
         parser.add_argument("--quick", action="store_true",
                             help="a smoke run of at most 2 minutes (CI)")
         parser.add_argument("--out", default=None, help=f"output folder (default /tmp/reproduce-{name})")
+        parser.add_argument("--reuse", action="store_true",
+                            help="read each invocation's JSON from --out where it exists instead of "
+                                 "running it again (redraws tables and plots)")
         self.args = parser.parse_args()
         self.quick = self.args.quick
         self.name = name
@@ -50,12 +67,16 @@ class Reproduction:
         os.makedirs(self.out, exist_ok=True)
         self.db = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"reproduce-{name}-db")
         self.lines = []
+        self.failed_plots = []
+        self.failed_runs = []
         self.started = time.time()
         if not os.access(THICKET, os.X_OK):
             sys.exit(f"{THICKET} not found: cargo build --release -p thicket-cli --features peers")
         self.say(f"# {name}{' (--quick)' if self.quick else ''}: "
                  f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu_name()}, "
-                 f"{os.cpu_count()} cores")
+                 f"{os.cpu_count()} cores"
+                 + (" (--reuse: tables and plots redrawn from the JSON of an earlier run)"
+                    if self.args.reuse else ""))
 
     def say(self, line=""):
         print(line, flush=True)
@@ -68,24 +89,65 @@ class Reproduction:
         cmd = [THICKET, "bench", "--db", self.db, "--engine", ",".join(engines),
                "--workload", ",".join(workloads), "--json", out] + [str(f) for f in flags]
         shown = " ".join(c if c != THICKET else "thicket" for c in cmd)
+        if self.args.reuse and os.path.exists(out):
+            self.say(f"\n`{shown}` (reused {out})")
+            with open(out) as f:
+                return self._runs(json.load(f))
         self.say(f"\n`{shown}` (load average {os.getloadavg()[0]:.2f})")
         started = time.time()
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
+        p = subprocess.run(cmd + KEEP_GOING, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        report = None
+        if os.path.exists(out):
+            with open(out) as f:
+                report = json.load(f)
+        if p.returncode != 0 and not (report and report.get("failed_runs")):
             sys.stderr.write(p.stderr[-4000:])
             sys.exit(f"{label}: thicket bench failed ({p.returncode})")
-        with open(out) as f:
-            runs = json.load(f)["runs"]
         self.say(f"({time.time() - started:.0f} s)")
+        return self._runs(report)
+
+    def _runs(self, report):
+        """The report's runs, failed ones (`--keep-going`) as `Failed`
+        placeholders in the order they ran; each failure is reported."""
+        runs = list(report["runs"])
+        for f in report.get("failed_runs", []):
+            self.failed_runs.append(f)
+            self.say(f"\nFAILED: {f['engine']}:{f.get('profile') or ''} on {f['workload']}: {f['error']}")
+            runs.append(Failed(f))
         return runs
 
     def plot(self, label, workload, svg_name=None):
         """Draws `thicket bench plot` of one workload of a result file."""
         src = os.path.join(self.out, f"{label}.json")
-        svg = os.path.join(self.out, svg_name or f"{label}-{workload}.svg")
-        subprocess.run([THICKET, "bench", "plot", src, "-o", svg, "--workload", workload],
-                       check=True, stdout=subprocess.DEVNULL)
-        return svg
+        svg = svg_name or f"{label}-{workload}.svg"
+        self.draw(svg, ["plot", src, "--workload", workload])
+
+    def plot_bars(self, svg_name, inputs, metric="ops_per_sec", workloads=(), title=None):
+        """Draws `thicket bench plot-bars`: `inputs` are (label, group,
+        series) of this run's invocations, group and series None for the
+        run's own workload and engine."""
+        specs = []
+        for label, group, series in inputs:
+            spec = os.path.join(self.out, f"{label}.json")
+            spec += f",group={group}" if group else ""
+            spec += f",series={series}" if series else ""
+            specs.append(spec)
+        args = ["plot-bars", *specs, "--metric", metric]
+        args += [w for workload in workloads for w in ("--workload", workload)]
+        args += ["--title", title] if title else []
+        self.draw(svg_name, args)
+
+    def draw(self, svg_name, args):
+        """Runs a plot command into --out; a failure is reported and makes
+        the script fail at the end, after the tables are written."""
+        svg = os.path.join(self.out, svg_name)
+        p = subprocess.run([THICKET, "bench", *args, "-o", svg], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            self.failed_plots.append(svg_name)
+            self.say(f"\nplot {svg_name} failed: {p.stderr.strip()}")
+        else:
+            self.say(f"\n![{svg_name}]({svg_name})")
 
     def table(self, header, rows):
         self.say("")
@@ -98,6 +160,23 @@ class Reproduction:
         self.say(f"\n{self.name}: {time.time() - self.started:.0f} s in all; results in {self.out}")
         with open(os.path.join(self.out, f"{self.name}.md"), "w") as f:
             f.write("\n".join(self.lines) + "\n")
+        if self.failed_plots or self.failed_runs:
+            sys.exit(f"{self.name}: {len(self.failed_runs)} run(s) failed, plots failed: "
+                     f"{', '.join(self.failed_plots) or 'none'}")
+
+
+class Failed(dict):
+    """A run that failed (`failed_runs` of a `--keep-going` report): its
+    engine, profile and workload, `failed` (the error), None for every
+    figure."""
+
+    def __init__(self, failed_run):
+        super().__init__(engine=failed_run["engine"], profile=failed_run.get("profile"),
+                         workload=failed_run["workload"], failed=failed_run["error"],
+                         settings={"scan_length": failed_run.get("scan_length")})
+
+    def __missing__(self, key):
+        return None
 
 
 def label(run):
@@ -120,6 +199,11 @@ def fmt(v, digits=1):
     if isinstance(v, float):
         return f"{v:,.{digits}f}"
     return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def per_thousand(v):
+    """kops/s and the like: v / 1000, None for a failed run."""
+    return None if v is None else v / 1e3
 
 
 def ratio(a, b):
@@ -152,6 +236,8 @@ def counters(run, technique, names=None):
 
 def cap_hit(run):
     """How hard the memory cap bit: `peak MiB / cap MiB, major faults`."""
+    if run.get("failed"):
+        return "killed by the cap" if "killed by the memory cap" in run["failed"] else "failed"
     cap = run.get("memory_cap")
     if not cap:
         return "no cap"

@@ -923,6 +923,51 @@ fn yodb_evaluation_arguments_are_checked() {
     assert!(stderr.contains("ended before its report"), "{stderr}");
 }
 
+/// `--keep-going`: a run that fails (here: an option only one profile's
+/// runs get, unknown at the open) is recorded in `failed_runs` with its
+/// error, the other engines still run and are reported, and the command
+/// fails at the end naming the failure.
+#[test]
+fn keep_going_records_a_failed_run_and_runs_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let out = thicket(&[
+        "bench",
+        "--db",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "thicket:leveldb,thicket:default",
+        "--workload",
+        "fillrandom,readrandom",
+        "--num",
+        "300",
+        "--json",
+        json.to_str().unwrap(),
+        "--thicket-option",
+        "leveldb:no_such_option=1",
+        "--keep-going",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("2 run(s) failed"), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{report}");
+    assert!(runs.iter().all(|r| r["profile"] == "default"), "{report}");
+    let failed = report["failed_runs"].as_array().unwrap();
+    let workloads: Vec<&str> = failed
+        .iter()
+        .map(|f| f["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(workloads, ["fillrandom", "readrandom"], "{report}");
+    for f in failed {
+        assert_eq!(f["engine"], "thicket");
+        assert_eq!(f["profile"], "leveldb");
+        assert!(f["error"].as_str().unwrap().contains("failed"), "{f}");
+    }
+    assert_stores_removed(dir.path());
+}
+
 /// The data lines of a `bench plot-sweep` SVG (2-pixel polylines of more
 /// than two points; the legend's are two-point), in drawing order: stroke
 /// colour and pixel points.
@@ -1092,6 +1137,118 @@ fn plot_sweep_draws_a_line_per_engine_across_result_files() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
+    }
+}
+
+/// The filled rectangles of a `bench plot-bars` SVG other than the white
+/// background: fill colour and height in pixels, in drawing order.
+fn svg_filled_rects(svg: &str) -> Vec<(String, f64)> {
+    let attr = |element: &str, name: &str| -> String {
+        let start = element.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        element[start..].split('"').next().unwrap().to_string()
+    };
+    svg.split("<rect")
+        .skip(1)
+        .map(|rest| rest.split("/>").next().unwrap())
+        .filter(|element| element.contains(" fill=\"#") && !element.contains("#FFFFFF"))
+        .map(|element| {
+            (
+                attr(element, "fill"),
+                attr(element, "height").parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `bench plot-bars` over two result files, one of them renamed: a bar
+/// per run in its series' colour, heights proportional to the runs'
+/// figures, legend entries for every series, and clear errors.
+#[test]
+fn plot_bars_draws_a_bar_per_run_grouped_by_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    // (series, ops/s) of every run, in file and run order.
+    let mut runs: Vec<(String, f64)> = Vec::new();
+    for (name, engines, workloads) in [
+        ("a", "thicket:default,thicket:leveldb", "fillrandom,fillseq"),
+        ("b", "thicket:default", "fillrandom"),
+    ] {
+        let run_dir = dir.path().join(name);
+        std::fs::create_dir(&run_dir).unwrap();
+        let json = run_dir.join("result.json");
+        let out = thicket(&[
+            "bench",
+            "--db",
+            run_dir.to_str().unwrap(),
+            "--engine",
+            engines,
+            "--workload",
+            workloads,
+            "--num",
+            "400",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        for r in report["runs"].as_array().unwrap() {
+            let series = match name {
+                "b" => "default again".to_string(),
+                _ => format!("thicket/{}", r["profile"].as_str().unwrap()),
+            };
+            runs.push((series, num(r, "ops_per_sec")));
+        }
+        files.push(run_dir.join("result.json").to_str().unwrap().to_string());
+    }
+    // Bars are drawn a series at a time, series in order of appearance.
+    let mut figures = Vec::new();
+    for series in ["thicket/default", "thicket/leveldb", "default again"] {
+        figures.extend(runs.iter().filter(|r| r.0 == series).map(|r| r.1));
+    }
+    let svg = dir.path().join("bars.svg");
+    let renamed = format!("{},series=default again", files[1]);
+    let plot = |inputs: &[&str]| {
+        let mut args = vec!["bench", "plot-bars", "-o", svg.to_str().unwrap()];
+        args.extend_from_slice(inputs);
+        thicket(&args)
+    };
+    let text = drawn_svg(&plot(&[&files[0], &renamed]), &svg);
+    for series in ["thicket/default", "thicket/leveldb", "default again"] {
+        assert!(text.contains(series), "legend lacks {series}");
+    }
+    // Legend boxes are 10 pixels high; the bars are the other rectangles,
+    // in series order: default's two, leveldb's two, then the renamed run.
+    let rects = svg_filled_rects(&text);
+    let bars: Vec<&(String, f64)> = rects.iter().filter(|r| r.1 != 10.0).collect();
+    assert_eq!(bars.len(), 5, "{rects:?}");
+    let colours: Vec<&str> = bars.iter().map(|b| b.0.as_str()).collect();
+    assert_eq!(colours[0], colours[1]);
+    assert_eq!(colours[2], colours[3]);
+    assert!(colours[0] != colours[2] && colours[2] != colours[4] && colours[0] != colours[4]);
+    let scale = bars[0].1 / figures[0];
+    for (bar, figure) in bars.iter().zip(&figures) {
+        assert!(
+            (bar.1 - figure * scale).abs() <= 1.5,
+            "bar {} px for {figure} ops/s (scale {scale})",
+            bar.1
+        );
+    }
+    for (inputs, message) in [
+        (
+            vec![files[0].as_str(), files[1].as_str()],
+            "two runs for the bar",
+        ),
+        (vec![files[0].as_str(), "x.json,colour=red"], "colour=red"),
+        (vec!["--workload", "c", files[0].as_str()], "no runs"),
+    ] {
+        let out = plot(&inputs);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{inputs:?}: {stderr}");
+        assert!(stderr.contains(message), "{inputs:?}: {stderr}");
     }
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::crosscheck::CrosscheckArgs;
 use super::direct::DirectArgs;
 use super::latency::LatencyMode;
+use super::plot_bars::PlotBarsArgs;
 use super::plot_sweep::PlotSweepArgs;
 use super::recovery::RecoveryPhase;
 use super::workload::{Distribution, Params, Workload};
@@ -156,6 +157,11 @@ pub struct BenchArgs {
     /// Writes `{"runs": [...]}` to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// A run that fails (e.g. killed by the memory cap) is recorded in the
+    /// JSON's `failed_runs` and the others still run; the command fails at
+    /// the end. Without it the first failure ends the command.
+    #[arg(long)]
+    pub keep_going: bool,
     /// Internal: run one engine with these JSON settings and print the
     /// result (the parent re-executes itself with this).
     #[arg(long, hide = true, value_name = "JSON", exclusive = true)]
@@ -178,6 +184,10 @@ pub enum BenchCommand {
     /// Plots one metric of one workload against the number of keys over
     /// several result files, one line per engine/profile.
     PlotSweep(PlotSweepArgs),
+    /// Plots one metric as grouped bars (a group per workload or per file,
+    /// a bar per engine/profile or per file), the shape of the papers'
+    /// bar figures.
+    PlotBars(PlotBarsArgs),
     /// The minimal loop the driver is checked against: one engine's library
     /// called directly, one clock read before and after the loop.
     Direct(DirectArgs),

@@ -14,6 +14,7 @@ mod mechanisms;
 #[cfg(feature = "peers")]
 mod peers;
 mod plot;
+mod plot_bars;
 mod plot_sweep;
 mod procfs;
 mod recovery;
@@ -53,6 +54,7 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
         Some(BenchCommand::PlotSweep(a)) => {
             return plot_sweep::plot_sweep(a).map_err(CliError::Usage)
         }
+        Some(BenchCommand::PlotBars(a)) => return plot_bars::plot_bars(a).map_err(CliError::Usage),
         Some(BenchCommand::Direct(a)) => {
             refuse_store_options(g, "bench direct")?;
             return direct::serve(a, crate::commands::db_dir(g)?).map_err(CliError::Usage);
@@ -94,6 +96,7 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
             .map_or(0, |d| d.as_secs()),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         runs: Vec::new(),
+        failed_runs: Vec::new(),
     };
     let settings0 = args.settings(
         "thicket",
@@ -141,7 +144,20 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
                 } else {
                     child::run(&exe, &s)
                 };
-                report.runs.push(r.map_err(CliError::Usage)?);
+                match r {
+                    Ok(r) => report.runs.push(r),
+                    Err(error) if args.keep_going => {
+                        eprintln!("failed: {error}");
+                        report.failed_runs.push(report::FailedRun {
+                            engine: s.engine.clone(),
+                            profile: s.profile.clone(),
+                            workload: s.workload.clone(),
+                            scan_length: s.scan_length,
+                            error,
+                        });
+                    }
+                    Err(error) => return Err(CliError::Usage(error)),
+                }
                 report::link_recovery_ratios(&mut report.runs);
                 if let Some(path) = &args.json {
                     let text = serde_json::to_string_pretty(&report)
@@ -152,5 +168,16 @@ pub fn run(g: &GlobalArgs, args: BenchArgs) -> CliResult<()> {
         }
     }
     print!("{}", report::table(&report.runs));
-    Ok(())
+    match report.failed_runs.as_slice() {
+        [] => Ok(()),
+        failed => Err(CliError::Usage(format!(
+            "{} run(s) failed: {}",
+            failed.len(),
+            failed
+                .iter()
+                .map(|f| format!("{} on {}: {}", f.engine, f.workload, f.error))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))),
+    }
 }

@@ -48,12 +48,12 @@ pub enum Metric {
 }
 
 impl Metric {
-    fn name(self) -> String {
+    pub(super) fn name(self) -> String {
         self.to_possible_value()
             .map_or_else(String::new, |v| v.get_name().to_string())
     }
 
-    fn of(self, r: &RunResult) -> Option<f64> {
+    pub(super) fn of(self, r: &RunResult) -> Option<f64> {
         match self {
             Metric::OpsPerSec => Some(r.ops_per_sec),
             Metric::DeviceWriteAmplification => r.device_write_amplification,
@@ -62,7 +62,7 @@ impl Metric {
         }
     }
 
-    fn axis(self) -> &'static str {
+    pub(super) fn axis(self) -> &'static str {
         match self {
             Metric::OpsPerSec => "operations per second",
             Metric::DeviceWriteAmplification => "device write amplification",

@@ -268,6 +268,19 @@ pub struct Report {
     pub unix_time: u64,
     pub cpus: usize,
     pub runs: Vec<RunResult>,
+    /// Runs that failed under `--keep-going`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_runs: Vec<FailedRun>,
+}
+
+/// A run that failed under `--keep-going`: what ran, and why it failed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailedRun {
+    pub engine: String,
+    pub profile: Option<String>,
+    pub workload: String,
+    pub scan_length: Option<usize>,
+    pub error: String,
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
