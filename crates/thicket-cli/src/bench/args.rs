@@ -102,6 +102,14 @@ pub struct BenchArgs {
     /// engine (cgroup v2 `memory.max`, else v1 `memory.limit_in_bytes`).
     #[arg(long, value_name = "SIZE", value_parser = super::cgroup::parse_size)]
     pub memory_limit: Option<u64>,
+    /// Sets `MALLOC_ARENA_MAX=N` for every engine's child (glibc's malloc,
+    /// used by RocksDB's C++ and by the Rust engines alike): with the
+    /// default of 8 arenas per core, the memory freed by many client and
+    /// background threads stays in their arenas, and a run under a tight
+    /// `--memory-limit` can be killed by that fragmentation rather than by
+    /// what the engine holds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub malloc_arenas: Option<u32>,
     /// Share of reads in ws1/ws2/ws3, zipf-simple, zipf-composite, rangehot.
     #[arg(long, value_name = "R", default_value_t = 0.5)]
     pub read_ratio: f64,
@@ -229,6 +237,9 @@ pub struct Settings {
     /// `--memory-limit` in bytes (absent when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u64>,
+    /// `--malloc-arenas` (absent when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malloc_arenas: Option<u32>,
     pub read_ratio: f64,
     pub scan_length: Option<usize>,
     /// `--distribution` (absent when not given).
@@ -414,6 +425,7 @@ impl BenchArgs {
             direct_reads: self.direct_reads,
             direct_io: self.direct_io,
             memory_limit_bytes: self.memory_limit,
+            malloc_arenas: self.malloc_arenas,
             read_ratio: self.read_ratio,
             scan_length,
             distribution: self.distribution.clone(),

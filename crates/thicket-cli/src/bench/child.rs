@@ -62,6 +62,9 @@ pub fn command(exe: &Path, settings: &Settings) -> Result<(Command, Option<Memor
     let json = serde_json::to_string(settings).map_err(|e| e.to_string())?;
     let mut command = Command::new(exe);
     command.args(["bench", "--internal-child", &json]);
+    if let Some(arenas) = settings.malloc_arenas {
+        command.env("MALLOC_ARENA_MAX", arenas.to_string());
+    }
     let group = settings
         .memory_limit_bytes
         .map(MemoryCgroup::create)
@@ -103,5 +106,39 @@ pub fn spawn(exe: &Path, settings: &Settings) -> Result<RunResult, String> {
             "{} on {} failed ({})",
             settings.engine, settings.workload, out.status
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(malloc_arenas: Option<u32>) -> Settings {
+        serde_json::from_value(serde_json::json!({
+            "engine": "thicket", "profile": "default", "workload": "fillrandom",
+            "db": "/tmp/unused", "num": 1, "ops": 1,
+            "key_size": 16, "value_size": 100, "threads": 1, "duration_secs": null,
+            "cache_bytes": 1 << 20, "write_buffer_bytes": 1 << 20, "compression": "none",
+            "sync": false, "bloom_bits": 10, "background_threads": 1,
+            "read_ratio": 0.5, "scan_length": null, "hot_fraction": 0.15, "seed": 42,
+            "malloc_arenas": malloc_arenas,
+        }))
+        .unwrap()
+    }
+
+    fn arena_env(command: &Command) -> Option<String> {
+        command
+            .get_envs()
+            .find(|(k, _)| *k == "MALLOC_ARENA_MAX")
+            .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn malloc_arenas_reach_the_child_environment() {
+        let exe = Path::new("/bin/true");
+        let (with, _) = command(exe, &settings(Some(2))).unwrap();
+        assert_eq!(arena_env(&with).as_deref(), Some("2"));
+        let (without, _) = command(exe, &settings(None)).unwrap();
+        assert_eq!(arena_env(&without), None);
     }
 }

@@ -149,6 +149,7 @@ impl CrosscheckArgs {
             direct_reads: false,
             direct_io: false,
             memory_limit_bytes: None,
+            malloc_arenas: None,
             read_ratio: 0.5,
             scan_length: None,
             distribution: None,
