@@ -52,7 +52,7 @@ const TUNABLES: &[(&str, &[&str])] = &[
     // SifrDB's parallel search (any profile): lookups and seeks on search
     // threads while compactions and early cleaning release tables.
     ("search_threads", &["1", "3"]),
-    // YoDB's chunked layout (the LSM ignores them): chunks that split,
+    // YoDB's chunked layout (the LSM does not read them): chunks that split,
     // logs that rebalance, and munks and rows that come and go constantly.
     ("chunk_size", &["8192", "32768"]),
     ("funk_log_limit", &["2048", "8192"]),
@@ -76,7 +76,9 @@ const POWER_LOSS_TUNABLES: &[(&str, &[&str])] = &[
 ];
 
 /// Applies randomly chosen `tunables` the user did not set; returns them
-/// as `NAME=VALUE`. Choices a profile rejects are left out.
+/// as `NAME=VALUE`. Choices a profile rejects, and options its layout does
+/// not read, are left out (each still draws its value, so a seed picks the
+/// same values whatever the layout).
 fn pick_tunables(
     options: &mut Options,
     user: &[String],
@@ -86,10 +88,10 @@ fn pick_tunables(
     let mut chosen = Vec::new();
     for (name, values) in tunables {
         let value = values[rng.random_range(0..values.len())];
-        if user
+        let set_by_user = user
             .iter()
-            .any(|o| o.split('=').next().map(str::trim) == Some(name))
-        {
+            .any(|o| o.split('=').next().map(str::trim) == Some(name));
+        if set_by_user || !Options::is_read_by(name, options.layout) {
             continue;
         }
         let before = options.clone();

@@ -33,17 +33,40 @@ use value::OptionValue;
 
 /// Declares `Options`: persisted tunables (in `NAMES` order, written to
 /// the `OPTIONS` file) and per-open switches (settable, never persisted),
-/// each with its scope: `store` (one value for the whole store: the key
-/// order, the log, caches, threads, file handling; a keyspace takes the
-/// store's) or `keyspace` (each keyspace may choose its own).
+/// each with its scope and its layout.
+///
+/// The scope: `store` (one value for the whole store: the key order, the
+/// log, caches, threads, file handling; a keyspace takes the store's) or
+/// `keyspace` (each keyspace may choose its own).
+///
+/// The layout that reads the option: `lsm`, `chunked` or `both`. The other
+/// layout ignores the option, whatever its value; `needs_chunked` is
+/// `chunked` for an option whose other values than the default ask for
+/// what only the chunked layout does (`durability=async`: the LSM has no
+/// checkpoints), so `validate` refuses them under the LSM.
 macro_rules! options {
     (@take_store_wide $self:ident $store:ident $name:ident store) => {
         $self.$name = $store.$name.clone();
     };
     (@take_store_wide $self:ident $store:ident $name:ident keyspace) => {};
+    (@reads lsm $layout:ident) => { $layout == Layout::Lsm };
+    (@reads chunked $layout:ident) => { $layout == Layout::Chunked };
+    (@reads needs_chunked $layout:ident) => { $layout == Layout::Chunked };
+    (@reads both $layout:ident) => { true };
+    (@check_layout $self:ident $name:ident needs_chunked $default:expr) => {
+        if $self.layout != Layout::Chunked && $self.$name != $default {
+            return Err(Error::InvalidArgument(format!(
+                "{}={} needs layout={}",
+                stringify!($name),
+                $self.$name.show(),
+                Layout::Chunked
+            )));
+        }
+    };
+    (@check_layout $self:ident $name:ident $layout:ident $default:expr) => {};
     (
-        persisted { $($(#[doc = $pdoc:literal])* $pname:ident: $pty:ty = $pdefault:expr; $pscope:ident,)* }
-        per_open { $($(#[doc = $odoc:literal])* $oname:ident: $oty:ty = $odefault:expr; $oscope:ident,)* }
+        persisted { $($(#[doc = $pdoc:literal])* $pname:ident: $pty:ty = $pdefault:expr; $pscope:ident, $playout:ident,)* }
+        per_open { $($(#[doc = $odoc:literal])* $oname:ident: $oty:ty = $odefault:expr; $oscope:ident, $olayout:ident,)* }
     ) => {
         /// Tunables of a store. Build from `Profile::options()` or `Default`,
         /// then chain the builder methods (one per field, named like it),
@@ -107,6 +130,32 @@ macro_rules! options {
                 self
             }
 
+            /// Whether a store of `layout` reads the option `name` (see
+            /// [`Options::set`]); the other layout ignores it. False for a
+            /// name that is no option.
+            ///
+            /// ```
+            /// use thicketdb::{Layout, Options};
+            /// assert!(Options::is_read_by("chunk_size", Layout::Chunked));
+            /// assert!(!Options::is_read_by("chunk_size", Layout::Lsm));
+            /// assert!(Options::is_read_by("block_size", Layout::Lsm));
+            /// ```
+            pub fn is_read_by(name: &str, layout: Layout) -> bool {
+                match name {
+                    $(stringify!($pname) => options!(@reads $playout layout),)*
+                    $(stringify!($oname) => options!(@reads $olayout layout),)*
+                    _ => false,
+                }
+            }
+
+            /// Refuses an option value that asks for what only another
+            /// layout does (declared `needs_chunked`).
+            fn check_layout(&self) -> Result<()> {
+                $(options!(@check_layout self $pname $playout $pdefault);)*
+                $(options!(@check_layout self $oname $olayout $odefault);)*
+                Ok(())
+            }
+
             /// Names accepted by [`Options::set`], in the order they are persisted.
             pub const NAMES: &'static [&'static str] = &[$(stringify!($pname),)*];
 
@@ -150,266 +199,266 @@ macro_rules! options {
 options! {
     persisted {
         /// Bytes a memtable may hold before it is switched and flushed.
-        write_buffer_size: u64 = 64 << 20; keyspace,
+        write_buffer_size: u64 = 64 << 20; keyspace, lsm,
         /// Immutable memtables waiting for flush before writers stop.
-        max_immutable_memtables: usize = 2; keyspace,
+        max_immutable_memtables: usize = 2; keyspace, lsm,
         /// Size at which flush and compaction cut output tables.
-        target_table_size: u64 = 2 << 20; keyspace,
+        target_table_size: u64 = 2 << 20; keyspace, lsm,
         /// Uncompressed size of a data block.
-        block_size: usize = TableOptions::DEFAULT.block_size; keyspace,
+        block_size: usize = TableOptions::DEFAULT.block_size; keyspace, both,
         /// Keys between restart points in a block.
-        block_restart_interval: usize = TableOptions::DEFAULT.restart_interval; keyspace,
+        block_restart_interval: usize = TableOptions::DEFAULT.restart_interval; keyspace, both,
         /// Bloom filter bits per key; 0 disables filters.
-        bloom_bits_per_key: u32 = TableOptions::DEFAULT.bloom_bits_per_key; keyspace,
+        bloom_bits_per_key: u32 = TableOptions::DEFAULT.bloom_bits_per_key; keyspace, both,
         /// Block compression for new tables.
-        compression: CompressionType = TableOptions::DEFAULT.compression; keyspace,
+        compression: CompressionType = TableOptions::DEFAULT.compression; keyspace, both,
         /// Bytes of the shared block cache.
-        block_cache_size: u64 = 64 << 20; store,
+        block_cache_size: u64 = 64 << 20; store, both,
         /// Charge each open table's index, filter and range tombstones to
         /// the block cache, so that `block_cache_size` bounds them and the
         /// cached blocks together (RocksDB can do the same; LevelDB keeps
         /// them outside, bounded by `max_open_files` only).
-        charge_table_metadata: bool = true; keyspace,
+        charge_table_metadata: bool = true; keyspace, both,
         /// Open segment files kept in the descriptor cache.
-        max_open_files: usize = 1000; store,
+        max_open_files: usize = 1000; store, lsm,
         /// L0 runs that trigger an L0 compaction.
-        l0_compaction_trigger: usize = 4; keyspace,
+        l0_compaction_trigger: usize = 4; keyspace, lsm,
         /// L0 runs from which each write is delayed.
-        l0_slowdown_writes_trigger: usize = 8; keyspace,
+        l0_slowdown_writes_trigger: usize = 8; keyspace, lsm,
         /// L0 runs at which writes wait for compaction.
-        l0_stop_writes_trigger: usize = 12; keyspace,
+        l0_stop_writes_trigger: usize = 12; keyspace, lsm,
         /// Pending compaction bytes from which each write is delayed.
-        soft_pending_compaction_bytes: u64 = 64 << 30; keyspace,
+        soft_pending_compaction_bytes: u64 = 64 << 30; keyspace, lsm,
         /// Pending compaction bytes at which writes wait for compaction.
-        hard_pending_compaction_bytes: u64 = 256 << 30; keyspace,
+        hard_pending_compaction_bytes: u64 = 256 << 30; keyspace, lsm,
         /// How log corruption found during recovery is handled.
-        wal_recovery_mode: RecoveryMode = RecoveryMode::TolerateTailCorruption; store,
+        wal_recovery_mode: RecoveryMode = RecoveryMode::TolerateTailCorruption; store, both,
         /// Write logs through a shared memory map: an append survives a
         /// process crash without a `write(2)` per write group (false: one
         /// `write(2)` per group, as LevelDB and RocksDB do).
-        log_mmap: bool = true; store,
+        log_mmap: bool = true; store, lsm,
         /// The shape of the tree: `leveled` or `tiered`.
-        compaction_policy: PolicyKind = PolicyKind::Leveled; keyspace,
+        compaction_policy: PolicyKind = PolicyKind::Leveled; keyspace, lsm,
         /// Tiered: runs a level holds before they are merged into the next.
-        runs_per_level: usize = 4; keyspace,
+        runs_per_level: usize = 4; keyspace, lsm,
         /// Background threads running compactions (flushes have their own).
         /// Tasks on disjoint key ranges and levels run concurrently.
-        compaction_threads: usize = 1; store,
+        compaction_threads: usize = 1; store, lsm,
         /// Tiered: a merge expected to write at least this many tables
         /// checkpoints every this many tables, releasing consumed inputs
         /// early (SifrDB's early cleaning with a compaction journal); 0
         /// disables it.
-        early_cleaning_threshold: usize = 10; keyspace,
+        early_cleaning_threshold: usize = 10; keyspace, lsm,
         /// Byte target of L1; deeper levels grow by `level_size_multiplier`.
-        max_bytes_for_level_base: u64 = 256 << 20; keyspace,
+        max_bytes_for_level_base: u64 = 256 << 20; keyspace, lsm,
         /// Growth factor between level targets.
-        level_size_multiplier: u64 = 10; keyspace,
+        level_size_multiplier: u64 = 10; keyspace, lsm,
         /// Leveled: when non-zero, L1's target is this many
         /// `write_buffer_size`s instead of `max_bytes_for_level_base`, so
         /// the tree keeps its shape whatever the memtable (LSbM's levels are
         /// r = 10 times the one above, L0 included: §VI).
-        level_base_write_buffers: u64 = 0; keyspace,
+        level_base_write_buffers: u64 = 0; keyspace, lsm,
         /// Leveled: derive level targets from the largest level and compact
         /// L0 into the shallowest level that needs a target, as RocksDB's
         /// `level_compaction_dynamic_level_bytes` (false: L1 gets
         /// `max_bytes_for_level_base`, as LevelDB).
-        dynamic_level_bytes: bool = true; keyspace,
+        dynamic_level_bytes: bool = true; keyspace, lsm,
         /// BoLT compaction file: all tables of a flush or compaction in one
         /// segment with one fsync (false: one segment and fsync per table).
-        compaction_file: bool = true; keyspace,
+        compaction_file: bool = true; keyspace, lsm,
         /// BoLT group compaction: victims per task up to this many bytes (0:
         /// one victim table, as LevelDB).
-        group_compaction_bytes: u64 = 64 << 20; keyspace,
+        group_compaction_bytes: u64 = 64 << 20; keyspace, lsm,
         /// BoLT settled compaction: victims with the least overlap, and
         /// those without overlap promoted by metadata only.
-        settled_compaction: bool = true; keyspace,
+        settled_compaction: bool = true; keyspace, lsm,
         /// Leveled: an output table of a compaction ends before it overlaps
         /// more than this many `target_table_size`s of the level below its
         /// output, and a flush moves below L0 only within that bound
         /// (LevelDB's grandparent overlap: 10); 0 disables the cut.
-        grandparent_overlap_factor: u64 = 0; keyspace,
+        grandparent_overlap_factor: u64 = 0; keyspace, lsm,
         /// Leveled: the deepest level a flushed run that overlaps nothing
         /// may go to directly (LevelDB's `kMaxMemCompactLevel`: 2); 0
         /// flushes always to L0.
-        max_mem_compact_level: usize = 0; keyspace,
+        max_mem_compact_level: usize = 0; keyspace, lsm,
         /// A flush writes the memtable as one table, as LevelDB does
         /// (false: tables of `target_table_size`).
-        flush_one_table: bool = false; keyspace,
+        flush_one_table: bool = false; keyspace, lsm,
         /// BoLT descriptor cache: tables of a segment share one open file
         /// (false: every table opens its own descriptor, as LevelDB's
         /// TableCache).
-        segment_descriptor_cache: bool = true; store,
+        segment_descriptor_cache: bool = true; store, lsm,
         /// LSbM buffered merge: a table merged from level n ≥ 1 into n+1
         /// joins n+1's compaction buffer unchanged (metadata only), so its
         /// cached blocks stay valid; reads use the buffer first. Needs the
         /// `leveled` policy.
-        lsbm_buffer: bool = false; keyspace,
+        lsbm_buffer: bool = false; keyspace, lsm,
         /// LSbM trim: milliseconds between trims of the compaction buffer
         /// (0: trim after every compaction).
-        lsbm_trim_interval: u64 = 30_000; keyspace,
+        lsbm_trim_interval: u64 = 30_000; keyspace, lsm,
         /// LSbM trim: a buffer table (outside its level's newest buffer
         /// run) whose share of blocks in the block cache is below this is
         /// removed.
-        lsbm_trim_threshold: f64 = 0.8; keyspace,
+        lsbm_trim_threshold: f64 = 0.8; keyspace, lsm,
         /// LSbM: bytes the compaction buffer may hold; past it the oldest
         /// buffer runs' tables are removed.
-        lsbm_max_buffer_bytes: u64 = 1 << 30; keyspace,
+        lsbm_max_buffer_bytes: u64 = 1 << 30; keyspace, lsm,
         /// LSbM range reads (Algorithm 4): iterators take a level's data
         /// from its buffer runs where those hold all of it (false: from
         /// the level's own run only, as before the buffer). Needs
         /// `lsbm_buffer`.
-        lsbm_range_reads: bool = true; keyspace,
+        lsbm_range_reads: bool = true; keyspace, lsm,
         /// LSbM super-files (§IV-C): flushes and compactions write this
         /// many consecutive tables per segment, and the leveled policy
         /// takes victims a whole super-file at a time, while the buffer
         /// still trims single tables. 1: tables are units on their own
         /// (segments as `compaction_file` says).
-        lsbm_superfile_tables: usize = 1; keyspace,
+        lsbm_superfile_tables: usize = 1; keyspace, lsm,
         /// TRIAD-DISK: defer an L0 compaction while the key overlap of the
         /// L0 tables and the L1 tables under them is low (leveled only).
-        triad_disk: bool = false; keyspace,
+        triad_disk: bool = false; keyspace, lsm,
         /// TRIAD-DISK: the overlap ratio, 1 - unique keys / sum of keys (by
         /// HyperLogLog), from which an L0 compaction runs.
-        triad_overlap_threshold: f64 = 0.4; keyspace,
+        triad_overlap_threshold: f64 = 0.4; keyspace, lsm,
         /// TRIAD-DISK: L0 runs beyond which an L0 compaction runs whatever
         /// the overlap (the paper's MAX_FILES_L0; one flush is one run).
-        triad_max_l0_files: usize = 6; keyspace,
+        triad_max_l0_files: usize = 6; keyspace, lsm,
         /// TRIAD-DISK: the overlap ratio counts the L1 tables under L0
         /// besides L0's own (§4.2's text and Figure 5); false: L0's tables
         /// alone (Algorithm 2's `deferCompaction`). On a prefilled store
         /// the L1 tables dilute the ratio toward 0, so with true the
         /// deferral mostly waits for `triad_max_l0_files`.
-        triad_overlap_with_l1: bool = true; keyspace,
+        triad_overlap_with_l1: bool = true; keyspace, lsm,
         /// TRIAD-MEM: a flush keeps the hottest keys of the memtable in
         /// memory (carried into the active memtable and re-logged) and
         /// writes only the cold ones.
-        triad_mem: bool = false; keyspace,
+        triad_mem: bool = false; keyspace, lsm,
         /// TRIAD-MEM: hot keys kept per flush, as a fraction of the
         /// memtable's entries (the paper's PERC_HOT).
-        triad_hot_fraction: f64 = 0.01; keyspace,
+        triad_hot_fraction: f64 = 0.01; keyspace, lsm,
         /// TRIAD FLUSH_TH: when the memtable (and with it the log) is full
         /// but the newest versions of its keys take less than this fraction
         /// of `write_buffer_size`, write them to a fresh log, drop the old
         /// log and keep going instead of flushing; 0 disables it.
-        triad_flush_threshold: f64 = 0.0; keyspace,
+        triad_flush_threshold: f64 = 0.0; keyspace, lsm,
         /// TRIAD-LOG: a flush writes a log table (each key's address in the
         /// memtable's log, no value copied) instead of a table, and the log
         /// lives as long as a live log table references it.
-        triad_log: bool = false; store,
+        triad_log: bool = false; store, lsm,
         /// How the store organises its data: `lsm` (levels of runs, every
         /// option above) or `chunked` (YoDB's range-partitioned chunks,
         /// the `chunk_*`, `funk_*` and `log_filter_*` options).
-        layout: Layout = Layout::Lsm; keyspace,
+        layout: Layout = Layout::Lsm; keyspace, both,
         /// Chunked: a funk rebalance whose chunk holds more than this many
         /// bytes of entries splits it (YoDB's chunk size limit).
-        chunk_size: u64 = 10 << 20; keyspace,
+        chunk_size: u64 = 10 << 20; keyspace, chunked,
         /// Chunked: the share of `chunk_size` a split fills each new chunk
         /// to (YoDB's rebalance factor), leaving room to grow.
-        chunk_fill_factor: f64 = 0.7; keyspace,
+        chunk_fill_factor: f64 = 0.7; keyspace, chunked,
         /// Chunked: bytes a chunk log may hold before a funk rebalance
         /// merges it into the chunk's table (YoDB: 2 MiB for munk-less
         /// chunks).
-        funk_log_limit: u64 = 2 << 20; keyspace,
+        funk_log_limit: u64 = 2 << 20; keyspace, chunked,
         /// Chunked: Bloom filters a chunk log's keys are split into, each
         /// over one part of the log, so a get knows whether and where to
         /// search it (YoDB: 16).
-        log_filter_parts: usize = 16; keyspace,
+        log_filter_parts: usize = 16; keyspace, chunked,
         /// Chunked: a chunk with a munk (its image in memory) merges its
         /// log into its table only past this many bytes (YoDB: 20 MiB);
         /// its gets never read the log.
-        funk_log_limit_with_munk: u64 = 20 << 20; keyspace,
+        funk_log_limit_with_munk: u64 = 20 << 20; keyspace, chunked,
         /// Chunked: bytes of munks kept in memory, the hottest chunks' by
         /// an LFU score with exponential decay (0: no munks).
-        munk_cache_bytes: u64 = 256 << 20; store,
+        munk_cache_bytes: u64 = 256 << 20; store, chunked,
         /// Chunked: munks are the paper's array list with a sorted prefix
         /// instead of the engine's skiplist (faster gets and puts, slower
         /// scans: `docs/benchmarks.md`, *YoDB part 1*).
-        munk_array_list: bool = false; keyspace,
+        munk_array_list: bool = false; keyspace, chunked,
         /// Chunked: bytes of the row cache of single key-value pairs from
         /// munk-less chunks (0: no row cache).
-        row_cache_bytes: u64 = 64 << 20; store,
+        row_cache_bytes: u64 = 64 << 20; store, chunked,
         /// Chunked: hash tables in the row cache's queue; the oldest is
         /// dropped whole when the newest fills (YoDB: 3).
-        row_cache_tables: usize = 3; store,
+        row_cache_tables: usize = 3; store, chunked,
         /// Chunked: background threads building funk rebalances and
         /// splits (YoDB's dedicated background thread): a write that finds
         /// its chunk's log past its limit queues the chunk and returns; a
         /// log past twice its limit makes the write wait for the build.
         /// 0: the write builds the new funk itself before it returns.
-        chunk_rebalance_threads: usize = 1; keyspace,
+        chunk_rebalance_threads: usize = 1; keyspace, chunked,
         /// Chunked: `sync` (`WriteOptions::sync` decides per write) or
         /// `async` (YoDB's asynchronous mode: a background checkpointer
         /// makes the writes durable every `checkpoint_interval`; recovery
         /// returns to the last checkpoint without reading the logs).
-        durability: Durability = Durability::Sync; keyspace,
+        durability: Durability = Durability::Sync; keyspace, needs_chunked,
         /// Chunked, `durability=async`: milliseconds between checkpoints.
-        checkpoint_interval: u64 = 1000; keyspace,
+        checkpoint_interval: u64 = 1000; keyspace, chunked,
         /// Chunked: the high bits of a sequence number that count
         /// recoveries (YoDB's incarnation; the paper's 4). Fixed when the
         /// store is created (`RECOVERY`).
-        incarnation_bits: u32 = 4; keyspace,
+        incarnation_bits: u32 = 4; keyspace, chunked,
     }
     per_open {
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
         /// log tables' values, taken from `block_cache_size` (up to half of
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
-        triad_log_cache_size: u64 = 16 << 20; store,
+        triad_log_cache_size: u64 = 16 << 20; store, lsm,
         /// TRIAD-LOG: value bytes a compaction reads ahead from its log
         /// tables, shared by them (at least 64 KiB each): each table's next
         /// values sorted by their place in the log and read in a few large
         /// reads, rather than one log-block read per value in key order
         /// (values of one table lie scattered over its log); 0 reads one
         /// value at a time.
-        triad_log_compaction_batch: u64 = 2 << 20; store,
+        triad_log_compaction_batch: u64 = 2 << 20; store, lsm,
         /// A Bloom filter over each memtable's user keys, of this fraction
         /// of `write_buffer_size` (RocksDB's
         /// `memtable_prefix_bloom_size_ratio` with whole-key filtering):
         /// a get of a key the memtable does not hold skips its search.
         /// 0: none; at most 0.25.
-        memtable_bloom_size_ratio: f64 = 0.01; keyspace,
+        memtable_bloom_size_ratio: f64 = 0.01; keyspace, lsm,
         /// Create the store when the directory holds none.
-        create_if_missing: bool = true; store,
+        create_if_missing: bool = true; store, both,
         /// Refuse to open a store that already exists.
-        error_if_exists: bool = false; store,
+        error_if_exists: bool = false; store, both,
         /// No background compaction, as RocksDB's option of that name:
         /// only `compact_range` compacts (an interrupted journaled merge
         /// waits for it too). L0 and pending-bytes write stalls are off,
         /// for nothing would end them.
-        disable_auto_compactions: bool = false; keyspace,
+        disable_auto_compactions: bool = false; keyspace, lsm,
         /// Threads probing a point lookup's candidate tables in parallel
         /// (SifrDB's parallel search), the caller's included; 0: one per
         /// core; 1: the serial search. Serial by default: with blocks in
         /// memory the hand-off costs more than it saves (docs/profiles.md).
-        search_threads: usize = 1; store,
+        search_threads: usize = 1; store, lsm,
         /// Lookups with fewer candidate tables (runs whose key range and
         /// filter admit the key) are searched serially.
-        parallel_search_min_candidates: usize = 2; keyspace,
+        parallel_search_min_candidates: usize = 2; keyspace, lsm,
         /// Builds new tables' filters instead of the built-in Bloom filter
         /// (then `bloom_bits_per_key` is unused); a table's filter is used
         /// only under a policy of the name it was built by. Set through
         /// the API, not by name.
-        filter_policy: Option<Arc<dyn FilterPolicy>> = None; store,
+        filter_policy: Option<Arc<dyn FilterPolicy>> = None; store, both,
         /// A block cache shared with other stores, instead of one of
         /// `block_cache_size` for this open alone. Set through the API,
         /// not by name.
-        block_cache: Option<BlockCache> = None; store,
+        block_cache: Option<BlockCache> = None; store, both,
         /// The order of the keys: bytewise, or a user's comparator
         /// ([`KeyOrder::custom`]), which can only be given in code. The
         /// store records its name when created and refuses to open with
         /// another.
-        comparator: KeyOrder = KeyOrder::Bytewise; store,
+        comparator: KeyOrder = KeyOrder::Bytewise; store, both,
         /// Read table blocks with `O_DIRECT`, bypassing the page cache, so
         /// a block the block cache misses costs a device read (RocksDB's
         /// option of that name). Refused with a clear error by a file
         /// system without `O_DIRECT` (tmpfs).
-        use_direct_reads: bool = false; store,
+        use_direct_reads: bool = false; store, lsm,
         /// Write the tables of flushes and compactions with `O_DIRECT`,
         /// around the page cache, so they do not push out the pages
         /// readers need (RocksDB's option of that name). Logs and the
         /// MANIFEST stay buffered. Refused with a clear error by a file
         /// system without `O_DIRECT` (tmpfs).
-        use_direct_io_for_flush_and_compaction: bool = false; store,
+        use_direct_io_for_flush_and_compaction: bool = false; store, lsm,
     }
 }
 
@@ -551,9 +600,7 @@ impl Options {
         if self.checkpoint_interval == 0 {
             return bad("checkpoint_interval must be at least 1 (milliseconds)");
         }
-        if self.durability == Durability::Async && self.layout != Layout::Chunked {
-            return bad("durability=async needs layout=chunked");
-        }
+        self.check_layout()?;
         if !(1..=1024).contains(&self.log_filter_parts) {
             return bad("log_filter_parts must be between 1 and 1024");
         }
@@ -766,6 +813,44 @@ mod tests {
             assert_eq!(decoded.compaction_threads, threads, "{profile}");
             assert_eq!(decoded, profile.options());
         }
+    }
+
+    /// A profile sets only options its layout reads: an option declared
+    /// for the other layout would be one it ignores.
+    #[test]
+    fn each_profile_sets_only_options_its_layout_reads() {
+        let default = Options::default();
+        for &p in Profile::ALL {
+            let o = p.options();
+            for name in differences(&default, &o) {
+                assert!(
+                    Options::is_read_by(name, o.layout),
+                    "profile {p} sets {name}, which layout {} does not read",
+                    o.layout
+                );
+            }
+        }
+        assert!(!Options::is_read_by("no_such_option", Layout::Lsm));
+    }
+
+    #[test]
+    fn durability_async_needs_the_chunked_layout() {
+        let mut lsm = Options::default();
+        lsm.set("durability", "async").unwrap();
+        let err = lsm.validate().unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("durability=async needs layout=chunked"),
+            "{err}"
+        );
+        let mut chunked = Profile::YoDb.options();
+        chunked.set("durability", "async").unwrap();
+        chunked.validate().unwrap();
+        // Chunked-only options the LSM merely ignores are accepted.
+        lsm.set("durability", "sync").unwrap();
+        lsm.set("chunk_size", "8192").unwrap();
+        lsm.validate().unwrap();
     }
 
     #[test]

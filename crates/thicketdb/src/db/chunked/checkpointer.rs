@@ -4,7 +4,7 @@
 //! out as the checkpoint's point (a scan's way: every write up to it is
 //! waited for), syncs every chunk log holding unsynced appends and records
 //! the point in `CHECKPOINT` (`checkpoint_mark.rs`). A crash returns the
-//! store to its last checkpoint (`open.rs`, `incarnations.rs`). `flush`,
+//! store to its last checkpoint (`open/last_run.rs`, `incarnations.rs`). `flush`,
 //! a write with `WriteOptions::sync` and `close` take one at once.
 //!
 //! No append lock is held: the writes numbered past the point that reach

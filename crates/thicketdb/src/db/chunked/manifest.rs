@@ -77,7 +77,7 @@ pub struct ChunkList {
     /// Every write numbered up to it was synced (to a chunk log, the batch
     /// log or a funk's table) before the list was written; `None` from a
     /// version-2 list. Recovery keeps, above it, only the writes up to
-    /// the first one missing (`open.rs`).
+    /// the first one missing (`open/cut_plan.rs`).
     pub durable_sequence: Option<u64>,
     /// Every file number in use is below it.
     pub next_file_number: u64,

@@ -96,7 +96,7 @@ fn lookup_with<R>(
     }
     let tables = probe_order(inner, &sv.version, key, seq);
     let Some(pool) = &inner.search else {
-        return probe_in_turn(inner, tables, lookup, opts, f);
+        return Ok(probe_in_turn(inner, tables, lookup, opts, &mut Some(f))?.flatten());
     };
     search_in_parallel(inner, pool, &sv, tables, lookup, opts, f)
 }
@@ -138,16 +138,11 @@ fn search_in_parallel<R>(
             });
             match answer {
                 None => uncached.push(candidate),
-                Some(answer) => match answer? {
-                    Probe::Absent => continue,
-                    Probe::Found(result) => {
-                        if candidate.in_buffer {
-                            Counters::add(&inner.counters.buffer_hits, 1);
-                        }
-                        return Ok(result);
+                Some(probe) => {
+                    if let Some(answer) = answered(inner, candidate.in_buffer, probe?) {
+                        return Ok(answer);
                     }
-                    Probe::Deleted => return Ok(None),
-                },
+                }
             }
             continue;
         }
@@ -163,19 +158,9 @@ fn search_in_parallel<R>(
         }
     }
     if uncached.len() < inner.options.parallel_search_min_candidates.max(2) {
-        for candidate in uncached {
-            match probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
-                f.take().map(|f| f(v))
-            })? {
-                Probe::Absent => continue,
-                Probe::Found(result) => {
-                    if candidate.in_buffer {
-                        Counters::add(&inner.counters.buffer_hits, 1);
-                    }
-                    return Ok(result);
-                }
-                Probe::Deleted => return Ok(None),
-            }
+        let tables = uncached.into_iter().map(Ok);
+        if let Some(answer) = probe_in_turn(inner, tables, lookup, opts, &mut f)? {
+            return Ok(answer);
         }
         return Ok(decided_in_cache(inner, cached, f));
     }
@@ -226,33 +211,44 @@ struct ProbeTable {
 }
 
 /// Probes `tables` one after another until one answers, handing a value
-/// found to `f` where it lies.
+/// found to `f` where it lies: `Some` with the lookup's answer, `None` when
+/// no table answers. The serial search, and the parallel one's probes of
+/// too few tables to hand over.
 fn probe_in_turn<R>(
     inner: &DbInner,
     tables: impl Iterator<Item = Result<ProbeTable>>,
     lookup: &[u8],
     opts: &ReadOptions,
-    f: impl FnOnce(&[u8]) -> R,
-) -> Result<Option<R>> {
-    // Taken by the one table lookup that finds the key: the loop returns
-    // right after it.
-    let mut f = Some(f);
+    f: &mut Option<impl FnOnce(&[u8]) -> R>,
+) -> Result<Option<Option<R>>> {
     for candidate in tables {
         let candidate = candidate?;
-        match probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
+        // `f` is taken by the one table lookup that finds the key: the
+        // loop returns right after it.
+        let probe = probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
             f.take().map(|f| f(v))
-        })? {
-            Probe::Absent => continue,
-            Probe::Found(result) => {
-                if candidate.in_buffer {
-                    Counters::add(&inner.counters.buffer_hits, 1);
-                }
-                return Ok(result);
-            }
-            Probe::Deleted => return Ok(None),
+        })?;
+        if let Some(answer) = answered(inner, candidate.in_buffer, probe) {
+            return Ok(Some(answer));
         }
     }
     Ok(None)
+}
+
+/// The lookup's answer when a probe decides it (`None` for `Absent`: the
+/// next candidate decides), counting a value found in the compaction
+/// buffer as a buffer hit.
+fn answered<R>(inner: &DbInner, in_buffer: bool, probe: Probe<Option<R>>) -> Option<Option<R>> {
+    match probe {
+        Probe::Absent => None,
+        Probe::Found(result) => {
+            if in_buffer {
+                Counters::add(&inner.counters.buffer_hits, 1);
+            }
+            Some(result)
+        }
+        Probe::Deleted => Some(None),
+    }
 }
 
 /// The tables a lookup of `key` at `seq` may probe, newest first, opened
