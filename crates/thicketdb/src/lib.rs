@@ -69,7 +69,7 @@ pub mod internals {
     pub use crate::db::chunked::checkpoint_mark::CheckpointMark;
     pub use crate::db::chunked::closed::ClosedLogs;
     pub use crate::db::chunked::incarnations::Incarnations;
-    pub use crate::db::chunked::manifest::ChunkList;
+    pub use crate::db::chunked::manifest::{ChunkList, CHUNK_LIST_VERSION};
     pub use crate::db::chunked::munk_list::{MunkList, MunkListIterator};
     pub use crate::stats::Counters;
 }

@@ -195,7 +195,9 @@ fn one_mib_value_round_trip() {
 }
 
 /// `compact_range` while the background thread has just picked an L0
-/// compaction over the same runs.
+/// compaction over the same runs: besides finishing without error, each
+/// manual compaction leaves level 0 empty and every key at its newest
+/// value, and the store checks clean at the end.
 #[test]
 fn manual_compaction_racing_background_compaction() {
     let dir = tempfile::tempdir().unwrap();
@@ -213,10 +215,27 @@ fn manual_compaction_racing_background_compaction() {
         }
         db.compact_range(None, None)
             .unwrap_or_else(|e| panic!("round {round}: compact_range: {e}"));
-        if let Some(e) = db.stats().background_error {
+        let stats = db.stats();
+        if let Some(e) = stats.background_error {
             panic!("round {round}: background error: {e}");
         }
+        assert_eq!(
+            stats.tables_per_level.first().copied().unwrap_or(0),
+            0,
+            "round {round}: compact_range left L0 tables: {:?}",
+            stats.tables_per_level
+        );
+        for i in 0..20u32 {
+            assert_eq!(
+                db.get(format!("k{i:04}")).unwrap(),
+                Some((round * 2 + 1).to_le_bytes().to_vec()),
+                "round {round}: key {i}"
+            );
+        }
     }
+    db.close().unwrap();
+    let report = thicketdb::check::check_store(dir.path()).unwrap();
+    assert!(report.tables > 0, "{report:?}");
 }
 
 #[test]
@@ -349,7 +368,7 @@ fn a_store_keeps_its_comparator_and_refuses_another() {
 /// system without `O_DIRECT` is a clear error, never wrong data.
 #[test]
 fn direct_reads_return_what_buffered_reads_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = direct_io_dir();
     let options = small_options()
         .use_direct_reads(true)
         .block_cache_size(16 << 10);
@@ -364,6 +383,7 @@ fn direct_reads_return_what_buffered_reads_do() {
             Ok(got) => assert_eq!(got, Some(value(i).into_bytes()), "key{i:06}"),
             Err(Error::InvalidArgument(msg)) => {
                 assert!(msg.contains("O_DIRECT"), "{msg}");
+                skipped("direct_reads_return_what_buffered_reads_do", &msg);
                 return;
             }
             Err(e) => panic!("{e}"),
@@ -382,7 +402,7 @@ fn direct_reads_return_what_buffered_reads_do() {
 /// file system without `O_DIRECT` is a clear error at the first flush.
 #[test]
 fn direct_flush_and_compaction_writes_keep_every_value() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = direct_io_dir();
     let options = small_options().use_direct_io_for_flush_and_compaction(true);
     let value = |i: u32| format!("value-{i}-").repeat(1 + (i % 40) as usize);
     let db = Db::open(dir.path(), options.clone()).unwrap();
@@ -394,6 +414,7 @@ fn direct_flush_and_compaction_writes_keep_every_value() {
         Ok(()) => {}
         Err(Error::InvalidArgument(msg)) => {
             assert!(msg.contains("O_DIRECT"), "{msg}");
+            skipped("direct_flush_and_compaction_writes_keep_every_value", &msg);
             return;
         }
         Err(e) => panic!("{e}"),

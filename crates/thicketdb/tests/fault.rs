@@ -45,23 +45,19 @@ fn check_store_ok(fs: &FaultFs) {
 // (a) power loss and process crash
 // ---------------------------------------------------------------------------
 
-/// The smallest k >= `from` such that applying `writes[..k]` to `base` gives
-/// `got`.
-fn matching_prefix(base: &Model, writes: &[Vec<Op>], from: usize, got: &Model) -> Option<usize> {
+/// The largest k such that applying `writes[..k]` to `base` gives `got`
+/// (searched over every prefix, the empty one included, so that a state
+/// missing a synced write is told apart from one that has it).
+fn longest_matching_prefix(base: &Model, writes: &[Vec<Op>], got: &Model) -> Option<usize> {
     let mut m = base.clone();
-    for w in &writes[..from] {
-        apply(&mut m, w);
-    }
-    if &m == got {
-        return Some(from);
-    }
-    for (k, w) in writes.iter().enumerate().skip(from) {
+    let mut longest = (&m == got).then_some(0);
+    for (k, w) in writes.iter().enumerate() {
         apply(&mut m, w);
         if &m == got {
-            return Some(k + 1);
+            longest = Some(k + 1);
         }
     }
-    None
+    longest
 }
 
 /// How a power-loss cycle mixes sync and non-sync writes.
@@ -106,22 +102,32 @@ fn power_loss_run(seed: u64, mix: SyncMix) {
         let db = open_fault(&fs, small_options())
             .unwrap_or_else(|e| panic!("seed {seed} cycle {cycle}: reopen after power loss: {e}"));
         let got = scan_model(&db).unwrap();
-        let Some(k) = matching_prefix(&state, &writes, synced_upto, &got) else {
-            let mut synced = state.clone();
-            for w in &writes[..synced_upto] {
-                apply(&mut synced, w);
-            }
+        let mut synced = state.clone();
+        for w in &writes[..synced_upto] {
+            apply(&mut synced, w);
+        }
+        let Some(k) = longest_matching_prefix(&state, &writes, &got) else {
             panic!(
                 "seed {seed} cycle {cycle}: state after power loss is no prefix of the \
-                 {} writes that includes the last synced one (#{synced_upto}); \
-                 against that prefix: {}",
+                 {} writes; against the prefix through the last synced one (#{synced_upto}): {}",
                 writes.len(),
                 diff(&got, &synced)
             );
         };
-        assert!(k >= synced_upto);
-        for (key, value) in &got {
-            assert_eq!(db.get(key).unwrap().as_ref(), Some(value));
+        assert!(
+            k >= synced_upto,
+            "seed {seed} cycle {cycle}: power loss lost synced writes: the state is the \
+             prefix of {k} writes, but write #{synced_upto} was synced; against that: {}",
+            diff(&got, &synced)
+        );
+        // Point reads agree with the scan, on present and absent keys.
+        for i in 0..KEYS {
+            let k = key(i);
+            assert_eq!(
+                db.get(&k).unwrap().as_ref(),
+                got.get(&k),
+                "seed {seed} cycle {cycle}: get of key {i}"
+            );
         }
         state = got;
         db.close().unwrap();

@@ -2,7 +2,10 @@
 //! the layout's own files (`lsm/check_files.rs`: CURRENT, the MANIFEST,
 //! segments, tables and logs; `chunked/check_chunks.rs`: chunk tables and
 //! logs). A torn tail of a log or of the MANIFEST is what a crash leaves
-//! and is not an error; damage before the tail is.
+//! and is not an error; damage before the tail is. Beyond checksums, both
+//! check every table's keys against its recorded range and the store's
+//! last sequence (`check_keys.rs`), and the LSM layout its runs' overlap
+//! (`lsm/check_runs.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -52,5 +55,5 @@ pub fn check_ordered_store(
     if stored.layout == crate::options::Layout::Chunked {
         return super::chunked::check_chunks::check(dir, fs.as_ref());
     }
-    super::lsm::check_files::check(dir, fs, order)
+    super::lsm::check_files::check(dir, fs, order, &stored)
 }

@@ -12,6 +12,7 @@ mod data_api;
 mod batch;
 mod call_options;
 pub mod check;
+mod check_keys;
 mod check_report;
 mod checkpoint_steps;
 pub mod chunked;
@@ -383,5 +384,7 @@ impl Db {
     }
 }
 
+#[cfg(test)]
+mod check_tests;
 #[cfg(test)]
 mod tests;

@@ -141,12 +141,13 @@ mod tests {
     use std::os::unix::fs::OpenOptionsExt;
 
     /// A writer on the test directory, or `None` when its file system has
-    /// no `O_DIRECT` (the error must then say so).
+    /// no `O_DIRECT` (the error must then say so; the skip is reported).
     fn writer(path: &Path) -> Option<Box<dyn WritableFile>> {
         match create_direct(path) {
             Ok(w) => Some(w),
             Err(Error::InvalidArgument(msg)) => {
                 assert!(msg.contains("O_DIRECT"), "{msg}");
+                eprintln!("SKIPPED: {msg}");
                 None
             }
             Err(e) => panic!("{e}"),
@@ -155,7 +156,7 @@ mod tests {
 
     #[test]
     fn appends_of_any_size_with_syncs_between_leave_exactly_the_bytes_appended() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::io::direct::test_dir();
         let path = dir.path().join("f");
         let Some(mut w) = writer(&path) else { return };
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -186,7 +187,7 @@ mod tests {
 
     #[test]
     fn the_file_is_written_with_o_direct() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::io::direct::test_dir();
         let path = dir.path().canonicalize().unwrap().join("f");
         let Ok(file) = std::fs::OpenOptions::new()
             .write(true)

@@ -175,14 +175,9 @@ impl Block {
     /// depends on the current one, so the hardware cannot run ahead).
     pub(crate) fn prefetch(&self, start: usize, end: usize) {
         let data = self.data();
-        let end = end.min(data.len());
-        if start >= end {
-            return;
-        }
-        for pos in (start..end).step_by(CACHE_LINE) {
+        for pos in prefetch_positions(data.len(), start, end) {
             prefetch_line(&data[pos]);
         }
-        prefetch_line(&data[end - 1]);
     }
 
     /// The full key stored at restart point `i`, whose entry shares nothing
@@ -265,6 +260,16 @@ fn head_restart_keys<'a>(
         })
         .collect::<Option<Vec<&[u8]>>>()?;
     (keys.iter().map(|k| k.len()).sum::<usize>() <= HEAD_MAX_KEY_BYTES).then_some(keys)
+}
+
+/// The bytes `Block::prefetch` touches for `[start, end)` of `len` data
+/// bytes: one per cache line from `start` on, and the last byte (whose
+/// line the stride may step over); none for an empty or outside range.
+fn prefetch_positions(len: usize, start: usize, end: usize) -> impl Iterator<Item = usize> {
+    let end = end.min(len);
+    let span = if start < end { start..end } else { 0..0 };
+    let last = span.end.checked_sub(1).filter(|_| !span.is_empty());
+    span.step_by(CACHE_LINE).chain(last)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -355,16 +360,36 @@ mod tests {
     }
 
     #[test]
-    fn prefetch_accepts_any_range() {
+    fn prefetch_touches_every_line_of_the_range_and_nothing_outside() {
         let block = built(40, 16, 8);
         let len = block.data().len();
+        assert!(len > 3 * CACHE_LINE, "{len}");
         for (start, end) in [
             (0, usize::MAX),
             (10, 5),
             (len, len + 10),
             (len - 1, len),
             (0, 0),
+            (3, 3 * CACHE_LINE + 7),
+            (CACHE_LINE - 1, CACHE_LINE + 1),
         ] {
+            let touched: Vec<usize> = prefetch_positions(len, start, end).collect();
+            let range = start..end.min(len);
+            assert!(
+                touched.iter().all(|p| range.contains(p)),
+                "[{start}, {end}): {touched:?} outside the range"
+            );
+            // Wherever the data starts within a cache line, every line
+            // holding a byte of the range holds a touched byte.
+            for misalign in 0..CACHE_LINE {
+                let line = |pos: usize| (misalign + pos) / CACHE_LINE;
+                for b in range.clone() {
+                    assert!(
+                        touched.iter().any(|&p| line(p) == line(b)),
+                        "[{start}, {end}) at {misalign}: byte {b}'s line untouched: {touched:?}"
+                    );
+                }
+            }
             block.prefetch(start, end);
         }
     }

@@ -196,3 +196,17 @@ impl thicketdb::Comparator for ReverseBytes {
         b.cmp(a)
     }
 }
+
+/// A scratch directory for tests of `O_DIRECT`: under the target directory
+/// (`CARGO_TARGET_TMPDIR`), on the disk's file system, because the
+/// system's temporary directory may be a tmpfs, which refuses `O_DIRECT`
+/// and would leave such a test nothing to check.
+pub fn direct_io_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Reports a test that cannot run here, so that a skip shows in the test
+/// output instead of passing silently.
+pub fn skipped(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+}

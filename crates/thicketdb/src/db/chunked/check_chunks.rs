@@ -2,7 +2,9 @@
 //! invariants, every block of every funk table, and every record of every
 //! chunk log and of the batch log (a torn tail is what a crash leaves, not
 //! an error; damage before it is, unless only records recovery ignores
-//! follow it: an asynchronous-mode crash's, `incarnations.rs`).
+//! follow it: an asynchronous-mode crash's, `incarnations.rs`). Each
+//! funk's keys must lie in its chunk's range and carry no sequence above
+//! the list's last one (`db/check_keys.rs`).
 
 use std::path::Path;
 
@@ -10,6 +12,7 @@ use super::files::{batch_log_path, chunk_list_path, chunk_log_path};
 use super::incarnations::Incarnations;
 use super::manifest::ChunkList;
 use crate::db::batch::DecodedBatch;
+use crate::db::check_keys::{check_table_keys, Recorded};
 use crate::db::check_report::CheckReport;
 use crate::error::{Error, Result};
 use crate::io::FileSystem;
@@ -25,15 +28,23 @@ pub fn check(dir: &Path, fs: &dyn FileSystem) -> Result<CheckReport> {
         ..CheckReport::default()
     };
     let ignored = super::open::ignored_by_recovery(dir, fs)?;
-    for chunk in list.keyspaces.iter().flat_map(|k| &k.chunks) {
-        if chunk.table_number != 0 {
-            let table =
-                super::chunk::open_table(fs, dir, chunk.table_number, TableContext::default())?;
-            table.verify_checksums()?;
-            report.tables += 1;
+    for keyspace in &list.keyspaces {
+        let ends = keyspace.chunks.iter().skip(1).map(|c| Some(&c.start[..]));
+        for (chunk, end) in keyspace.chunks.iter().zip(ends.chain([None])) {
+            if chunk.table_number != 0 {
+                let table =
+                    super::chunk::open_table(fs, dir, chunk.table_number, TableContext::default())?;
+                table.verify_checksums()?;
+                let recorded = Recorded::Chunk {
+                    start: &chunk.start,
+                    end,
+                };
+                check_table_keys(&table, recorded, list.last_sequence)?;
+                report.tables += 1;
+            }
+            report.log_records += check_log(fs, &chunk_log_path(dir, chunk.log_number), &ignored)?;
+            report.logs += 1;
         }
-        report.log_records += check_log(fs, &chunk_log_path(dir, chunk.log_number), &ignored)?;
-        report.logs += 1;
     }
     report.log_records += check_log(fs, &batch_log_path(dir, list.batch_log_number), &ignored)?;
     report.logs += 1;

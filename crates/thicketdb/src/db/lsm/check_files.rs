@@ -3,28 +3,48 @@
 //! table, and every record of the logs still needed. A torn tail of a log
 //! or of the MANIFEST is what a crash leaves and is not an error; damage
 //! before the tail is. A log table's (TRIAD-LOG) every value is read back
-//! from its log at its address, its fragments' checksums verified.
+//! from its log at its address, its fragments' checksums verified. Every
+//! table's keys are checked against its recorded range and the store's
+//! last sequence (`db/check_keys.rs`), every version's runs against the
+//! policy's shape (`check_runs.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::batch::DecodedBatch;
+use crate::db::check_keys::{check_table_keys, Recorded};
 use crate::db::check_report::CheckReport;
+use crate::db::keyspace_rules::keyspace_options;
 use crate::error::{Error, Result};
 use crate::format::range_tombstone::successor;
 use crate::format::KeyOrder;
 use crate::io::segment::{verify_header, SEGMENT_HEADER_LEN};
 use crate::io::FileSystem;
 use crate::log::{decode_relogged, is_relogged, LogReader, RecoveryMode};
+use crate::options::Options;
 use crate::table::{Table, TableContext};
 use crate::version::files::{log_path, parse_file_name, segment_path, FileKind};
 use crate::version::log_values::StoreLogs;
 use crate::version::VersionSet;
 
-/// Checks the LSM store in `dir` (its `OPTIONS` already checked by
-/// `db::check`), read through `fs`, a read-only file system.
-pub(crate) fn check(dir: &Path, fs: Arc<dyn FileSystem>, order: KeyOrder) -> Result<CheckReport> {
+/// Checks the LSM store in `dir` (its `OPTIONS`, `stored`, already
+/// checked by `db::check`), read through `fs`, a read-only file system.
+pub(crate) fn check(
+    dir: &Path,
+    fs: Arc<dyn FileSystem>,
+    order: KeyOrder,
+    stored: &Options,
+) -> Result<CheckReport> {
     let recovered = VersionSet::recover(fs.as_ref(), dir, order.clone())?;
+    let mut policies = vec![stored.compaction_policy];
+    for k in &recovered.keyspaces {
+        let what = format!("options of keyspace {:?} in the MANIFEST", k.def.name);
+        let requested = Options::decode(&what, k.def.options.as_bytes())?;
+        policies.push(keyspace_options(stored, &requested).compaction_policy);
+    }
+    for (version, policy) in recovered.versions().zip(policies) {
+        super::check_runs::check_runs(dir, version, policy)?;
+    }
     let mut report = CheckReport {
         manifest_records: recovered.records,
         ..CheckReport::default()
@@ -58,7 +78,13 @@ pub(crate) fn check(dir: &Path, fs: Arc<dyn FileSystem>, order: KeyOrder) -> Res
                 ..TableContext::default()
             },
         )?;
+        let table = Arc::new(table);
         table.verify_checksums()?;
+        let recorded = Recorded::Table {
+            smallest: &meta.smallest,
+            largest: &meta.largest,
+        };
+        check_table_keys(&table, recorded, recovered.last_sequence)?;
         if let Some((start, end)) = table.range_deletions().bounds() {
             // Readers find a table's tombstones through its key range: it
             // must hold every key they cover (those below `end`).

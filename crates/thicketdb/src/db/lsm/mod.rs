@@ -6,6 +6,7 @@
 pub(crate) mod background;
 pub(crate) mod background_state;
 pub(crate) mod check_files;
+mod check_runs;
 pub(crate) mod checkpoint_copy;
 pub(crate) mod compact;
 pub(crate) mod flush;

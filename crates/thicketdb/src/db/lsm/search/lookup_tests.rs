@@ -34,7 +34,8 @@ fn store(dir: &std::path::Path, runs: u32, direct: bool) -> Db {
 
 #[test]
 fn lookups_needing_reads_go_parallel_and_count_every_thread_s_blocks() {
-    let dir = tempfile::tempdir().unwrap();
+    // O_DIRECT: a scratch directory on the disk, not a tmpfs.
+    let dir = crate::io::direct::test_dir();
     let runs = 6;
     let db = store(dir.path(), runs, true);
     // Opens every table (index and metadata reads) and caches a data
@@ -56,7 +57,8 @@ fn lookups_needing_reads_go_parallel_and_count_every_thread_s_blocks() {
 
 #[test]
 fn lookups_answered_from_the_block_cache_stay_on_the_caller() {
-    let dir = tempfile::tempdir().unwrap();
+    // O_DIRECT: a scratch directory on the disk, not a tmpfs.
+    let dir = crate::io::direct::test_dir();
     let db = store(dir.path(), 6, true);
     assert_eq!(db.get("k000001").unwrap(), Some(b"own".to_vec()));
     let warm = db.stats();
