@@ -104,6 +104,7 @@ fn no_module_imports_a_higher_layer() {
 const DB_SEAMS: &[&str] = &[
     "batch",
     "call_options",
+    "check_keys",
     "check_report",
     "checkpoint_steps",
     "identity",

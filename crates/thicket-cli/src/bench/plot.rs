@@ -29,6 +29,16 @@ pub(super) fn run_label(r: &RunResult) -> String {
     }
 }
 
+/// A y-axis label: whole numbers on an axis that reaches 100, one decimal
+/// below.
+pub(super) fn y_label(max_y: f64, y: f64) -> String {
+    if max_y >= 100.0 {
+        format!("{y:.0}")
+    } else {
+        format!("{y:.1}")
+    }
+}
+
 /// The colour of the `index`th line of a chart.
 pub(super) fn line_color(index: usize) -> RGBAColor {
     // Palette99 without its pale yellow (index 2), unreadable on white.

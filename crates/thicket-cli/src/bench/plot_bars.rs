@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use plotters::prelude::*;
 
-use super::plot::{e, line_color, read_report, run_label};
+use super::plot::{e, line_color, read_report, run_label, y_label};
 use super::plot_sweep::Metric;
 use super::report::RunResult;
 
@@ -183,13 +183,7 @@ pub fn plot_bars(a: &PlotBarsArgs) -> Result<(), String> {
             }
         })
         .y_desc(a.metric.axis())
-        .y_label_formatter(&|y| {
-            if max_y >= 100.0 {
-                format!("{y:.0}")
-            } else {
-                format!("{y:.1}")
-            }
-        })
+        .y_label_formatter(&|y| y_label(max_y, *y))
         .draw()
         .map_err(e)?;
     // Each group's bars fill 80% of its slot, in series order.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use plotters::prelude::*;
 
-use super::plot::{draw_legend, draw_line, e, line_color, read_report, run_label};
+use super::plot::{draw_legend, draw_line, e, line_color, read_report, run_label, y_label};
 use super::report::{workload_label, RunResult};
 
 #[derive(Debug, Args)]
@@ -194,13 +194,7 @@ pub fn plot_sweep(a: &PlotSweepArgs) -> Result<(), String> {
         .y_desc(a.metric.axis())
         .max_light_lines(0)
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| {
-            if max_y >= 100.0 {
-                format!("{y:.0}")
-            } else {
-                format!("{y:.1}")
-            }
-        })
+        .y_label_formatter(&|y| y_label(max_y, *y))
         .draw()
         .map_err(e)?;
     for (i, line) in lines.iter().enumerate() {
