@@ -23,20 +23,6 @@ THICKET = os.environ.get("THICKET") or os.path.join(
     os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "thicket")
 
 
-def keep_going_flag():
-    """`--keep-going` where the binary has it (builds before 2026-11-28
-    lack it: their first failed run ends the invocation)."""
-    try:
-        help_text = subprocess.run([THICKET, "bench", "--help"], stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, text=True).stdout
-    except OSError:
-        return []
-    return ["--keep-going"] if "--keep-going" in help_text else []
-
-
-KEEP_GOING = keep_going_flag()
-
-
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -95,7 +81,7 @@ class Reproduction:
                 return self._runs(json.load(f))
         self.say(f"\n`{shown}` (load average {os.getloadavg()[0]:.2f})")
         started = time.time()
-        p = subprocess.run(cmd + KEEP_GOING, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.run(cmd + ["--keep-going"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         report = None
         if os.path.exists(out):
             with open(out) as f:

@@ -296,7 +296,8 @@ fn table_share(
     }
 }
 
-fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {
+/// The metadata a finished table is recorded with, from its builder's summary.
+pub(crate) fn meta(segment: u64, id: u64, s: TableSummary) -> TableMeta {
     TableMeta {
         id,
         segment,

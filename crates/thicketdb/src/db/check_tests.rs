@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use crate::compaction::output::meta;
 use crate::db::check::check_store;
 use crate::db::chunked::manifest::ChunkList;
 use crate::db::Db;
@@ -20,7 +21,7 @@ use crate::options::{Layout, Options, PolicyKind};
 use crate::stats::Counters;
 use crate::table::{TableBuilder, TableOptions};
 use crate::version::files::segment_path;
-use crate::version::{Sketch, TableMeta, VersionEdit, VersionSet};
+use crate::version::{TableMeta, VersionEdit, VersionSet};
 
 /// Segment and table numbers of planted tables: far above any the small
 /// stores below use.
@@ -76,19 +77,7 @@ fn planted_table(dir: &Path, number: u64, entries: &[(&str, u64)], order: KeyOrd
     }
     let s = builder.finish().unwrap();
     file.sync().unwrap();
-    TableMeta {
-        id: number,
-        segment: number,
-        offset: s.offset,
-        length: s.length,
-        smallest: s.properties.smallest_key,
-        largest: s.properties.largest_key,
-        entries: s.properties.entries,
-        min_seq: s.properties.min_seq,
-        max_seq: s.properties.max_seq,
-        sketch: Sketch::default(),
-        logs: Vec::new(),
-    }
+    meta(number, number, s)
 }
 
 /// Installs `tables` (level, run, metadata) in the store's MANIFEST, as a
