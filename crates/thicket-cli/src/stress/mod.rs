@@ -7,9 +7,9 @@
 //! over and over, SIGKILLing it at random moments, for every profile.
 
 mod args;
+mod crash;
 mod crashtest;
 mod expected;
-mod fs;
 mod keys;
 mod spaces;
 mod verify;
@@ -31,8 +31,8 @@ pub use crashtest::run as crashtest;
 use crate::cli::GlobalArgs;
 use crate::commands::{apply_overrides, build_options, db_dir, Access, Status};
 use crate::error::{CliError, CliResult};
+use crash::Crash;
 use expected::Expected;
-use fs::{Crash, ProcessFs};
 use spaces::Spaces;
 use worker::{Counts, Shared};
 
@@ -309,8 +309,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
     let expected = Arc::new(Expected::in_memory(args.keys, args.keyspaces));
     let per_cycle = args.duration.max(0.0) / f64::from(cycles.max(1));
     let (mut power_losses, mut process_crashes) = (0, 0);
-    let mut process = ProcessFs::new(fault.clone());
-    let mut db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))?;
+    let mut db = Db::open_with_fs(dir, options.clone(), Arc::new(fault.clone()))?;
     let mut spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
     for cycle in 0..cycles {
         let how = if rng.random_bool(0.75) {
@@ -324,7 +323,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         let run_for = Duration::from_secs_f64(per_cycle * rng.random_range(0.2..1.0));
         run_workers(&shared, args.threads, Instant::now() + run_for, || {
             shared.crashed.store(true, Ordering::SeqCst);
-            process.crash(how);
+            how.strike(&fault);
         });
         let failures = shared.failures();
         let history = expected.take_history();
@@ -339,8 +338,7 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         } = shared;
         // Dropping the dead process's handle: its shutdown fails, harmlessly.
         drop((dead, dead_spaces));
-        process = ProcessFs::new(fault.clone());
-        db = Db::open_with_fs(dir, options.clone(), Arc::new(process.clone()))
+        db = Db::open_with_fs(dir, options.clone(), Arc::new(fault.clone()))
             .map_err(|e| failed(&[format!("reopen after a simulated crash: {e}")], seed))?;
         // The keyspaces were created before the first cycle: none is missing.
         spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;

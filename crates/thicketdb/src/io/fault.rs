@@ -192,6 +192,13 @@ impl Disk {
     }
 }
 
+fn crashed(path: &Path) -> Error {
+    Error::io(
+        io::Error::other("file system of a process that crashed (simulated)"),
+        path.display().to_string(),
+    )
+}
+
 fn not_found(path: &Path) -> Error {
     Error::io(
         io::Error::new(io::ErrorKind::NotFound, "no such file or directory"),
@@ -204,14 +211,42 @@ fn not_found(path: &Path) -> Error {
 /// Fallible operations (`create`, `append`, `flush`, `sync`, `rename`,
 /// `sync_dir`) are subject to injected faults; reads, `remove` (it frees
 /// space) and `lock` are not.
-#[derive(Clone, Default)]
+///
+/// A clone is the file system as one process sees it: it belongs to the
+/// process running when it was made, and after a simulated crash or power
+/// loss it refuses every change (create, rename, remove, sync, lock, hole
+/// punch), as a dead process makes none. Without this a store still
+/// running in the test after `drop_unsynced` (its background work, its
+/// `Drop`) could remove or rewrite files of the state that survived. The
+/// value `new` returns belongs to no process: the test drives it.
+#[derive(Default)]
 pub struct FaultFs {
     disk: Arc<Mutex<Disk>>,
+    /// The epoch of the process this view belongs to; `None` for the test's.
+    process: Option<u64>,
+}
+
+impl Clone for FaultFs {
+    fn clone(&self) -> FaultFs {
+        let epoch = self.disk.lock().epoch;
+        FaultFs {
+            disk: Arc::clone(&self.disk),
+            process: Some(epoch),
+        }
+    }
 }
 
 impl FaultFs {
     pub fn new() -> FaultFs {
         FaultFs::default()
+    }
+
+    /// Refuses a change from a view whose process has crashed.
+    fn check_alive(&self, disk: &Disk, path: &Path) -> Result<()> {
+        match self.process {
+            Some(epoch) if epoch != disk.epoch => Err(crashed(path)),
+            _ => Ok(()),
+        }
     }
 
     /// Simulates a power loss: every file reverts to its synced content and
@@ -343,10 +378,7 @@ impl FaultWritable {
     /// Refuses writes from a crashed process, then applies injected faults.
     fn begin(&self, disk: &mut Disk) -> Result<()> {
         if disk.epoch != self.epoch {
-            return Err(Error::io(
-                io::Error::other("file opened by a process that crashed (simulated)"),
-                self.path.display().to_string(),
-            ));
+            return Err(crashed(&self.path));
         }
         disk.check_fault(&self.path)
     }
@@ -406,6 +438,8 @@ impl WritableFile for FaultWritable {
 struct FaultRandom {
     inode: Inode,
     path: PathBuf,
+    /// Whose reader this is: punching a hole is a change.
+    fs: FaultFs,
 }
 
 impl RandomAccessFile for FaultRandom {
@@ -434,6 +468,9 @@ impl RandomAccessFile for FaultRandom {
     }
 
     fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
+        // The disk stays locked so a crash falls wholly before or after.
+        let disk = self.fs.disk.lock();
+        self.fs.check_alive(&disk, &self.path)?;
         let mut file = self.inode.lock();
         let size = file.data.len();
         let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX).min(size);
@@ -481,6 +518,7 @@ impl Drop for FaultLock {
 impl FileSystem for FaultFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
         disk.check_parent(path)?;
         disk.check_fault(path)?;
         disk.stats.creates += 1;
@@ -495,6 +533,7 @@ impl FileSystem for FaultFs {
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
         disk.check_fault(path)?;
         let inode = disk.inode(path)?;
         let len = inode.lock().data.len() as u64;
@@ -508,6 +547,10 @@ impl FileSystem for FaultFs {
         Ok(Arc::new(FaultRandom {
             inode,
             path: path.to_path_buf(),
+            fs: FaultFs {
+                disk: Arc::clone(&self.disk),
+                process: self.process,
+            },
         }))
     }
 
@@ -518,6 +561,7 @@ impl FileSystem for FaultFs {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, from)?;
         let inode = disk.inode(from)?;
         disk.check_parent(to)?;
         disk.check_fault(from)?;
@@ -529,6 +573,7 @@ impl FileSystem for FaultFs {
 
     fn remove(&self, path: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
         disk.files.remove(path).ok_or_else(|| not_found(path))?;
         disk.stats.removes += 1;
         Ok(())
@@ -563,6 +608,7 @@ impl FileSystem for FaultFs {
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, dir)?;
         if disk.files.contains_key(dir) {
             return Err(Error::io(
                 io::Error::new(io::ErrorKind::AlreadyExists, "a file has that name"),
@@ -578,12 +624,16 @@ impl FileSystem for FaultFs {
     }
 
     fn set_len(&self, path: &Path, len: u64) -> Result<()> {
-        self.disk.lock().check_fault(path)?;
+        let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
+        disk.check_fault(path)?;
+        drop(disk);
         self.truncate(path, len)
     }
 
     fn sync_file(&self, path: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
         disk.check_fault(path)?;
         disk.stats.syncs += 1;
         let inode = disk.inode(path)?;
@@ -594,6 +644,7 @@ impl FileSystem for FaultFs {
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, dir)?;
         if !disk.dir_exists(dir) {
             return Err(not_found(dir));
         }
@@ -615,6 +666,7 @@ impl FileSystem for FaultFs {
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let mut disk = self.disk.lock();
+        self.check_alive(&disk, path)?;
         disk.check_parent(path)?;
         if disk.locks.contains_key(path) {
             return Err(Error::Locked(path.display().to_string()));
@@ -697,6 +749,41 @@ mod tests {
         assert!(!fs.exists(&unsynced));
         assert_eq!(fs.read_to_vec(&synced).unwrap(), b"kept");
         assert_eq!(fs.list(&dir).unwrap(), ["synced"]);
+    }
+
+    #[test]
+    fn a_crashed_process_changes_nothing() {
+        let (fs, dir) = setup();
+        let kept = dir.join("000005.seg");
+        fs.write_durably(&kept, b"durable").unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let dead = fs.clone();
+        let reader = dead.open_random(&kept).unwrap();
+        fs.drop_unsynced();
+
+        let refused = |result: Result<()>, what: &str| {
+            let err = result.expect_err(what);
+            assert!(err.to_string().contains("crashed"), "{what}: {err}");
+        };
+        refused(dead.remove(&kept), "remove");
+        refused(dead.rename(&kept, &dir.join("x")), "rename");
+        refused(dead.sync_dir(&dir), "sync_dir");
+        refused(dead.sync_file(&kept), "sync_file");
+        refused(dead.set_len(&kept, 0), "set_len");
+        refused(dead.create(&dir.join("new")).map(|_| ()), "create");
+        refused(dead.open_append(&kept).map(|_| ()), "open_append");
+        refused(dead.lock(&dir.join("LOCK")).map(|_| ()), "lock");
+        refused(reader.punch_hole(0, 4).map(|_| ()), "punch_hole");
+        // It may still read, and nothing it tried reached the disk.
+        assert_eq!(dead.read_to_vec(&kept).unwrap(), b"durable");
+        assert_eq!(fs.list(&dir).unwrap(), ["000005.seg"]);
+
+        // The next process's view works, and so does the test's own.
+        let next = fs.clone();
+        next.remove(&kept).unwrap();
+        next.sync_dir(&dir).unwrap();
+        fs.write_durably(&kept, b"again").unwrap();
+        assert_eq!(next.read_to_vec(&kept).unwrap(), b"again");
     }
 
     #[test]

@@ -93,9 +93,8 @@ fn a_cross_keyspace_batch_is_atomic_across_power_loss() {
     for budget in (0..1400).step_by(100) {
         for power_loss in [true, false] {
             let fs = FaultFs::new();
-            let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
             let dir = std::path::Path::new("/store");
-            let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
+            let db = Db::open_with_fs(dir, tiny_uncached(), process(&fs)).unwrap();
             let other = db.create_keyspace("other", tiny_uncached()).unwrap();
             for i in 0..600u64 {
                 db.put_opt(key(i), b"base", sync).unwrap();
@@ -117,7 +116,7 @@ fn a_cross_keyspace_batch_is_atomic_across_power_loss() {
             }
             fs.clear_faults();
             drop((db, other));
-            let db = Db::open_with_fs(dir, tiny(), dynfs).unwrap();
+            let db = Db::open_with_fs(dir, tiny(), process(&fs)).unwrap();
             let other = db.keyspace("other").unwrap();
             let applied = (0..600u64)
                 .step_by(60)
@@ -245,9 +244,8 @@ fn a_version_1_store_opens() {
 #[test]
 fn writes_after_a_keyspace_drop_survive_power_loss() {
     let fs = FaultFs::new();
-    let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
     let dir = std::path::Path::new("/store");
-    let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
+    let db = Db::open_with_fs(dir, tiny_uncached(), process(&fs)).unwrap();
     let doomed = db.create_keyspace("doomed", tiny_uncached()).unwrap();
     for i in 0..50u64 {
         db.put(key(i), b"before").unwrap();
@@ -258,10 +256,16 @@ fn writes_after_a_keyspace_drop_survive_power_loss() {
         .unwrap();
     fs.drop_unsynced();
     drop((db, doomed));
-    let db = Db::open_with_fs(dir, tiny_uncached(), dynfs).unwrap();
+    let db = Db::open_with_fs(dir, tiny_uncached(), process(&fs)).unwrap();
     assert!(db.keyspace("doomed").is_err());
     assert_eq!(db.get(key(1000)).unwrap().unwrap(), b"after");
     for i in 0..50u64 {
         assert_eq!(db.get(key(i)).unwrap().unwrap(), b"before", "{i}");
     }
+}
+
+/// The file system as a newly started process sees it (a `FaultFs` clone
+/// refuses changes once its process has crashed).
+fn process(fs: &FaultFs) -> Arc<dyn FileSystem> {
+    Arc::new(fs.clone())
 }

@@ -233,14 +233,13 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
     let cuts = (0..1400).step_by(70).flat_map(|b| [(b, true), (b, false)]);
     for (budget, power_loss) in cuts {
         let fs = FaultFs::new();
-        let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
         let dir = std::path::Path::new("/store");
         // No build thread: the byte budget cuts the batch's writes only.
         let options = Options {
             chunk_rebalance_threads: 0,
             ..tiny_uncached()
         };
-        let db = Db::open_with_fs(dir, options, dynfs.clone()).unwrap();
+        let db = Db::open_with_fs(dir, options, process(&fs)).unwrap();
         for i in 0..1000u64 {
             db.put_opt(format!("key{i:06}"), b"base", sync).unwrap();
         }
@@ -255,7 +254,7 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
         fs.clear_faults();
         drop(db);
         // A read-only open completes nothing: it hides an unfinished batch.
-        let ro = Db::open_read_only_with_fs(dir, tiny(), dynfs.clone()).unwrap();
+        let ro = Db::open_read_only_with_fs(dir, tiny(), process(&fs)).unwrap();
         let seen = (0..1000u64)
             .step_by(50)
             .filter(|i| ro.get(format!("key{i:06}")).unwrap().unwrap() == b"batch")
@@ -265,7 +264,7 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
             "budget {budget}: read-only sees {seen} of 20"
         );
         drop(ro);
-        let db = Db::open_with_fs(dir, tiny(), dynfs).unwrap();
+        let db = Db::open_with_fs(dir, tiny(), process(&fs)).unwrap();
         let applied = (0..1000u64)
             .step_by(50)
             .filter(|i| db.get(format!("key{i:06}")).unwrap().unwrap() == b"batch")
@@ -293,13 +292,12 @@ fn a_cross_chunk_batch_is_atomic_across_power_loss() {
 #[test]
 fn a_flushed_cross_chunk_batch_survives_power_loss() {
     let fs = FaultFs::new();
-    let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
     let dir = std::path::Path::new("/store");
     let options = Options {
         chunk_rebalance_threads: 0,
         ..tiny_uncached()
     };
-    let db = Db::open_with_fs(dir, options.clone(), dynfs.clone()).unwrap();
+    let db = Db::open_with_fs(dir, options.clone(), process(&fs)).unwrap();
     let sync = WriteOptions { sync: true };
     for i in 0..1000u64 {
         db.put_opt(format!("key{i:06}"), b"base", sync).unwrap();
@@ -314,7 +312,7 @@ fn a_flushed_cross_chunk_batch_survives_power_loss() {
     db.flush().unwrap();
     fs.drop_unsynced();
     drop(db);
-    let db = Db::open_with_fs(dir, options, dynfs).unwrap();
+    let db = Db::open_with_fs(dir, options, process(&fs)).unwrap();
     for i in (0..1000u64).step_by(50) {
         assert_eq!(
             db.get(format!("key{i:06}")).unwrap().unwrap(),
@@ -335,7 +333,6 @@ fn a_power_loss_inside_a_sync_round_keeps_a_prefix() {
     let mut outcomes = Vec::new();
     for ops in 0..12 {
         let fs = FaultFs::new();
-        let dynfs: Arc<dyn FileSystem> = Arc::new(fs.clone());
         let dir = std::path::Path::new("/store");
         let options = Options {
             chunk_rebalance_threads: 0,
@@ -343,14 +340,14 @@ fn a_power_loss_inside_a_sync_round_keeps_a_prefix() {
             funk_log_limit_with_munk: 1 << 20,
             ..tiny_uncached()
         };
-        let db = Db::open_with_fs(dir, tiny_uncached(), dynfs.clone()).unwrap();
+        let db = Db::open_with_fs(dir, tiny_uncached(), process(&fs)).unwrap();
         for i in 0..1000u64 {
             db.put(format!("key{i:06}"), b"base").unwrap();
         }
         db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
         assert!(db.stats().chunks > 3);
         db.close().unwrap();
-        let db = Db::open_with_fs(dir, options.clone(), dynfs.clone()).unwrap();
+        let db = Db::open_with_fs(dir, options.clone(), process(&fs)).unwrap();
         // In write order: the last chunk, then the first one twice; the
         // round syncs the first chunk's log before the last one's.
         let writes = ["key000999", "key000000", "key000001"];
@@ -361,7 +358,7 @@ fn a_power_loss_inside_a_sync_round_keeps_a_prefix() {
         fs.drop_unsynced();
         fs.clear_faults();
         drop(db);
-        let db = Db::open_with_fs(dir, options, dynfs).unwrap();
+        let db = Db::open_with_fs(dir, options, process(&fs)).unwrap();
         let kept: Vec<bool> = writes
             .iter()
             .map(|k| db.get(k).unwrap().unwrap() == b"new")
@@ -438,4 +435,10 @@ fn munk_budget_counts_the_installed_munks() {
     assert_eq!(store.munks.resident_bytes(), installed);
     assert!(installed <= 256 << 10, "{installed}");
     assert!(stats.chunk_munk_rebalances > 0, "{stats:?}");
+}
+
+/// The file system as a newly started process sees it (a `FaultFs` clone
+/// refuses changes once its process has crashed).
+fn process(fs: &FaultFs) -> Arc<dyn FileSystem> {
+    Arc::new(fs.clone())
 }
