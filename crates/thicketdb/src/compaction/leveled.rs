@@ -13,7 +13,8 @@
 //! - Victims: one table, taken round-robin after the previous victim
 //!   (LevelDB's compact pointer), or with `group_compaction_bytes > 0` a
 //!   group of that many bytes (BoLT group compaction, a fixed group size as
-//!   in the paper). With `lsbm_superfile_tables > 1` the unit is a
+//!   in the paper), or of `group_compaction_level_share` of the level's
+//!   target when that is smaller (a group that scales with the store). With `lsbm_superfile_tables > 1` the unit is a
 //!   super-file instead of a table: a victim brings the tables after it
 //!   stored in the same segment, up to that many (LSbM §IV-C). With `settled_compaction` victims are the tables with
 //!   the least overlap in the next level, contiguous or not, and those with
@@ -193,7 +194,7 @@ impl LeveledPolicy {
     ) -> Option<CompactionTask> {
         let run = version.levels[level].runs.first()?;
         let next = version.levels[level + 1].runs.first();
-        let budget = self.options.group_compaction_bytes.max(1);
+        let budget = self.group_budget(version, level);
         let mut pointers = self.compact_pointers.lock();
         let candidates = if self.options.settled_compaction {
             settled_order(&version.order, run, next)
@@ -250,6 +251,19 @@ impl LeveledPolicy {
             compact_pointer: advanced,
             ..task
         })
+    }
+
+    /// The victim bytes one task of `level` takes: the fixed group, cut to
+    /// `group_compaction_level_share` of the level's target when that is set.
+    fn group_budget(&self, version: &Version, level: usize) -> u64 {
+        let group = self.options.group_compaction_bytes;
+        let share = self.options.group_compaction_level_share;
+        let target = self.targets(version).bytes[level];
+        let cut = match share > 0.0 && group > 0 && target != u64::MAX {
+            true => group.min((target as f64 * share) as u64),
+            false => group,
+        };
+        cut.max(1)
     }
 
     /// LevelDB's L0 pick (`VersionSet::PickCompaction` and

@@ -3,6 +3,8 @@
 //! for tests, and segment files.
 
 pub mod backing;
+#[cfg(test)]
+pub mod counting;
 pub mod direct;
 pub mod direct_write;
 pub mod fault;

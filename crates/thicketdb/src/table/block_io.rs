@@ -101,7 +101,7 @@ impl TableFile<'_> {
     }
 
     /// The block's absolute offset and a buffer for it and its trailer.
-    fn block_span(&self, handle: BlockHandle) -> Result<(u64, Vec<u8>)> {
+    pub(super) fn block_span(&self, handle: BlockHandle) -> Result<(u64, Vec<u8>)> {
         let end = handle
             .offset
             .checked_add(handle.size)
@@ -113,7 +113,7 @@ impl TableFile<'_> {
     }
 
     /// Counts the block read, verifies its checksum and uncompresses it.
-    fn decode(&self, handle: BlockHandle, mut buf: Vec<u8>) -> Result<Vec<u8>> {
+    pub(super) fn decode(&self, handle: BlockHandle, mut buf: Vec<u8>) -> Result<Vec<u8>> {
         let corrupt = |reason: &str| self.corruption(handle, reason);
         note_block_read();
         let size = buf.len() - BLOCK_TRAILER_LEN;

@@ -24,6 +24,7 @@ mod index;
 mod options;
 mod properties;
 mod reader;
+mod readahead;
 mod separator;
 mod table_iter;
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::mem;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::readahead::Readahead;
 use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_io::TableFile;
@@ -460,6 +461,19 @@ impl Table {
             }
             None => load().map(|block| read(&block)),
         }
+    }
+
+    /// The data block at `handle` through a compaction's read-ahead (the
+    /// block cache is neither asked nor filled).
+    pub(crate) fn block_read_ahead(
+        &self,
+        ahead: &mut Readahead,
+        handle: BlockHandle,
+    ) -> Result<Block> {
+        let tf = self.table_file();
+        let (abs, mut buf) = tf.block_span(handle)?;
+        ahead.read(abs, &mut buf, tf.start.saturating_add(tf.blocks_end))?;
+        Block::new(tf.decode(handle, buf)?, self.path.clone(), abs)
     }
 
     /// Reads and validates the block at `handle` from the file.

@@ -7,8 +7,10 @@ use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
 use super::context::ValueLog;
+use super::readahead::Readahead;
 use super::reader::{is_put, Table};
 use crate::error::{Error, Result};
+use crate::io::RandomAccessFile;
 use crate::iterator::{EntryLocation, InternalIterator};
 use crate::log::ValueAddress;
 
@@ -33,6 +35,8 @@ pub struct TableIterator {
     batch: LogBatch,
     /// Whether `value` is a log table's value rather than its address.
     resolve_values: bool,
+    /// A compaction's read-ahead: data blocks come from spans read at once.
+    readahead: Option<Readahead>,
 }
 
 /// Values of a log table read ahead of a forward cursor, in the table's
@@ -62,7 +66,19 @@ impl TableIterator {
             batch_budget: 0,
             batch: LogBatch::default(),
             resolve_values: true,
+            readahead: None,
         }
+    }
+
+    /// Reads data blocks through `file` in spans of `span` bytes, never
+    /// past the table (compactions: `compaction_readahead_bytes`).
+    pub(crate) fn with_readahead(
+        mut self,
+        file: Arc<dyn RandomAccessFile>,
+        span: u64,
+    ) -> TableIterator {
+        self.readahead = Some(Readahead::new(file, span));
+        self
     }
 
     /// Reads a log table's values `budget` bytes at a time while walking
@@ -183,7 +199,11 @@ impl TableIterator {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self.table.block(handle, self.fill_cache) {
+        let block = match self.readahead.as_mut() {
+            Some(ahead) => self.table.block_read_ahead(ahead, handle),
+            None => self.table.block(handle, self.fill_cache),
+        };
+        match block {
             Ok(block) => {
                 // Hand the key buffer over so stepping across blocks does
                 // not allocate.

@@ -17,6 +17,9 @@ pub struct RunTables {
     cache: Arc<TableCache>,
     /// Whether blocks read from files are kept in the block cache.
     fill_cache: bool,
+    /// A compaction's cursor (`TableCache::compaction_iter`): blocks not
+    /// cached, read ahead as the store says.
+    compaction: bool,
     /// Value bytes of a log table read at once (compactions; 0: one value
     /// at a time).
     log_batch_bytes: u64,
@@ -30,13 +33,15 @@ impl RunIterator {
             tables,
             cache,
             fill_cache,
+            compaction: false,
             log_batch_bytes: 0,
         })
     }
 
     /// A compaction's cursor over `tables`: blocks it reads are not
-    /// cached, and log tables' values are read `log_batch_bytes` at a time,
-    /// in log order (`triad_log_compaction_batch`).
+    /// cached, tables are read ahead (`compaction_readahead_bytes`), and
+    /// log tables' values are read `log_batch_bytes` at a time, in log
+    /// order (`triad_log_compaction_batch`).
     pub fn for_compaction(
         tables: Vec<Arc<TableMeta>>,
         cache: Arc<TableCache>,
@@ -46,6 +51,7 @@ impl RunIterator {
             tables,
             cache,
             fill_cache: false,
+            compaction: true,
             log_batch_bytes,
         })
     }
@@ -65,10 +71,11 @@ impl Parts for RunTables {
     }
 
     fn open(&self, index: usize) -> Result<TableIterator> {
-        let it = self
-            .cache
-            .table(&self.tables[index])?
-            .iter_with(self.fill_cache);
+        let meta = &self.tables[index];
+        let it = match self.compaction {
+            true => self.cache.compaction_iter(meta)?,
+            false => self.cache.table(meta)?.iter_with(self.fill_cache),
+        };
         Ok(it.with_batched_log_values(self.log_batch_bytes))
     }
 }

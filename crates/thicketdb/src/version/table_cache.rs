@@ -10,7 +10,7 @@ use quick_cache::sync::Cache;
 use crate::error::Result;
 use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile};
-use crate::table::{BlockCache, FilterPolicy, Table, TableContext};
+use crate::table::{BlockCache, FilterPolicy, Table, TableContext, TableIterator};
 use crate::version::files::segment_path;
 use crate::version::log_values::StoreLogs;
 use crate::version::TableMeta;
@@ -34,6 +34,9 @@ pub struct TableCache {
     charge_metadata: bool,
     /// Where log tables' values are read (TRIAD-LOG).
     logs: Arc<StoreLogs>,
+    /// Bytes a compaction reads of an input table at once
+    /// (`compaction_readahead_bytes`; 0: block by block).
+    compaction_readahead: u64,
 }
 
 impl TableCache {
@@ -58,6 +61,7 @@ impl TableCache {
             direct_reads: false,
             charge_metadata: false,
             logs: Arc::new(StoreLogs::new(dir, fs, 0)),
+            compaction_readahead: 0,
         }
     }
 
@@ -76,6 +80,36 @@ impl TableCache {
     /// The reader of log tables' values.
     pub fn logs(&self) -> &Arc<StoreLogs> {
         &self.logs
+    }
+
+    /// Compactions read their input tables `bytes` at a time, each through
+    /// a descriptor without kernel read-ahead (`compaction_readahead_bytes`).
+    pub fn with_compaction_readahead(self, bytes: u64) -> TableCache {
+        TableCache {
+            compaction_readahead: bytes,
+            ..self
+        }
+    }
+
+    /// A compaction's cursor over the table of `meta`: with read-ahead, its
+    /// blocks are read in spans of up to `compaction_readahead_bytes`,
+    /// never past the table, through a descriptor of their own (the shared
+    /// one keeps the kernel's read-ahead for user reads; with
+    /// `use_direct_reads` the shared one reads around the page cache
+    /// anyway and is used).
+    pub fn compaction_iter(&self, meta: &TableMeta) -> Result<TableIterator> {
+        let table = self.table(meta)?;
+        let it = table.iter_with(false);
+        if self.compaction_readahead == 0 {
+            return Ok(it);
+        }
+        let file = match self.direct_reads {
+            true => self.segment_file(meta.segment)?,
+            false => self
+                .fs
+                .open_random_scattered(&segment_path(&self.dir, meta.segment))?,
+        };
+        Ok(it.with_readahead(file, self.compaction_readahead))
     }
 
     /// Reads segments bypassing the page cache (`use_direct_reads`).

@@ -290,6 +290,38 @@ fn group_compaction_takes_a_fixed_group_of_victims() {
 }
 
 #[test]
+fn a_level_share_cuts_the_group_to_a_slice_of_the_levels_target() {
+    // L1's target is 1000 bytes, L2's 10000: a share of 0.5 cuts the group
+    // to 500 bytes in L1 (one 600-byte victim reaches it) and 5000 in L2
+    // (above the fixed group, which then rules).
+    let l1 = "
+        L1 1: a-b/600 c-d/600 e-f/600 g-h/600
+        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+    assert_eq!(
+        pick("group_compaction_bytes=100000 group_compaction_level_share=0.5", l1),
+        "merge {L1#1:100 L2#2:104} -> L2#2"
+    );
+    let l2 = "
+        L2 1: a-b/6000 c-d/6000
+        L3 2: a-a/100 c-c/100";
+    assert_eq!(
+        pick("group_compaction_bytes=1000 group_compaction_level_share=0.5", l2),
+        "merge {L2#1:100 L3#2:102} -> L3#2",
+        "the fixed group is smaller here"
+    );
+    assert_eq!(
+        pick("group_compaction_bytes=100000 group_compaction_level_share=0.5", l2),
+        "merge {L2#1:100 L3#2:102} -> L3#2",
+        "5000 bytes: the first 6000-byte victim fills it"
+    );
+    assert_eq!(
+        pick("group_compaction_bytes=100000 group_compaction_level_share=1", l2),
+        "merge {L2#1:100 L3#2:102} merge {L2#1:101 L3#2:103} -> L3#2",
+        "10000 bytes take both"
+    );
+}
+
+#[test]
 fn without_settled_compaction_only_a_lone_free_victim_moves() {
     let shape = "
         L1 1: a-b/600 c-d/600 e-f/600

@@ -3,117 +3,16 @@
 //! scan, or put) that needs them.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::db::tests::scan;
 use crate::db::{Db, ReadOptions};
-use crate::error::Result;
-use crate::io::{FileLock, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile};
+use crate::io::counting::{CountingFs, Reads};
+use crate::io::PosixFs;
 use crate::options::{Layout, Options};
-
-/// Bytes read from chunk logs (`.clog`), by any kind of read.
-#[derive(Default)]
-struct LogReads(AtomicU64);
-
-/// The real file system, counting what is read from chunk logs.
-struct CountingFs {
-    inner: Arc<dyn FileSystem>,
-    reads: Arc<LogReads>,
-}
 
 fn is_log(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "clog")
-}
-
-struct CountedRandom {
-    inner: Arc<dyn RandomAccessFile>,
-    reads: Arc<LogReads>,
-}
-
-impl RandomAccessFile for CountedRandom {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.reads.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn len(&self) -> Result<u64> {
-        self.inner.len()
-    }
-    fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
-        self.inner.punch_hole(offset, len)
-    }
-}
-
-struct CountedSequential {
-    inner: Box<dyn SequentialFile>,
-    reads: Arc<LogReads>,
-}
-
-impl SequentialFile for CountedSequential {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.reads.0.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-impl FileSystem for CountingFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let inner = self.inner.open_random(path)?;
-        Ok(match is_log(path) {
-            true => Arc::new(CountedRandom {
-                inner,
-                reads: self.reads.clone(),
-            }),
-            false => inner,
-        })
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        let inner = self.inner.open_sequential(path)?;
-        Ok(match is_log(path) {
-            true => Box::new(CountedSequential {
-                inner,
-                reads: self.reads.clone(),
-            }),
-            false => inner,
-        })
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn set_len(&self, path: &Path, len: u64) -> Result<()> {
-        self.inner.set_len(path, len)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn sync_file(&self, path: &Path) -> Result<()> {
-        self.inner.sync_file(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
 }
 
 /// Logs that do not rebalance in these tests (under 1 MB), filter parts
@@ -140,7 +39,7 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 }
 
 /// Writes 2000 keys (twice), closes; returns the counter of a reopen.
-fn fill_and_reopen(dir: &Path) -> (Db, Arc<LogReads>) {
+fn fill_and_reopen(dir: &Path) -> (Db, Arc<Reads>) {
     let db = Db::open(dir, options()).unwrap();
     for round in 0..2 {
         for i in 0..2000 {
@@ -148,11 +47,8 @@ fn fill_and_reopen(dir: &Path) -> (Db, Arc<LogReads>) {
         }
     }
     db.close().unwrap();
-    let reads = Arc::new(LogReads::default());
-    let fs = CountingFs {
-        inner: Arc::new(PosixFs),
-        reads: reads.clone(),
-    };
+    let fs = CountingFs::new(Arc::new(PosixFs), is_log);
+    let reads = fs.reads();
     (
         Db::open_with_fs(dir, options(), Arc::new(fs)).unwrap(),
         reads,
@@ -163,10 +59,10 @@ fn fill_and_reopen(dir: &Path) -> (Db, Arc<LogReads>) {
 fn an_open_after_a_clean_close_reads_no_log_until_a_get_needs_it() {
     let dir = tempfile::tempdir().unwrap();
     let (db, reads) = fill_and_reopen(dir.path());
-    assert_eq!(reads.0.load(Ordering::Relaxed), 0, "the open read a log");
+    assert_eq!(reads.bytes(), 0, "the open read a log");
     assert!(db.stats().chunks >= 1);
     assert_eq!(db.get(key(17)).unwrap(), Some(value(17, 1)));
-    let after_first = reads.0.load(Ordering::Relaxed);
+    let after_first = reads.bytes();
     assert!(
         after_first > 2000 * 200,
         "the first get read {after_first} bytes: not the whole log"
@@ -174,7 +70,7 @@ fn an_open_after_a_clean_close_reads_no_log_until_a_get_needs_it() {
     // The index is built once: a second get reads part of one filter
     // part (and a false positive's, maybe).
     assert_eq!(db.get(key(1234)).unwrap(), Some(value(1234, 1)));
-    let second = reads.0.load(Ordering::Relaxed) - after_first;
+    let second = reads.bytes() - after_first;
     assert!(second < 3 * 4096, "a second get read {second} bytes");
     // Appends and scans after the lazy build see every record.
     db.put(key(5000), b"new").unwrap();
@@ -207,7 +103,7 @@ fn concurrent_first_gets_build_the_index_once_and_all_find_their_keys() {
     // Each of the 84 gets reads about half a filter part (4 KiB), and
     // rarely a false positive's; one pass over the log besides. Two
     // builders would read it twice.
-    let read = reads.0.load(Ordering::Relaxed);
+    let read = reads.bytes();
     assert!(
         read < log_bytes + 84 * 4096,
         "{read} bytes read for {log_bytes} bytes of log"
@@ -229,16 +125,10 @@ fn a_log_changed_since_the_clean_close_is_read_at_open() {
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.extend_from_slice(&[0xAB; 100]);
     std::fs::write(&log, bytes).unwrap();
-    let reads = Arc::new(LogReads::default());
-    let fs = CountingFs {
-        inner: Arc::new(PosixFs),
-        reads: reads.clone(),
-    };
+    let fs = CountingFs::new(Arc::new(PosixFs), is_log);
+    let reads = fs.reads();
     let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs)).unwrap();
-    assert!(
-        reads.0.load(Ordering::Relaxed) > 0,
-        "the changed log was trusted"
-    );
+    assert!(reads.bytes() > 0, "the changed log was trusted");
     assert_eq!(db.get(key(3)).unwrap(), Some(value(3, 1)));
 }
 
@@ -265,15 +155,12 @@ fn an_open_after_an_async_crash_reads_no_log() {
     db.put(key(0), b"unsaved").unwrap();
     fault.crash_process();
     drop(db);
-    let reads = Arc::new(LogReads::default());
-    let fs = CountingFs {
-        inner: Arc::new(fault.clone()),
-        reads: reads.clone(),
-    };
+    let fs = CountingFs::new(Arc::new(fault.clone()), is_log);
+    let reads = fs.reads();
     let db = Db::open_with_fs(dir, async_options, Arc::new(fs)).unwrap();
-    assert_eq!(reads.0.load(Ordering::Relaxed), 0, "the open read a log");
+    assert_eq!(reads.bytes(), 0, "the open read a log");
     assert_eq!(db.get(key(0)).unwrap(), Some(value(0, 1)));
-    assert!(reads.0.load(Ordering::Relaxed) > 2000 * 200);
+    assert!(reads.bytes() > 2000 * 200);
     assert_eq!(scan(&db, ReadOptions::default()).len(), 2000);
     db.close().unwrap();
 }

@@ -31,6 +31,8 @@ pub(crate) mod write;
 #[cfg(test)]
 mod lsbm_tests;
 #[cfg(test)]
+mod readahead_tests;
+#[cfg(test)]
 mod triad_log_tests;
 #[cfg(test)]
 mod triad_tests;

@@ -198,7 +198,8 @@ pub(super) fn new_table_cache(
         )
         .with_direct_reads(options.use_direct_reads)
         .with_metadata_charge(options.charge_table_metadata)
-        .with_log_cache(log_cache, options.triad_log_compaction_batch),
+        .with_log_cache(log_cache, options.triad_log_compaction_batch)
+        .with_compaction_readahead(options.compaction_readahead_bytes),
     ))
 }
 
