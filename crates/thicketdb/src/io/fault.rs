@@ -433,6 +433,16 @@ impl WritableFile for FaultWritable {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn buffer_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    fn release_buffer(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = Vec::new();
+        }
+    }
 }
 
 struct FaultRandom {

@@ -24,6 +24,15 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Bytes of memory the file's write buffer holds (its capacity).
+    fn buffer_bytes(&self) -> usize {
+        0
+    }
+    /// Frees the write buffer's memory if it holds no bytes (after a
+    /// `flush` or `sync`): a file appended to now and then, one of many
+    /// (YoDB's chunk logs), then holds none between its writes. The next
+    /// append allocates it again.
+    fn release_buffer(&mut self) {}
 }
 
 /// A file read at arbitrary offsets by many threads at once.

@@ -12,7 +12,8 @@ use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, Writable
 use super::mapped::MappedWritable;
 use crate::error::{Error, Result};
 
-/// Bytes buffered by a writable file before they are handed to the OS.
+/// Bytes buffered by a writable file before they are handed to the OS (the
+/// buffer is allocated by the first append and grows to it).
 const WRITE_BUFFER: usize = 64 * 1024;
 
 /// The operating system's file system.
@@ -71,6 +72,16 @@ impl WritableFile for PosixWritable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn buffer_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    fn release_buffer(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = Vec::new();
+        }
     }
 }
 
@@ -202,7 +213,7 @@ impl FileSystem for PosixFs {
         Ok(Box::new(PosixWritable {
             file,
             path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER),
+            buf: Vec::new(),
             len: 0,
         }))
     }
@@ -220,7 +231,7 @@ impl FileSystem for PosixFs {
         Ok(Box::new(PosixWritable {
             file,
             path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER),
+            buf: Vec::new(),
             len,
         }))
     }

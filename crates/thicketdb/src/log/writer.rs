@@ -63,6 +63,17 @@ impl LogWriter {
         self.file.is_empty()
     }
 
+    /// Bytes of memory the file's write buffer holds.
+    pub fn buffer_bytes(&self) -> usize {
+        self.file.buffer_bytes()
+    }
+
+    /// Frees the file's write buffer once flushed
+    /// ([`WritableFile::release_buffer`]).
+    pub fn release_buffer(&mut self) {
+        self.file.release_buffer()
+    }
+
     fn guard<T>(&mut self, op: impl FnOnce(&mut LogWriter) -> Result<T>) -> Result<T> {
         if let Some(err) = &self.failed {
             return Err(err.clone());

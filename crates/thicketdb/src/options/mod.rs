@@ -405,6 +405,13 @@ options! {
         incarnation_bits: u32 = 4; keyspace, chunked,
     }
     per_open {
+        /// Chunked: bytes of memory all chunk logs' write buffers may hold
+        /// together (the asynchronous mode writes a log's appends in
+        /// groups, one `write` each): a log writes its group out, and
+        /// frees the buffer, once it holds this budget over twice the
+        /// number of chunks, so the buffers stay within the budget however
+        /// many chunks the data grows to. 0: one `write` per append.
+        chunk_log_buffer_bytes: u64 = 4 << 20; store, chunked,
         /// TRIAD-LOG: bytes of verified log fragments cached for reads of
         /// log tables' values, taken from `block_cache_size` (up to half of
         /// it) when the store has a block cache of its own; 0 reads every

@@ -317,17 +317,37 @@ impl ChunkLog {
     /// Appends one batch record; syncs it when `sync`. Returns the bytes
     /// written.
     pub fn append(&self, record: &[u8], sync: bool) -> Result<u64> {
-        self.append_with(record, sync, true)
+        self.append_with(record, sync, None)
     }
 
     /// Appends one batch record to the writer's buffer, which reaches the
-    /// file (one `write` for the group) when it fills, when the log is
-    /// synced (a checkpoint, a close) or when a reader of the file needs
-    /// it (`flush`): the asynchronous mode's puts, durable only at a
-    /// checkpoint anyway. A process crash loses the group, as a power
-    /// loss loses the appends since the last sync. Returns the bytes.
-    pub fn append_grouped(&self, record: &[u8]) -> Result<u64> {
-        self.append_with(record, false, false)
+    /// file (one `write` for the group) once it holds `group_bytes`, when
+    /// the log is synced (a checkpoint, a close) or when a reader of the
+    /// file needs it (`flush`): the asynchronous mode's puts, durable only
+    /// at a checkpoint anyway. A process crash loses the group, as a power
+    /// loss loses the appends since the last sync. The buffer's memory is
+    /// freed whenever it is written out (`ChunkStore::log_group_bytes`
+    /// keeps all logs' buffers within a budget). Returns the bytes.
+    pub fn append_grouped(&self, record: &[u8], group_bytes: u64) -> Result<u64> {
+        self.append_with(record, false, Some(group_bytes))
+    }
+
+    /// Hands the writer's buffer to the file and frees it.
+    /// REQUIRES: the caller holds `writer`'s lock (it is its content).
+    fn write_out(&self, writer: &mut LogWriter) -> Result<()> {
+        writer.flush()?;
+        writer.release_buffer();
+        self.flushed.store(writer.len(), Ordering::Release);
+        self.buffered.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Bytes of memory the writer's buffer holds.
+    pub fn buffer_bytes(&self) -> usize {
+        self.writer
+            .lock()
+            .as_ref()
+            .map_or(0, LogWriter::buffer_bytes)
     }
 
     /// Hands the buffered appends to the file; returns the bytes the
@@ -341,16 +361,16 @@ impl ChunkLog {
             let mut writer = self.writer.lock();
             if let Some(w) = writer.as_mut() {
                 if self.buffered.load(Ordering::Acquire) {
-                    w.flush()?;
-                    self.flushed.store(w.len(), Ordering::Release);
-                    self.buffered.store(false, Ordering::Release);
+                    self.write_out(w)?;
                 }
             }
         }
         Ok(self.flushed.load(Ordering::Acquire))
     }
 
-    fn append_with(&self, record: &[u8], sync: bool, flush: bool) -> Result<u64> {
+    /// Appends `record`, written out at once (`group_bytes` `None`) or
+    /// once the writer's buffer holds `group_bytes`.
+    fn append_with(&self, record: &[u8], sync: bool, group_bytes: Option<u64>) -> Result<u64> {
         let index = RecordIndex::of(&self.path, 0, record)?;
         // The index lists every record before this one first.
         drop(self.index()?);
@@ -360,12 +380,11 @@ impl ChunkLog {
             .ok_or_else(|| Error::ReadOnly("write".into()))?;
         let before = writer.len();
         let offset = writer.add_record(record)?;
-        match flush {
-            true => {
-                writer.flush()?;
-                self.flushed.store(writer.len(), Ordering::Release);
+        match group_bytes {
+            Some(group) if writer.len() - self.flushed.load(Ordering::Acquire) < group => {
+                self.buffered.store(true, Ordering::Release)
             }
-            false => self.buffered.store(true, Ordering::Release),
+            _ => self.write_out(writer)?,
         }
         if sync {
             writer.sync()?;
@@ -385,6 +404,7 @@ impl ChunkLog {
     pub fn sync(&self) -> Result<()> {
         match self.writer.lock().as_mut() {
             Some(w) => w.sync().map(|()| {
+                w.release_buffer();
                 self.flushed.store(w.len(), Ordering::Release);
                 self.buffered.store(false, Ordering::Release);
                 self.dirty.store(false, Ordering::Release)

@@ -382,13 +382,25 @@ impl ChunkStore {
     }
 
     /// Bytes of memory the store holds: the block cache, the chunk logs'
-    /// filters and sorted views, the munks and the row cache.
+    /// filters, sorted views and write buffers, the munks and the row
+    /// cache.
     pub fn memory_bytes(&self) -> u64 {
-        let filters: usize = self.every_chunk().iter().map(|c| c.log.index_bytes()).sum();
+        let chunks = self.every_chunk();
+        let filters: usize = chunks.iter().map(|c| c.log.index_bytes()).sum();
         self.context.cache.as_ref().map_or(0, |c| c.usage())
             + filters as u64
+            + self.log_buffer_bytes()
             + self.munks.resident_bytes()
             + self.row_cache.bytes()
+    }
+
+    /// Bytes of memory the chunk logs' write buffers hold (within
+    /// `chunk_log_buffer_bytes`, `ChunkStore::log_group_bytes`).
+    pub fn log_buffer_bytes(&self) -> u64 {
+        self.every_chunk()
+            .iter()
+            .map(|c| c.log.buffer_bytes() as u64)
+            .sum()
     }
 
     /// Stops the build threads and writes and releases the lock; later
@@ -443,6 +455,8 @@ mod concurrency_tests;
 mod keyspace_tests;
 #[cfg(test)]
 mod lazy_open_tests;
+#[cfg(test)]
+mod log_buffer_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]

@@ -207,6 +207,7 @@ impl ChunkStore {
                 .ok_or_else(|| Error::ReadOnly("write".into()))?;
             logged += meta.batch_log.append(whole.encode(first), false)?;
         }
+        let group_bytes = self.log_group_bytes(spaces);
         let mut sequence = first;
         for ((space, chunk), sub) in chunks.iter().zip(groups.values()) {
             let space = &spaces[*space];
@@ -217,7 +218,7 @@ impl ChunkStore {
             // only: their chunk log takes them in groups (one `write`
             // per group, `ChunkLog::append_grouped`).
             logged += match self.is_async() {
-                true => chunk.log.append_grouped(record)?,
+                true => chunk.log.append_grouped(record, group_bytes)?,
                 false => chunk.log.append(record, false)?,
             };
             // The munk and the row cache take the writes before the put
@@ -247,6 +248,15 @@ impl ChunkStore {
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.log_bytes_written, logged);
         Ok(Some((first, sequence - 1)))
+    }
+
+    /// The bytes a chunk log's write buffer holds before it is written
+    /// out: `chunk_log_buffer_bytes` over twice the chunks of `spaces` (a
+    /// buffer grows by doubling, so it takes up to twice what it holds),
+    /// keeping every log's buffer together within the budget.
+    pub(super) fn log_group_bytes(&self, spaces: &[Arc<ChunkSpace>]) -> u64 {
+        let chunks: usize = spaces.iter().map(|s| s.chunk_set().chunks.len()).sum();
+        self.options.chunk_log_buffer_bytes / (2 * chunks.max(1) as u64)
     }
 
     /// Applies one update at `seq` to the row cache and the chunk's munk.
