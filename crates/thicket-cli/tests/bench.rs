@@ -583,6 +583,47 @@ fn rangehot_with_a_paced_writer_records_reader_and_hit_ratio_series() {
     }
 }
 
+/// `--read-rate` paces the readers together (LSbM's Figure 8): they never
+/// run ahead of it, and the run records it.
+#[test]
+fn rangehot_readers_paced_by_read_rate_stay_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let rate = 300.0;
+    let report = bench(
+        dir.path(),
+        "rangehot",
+        &[
+            "--num",
+            "5000",
+            "--ops",
+            "1000000000",
+            "--duration",
+            "2",
+            "--threads",
+            "2",
+            "--write-rate",
+            "100",
+            "--read-rate",
+            "300",
+            "--cache-mb",
+            "1",
+            "--write-buffer-mb",
+            "1",
+        ],
+    );
+    for r in report["runs"].as_array().unwrap() {
+        let ctx = format!("{}", r["engine"]);
+        let gets = r["op_counts"]["get"].as_u64().unwrap();
+        // Each of the 2 readers issues its operation i at i / 150 s.
+        assert!(
+            (gets as f64) <= rate * num(r, "seconds") + 2.0,
+            "{ctx}: {gets} gets"
+        );
+        assert!(gets > 0, "{ctx}");
+        assert_eq!(r["settings"]["read_rate"], rate, "{ctx}");
+    }
+}
+
 /// A child given no keys (`scripts/yodb-bench` passes its sizes straight
 /// to `--internal-child`) refuses them, as the command line does, instead
 /// of hanging: a stream's arithmetic panicked on an empty key space and

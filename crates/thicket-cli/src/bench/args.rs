@@ -134,6 +134,12 @@ pub struct BenchArgs {
     /// per second while `--threads` threads only read (LSbM's setup).
     #[arg(long, value_name = "OPS")]
     pub write_rate: Option<f64>,
+    /// rangehot with `--write-rate`: the reader threads together read at
+    /// most this many times per second (each its share, paced as the
+    /// writer), so a miss is a visible share of a second's reads as in the
+    /// paper's disk-bound readers (LSbM's Figure 8); unpaced without it.
+    #[arg(long, value_name = "OPS")]
+    pub read_rate: Option<f64>,
     /// L1's target size, MiB (ThicketDB's and RocksDB's
     /// `max_bytes_for_level_base`; default: each profile's, RocksDB's).
     /// fjall has no such setting, so it is refused with fjall.
@@ -249,6 +255,9 @@ pub struct Settings {
     /// rangehot: the paced writer thread's operations per second.
     #[serde(default)]
     pub write_rate: Option<f64>,
+    /// rangehot: the reader threads' paced reads per second, all together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_rate: Option<f64>,
     pub seed: u64,
     /// Absent from results written before these settings existed.
     #[serde(default)]
@@ -318,6 +327,7 @@ impl Settings {
             scan_length: self.scan_length,
             hot_fraction: self.hot_fraction,
             write_rate: self.write_rate,
+            read_rate: self.read_rate,
             distribution,
             seed: self.seed,
         })
@@ -338,6 +348,12 @@ impl BenchArgs {
         }
         if self.write_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
             return Err("--write-rate must be a positive number".into());
+        }
+        if self.read_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err("--read-rate must be a positive number".into());
+        }
+        if self.read_rate.is_some() && self.write_rate.is_none() {
+            return Err("--read-rate paces rangehot's readers beside --write-rate's writer".into());
         }
         let sizes_set = self.level_base_mb.is_some() || self.table_size_kb.is_some();
         if sizes_set && self.engine.iter().any(|e| e == "fjall") {
@@ -431,6 +447,7 @@ impl BenchArgs {
             distribution: self.distribution.clone(),
             hot_fraction: self.hot_fraction,
             write_rate: self.write_rate,
+            read_rate: self.read_rate,
             seed: self.seed,
             latency: self.latency,
             settle: self.settle,

@@ -155,6 +155,7 @@ impl CrosscheckArgs {
             distribution: None,
             hot_fraction: 0.15,
             write_rate: None,
+            read_rate: None,
             seed: self.seed,
             latency,
             settle: self.settle,

@@ -198,6 +198,8 @@ struct PhasePlan {
     /// (readwhilewriting's writer, rangehot's with `--write-rate`), and its
     /// pace in operations per second (`None`: unpaced).
     writer: Option<(OpStream, Option<f64>)>,
+    /// Each of `streams`' pace in operations per second (`None`: unpaced).
+    reader_pace: Option<f64>,
     deadline: Option<Duration>,
     /// Operations expected, for the progress bar.
     total: u64,
@@ -222,15 +224,23 @@ struct Phase {
     hit_ratio_timeline: Vec<Option<f64>>,
 }
 
-/// How one thread runs: a reader, or the writer at an optional pace.
+/// How one thread runs: a reader or the writer, each at an optional pace.
 #[derive(Clone, Copy)]
 enum Role {
-    Reader,
+    Reader(Option<f64>),
     Writer(Option<f64>),
 }
 
+impl Role {
+    fn pace(self) -> Option<f64> {
+        match self {
+            Role::Reader(pace) | Role::Writer(pace) => pace,
+        }
+    }
+}
+
 /// One thread's loop: operations from `stream` until it ends or the phase
-/// stops. A paced writer sleeps until each operation's turn (operation i
+/// stops. A paced thread sleeps until each operation's turn (operation i
 /// at `i / rate` seconds), so it never runs ahead of its rate.
 fn drive(
     ctx: &PhaseContext<'_>,
@@ -244,7 +254,7 @@ fn drive(
     let mut unpublished = 0;
     let publish = |n: u64| {
         signals.done.fetch_add(n, Ordering::Relaxed);
-        if matches!(role, Role::Reader) {
+        if matches!(role, Role::Reader(_)) {
             signals.readers_done.fetch_add(n, Ordering::Relaxed);
         }
     };
@@ -252,7 +262,7 @@ fn drive(
     let mut issued = 0u64;
     let result = (|| {
         while !signals.stop.load(Ordering::Relaxed) {
-            if let Role::Writer(Some(rate)) = role {
+            if let Some(rate) = role.pace() {
                 let due = Duration::from_secs_f64(issued as f64 / rate);
                 if let Some(wait) = due.checked_sub(start.elapsed()) {
                     std::thread::sleep(wait.min(Duration::from_millis(50)));
@@ -379,6 +389,7 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
     let results: Vec<Result<ThreadStats, String>> = std::thread::scope(|scope| {
         let signals = &signals;
         let n = plan.streams.len();
+        let reader_pace = plan.reader_pace;
         let mut handles: Vec<_> = plan
             .streams
             .into_iter()
@@ -388,7 +399,7 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
                     // Counted out even if `drive` panics: the loop below
                     // waits for every stream.
                     let _counted = CountedOut(&signals.running);
-                    drive(ctx, signals, s, t, Role::Reader)
+                    drive(ctx, signals, s, t, Role::Reader(reader_pace))
                 })
             })
             .collect();
@@ -459,6 +470,7 @@ fn prefill(
         label,
         streams: prefill_streams(p, ctx.space, order),
         writer: None,
+        reader_pace: None,
         deadline: None,
         total: prefill_count(p, ctx.space),
     };
@@ -510,6 +522,7 @@ fn measure(
                 pace,
             )
         }),
+        reader_pace: p.reader_pace(),
         deadline: s.duration_secs.map(Duration::from_secs_f64),
         total: s.ops,
     };

@@ -219,6 +219,9 @@ pub struct Params {
     /// rangehot: operations per second of a separate writer thread (the
     /// other threads then only read).
     pub write_rate: Option<f64>,
+    /// rangehot beside a writer: the readers' reads per second, all
+    /// together (`None`: unpaced).
+    pub read_rate: Option<f64>,
     /// The keys of a YCSB mix drawn by a YoDB distribution
     /// (`--distribution`; `takes_distribution` workloads only).
     pub distribution: Option<Distribution>,
@@ -232,6 +235,16 @@ impl Params {
         match self.workload {
             Workload::ReadWhileWriting => Some(None),
             Workload::RangeHot => self.write_rate.map(Some),
+            _ => None,
+        }
+    }
+
+    /// The pace of each reader thread of the measured phase, in operations
+    /// per second (`None`: as fast as it can): its share of `read_rate`
+    /// when a paced writer runs beside them (rangehot).
+    pub fn reader_pace(&self) -> Option<f64> {
+        match self.writer() {
+            Some(Some(_)) => self.read_rate.map(|r| r / self.threads.max(1) as f64),
             _ => None,
         }
     }
@@ -762,9 +775,37 @@ mod tests {
             scan_length: None,
             hot_fraction: 0.15,
             write_rate: None,
+            read_rate: None,
             distribution: None,
             seed: 42,
         }
+    }
+
+    /// `--read-rate` is shared by the readers, and only paces them beside
+    /// a paced writer (rangehot with `--write-rate`).
+    #[test]
+    fn read_rate_is_split_among_readers_beside_a_paced_writer() {
+        let p = Params {
+            write_rate: Some(1000.0),
+            read_rate: Some(8000.0),
+            ..params(Workload::RangeHot, 1000, 8)
+        };
+        assert_eq!(p.reader_pace(), Some(1000.0));
+        let unpaced_writer = Params {
+            write_rate: None,
+            ..p.clone()
+        };
+        assert_eq!(unpaced_writer.reader_pace(), None);
+        let no_rate = Params {
+            read_rate: None,
+            ..p.clone()
+        };
+        assert_eq!(no_rate.reader_pace(), None);
+        let other = Params {
+            workload: Workload::ReadWhileWriting,
+            ..p
+        };
+        assert_eq!(other.reader_pace(), None);
     }
 
     /// Every operation of every thread.

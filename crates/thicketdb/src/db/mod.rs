@@ -332,6 +332,8 @@ impl Db {
                 // Every keyspace, read at one snapshot.
                 let opts = ReadOptions {
                     snapshot: Some(c.0.snapshot()),
+                    // A one-off scan: it leaves the cache to the reads.
+                    fill_cache: false,
                     ..ReadOptions::default()
                 };
                 let cursors =

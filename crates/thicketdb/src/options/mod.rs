@@ -214,10 +214,10 @@ options! {
         compression: CompressionType = TableOptions::DEFAULT.compression; keyspace, both,
         /// Bytes of the shared block cache.
         block_cache_size: u64 = 64 << 20; store, both,
-        /// Charge each open table's index, filter and range tombstones to
-        /// the block cache, so that `block_cache_size` bounds them and the
-        /// cached blocks together (RocksDB can do the same; LevelDB keeps
-        /// them outside, bounded by `max_open_files` only).
+        /// Charge each open table's index, filter, range tombstones and
+        /// properties to the block cache, so that `block_cache_size` bounds
+        /// them and the cached blocks together (RocksDB can do the same;
+        /// LevelDB keeps them outside, bounded by `max_open_files` only).
         charge_table_metadata: bool = true; keyspace, both,
         /// Open segment files kept in the descriptor cache.
         max_open_files: usize = 1000; store, lsm,

@@ -53,7 +53,7 @@ pub struct TableContext {
     pub filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// Reads log tables' values; a log table opened without it is refused.
     pub value_log: Option<Arc<dyn ValueLog>>,
-    /// Charge the table's index, filter and range tombstones to `cache`
+    /// Charge the table's index, filter, range tombstones and properties to `cache`
     /// while it is open (`charge_table_metadata`).
     pub charge_metadata: bool,
 }

@@ -64,6 +64,15 @@ pub struct TableProperties {
 }
 
 impl TableProperties {
+    /// Heap bytes the decoded properties hold (an open table keeps them).
+    pub fn memory_bytes(&self) -> u64 {
+        (self.smallest_key.capacity()
+            + self.largest_key.capacity()
+            + self.hll.memory_bytes()
+            + self.filter_policy.as_ref().map_or(0, String::capacity)
+            + self.log_refs.capacity() * std::mem::size_of::<u64>()) as u64
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
             128 + self.smallest_key.len() + self.largest_key.len() + HyperLogLog::ENCODED_LEN,

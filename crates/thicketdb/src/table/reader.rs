@@ -136,9 +136,14 @@ impl Table {
                 Fragments::decode(&tf.read_block(handle)?).map_err(|r| tf.corruption(handle, r))?,
             ),
         };
+        // The properties stay in memory with the table too: their key
+        // sketch alone (4 KiB) was half of a small table's index and filter,
+        // and left uncharged it let `lsbm`'s open tables outgrow the budget
+        // the cache is meant to set (killed by a memory cap, 2026-11-28).
         let metadata_bytes = index.memory_bytes()
             + filter.as_ref().map_or(0, TableFilter::memory_bytes)
-            + range_dels.memory_bytes();
+            + range_dels.memory_bytes()
+            + properties.memory_bytes();
         let metadata_charge = match &cache {
             Some(cache) if charge_metadata => Some(cache.reserve(metadata_bytes)),
             _ => None,
@@ -541,6 +546,37 @@ mod tests {
         let old = InternalKey::new(&ukey(0), 5, ValueKind::SEEK);
         assert_eq!(t.get(old.encoded()).unwrap(), None);
         assert_eq!(t.properties().entries, 2000);
+    }
+
+    /// What an open table keeps in memory is charged to the cache: its
+    /// index, filter and properties (the key sketch among them), so the
+    /// cache's capacity bounds the table cache's memory too.
+    #[test]
+    fn charge_covers_index_filter_and_properties() {
+        let entries = sample_entries(2000);
+        let (file, s) = build_table(&entries, &small_blocks());
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let t = Table::open(
+            Arc::new(file),
+            PathBuf::from("000009.seg"),
+            9,
+            s.offset,
+            s.length,
+            TableContext {
+                cache: Some(cache.clone()),
+                charge_metadata: true,
+                ..TableContext::default()
+            },
+        )
+        .unwrap();
+        let held = t.index.memory_bytes()
+            + t.filter.as_ref().map_or(0, TableFilter::memory_bytes)
+            + t.properties().memory_bytes();
+        assert!(t.properties().hll.memory_bytes() >= 1024);
+        assert_eq!(t.charged_metadata_bytes(), held);
+        assert_eq!(cache.reserved(), held);
+        drop(t);
+        assert_eq!(cache.reserved(), 0);
     }
 
     #[test]

@@ -120,7 +120,7 @@ impl TableCache {
         }
     }
 
-    /// Charges open tables' index, filter and range tombstones to the
+    /// Charges open tables' index, filter, range tombstones and properties to the
     /// block cache (`charge_table_metadata`).
     pub fn with_metadata_charge(self, charge_metadata: bool) -> TableCache {
         TableCache {

@@ -85,10 +85,17 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
 /// allocated bytes. Background work running meanwhile may change both a
 /// little.
 pub(crate) fn space_usage(inner: &Arc<DbInner>) -> Result<SpaceUsage> {
+    // A one-off scan of everything: it must not evict the blocks the
+    // store's reads use, nor churn the cache (`stats` and the benchmarks
+    // ask for this at the end of every run).
+    let opts = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
     let cursors = inner
         .trees()
         .iter()
-        .map(|tree| super::iter_sources::new(inner, tree, ReadOptions::default()))
+        .map(|tree| super::iter_sources::new(inner, tree, opts.clone()))
         .collect::<Result<Vec<_>>>()?;
     measure(cursors, inner.fs.as_ref(), &inner.dir)
 }
