@@ -28,7 +28,14 @@ fn options(readahead: u64) -> Options {
 /// Loads 4,000 keys in 4 flushes and compacts everything; returns the
 /// read calls on segment files until then (opening tables reads their
 /// metadata too), the scattered opens, and the store's contents.
-fn compact(readahead: u64) -> (u64, u64, Vec<(Vec<u8>, Vec<u8>)>) {
+/// What the load and compaction read, and what the store holds after them.
+struct Compacted {
+    read_calls: u64,
+    scattered_opens: u64,
+    contents: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+fn compact(readahead: u64) -> Compacted {
     let fs = CountingFs::new(Arc::new(FaultFs::new()), is_segment);
     let reads = fs.reads();
     let db = Db::open_with_fs(Path::new("db"), options(readahead), Arc::new(fs)).unwrap();
@@ -40,19 +47,26 @@ fn compact(readahead: u64) -> (u64, u64, Vec<(Vec<u8>, Vec<u8>)>) {
     }
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     // Before the scan, which reads through the shared descriptors.
-    let (calls, opens) = (reads.calls(), reads.scattered_opens());
-    (calls, opens, scan(&db, ReadOptions::default()))
+    Compacted {
+        read_calls: reads.calls(),
+        scattered_opens: reads.scattered_opens(),
+        contents: scan(&db, ReadOptions::default()),
+    }
 }
 
 #[test]
 fn a_compaction_reads_its_tables_in_spans_through_its_own_descriptors() {
-    let (block_by_block, no_opens, plain) = compact(0);
-    let (spans, opens, read_ahead) = compact(1 << 20);
+    let plain = compact(0);
+    let read_ahead = compact(1 << 20);
+    let (block_by_block, spans) = (plain.read_calls, read_ahead.read_calls);
     assert_eq!(
-        no_opens, 0,
+        plain.scattered_opens, 0,
         "without read-ahead compactions share descriptors"
     );
-    assert!(opens > 0, "each input table gets a descriptor of its own");
+    assert!(
+        read_ahead.scattered_opens > 0,
+        "each input table gets a descriptor of its own"
+    );
     // Two merges read the four flushes' tables (1 KiB blocks): about
     // 1,300 read calls block by block, about 115 with read-ahead (one or
     // two spans per table, besides the metadata every table open reads).
@@ -64,9 +78,9 @@ fn a_compaction_reads_its_tables_in_spans_through_its_own_descriptors() {
         spans * 5 < block_by_block,
         "{spans} reads with read-ahead against {block_by_block} without"
     );
-    assert_eq!(plain.len(), 4000);
+    assert_eq!(plain.contents.len(), 4000);
     assert_eq!(
-        read_ahead, plain,
+        read_ahead.contents, plain.contents,
         "read-ahead changed what the compaction wrote"
     );
 }
