@@ -7,16 +7,7 @@ use thicketdb::{Db, Options, Profile};
 
 /// A profile's options, shrunk so a small load spans several levels.
 fn small(profile: Profile) -> Options {
-    let base = profile.options();
-    let group_compaction_bytes = base.group_compaction_bytes.min(64 << 10);
-    base.write_buffer_size(64 << 10)
-        .target_table_size(8 << 10)
-        .block_size(1024)
-        .l0_compaction_trigger(2)
-        .max_bytes_for_level_base(64 << 10)
-        .level_base_write_buffers(0)
-        .level_size_multiplier(4)
-        .group_compaction_bytes(group_compaction_bytes)
+    common::tiny_tree(profile.options(), 64 << 10).level_size_multiplier(4)
 }
 
 fn key(i: u64) -> Vec<u8> {

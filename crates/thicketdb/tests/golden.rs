@@ -9,8 +9,12 @@
 //! Regenerate (adds the current formats' generation; older ones stay):
 //! `cargo test --release -p thicketdb --test golden -- --ignored make_fixtures`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use common::tiny_tree;
 
 use thicketdb::check::check_store;
 use thicketdb::{Db, Durability, Options, Printable, Profile, ReadOptions, WriteOptions};
@@ -34,17 +38,9 @@ fn generation() -> String {
 /// Small limits so that a few hundred writes make tables on several
 /// levels (chunk splits and funk tables in the chunked layout).
 fn small(options: Options) -> Options {
-    // The smallest limits the options allow (those of tests/model.rs).
-    let group = options.group_compaction_bytes.min(32 << 10);
-    let mut o = options
-        .write_buffer_size(64 << 10)
-        .target_table_size(8 << 10)
-        .block_size(1024)
-        .l0_compaction_trigger(2)
-        .max_bytes_for_level_base(64 << 10)
-        .level_base_write_buffers(0)
+    // The shapes of tests/model.rs.
+    let mut o = tiny_tree(options, 32 << 10)
         .level_size_multiplier(2)
-        .group_compaction_bytes(group)
         .lsbm_trim_interval(0);
     o.chunk_size = 8 << 10;
     o.funk_log_limit = 2 << 10;

@@ -2,7 +2,11 @@
 //! a table's move into the buffer, lookups and range reads never see a
 //! stale version from it, and the buffer survives a reopen.
 
+mod common;
+
 use thicketdb::{Db, Options, Profile};
+
+use common::tiny_tree;
 
 fn key(i: u64) -> Vec<u8> {
     format!("a{i:07}").into_bytes()
@@ -23,16 +27,8 @@ fn value(i: u64, round: u8) -> Vec<u8> {
 /// Tiny tables and levels (L1 64 KiB, L2 640 KiB), a block cache that
 /// holds everything, no trim during the test.
 fn options() -> Options {
-    Profile::Lsbm
-        .options()
-        .write_buffer_size(64 << 10)
-        .target_table_size(8 << 10)
-        .block_size(1024)
-        .l0_compaction_trigger(2)
-        .max_bytes_for_level_base(64 << 10)
-        .level_base_write_buffers(0)
+    tiny_tree(Profile::Lsbm.options(), 0)
         .level_size_multiplier(10)
-        .group_compaction_bytes(0)
         .block_cache_size(64 << 20)
         .lsbm_trim_interval(3_600_000)
 }

@@ -816,18 +816,9 @@ fn model_all_compactions() {
 /// Every profile's options, shrunk so that flushes, multi-level
 /// compactions, group compactions and moves all happen in a short run.
 fn profile_config(profile: Profile) -> Config {
-    let base = profile.options();
-    let group_compaction_bytes = base.group_compaction_bytes.min(32 << 10);
     Config {
-        options: base
-            .write_buffer_size(64 << 10)
-            .target_table_size(8 << 10)
-            .block_size(1024)
-            .l0_compaction_trigger(2)
-            .max_bytes_for_level_base(64 << 10)
-            .level_base_write_buffers(0)
+        options: tiny_tree(profile.options(), 32 << 10)
             .level_size_multiplier(2)
-            .group_compaction_bytes(group_compaction_bytes)
             // LSbM: trim after every compaction.
             .lsbm_trim_interval(0),
         manual_compaction: true,

@@ -27,6 +27,22 @@ pub fn small_options() -> Options {
         .l0_compaction_trigger(2)
 }
 
+/// Trees many levels deep from a few thousand keys: 64 KiB memtables,
+/// 8 KiB tables of 1 KiB blocks, L0 compacted at two runs, a 64 KiB base
+/// level, and BoLT's groups cut to `max_group` bytes so a group stays a
+/// slice of such levels. Callers set the level multiplier.
+pub fn tiny_tree(options: Options, max_group: u64) -> Options {
+    let group = options.group_compaction_bytes.min(max_group);
+    options
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(1024)
+        .l0_compaction_trigger(2)
+        .max_bytes_for_level_base(64 << 10)
+        .level_base_write_buffers(0)
+        .group_compaction_bytes(group)
+}
+
 /// The directory used for stores on a `FaultFs`.
 pub fn fault_dir() -> PathBuf {
     PathBuf::from("db")
