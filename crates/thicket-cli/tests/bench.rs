@@ -211,6 +211,14 @@ fn every_workload_runs_on_every_engine_and_counts_add_up() {
             space > 0.1 && space < 50.0,
             "{ctx}: space amplification {space}"
         );
+        // The peak includes the final size, which the store reached.
+        assert!(
+            num(r, "peak_space_bytes") >= num(r, "space_bytes")
+                && num(r, "peak_space_amplification") >= space,
+            "{ctx}: peak space {} against {}",
+            r["peak_space_bytes"],
+            r["space_bytes"]
+        );
         // Writes were measured (bytes into the store), reads have none.
         let user = num(r, "user_bytes_written");
         let writes = ["put", "insert", "rmw"]

@@ -46,7 +46,7 @@ fn named_options(profile: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult
 ///
 /// ``DB(path, profile="default", create_if_missing=True, **options)`` opens
 /// (or creates) the store in directory ``path``. ``profile`` is one of
-/// ``default``, ``leveldb``, ``bolt``, ``sifr``; ``options`` are engine
+/// ``thicketdb.PROFILES``; ``options`` are engine
 /// options by name (``write_buffer_size=1 << 20``, ``compression="lz4"``,
 /// ``error_if_exists=True``, ...). Use it as a context manager, or call
 /// ``close()``. Keys and values are ``bytes``.

@@ -44,5 +44,8 @@ fn _thicketdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keyspace::Keyspace>()?;
     m.add_function(wrap_pyfunction!(destroy, m)?)?;
     m.add_function(wrap_pyfunction!(repair, m)?)?;
+    // The profile names `DB(profile=...)` accepts, in the CLI's order.
+    let profiles: Vec<&str> = thicketdb::Profile::ALL.iter().map(|p| p.name()).collect();
+    m.add("PROFILES", pyo3::types::PyTuple::new(m.py(), profiles)?)?;
     Ok(())
 }

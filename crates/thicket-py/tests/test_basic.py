@@ -1,5 +1,8 @@
 """The dict-like API, batches, iterators, snapshots and statistics."""
 
+import pathlib
+import re
+
 import pytest
 
 import thicketdb
@@ -185,6 +188,16 @@ def test_options_and_profiles(tmp_path):
         assert str(path) in repr(db)
         assert db.path == path
     assert db.closed
+
+
+def test_every_profile_opens_and_the_stub_names_them_all(tmp_path):
+    for i, profile in enumerate(thicketdb.PROFILES):
+        with thicketdb.DB(tmp_path / str(i), profile=profile) as db:
+            db.put(b"k", profile.encode())
+            assert db.get(b"k") == profile.encode()
+    stub = (pathlib.Path(thicketdb.__file__).parent / "__init__.pyi").read_text()
+    literal = re.search(r"_Profile = Literal\[(.*?)\]", stub, re.S).group(1)
+    assert re.findall(r'"([^"]+)"', literal) == list(thicketdb.PROFILES)
 
 
 def test_missing_store_without_create(tmp_path):

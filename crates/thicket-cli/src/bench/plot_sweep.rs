@@ -45,6 +45,8 @@ pub enum Metric {
     GetP95Us,
     /// `latency_by_op.put.p95` (null without puts or latencies).
     PutP95Us,
+    /// `peak_space_amplification` (null in older reports).
+    PeakSpaceAmplification,
 }
 
 impl Metric {
@@ -59,6 +61,7 @@ impl Metric {
             Metric::DeviceWriteAmplification => r.device_write_amplification,
             Metric::GetP95Us => r.latency_by_op.get("get").map(|l| l.p95),
             Metric::PutP95Us => r.latency_by_op.get("put").map(|l| l.p95),
+            Metric::PeakSpaceAmplification => r.peak_space_amplification,
         }
     }
 
@@ -68,6 +71,7 @@ impl Metric {
             Metric::DeviceWriteAmplification => "device write amplification",
             Metric::GetP95Us => "get p95 latency (µs)",
             Metric::PutP95Us => "put p95 latency (µs)",
+            Metric::PeakSpaceAmplification => "peak space over the data",
         }
     }
 }

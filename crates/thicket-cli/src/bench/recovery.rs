@@ -154,6 +154,8 @@ pub fn open(s: &Settings) -> Result<RunResult, String> {
         logical_bytes,
         space_bytes,
         space_amplification: (logical_bytes > 0).then(|| space_bytes as f64 / logical_bytes as f64),
+        peak_space_bytes: None,
+        peak_space_amplification: None,
         peak_rss_bytes: procfs::peak_rss()?,
         block_cache_hit_ratio: None,
         prefill_seconds: None,

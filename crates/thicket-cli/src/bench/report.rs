@@ -158,6 +158,14 @@ pub struct RunResult {
     /// `du` of the store after close.
     pub space_bytes: u64,
     pub space_amplification: Option<f64>,
+    /// The largest `du` of the store seen during the measured phase
+    /// (sampled every 100 ms) and after close: the space a compaction
+    /// reserves (SifrDB's Figure 9c). Absent in older reports.
+    #[serde(default)]
+    pub peak_space_bytes: Option<u64>,
+    /// `peak_space_bytes` over the live keys' key+value bytes at the end.
+    #[serde(default)]
+    pub peak_space_amplification: Option<f64>,
     pub peak_rss_bytes: u64,
     pub block_cache_hit_ratio: Option<f64>,
     /// Seconds spent loading the store before the measured phase.

@@ -4,6 +4,7 @@
 //! counters.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -184,6 +185,8 @@ impl<'a> Worker<'a> {
 /// What every thread of a phase shares.
 struct PhaseContext<'a> {
     engine: &'a dyn Engine,
+    /// The store's directory, whose size the phase samples.
+    db: &'a Path,
     space: &'a KeySpace,
     shared: &'a Shared,
     latency: LatencyMode,
@@ -222,7 +225,12 @@ struct Phase {
     /// With a writer: the other threads' operations per second.
     reader_timeline: Vec<u64>,
     hit_ratio_timeline: Vec<Option<f64>>,
+    /// The largest size of the store sampled while the phase ran.
+    peak_space_bytes: u64,
 }
+
+/// How often a phase samples the store's size for `peak_space_bytes`.
+const SPACE_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// How one thread runs: a reader or the writer, each at an optional pace.
 #[derive(Clone, Copy)]
@@ -385,6 +393,8 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
     let mut timeline = Timeline::new(start);
     let mut reader_timeline = Timeline::new(start);
     let mut hit_ratios = HitRatioSeries::new(ctx.engine);
+    let mut peak_space_bytes = 0;
+    let mut next_space_sample = start;
     let has_writer = plan.writer.is_some();
     let results: Vec<Result<ThreadStats, String>> = std::thread::scope(|scope| {
         let signals = &signals;
@@ -412,6 +422,14 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
             timeline.tick(done);
             reader_timeline.tick(signals.readers_done.load(Ordering::Relaxed));
             hit_ratios.tick(ctx.engine, start.elapsed().as_secs() as usize);
+            if Instant::now() >= next_space_sample {
+                // A file removed while it is walked reads as an error: skip
+                // that sample, the next one sees the directory settled.
+                if let Ok(bytes) = procfs::disk_usage(ctx.db) {
+                    peak_space_bytes = peak_space_bytes.max(bytes);
+                }
+                next_space_sample = Instant::now() + SPACE_SAMPLE_EVERY;
+            }
             if start.elapsed() > PROGRESS_AFTER && bar.is_hidden() {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
             }
@@ -447,6 +465,7 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
         timeline,
         reader_timeline,
         hit_ratio_timeline: hit_ratios.seconds,
+        peak_space_bytes,
     })
 }
 
@@ -484,7 +503,7 @@ fn prefill(
 
 /// Seconds spent waiting for the engine's background work, then for the
 /// kernel to write the store's dirty pages back (`procfs::write_back`).
-fn settle(engine: &dyn Engine, db: &std::path::Path) -> Result<f64, String> {
+fn settle(engine: &dyn Engine, db: &Path) -> Result<f64, String> {
     let start = Instant::now();
     engine.wait_for_compactions()?;
     procfs::write_back(db)?;
@@ -584,6 +603,7 @@ pub fn load(engine: &dyn Engine, s: &Settings) -> Result<f64, String> {
     let shared = Shared::default();
     let ctx = PhaseContext {
         engine,
+        db: &s.db,
         space: &space,
         shared: &shared,
         latency: s.latency,
@@ -616,6 +636,7 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
     let shared = Shared::default();
     let ctx = PhaseContext {
         engine: &*engine,
+        db: &s.db,
         space: &space,
         shared: &shared,
         latency: s.latency,
@@ -706,6 +727,11 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         logical_bytes,
         space_bytes,
         space_amplification: per(Some(space_bytes), logical_bytes),
+        peak_space_bytes: Some(m.phase.peak_space_bytes.max(space_bytes)),
+        peak_space_amplification: per(
+            Some(m.phase.peak_space_bytes.max(space_bytes)),
+            logical_bytes,
+        ),
         peak_rss_bytes: procfs::peak_rss()?,
         block_cache_hit_ratio: match (hits, misses) {
             (Some(h), Some(m)) if h + m > 0 => Some(h as f64 / (h + m) as f64),

@@ -18,9 +18,10 @@ from ._errors import (
     NoSpaceError,
     NotFoundError,
 )
-from ._thicketdb import DB, Iterator, Keyspace, Snapshot, WriteBatch, destroy, repair
+from ._thicketdb import PROFILES, DB, Iterator, Keyspace, Snapshot, WriteBatch, destroy, repair
 
 __all__ = [
+    "PROFILES",
     "DB",
     "Iterator",
     "Keyspace",

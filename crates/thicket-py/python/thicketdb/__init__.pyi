@@ -20,6 +20,12 @@ from ._errors import (
 _T = TypeVar("_T")
 _Path = Union[str, "os.PathLike[str]"]
 _Item = Union[bytes, Tuple[bytes, bytes], None]
+# The names in PROFILES (tests/test_basic.py checks that they agree).
+_Profile = Literal[
+    "default", "leveldb", "bolt", "size-tiered", "sifr", "sifr-bolt", "lsbm", "triad", "yodb"
+]
+
+PROFILES: Tuple[str, ...]
 
 class Iterator(_Iterator[Any]):
     """Yields (key, value) tuples, keys only (values=False) or values only (keys=False)."""
@@ -113,7 +119,7 @@ class DB(_Data):
     def __init__(
         self,
         path: _Path,
-        profile: Literal["default", "leveldb", "bolt", "sifr", "lsbm", "triad"] = "default",
+        profile: _Profile = "default",
         create_if_missing: bool = True,
         **options: Union[int, str, bool],
     ) -> None: ...
@@ -129,7 +135,7 @@ class DB(_Data):
     def create_keyspace(
         self,
         name: str,
-        profile: Literal["default", "leveldb", "bolt", "sifr", "lsbm", "triad"] = "default",
+        profile: _Profile = "default",
         **options: Union[int, str, bool],
     ) -> Keyspace: ...
     def keyspace(self, name: str) -> Keyspace: ...

@@ -7,6 +7,9 @@
 //! ranges overlap tables of another input run are rewritten: the others join
 //! the new run by metadata (split storing), so a sequential load has a write
 //! amplification close to 1. The last level merges its own runs into one.
+//! Without split storing (`tiered_split_storing=false`) every input table is
+//! rewritten: the plain Size-Tiered / stepped merge SifrDB is measured
+//! against.
 //! With several compaction threads a level may briefly hold more than
 //! `runs_per_level` runs: merges from the level above add runs while its
 //! own merge runs.
@@ -22,6 +25,9 @@ use crate::version::{TableMeta, Version, NUM_LEVELS};
 #[derive(Debug)]
 pub struct TieredPolicy {
     runs_per_level: usize,
+    /// Whether tables overlapping no other input move instead of being
+    /// rewritten.
+    split_storing: bool,
     /// A merge reading at least this many bytes is journaled (0: never).
     journal_bytes: u64,
 }
@@ -30,6 +36,7 @@ impl TieredPolicy {
     pub fn new(options: &Options) -> TieredPolicy {
         TieredPolicy {
             runs_per_level: options.runs_per_level.max(2),
+            split_storing: options.tiered_split_storing,
             journal_bytes: (options.early_cleaning_threshold as u64)
                 .saturating_mul(options.target_table_size),
         }
@@ -64,7 +71,8 @@ impl TieredPolicy {
                     version.levels[level].runs.len(),
                     self.runs_per_level
                 );
-                merge_level(version, level, reason).filter(|t| busy.admits(&self.claim(t, busy)))
+                self.merge_level(version, level, reason)
+                    .filter(|t| busy.admits(&self.claim(t, busy)))
             })
     }
 
@@ -98,29 +106,34 @@ impl TieredPolicy {
         if runs == 0 || (last && runs < 2) {
             return None;
         }
-        merge_level(version, level, format!("manual compaction of L{level}"))
+        self.merge_level(version, level, format!("manual compaction of L{level}"))
     }
-}
 
-/// All runs of `level` into one new run of the next level.
-fn merge_level(version: &Version, level: usize, reason: String) -> Option<CompactionTask> {
-    let runs = &version.levels[level].runs;
-    if runs.is_empty() {
-        return None;
+    /// All runs of `level` into one new run of the next level.
+    fn merge_level(
+        &self,
+        version: &Version,
+        level: usize,
+        reason: String,
+    ) -> Option<CompactionTask> {
+        let runs = &version.levels[level].runs;
+        if runs.is_empty() {
+            return None;
+        }
+        let items: Vec<(usize, u64, Arc<TableMeta>)> = runs
+            .iter()
+            .flat_map(|r| r.tables.iter().map(move |t| (level, r.id, t.clone())))
+            .collect();
+        let (merges, moves) = split_components(items, &version.order, |_, _| self.split_storing);
+        Some(CompactionTask {
+            merges,
+            moves,
+            output_level: (level + 1).min(NUM_LEVELS - 1),
+            output_run: None,
+            reason,
+            compact_pointer: None,
+        })
     }
-    let items: Vec<(usize, u64, Arc<TableMeta>)> = runs
-        .iter()
-        .flat_map(|r| r.tables.iter().map(move |t| (level, r.id, t.clone())))
-        .collect();
-    let (merges, moves) = split_components(items, &version.order, |_, _| true);
-    Some(CompactionTask {
-        merges,
-        moves,
-        output_level: (level + 1).min(NUM_LEVELS - 1),
-        output_run: None,
-        reason,
-        compact_pointer: None,
-    })
 }
 
 #[cfg(test)]
@@ -218,6 +231,28 @@ mod tests {
         moved.sort_unstable();
         assert_eq!(moved, vec![101, 103]);
         assert!(task.all_tables().all(|t| t.id != 104));
+    }
+
+    #[test]
+    fn without_split_storing_a_merge_rewrites_every_table() {
+        let v = version(&[
+            (0, 10, "a", "c"),
+            (0, 10, "m", "n"),
+            (0, 11, "b", "d"),
+            (0, 12, "x", "z"),
+        ]);
+        let size_tiered = TieredPolicy::new(&Options {
+            runs_per_level: 3,
+            tiered_split_storing: false,
+            early_cleaning_threshold: 0,
+            ..Options::default()
+        });
+        let task = size_tiered.pick(&v, &Busy::default()).unwrap();
+        assert!(task.moves.is_empty(), "nothing moves by metadata");
+        let mut rewritten: Vec<u64> = task.all_tables().map(|t| t.id).collect();
+        rewritten.sort_unstable();
+        assert_eq!(rewritten, vec![100, 101, 102, 103]);
+        assert_eq!(task.merges.len(), 3, "disjoint groups still merge apart");
     }
 
     #[test]

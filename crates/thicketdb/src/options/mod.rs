@@ -241,6 +241,11 @@ options! {
         compaction_policy: PolicyKind = PolicyKind::Leveled; keyspace, lsm,
         /// Tiered: runs a level holds before they are merged into the next.
         runs_per_level: usize = 4; keyspace, lsm,
+        /// Tiered: a merge moves the input tables that overlap no other
+        /// input into the new run by metadata, rewriting only overlaps
+        /// (SifrDB's split storing); false rewrites every input table, as
+        /// Size-Tiered and the stepped merge do.
+        tiered_split_storing: bool = true; keyspace, lsm,
         /// Background threads running compactions (flushes have their own).
         /// Tasks on disjoint key ranges and levels run concurrently.
         compaction_threads: usize = 1; store, lsm,
@@ -537,6 +542,15 @@ impl Options {
         if self.runs_per_level < 2 {
             return bad("runs_per_level must be at least 2");
         }
+        // Early cleaning releases the input tables a checkpoint has
+        // consumed, and a resumed merge moves the ones it has not touched:
+        // both need the split storing of the runs.
+        if self.compaction_policy == PolicyKind::Tiered
+            && !self.tiered_split_storing
+            && self.early_cleaning_threshold > 0
+        {
+            return bad("tiered_split_storing=false needs early_cleaning_threshold=0");
+        }
         if self.compaction_threads == 0 || self.compaction_threads > MAX_COMPACTION_THREADS {
             return Err(Error::InvalidArgument(format!(
                 "compaction_threads must be between 1 and {MAX_COMPACTION_THREADS}"
@@ -826,6 +840,12 @@ mod tests {
         assert!(o.validate().is_err());
         assert!("nope".parse::<Profile>().is_err());
         assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+        // Early cleaning resumes and releases by split storing.
+        let mut forest = Profile::SizeTiered.options();
+        forest.validate().unwrap();
+        forest.set("early_cleaning_threshold", "10").unwrap();
+        let e = forest.validate().unwrap_err();
+        assert!(e.to_string().contains("tiered_split_storing"), "{e}");
     }
 
     #[test]
@@ -965,10 +985,26 @@ mod tests {
             "settled_compaction",
             "segment_descriptor_cache",
         ];
+        let size_tiered = Profile::SizeTiered.options();
         let sifr_techniques = ["compaction_policy", "flush_one_table", "search_threads"];
+        // Size-Tiered is the forest alone; SifrDB adds split storing (with
+        // flushes split too), early cleaning and parallel search to it.
+        let forest = [
+            "compaction_policy",
+            "tiered_split_storing",
+            "early_cleaning_threshold",
+        ];
+        let split_forest = [
+            "tiered_split_storing",
+            "early_cleaning_threshold",
+            "flush_one_table",
+            "search_threads",
+        ];
         for (base, profile, techniques) in [
             (&leveldb, &bolt, &bolt_techniques[..]),
             (&leveldb, &sifr, &sifr_techniques[..]),
+            (&leveldb, &size_tiered, &forest[..]),
+            (&size_tiered, &sifr, &split_forest[..]),
             (
                 &sifr,
                 &Profile::SifrBolt.options(),

@@ -21,6 +21,12 @@ pub enum Profile {
     /// ones released by hole punching), group compaction of up to 64 MiB,
     /// settled compaction and the shared descriptor cache.
     Bolt,
+    /// Size-Tiered, SifrDB's baseline forest: `leveldb` with a full level's
+    /// runs merged into one new run of the next level (four runs per
+    /// level), every input table rewritten, inputs released only when the
+    /// merge ends, serial search. The paper re-implemented Cassandra's
+    /// Size-Tiered on LevelDB's code; so is this.
+    SizeTiered,
     /// SifrDB: `leveldb` with the tiered split forest (four runs per level
     /// of 2 MiB tables), early cleaning with its journal and redirection,
     /// and parallel search.
@@ -53,6 +59,7 @@ impl Profile {
         Profile::Default,
         Profile::LevelDb,
         Profile::Bolt,
+        Profile::SizeTiered,
         Profile::Sifr,
         Profile::SifrBolt,
         Profile::Lsbm,
@@ -66,6 +73,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::LevelDb => "leveldb",
             Profile::Bolt => "bolt",
+            Profile::SizeTiered => "size-tiered",
             Profile::Sifr => "sifr",
             Profile::SifrBolt => "sifr-bolt",
             Profile::Lsbm => "lsbm",
@@ -110,6 +118,16 @@ impl Profile {
             memtable_bloom_size_ratio: 0.0,
             ..Options::default()
         };
+        let size_tiered = Options {
+            // The forest: a full level's runs merge into one new run of
+            // the next, four runs per level (the paper's growth factor for
+            // forests); a flush is one tree, stored as one table.
+            compaction_policy: PolicyKind::Tiered,
+            runs_per_level: 4,
+            tiered_split_storing: false,
+            early_cleaning_threshold: 0,
+            ..leveldb.clone()
+        };
         let sifr = Options {
             // The split forest: a full level's runs merge into one new run
             // of the next, of 2 MiB sub-trees (flushes split too: every
@@ -138,6 +156,7 @@ impl Profile {
                 segment_descriptor_cache: true,
                 ..leveldb
             },
+            Profile::SizeTiered => size_tiered,
             Profile::Sifr => sifr,
             Profile::SifrBolt => Options {
                 compaction_file: true,
