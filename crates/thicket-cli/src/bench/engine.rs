@@ -167,8 +167,10 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;
-        // An explicit L1 target replaces one derived from the memtable.
+        // An explicit L1 target replaces one derived from the memtable,
+        // and the L0 counts derived with it.
         o.level_base_write_buffers = 0;
+        o.level_sizing_from_memtable = false;
     }
     if let Some(bytes) = s.table_bytes {
         o.target_table_size = bytes;
