@@ -334,4 +334,19 @@ mod tests {
         // An explicit option still wins.
         assert_eq!(threads("yodb", 3, &["chunk_rebalance_threads=1"]).1, 1);
     }
+
+    /// `--level-base-mb` is taken as given: no ceiling derived from the
+    /// memtable, no L0 counts raised (the LSbM reproduction's shape).
+    #[test]
+    fn an_explicit_level_base_turns_off_memtable_derived_sizing() {
+        let derived = thicket_options(&settings("default", 2, &[])).unwrap();
+        assert!(derived.level_sizing_from_memtable);
+        assert_eq!(derived.level_base_bytes(), 10 << 20, "ten 1 MiB memtables");
+        let mut s = settings("default", 2, &[]);
+        s.level_base_bytes = Some(64 << 20);
+        let explicit = thicket_options(&s).unwrap();
+        assert!(!explicit.level_sizing_from_memtable);
+        assert_eq!(explicit.level_base_bytes(), 64 << 20);
+        assert_eq!(explicit.l0_stall_triggers(), (8, 12));
+    }
 }
