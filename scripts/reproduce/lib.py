@@ -37,8 +37,9 @@ def cpu_name():
 class Reproduction:
     """One paper's run: arguments, the output folder, the report."""
 
-    def __init__(self, name, doc):
-        parser = argparse.ArgumentParser(prog=f"scripts/reproduce/{name}", description=doc,
+    def __init__(self, name, doc, add_arguments=None, prog=None):
+        """`add_arguments(parser)` adds a script's own options."""
+        parser = argparse.ArgumentParser(prog=prog or f"scripts/reproduce/{name}", description=doc,
                                          formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.add_argument("--quick", action="store_true",
                             help="a smoke run of at most 2 minutes (CI)")
@@ -46,6 +47,8 @@ class Reproduction:
         parser.add_argument("--reuse", action="store_true",
                             help="read each invocation's JSON from --out where it exists instead of "
                                  "running it again (redraws tables and plots)")
+        if add_arguments:
+            add_arguments(parser)
         self.args = parser.parse_args()
         self.quick = self.args.quick
         self.name = name

@@ -151,6 +151,54 @@ fn dynamic_level_sizing_fills_the_last_level_and_leaves_the_upper_ones_empty() {
     assert_eq!(tables[last], 0, "and never reaches L6 here: {tables:?}");
 }
 
+/// `level_sizing_from_memtable` (issue 38): under small memtables the
+/// base level's ceiling is ten memtables rather than the configured
+/// 256 MiB, so a store many memtables large gets a base level above the
+/// last one, and L0 compactions stop rewriting the whole store; switched
+/// off, every L0 compaction merges into the one level holding it all.
+#[test]
+fn small_memtables_get_a_base_level_above_the_last_and_fewer_rewrites() {
+    let scrambled = (0..30_000u64).map(|i| (i * 7919) % 30_000);
+    let follows = Profile::Default
+        .options()
+        .write_buffer_size(64 << 10)
+        .target_table_size(8 << 10)
+        .block_size(1024);
+    assert!(
+        follows.level_sizing_from_memtable,
+        "on in the default profile"
+    );
+    let (_d, db) = load_with(follows.clone(), scrambled.clone());
+    db.wait_for_compactions().unwrap();
+    let derived = db.stats();
+    let last = derived.level_bytes_written.len() - 1;
+    // Compactions wrote into a level above the last one (which group
+    // compaction may have emptied into the last one since).
+    let written = &derived.level_bytes_written;
+    assert!(
+        written[last] > 0 && written[1..last].iter().any(|&b| b > 0),
+        "a base level above the last: {written:?}"
+    );
+    for i in (0..30_000).step_by(97) {
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![b'v'; 100]));
+    }
+
+    let (_d, db) = load_with(follows.level_sizing_from_memtable(false), scrambled);
+    db.wait_for_compactions().unwrap();
+    let configured = db.stats();
+    let written = &configured.level_bytes_written;
+    assert!(
+        written[1..last].iter().all(|&b| b == 0),
+        "the 256 MiB ceiling keeps the store in the last level: {written:?}"
+    );
+    assert!(
+        derived.compaction_bytes_written * 4 < configured.compaction_bytes_written * 3,
+        "derived {} bytes against configured {}",
+        derived.compaction_bytes_written,
+        configured.compaction_bytes_written
+    );
+}
+
 fn sifr_journaled() -> Options {
     small(Profile::Sifr).early_cleaning_threshold(2)
 }

@@ -813,6 +813,30 @@ fn model_all_compactions() {
     }
 }
 
+/// `default` with level sizing derived from its 64 KiB memtables
+/// (`level_sizing_from_memtable`): a base-level ceiling of two memtables
+/// (multiplier 2) that the store outgrows, L0 counts raised to 20/36
+/// that write bursts fill, background and manual compactions, process
+/// crashes on `FaultFs`.
+#[test]
+fn model_level_sizing_from_memtable() {
+    let options = small_options()
+        .target_table_size(8 << 10)
+        .level_size_multiplier(2);
+    assert!(options.level_sizing_from_memtable);
+    assert_eq!(options.level_base_bytes(), 128 << 10);
+    assert_eq!(options.l0_stall_triggers(), (20, 36));
+    let config = Config {
+        options,
+        manual_compaction: true,
+        write_bursts: true,
+        keyspaces: false,
+    };
+    for seed in seeds(&[401, 402]) {
+        run(seed, ops(OPS), fault(), config.clone());
+    }
+}
+
 /// Every profile's options, shrunk so that flushes, multi-level
 /// compactions, group compactions and moves all happen in a short run.
 fn profile_config(profile: Profile) -> Config {

@@ -142,6 +142,8 @@ pub struct BenchArgs {
     pub read_rate: Option<f64>,
     /// L1's target size, MiB (ThicketDB's and RocksDB's
     /// `max_bytes_for_level_base`; default: each profile's, RocksDB's).
+    /// ThicketDB then keeps it and its L0 counts as configured
+    /// (`level_sizing_from_memtable=false`).
     /// fjall has no such setting, so it is refused with fjall.
     #[arg(long, value_name = "MB")]
     pub level_base_mb: Option<u64>,

@@ -167,8 +167,10 @@ pub fn thicket_options(s: &Settings) -> EngineResult<Options> {
     o.compression = s.compression.parse().map_err(|e| format!("{e}"))?;
     if let Some(bytes) = s.level_base_bytes {
         o.max_bytes_for_level_base = bytes;
-        // An explicit L1 target replaces one derived from the memtable.
+        // An explicit L1 target replaces one derived from the memtable,
+        // and the L0 counts derived with it.
         o.level_base_write_buffers = 0;
+        o.level_sizing_from_memtable = false;
     }
     if let Some(bytes) = s.table_bytes {
         o.target_table_size = bytes;
@@ -331,5 +333,20 @@ mod tests {
         assert_eq!(threads("yodb", 0, &[]).1, 0);
         // An explicit option still wins.
         assert_eq!(threads("yodb", 3, &["chunk_rebalance_threads=1"]).1, 1);
+    }
+
+    /// `--level-base-mb` is taken as given: no ceiling derived from the
+    /// memtable, no L0 counts raised (the LSbM reproduction's shape).
+    #[test]
+    fn an_explicit_level_base_turns_off_memtable_derived_sizing() {
+        let derived = thicket_options(&settings("default", 2, &[])).unwrap();
+        assert!(derived.level_sizing_from_memtable);
+        assert_eq!(derived.level_base_bytes(), 10 << 20, "ten 1 MiB memtables");
+        let mut s = settings("default", 2, &[]);
+        s.level_base_bytes = Some(64 << 20);
+        let explicit = thicket_options(&s).unwrap();
+        assert!(!explicit.level_sizing_from_memtable);
+        assert_eq!(explicit.level_base_bytes(), 64 << 20);
+        assert_eq!(explicit.l0_stall_triggers(), (8, 12));
     }
 }

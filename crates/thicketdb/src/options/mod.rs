@@ -268,6 +268,17 @@ options! {
         /// `level_compaction_dynamic_level_bytes` (false: L1 gets
         /// `max_bytes_for_level_base`, as LevelDB).
         dynamic_level_bytes: bool = true; keyspace, lsm,
+        /// Leveled: level sizing follows `write_buffer_size`. Unless
+        /// `level_base_write_buffers` says otherwise, the base level's
+        /// ceiling is `level_size_multiplier` memtables, at most
+        /// `max_bytes_for_level_base` (L0 counts as a level of about one
+        /// memtable, as LSbM's r-times levels); and L0 may hold
+        /// `max_bytes_for_level_base` of small runs before writes slow,
+        /// up to RocksDB's 20 runs (slowdown) and 36 (stop). Under 1 MiB
+        /// memtables a 256 MiB base level was rewritten by every L0
+        /// compaction of 4 MiB (device write amplification 24 against
+        /// RocksDB's 9; issue 38). false: the configured bytes and counts.
+        level_sizing_from_memtable: bool = true; keyspace, lsm,
         /// BoLT compaction file: all tables of a flush or compaction in one
         /// segment with one fsync (false: one segment and fsync per table).
         compaction_file: bool = true; keyspace, lsm,
@@ -505,9 +516,37 @@ impl Options {
     /// `max_bytes_for_level_base`.
     pub fn level_base_bytes(&self) -> u64 {
         match self.level_base_write_buffers {
+            0 if self.level_sizing_from_memtable => self.max_bytes_for_level_base.min(
+                self.write_buffer_size
+                    .saturating_mul(self.level_size_multiplier.max(1)),
+            ),
             0 => self.max_bytes_for_level_base,
             n => self.write_buffer_size.saturating_mul(n),
         }
+    }
+
+    /// The L0 runs from which writes slow down and at which they stop.
+    /// With `level_sizing_from_memtable`, the slowdown count rises to the
+    /// runs of `max_bytes_for_level_base` (so that L0 may hold the bytes
+    /// the counts give large memtables) up to RocksDB's 20, and the stop
+    /// count rises along the line from the configured pair to RocksDB's
+    /// (20, 36); never below the configured counts.
+    pub fn l0_stall_triggers(&self) -> (usize, usize) {
+        let (slow, stop) = (self.l0_slowdown_writes_trigger, self.l0_stop_writes_trigger);
+        if !self.level_sizing_from_memtable || slow >= ROCKSDB_L0_SLOWDOWN {
+            return (slow, stop);
+        }
+        let runs = self
+            .max_bytes_for_level_base
+            .div_ceil(self.write_buffer_size.max(1));
+        let raised = usize::try_from(runs)
+            .unwrap_or(usize::MAX)
+            .clamp(slow, ROCKSDB_L0_SLOWDOWN);
+        // The stop count keeps at least the slowdown's rise, so it never
+        // falls below the raised slowdown count.
+        let span = ROCKSDB_L0_SLOWDOWN - slow;
+        let stop_span = ROCKSDB_L0_STOP.saturating_sub(stop).max(span);
+        (raised, stop + (raised - slow) * stop_span / span)
     }
 
     /// Rejects combinations the engine cannot run with.
@@ -764,6 +803,12 @@ impl Options {
     }
 }
 
+/// RocksDB's default L0 slowdown and stop counts
+/// (`level0_slowdown_writes_trigger`, `level0_stop_writes_trigger`), the
+/// most `level_sizing_from_memtable` raises the configured ones to.
+const ROCKSDB_L0_SLOWDOWN: usize = 20;
+const ROCKSDB_L0_STOP: usize = 36;
+
 const OPTIONS_HEADER: &str = "thicketdb-options 1";
 
 /// The file in a store's directory that records its options.
@@ -946,6 +991,53 @@ mod tests {
             .max_bytes_for_level_base(3 << 20);
         assert_eq!(fixed.level_base_bytes(), 3 << 20);
         assert_eq!(Profile::LevelDb.options().level_base_bytes(), 10 << 20);
+    }
+
+    #[test]
+    fn the_base_level_follows_small_memtables_up_to_the_configured_ceiling() {
+        let mib = 1 << 20;
+        let default = Options::default();
+        assert!(default.level_sizing_from_memtable && default.dynamic_level_bytes);
+        for (memtable, base) in [(1, 10), (4, 40), (16, 160), (64, 256), (256, 256)] {
+            let o = default.clone().write_buffer_size(memtable * mib);
+            assert_eq!(o.level_base_bytes(), base * mib, "{memtable} MiB memtables");
+            let off = o.level_sizing_from_memtable(false);
+            assert_eq!(off.level_base_bytes(), 256 * mib, "switched off");
+        }
+        // An explicit count of memtables still wins.
+        let o = default.write_buffer_size(mib).level_base_write_buffers(3);
+        assert_eq!(o.level_base_bytes(), 3 * mib);
+    }
+
+    #[test]
+    fn l0_stall_counts_rise_with_small_memtables_to_rocksdbs() {
+        let mib = 1 << 20;
+        let default = Options::default();
+        assert_eq!(
+            (
+                default.l0_slowdown_writes_trigger,
+                default.l0_stop_writes_trigger
+            ),
+            (8, 12)
+        );
+        // 256 MiB of L0 is 4 runs of 64 MiB (the counts stay), 16 of
+        // 16 MiB, 64 of 4 MiB (capped at RocksDB's 20 and 36).
+        for (memtable, counts) in [(64, (8, 12)), (32, (8, 12)), (16, (16, 28)), (4, (20, 36))] {
+            let o = default.clone().write_buffer_size(memtable * mib);
+            assert_eq!(o.l0_stall_triggers(), counts, "{memtable} MiB memtables");
+            let off = o.level_sizing_from_memtable(false);
+            assert_eq!(off.l0_stall_triggers(), (8, 12), "switched off");
+        }
+        // Configured counts above RocksDB's are kept; a stop count above
+        // RocksDB's never falls below the raised slowdown count.
+        let high = default.clone().write_buffer_size(mib);
+        let high = high
+            .l0_slowdown_writes_trigger(30)
+            .l0_stop_writes_trigger(40);
+        assert_eq!(high.l0_stall_triggers(), (30, 40));
+        let wide = default.write_buffer_size(mib).l0_stop_writes_trigger(50);
+        let (slow, stop) = wide.l0_stall_triggers();
+        assert!(slow == 20 && stop >= 50, "{slow} {stop}");
     }
 
     #[test]

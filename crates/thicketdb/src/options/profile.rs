@@ -95,6 +95,8 @@ impl Profile {
             // LevelDB's fixed level targets, L1 first.
             max_bytes_for_level_base: 10 << 20,
             dynamic_level_bytes: false,
+            // LevelDB's configured counts, whatever the memtable.
+            level_sizing_from_memtable: false,
             // LevelDB's single compaction thread.
             compaction_threads: 1,
             // One table per file, one fsync per table, one victim per
@@ -182,6 +184,8 @@ impl Profile {
                 // The buffer's pacing and its RangeHot figures are measured
                 // with LevelDB's fixed targets; dynamic sizing is not.
                 dynamic_level_bytes: false,
+                // Its L0 counts too (L1 already follows the memtable).
+                level_sizing_from_memtable: false,
                 ..Options::default()
             },
             Profile::Triad => Options {

@@ -197,6 +197,31 @@ mod tests {
     }
 
     #[test]
+    fn small_memtables_lower_the_base_level_ceiling() {
+        // 1 MiB memtables: the ceiling is ten of them, so 116 MiB in L6
+        // (the size of a 1M-key fill of 100-byte values) gets L4 as base
+        // level (L5's 11.6 MiB is above the ceiling), where the configured
+        // 256 MiB ceiling kept L6 as base level: every L0 compaction then
+        // rewrote it all.
+        let small = Options {
+            level_sizing_from_memtable: true,
+            write_buffer_size: MIB,
+            ..options(true)
+        };
+        let t = dynamic(&small, &sizes(0, &[(6, 116 * MIB)]), 0);
+        assert_eq!(t.base, 4);
+        assert_eq!(t.bytes[4], 10 * MIB, "raised to the ceiling");
+        assert!(near(t.bytes[5], 116 * MIB / 10));
+        assert!(near(t.bytes[6], 116 * MIB));
+        let fixed_ceiling = Options {
+            level_sizing_from_memtable: false,
+            ..small
+        };
+        let t = dynamic(&fixed_ceiling, &sizes(0, &[(6, 116 * MIB)]), 0);
+        assert_eq!(t.base, 6);
+    }
+
+    #[test]
     fn a_backlogged_l0_widens_the_base_level() {
         let t = dynamic(
             &options(true),

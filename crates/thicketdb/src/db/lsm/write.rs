@@ -312,17 +312,16 @@ impl Room {
         let l0_runs = sv.version.levels[0].runs.len();
         let pending = sv.pending_compaction_bytes;
         let compacting = !opts.disable_auto_compactions;
+        let (l0_slowdown, l0_stop) = opts.l0_stall_triggers();
         Room {
             slow: !force
                 && compacting
-                && (l0_runs >= opts.l0_slowdown_writes_trigger
-                    || pending >= opts.soft_pending_compaction_bytes),
+                && (l0_runs >= l0_slowdown || pending >= opts.soft_pending_compaction_bytes),
             full: sv.mem.approximate_size() >= opts.write_buffer_size,
             stop: sv.imms.len() >= opts.max_immutable_memtables
                 || (!force
                     && compacting
-                    && (l0_runs >= opts.l0_stop_writes_trigger
-                        || pending >= opts.hard_pending_compaction_bytes)),
+                    && (l0_runs >= l0_stop || pending >= opts.hard_pending_compaction_bytes)),
         }
     }
 }
