@@ -40,7 +40,7 @@ pub enum Profile {
     /// that buffer runs fill in key order, and a table cache for 5000
     /// tables (the buffer's are opened by lookups too).
     Lsbm,
-    /// TRIAD: the `default` leveled tree with fixed level targets and every
+    /// TRIAD: the `default` leveled tree (dynamic level sizing) and every
     /// TRIAD technique: TRIAD-MEM (hot keys stay in memory at flush, and
     /// FLUSH_TH: a full memtable of few distinct keys rewrites its log
     /// instead of flushing), TRIAD-DISK (deferred L0 compaction) and
