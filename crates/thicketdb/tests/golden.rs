@@ -1,6 +1,7 @@
 //! Golden on-disk fixtures: small stores committed under `tests/fixtures`,
 //! one per profile (and YoDB's asynchronous durability, whose store has a
-//! `CHECKPOINT`), in a directory per generation of the on-disk formats
+//! `CHECKPOINT`, and SifrDB mid-way through a journaled merge), in a
+//! directory per generation of the on-disk formats
 //! (`manifest<V>-chunks<V>`). Every later build must open them and read
 //! back exactly the contents the generator wrote, so a format change that
 //! breaks existing stores fails here (`docs/format.md`, *Golden
@@ -14,10 +15,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use common::tiny_tree;
 
 use thicketdb::check::check_store;
+use thicketdb::io::fault::{FaultFs, FaultKind};
+use thicketdb::io::FileSystem;
 use thicketdb::{Db, Durability, Options, Printable, Profile, ReadOptions, WriteOptions};
 
 /// Per keyspace, its keys and values.
@@ -50,17 +54,87 @@ fn small(options: Options) -> Options {
     o
 }
 
-/// Every fixture: its name and the options it is written with.
-fn fixtures() -> Vec<(String, Options)> {
-    let mut all: Vec<(String, Options)> = Profile::ALL
+/// Writes a fixture's store into a directory with the given options and
+/// returns what it must hold.
+type Writer = fn(&Path, &Options) -> Contents;
+
+/// Every fixture: its name, the options it is written with and its writer.
+fn fixtures() -> Vec<(String, Options, Writer)> {
+    let mut all: Vec<(String, Options, Writer)> = Profile::ALL
         .iter()
-        .map(|&p| (p.name().to_string(), small(p.options())))
+        .map(|&p| {
+            (
+                p.name().to_string(),
+                small(p.options()),
+                write_store as Writer,
+            )
+        })
         .collect();
     all.push((
         "yodb-async".to_string(),
         small(Profile::YoDb.options()).durability(Durability::Async),
+        write_store,
+    ));
+    all.push((
+        MID_MERGE.to_string(),
+        mid_merge_options(),
+        write_mid_merge_store,
     ));
     all
+}
+
+/// SifrDB's store left in the middle of a journaled merge.
+const MID_MERGE: &str = "sifr-mid-merge";
+
+/// `sifr` checkpointing its merges every two tables; L0 holds every run
+/// until a manual compaction merges them (as in `tests/compaction.rs`).
+fn mid_merge_options() -> Options {
+    small(Profile::Sifr.options())
+        .early_cleaning_threshold(2)
+        .disable_auto_compactions(true)
+        .runs_per_level(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+        .l0_compaction_trigger(1000)
+}
+
+/// Writes a store whose L0 merge ran out of disk space after a few of its
+/// checkpoints: the MANIFEST holds the merge journal (the interim run, the
+/// inputs released, where to resume) that opening must honour. Written on
+/// a `FaultFs` (where the disk fills on cue), then copied to `dir` as a
+/// process exit leaves it.
+fn write_mid_merge_store(dir: &Path, options: &Options) -> Contents {
+    let fs = FaultFs::new();
+    let at = PathBuf::from("db");
+    let db = Db::open_with_fs(&at, options.clone(), Arc::new(fs.clone())).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..2u32 {
+        for i in (0..1200u32).filter(|i| round == 0 || i % 3 == 0) {
+            db.put(key(i), value(i, round)).unwrap();
+            model.insert(key(i), value(i, round));
+        }
+        for i in (0..1200u32).filter(|i| i % (11 + round) == 0) {
+            db.delete(key(i)).unwrap();
+            model.remove(&key(i));
+        }
+        db.flush().unwrap();
+    }
+    assert!(db.stats().runs_per_level[0] > 2, "{:?}", db.stats());
+    // Room for a few checkpoints of the L0 merge, not for all of it.
+    fs.fail_after_bytes(80 << 10, FaultKind::NoSpace);
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    assert!(db.stats().merge_checkpoints > 0, "{:?}", db.stats());
+    drop(db);
+    fs.clear_faults();
+    std::fs::create_dir_all(dir).unwrap();
+    for file in fs.file_names() {
+        let name = file.file_name().unwrap();
+        if name != "LOCK" {
+            std::fs::write(dir.join(name), fs.read_to_vec(&file).unwrap()).unwrap();
+        }
+    }
+    [("default".to_string(), model)].into()
 }
 
 fn value(i: u32, round: u32) -> Vec<u8> {
@@ -167,7 +241,7 @@ fn recorded_options(dir: &Path) -> Options {
 #[ignore = "writes the fixtures of the current formats into the source tree"]
 fn make_fixtures() {
     let root = fixtures_root().join(generation());
-    for (name, options) in fixtures() {
+    for (name, options, write) in fixtures() {
         let fixture = root.join(&name);
         // A committed fixture is the reference: only missing ones (a new
         // profile, a new generation) are written. Delete one to rewrite it.
@@ -175,7 +249,7 @@ fn make_fixtures() {
             continue;
         }
         let store = fixture.join("store");
-        let model = write_store(&store, &options);
+        let model = write(&store, &options);
         // The LOCK file is the store's, not data: a fresh open makes it.
         let _ = std::fs::remove_file(store.join("LOCK"));
         std::fs::write(fixture.join("contents.txt"), listing(&model)).unwrap();
@@ -225,7 +299,7 @@ fn every_fixture_opens_and_reads_back_what_was_written() {
     );
     for generation in generations {
         let current = generation.ends_with(self::generation());
-        for (name, _) in fixtures() {
+        for (name, ..) in fixtures() {
             let fixture = generation.join(&name);
             // An older generation may predate a fixture (a new profile).
             if !current && !fixture.exists() {
@@ -235,4 +309,26 @@ fn every_fixture_opens_and_reads_back_what_was_written() {
             check_fixture(&fixture);
         }
     }
+}
+
+/// The mid-merge fixture still is one: its store holds an interrupted
+/// journaled merge, which a manual compaction resumes (before anything
+/// else) and finishes, leaving the contents as they were.
+#[test]
+fn the_mid_merge_fixture_resumes_its_journaled_merge() {
+    let fixture = fixtures_root().join(generation()).join(MID_MERGE);
+    let scratch = tempfile::tempdir().unwrap();
+    let store = scratch.path().join("store");
+    copy_dir(&fixture.join("store"), &store);
+    let db = Db::open(&store, recorded_options(&store)).unwrap();
+    let before = db.stats();
+    assert!(before.merge_in_progress, "{before:?}");
+    db.compact_range(None, None).unwrap();
+    let after = db.stats();
+    assert!(!after.merge_in_progress, "{after:?}");
+    assert_eq!(after.merges_resumed, before.merges_resumed + 1, "{after:?}");
+    let want = std::fs::read_to_string(fixture.join("contents.txt")).unwrap();
+    assert!(listing(&read_all(&db)) == want);
+    db.close().unwrap();
+    check_store(&store).unwrap();
 }

@@ -53,6 +53,15 @@ fn push_l1_down(db: &Db, from: u64) {
     db.wait_for_compactions().unwrap();
 }
 
+/// As `push_l1_down`, with keys between the `key(i)` and the fillers.
+fn push_below(db: &Db, from: u64) {
+    for i in from..from + 800 {
+        db.put(format!("y{i:07}"), value(i, 9)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+}
+
 #[test]
 fn a_cached_block_of_a_table_moved_into_the_buffer_is_still_a_hit() {
     let dir = tempfile::tempdir().unwrap();
@@ -93,6 +102,22 @@ fn scan_keys(db: &Db) -> u64 {
     db.stats().block_cache_misses - misses
 }
 
+/// Puts `entries` in steps of `STEP`, each flushed and its compactions
+/// waited for: no memtable fills by itself and no compaction runs beside a
+/// write, so the same writes build the same tree on every run.
+fn put_in_steps(db: &Db, entries: impl Iterator<Item = (Vec<u8>, Vec<u8>)>) {
+    /// About 30 KiB of these entries: half a memtable.
+    const STEP: usize = 256;
+    let entries: Vec<_> = entries.collect();
+    for step in entries.chunks(STEP) {
+        for (k, v) in step {
+            db.put(k, v).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+}
+
 /// Even keys go down to L2, odd ones stay above, every block is cached;
 /// then the odd keys merge into L2's run, rewriting its tables. Returns
 /// the block cache misses of range reads over every key after that, and
@@ -100,19 +125,16 @@ fn scan_keys(db: &Db) -> u64 {
 fn range_reads_after_a_merge_into_l2(options: Options) -> (u64, thicketdb::Stats) {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options).unwrap();
+    let fillers = |from: u64| (from..from + 800).map(|i| (filler(i), value(i, 9)));
     for odd in [0, 1] {
-        for i in (odd..KEYS).step_by(2) {
-            db.put(key(i), value(i, 1)).unwrap();
-        }
-        db.flush().unwrap();
-        db.wait_for_compactions().unwrap();
+        put_in_steps(&db, (odd..KEYS).step_by(2).map(|i| (key(i), value(i, 1))));
         if odd == 0 {
-            push_l1_down(&db, 0);
+            put_in_steps(&db, fillers(0));
         }
     }
     scan_keys(&db);
-    push_l1_down(&db, 1000);
-    push_l1_down(&db, 2000);
+    put_in_steps(&db, fillers(1000));
+    put_in_steps(&db, fillers(2000));
     let misses = scan_keys(&db);
     (misses, db.stats())
 }
@@ -122,27 +144,20 @@ fn a_range_read_from_the_buffer_hits_the_blocks_cached_before_a_merge() {
     // L2 takes everything: no L3 (whose buffer would receive L2's own
     // tables, which the buffer's reads left uncached).
     let options = options().level_size_multiplier(100);
-    // Which tables the background compactions merge depends on how they
-    // interleave with flushes: under a loaded test run the odd keys may not
-    // reach L2 by the time of the reads. Such a round proves nothing and
-    // is run again.
-    for _ in 0..5 {
-        let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
-        assert!(stats.buffer_range_pieces > 0, "{stats:?}");
-        // The same with range reads kept off the buffer (`lsbm_range_reads`).
-        let (without, control) =
-            range_reads_after_a_merge_into_l2(options.clone().lsbm_range_reads(false));
-        assert_eq!(control.buffer_range_pieces, 0);
-        if without <= 20 {
-            continue;
-        }
-        assert!(
-            misses * 10 <= without,
-            "{misses} misses with the buffer, {without} without {stats:?}"
-        );
-        return;
-    }
-    panic!("in five rounds the merge never rewrote L2's run");
+    let (misses, stats) = range_reads_after_a_merge_into_l2(options.clone());
+    assert!(stats.buffer_range_pieces > 0, "{stats:?}");
+    // The same with range reads kept off the buffer (`lsbm_range_reads`):
+    // the merge rewrote L2's cached tables, so these reads miss.
+    let (without, control) = range_reads_after_a_merge_into_l2(options.lsbm_range_reads(false));
+    assert_eq!(control.buffer_range_pieces, 0);
+    assert!(
+        without > 20,
+        "{without} misses without the buffer {control:?}"
+    );
+    assert!(
+        misses * 10 <= without,
+        "{misses} misses with the buffer, {without} without {stats:?}"
+    );
 }
 
 #[test]
@@ -258,10 +273,11 @@ fn trim_removes_uncached_buffer_tables_and_releases_their_space() {
     )
     .unwrap();
     load(&db);
-    // Two rounds of filler make two buffer runs in L2; with no block cache
-    // nothing is cached, so a trim removes every table outside the newest.
+    // Two rounds of filler, the second below the first (the round robin
+    // wraps), make two buffer runs in L2; with no block cache nothing is
+    // cached, so a trim removes every table outside the newest.
     push_l1_down(&db, 0);
-    push_l1_down(&db, 1000);
+    push_below(&db, 1000);
     let before = db.stats();
     db.trim_compaction_buffer().unwrap();
     let after = db.stats();

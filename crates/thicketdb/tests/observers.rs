@@ -1,13 +1,15 @@
 //! The engine's own write and sync counters, which the papers' claims
 //! (write amplification, fsyncs per flush) are computed from, checked
 //! against an independent observer: `FaultFs` counts every byte appended
-//! and every sync the store asks of its file system.
+//! and every sync the store asks of its file system. Every LSM profile:
+//! each writes its flushes and compactions its own way (BoLT's compaction
+//! files, SifrDB's forest, LSbM's buffer, TRIAD's log tables).
 
 mod common;
 
 use common::*;
 use thicketdb::io::fault::{FaultFs, FaultStats};
-use thicketdb::{Db, Options, Stats};
+use thicketdb::{Db, Layout, Options, Profile, Stats};
 
 /// What one step wrote and synced, by the engine's counters and by the
 /// file system's.
@@ -39,30 +41,51 @@ fn observe(db: &Db, fs: &FaultFs, step: impl FnOnce(&Db)) -> (Observed, Observed
     (by_engine(&engine, &db.stats()), by_fs(&files, &fs.stats()))
 }
 
-fn options() -> Options {
-    // No flush but the ones asked for: a background one would race the
-    // observation.
-    small_options()
+/// `profile` with small tables, and no flush but the ones asked for: a
+/// background one would race the observation.
+fn options(profile: Profile) -> Options {
+    profile
+        .options()
         .write_buffer_size(4 << 20)
+        .target_table_size(16 << 10)
+        .block_size(1024)
         .disable_auto_compactions(true)
 }
 
 #[test]
-fn flush_and_compaction_counters_match_the_file_system_s() {
-    let fs = FaultFs::new();
-    let db = open_fault(&fs, options()).unwrap();
-    for round in 0..3u32 {
-        for i in 0..1500u32 {
-            db.put(format!("key{i:05}"), format!("value-{round}-{i}"))
-                .unwrap();
+fn flush_and_compaction_counters_match_the_file_system_s_on_every_lsm_profile() {
+    let lsm = Profile::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.options().layout == Layout::Lsm);
+    for profile in lsm {
+        let fs = FaultFs::new();
+        let db = open_fault(&fs, options(profile)).unwrap();
+        for round in 0..3u32 {
+            for i in 0..1500u32 {
+                db.put(format!("key{i:05}"), format!("value-{round}-{i}"))
+                    .unwrap();
+            }
+            let (engine, files) = observe(&db, &fs, |db| db.flush().unwrap());
+            assert!(
+                engine.bytes > 0 && engine.syncs > 0,
+                "{profile}: {engine:?}"
+            );
+            assert_eq!(
+                engine, files,
+                "{profile}: flush {round}: engine against FaultFs"
+            );
         }
-        let (engine, files) = observe(&db, &fs, |db| db.flush().unwrap());
-        assert!(engine.bytes > 0 && engine.syncs > 0, "{engine:?}");
-        assert_eq!(engine, files, "flush {round}: engine against FaultFs");
+        let (engine, files) = observe(&db, &fs, |db| db.compact_range(None, None).unwrap());
+        assert!(db.stats().compactions_merge > 0, "{profile}");
+        assert!(
+            engine.bytes > 0 && engine.syncs > 0,
+            "{profile}: {engine:?}"
+        );
+        assert_eq!(
+            engine, files,
+            "{profile}: compaction: engine against FaultFs"
+        );
+        db.close().unwrap();
     }
-    let (engine, files) = observe(&db, &fs, |db| db.compact_range(None, None).unwrap());
-    assert!(db.stats().compactions_merge > 0);
-    assert!(engine.bytes > 0 && engine.syncs > 0, "{engine:?}");
-    assert_eq!(engine, files, "compaction: engine against FaultFs");
-    db.close().unwrap();
 }

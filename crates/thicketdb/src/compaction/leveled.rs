@@ -70,6 +70,17 @@ impl LeveledPolicy {
         }
     }
 
+    /// Records that `task` (from `pick`) was taken to run: the round robin
+    /// of its level continues after its last victim. Picking alone moves
+    /// nothing, so that asking whether a compaction is due (as
+    /// `Db::wait_for_compactions` does) never changes which tables the
+    /// next compaction takes.
+    pub fn take(&self, task: &CompactionTask) {
+        if let Some((level, key)) = &task.compact_pointer {
+            self.compact_pointers.lock()[*level].clone_from(key);
+        }
+    }
+
     pub fn new(options: &Options) -> LeveledPolicy {
         LeveledPolicy {
             options: options.clone(),
@@ -195,11 +206,10 @@ impl LeveledPolicy {
         let run = version.levels[level].runs.first()?;
         let next = version.levels[level + 1].runs.first();
         let budget = self.group_budget(version, level);
-        let mut pointers = self.compact_pointers.lock();
         let candidates = if self.options.settled_compaction {
             settled_order(&version.order, run, next)
         } else {
-            round_robin_order(&version.order, run, &pointers[level])
+            round_robin_order(&version.order, run, &self.compact_pointers.lock()[level])
         };
         // A task's claim is the union of its victims' own claims (a merge
         // group's write range is the union of its victims' ranges, which
@@ -227,11 +237,8 @@ impl LeveledPolicy {
             }
         }
         let last_taken = victims.last()?;
-        let mut advanced = None;
-        if !self.options.settled_compaction {
-            pointers[level] = last_taken.largest.clone();
-            advanced = Some((level, pointers[level].clone()));
-        }
+        let advanced =
+            (!self.options.settled_compaction).then(|| (level, last_taken.largest.clone()));
         victims.sort_by(|a, b| version.order.internal(&a.smallest, &b.smallest));
         let settled = self.options.settled_compaction;
         // LevelDB moves a lone victim only within the grandparent limit
@@ -275,8 +282,8 @@ impl LeveledPolicy {
     /// tables under the whole range when that takes no further `base`
     /// table and stays under 25 tables' worth of bytes. A lone L0 table
     /// with nothing under it is moved when its grandparent overlap is
-    /// within the limit (`IsTrivialMove`). The pointer advances to the
-    /// largest key taken.
+    /// within the limit (`IsTrivialMove`). The task carries the largest
+    /// key taken as L0's next pointer (`take` moves the pointer there).
     fn leveldb_l0_task(&self, version: &Version, base: usize, reason: String) -> CompactionTask {
         let order = &version.order;
         let mut l0: Vec<(u64, Arc<TableMeta>)> = version.levels[0]
@@ -289,13 +296,12 @@ impl LeveledPolicy {
                 .internal(&a.1.smallest, &b.1.smallest)
                 .then(a.1.id.cmp(&b.1.id))
         });
-        let mut pointers = self.compact_pointers.lock();
-        let pointer = &pointers[0];
+        let pointer = self.compact_pointers.lock()[0].clone();
         let first = l0
             .iter()
             .find(|(_, t)| {
                 pointer.is_empty()
-                    || order.internal(&t.largest, pointer) == std::cmp::Ordering::Greater
+                    || order.internal(&t.largest, &pointer) == std::cmp::Ordering::Greater
             })
             .or(l0.first())
             .map(|(_, t)| t.clone());
@@ -371,7 +377,6 @@ impl LeveledPolicy {
             .max_by(|a, b| order.internal(a, b))
             .cloned()
             .unwrap_or_default();
-        pointers[0].clone_from(&largest);
         let compact_pointer = Some((0, largest));
         let output_run = below.map(|r| r.id);
         if let [(run, table)] = inputs.as_slice() {

@@ -43,6 +43,16 @@ impl Policy {
         }
     }
 
+    /// Records that `task`, from `pick`, was taken to run (a leveled
+    /// level's round robin continues after it); `pick` itself changes
+    /// nothing.
+    pub fn take(&self, task: &CompactionTask) {
+        match self {
+            Policy::Leveled(p) => p.take(task),
+            Policy::Tiered(_) => {}
+        }
+    }
+
     /// What `task` holds while it runs beside `busy` (the claim `pick`
     /// admitted); a claim marked journaled runs as a journaled merge.
     pub fn claim(&self, task: &CompactionTask, busy: &Busy) -> Claim {

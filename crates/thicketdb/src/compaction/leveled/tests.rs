@@ -116,6 +116,7 @@ fn picks_while_running(settings: &str, shape: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| match policy.pick(&v, &busy) {
             Some(task) => {
+                policy.take(&task);
                 busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
                 render(&task)
             }
@@ -205,7 +206,7 @@ fn superfiles_are_the_compaction_unit() {
     // (104 overlaps nothing, but as one of several victims it is rewritten).
     let policy = LeveledPolicy::new(&options("lsbm_superfile_tables=3"));
     let v = version(shape);
-    policy.pick(&v, &Busy::default()).unwrap();
+    policy.take(&policy.pick(&v, &Busy::default()).unwrap());
     assert_eq!(
         render(&policy.pick(&v, &Busy::default()).unwrap()),
         "merge {L1#1:103 L2#2:108} merge {L1#1:104} -> L2#2"
@@ -252,13 +253,39 @@ fn leveldb_takes_one_victim_round_robin() {
         L2 2: a-a/100 c-c/100 e-e/100";
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
-    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    let first = policy.pick(&v, &Busy::default()).unwrap();
+    policy.take(&first);
     let second = render(&policy.pick(&v, &Busy::default()).unwrap());
-    assert_eq!(first, "merge {L1#1:100 L2#2:103} -> L2#2");
+    assert_eq!(render(&first), "merge {L1#1:100 L2#2:103} -> L2#2");
     assert_eq!(
         second, "merge {L1#1:101 L2#2:104} -> L2#2",
         "compact pointer advanced"
     );
+}
+
+/// Asking for a task without taking it (as `Db::wait_for_compactions`
+/// asks whether one is due) leaves the round robin where it was: a pick
+/// that moved the pointer made the next compaction's victim depend on how
+/// often the store was asked, so the same writes built different trees.
+#[test]
+fn a_pick_not_taken_leaves_the_compact_pointers_alone() {
+    let leveled = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: a-a/100 c-c/100 e-e/100";
+    let policy = LeveledPolicy::new(&options(""));
+    let v = version(leveled);
+    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    assert_eq!(first, render(&policy.pick(&v, &Busy::default()).unwrap()));
+    // LevelDB's L0 pick keeps L0's pointer the same way.
+    let l0 = "
+        L0 3: a-b/100
+        L0 4: c-d/100
+        L0 5: e-f/100
+        L0 6: g-h/100";
+    let policy = LeveledPolicy::new(&options(""));
+    let v = version(l0);
+    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    assert_eq!(first, render(&policy.pick(&v, &Busy::default()).unwrap()));
 }
 
 #[test]
@@ -492,10 +519,12 @@ fn the_compact_pointer_advances_past_concurrently_started_tasks() {
     let mut running = Vec::new();
     for _ in 0..2 {
         let task = policy.pick(&v, &busy).unwrap();
+        policy.take(&task);
         running.push(busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise)));
     }
     // a-b and c-d are running; the pointer is past c-d.
     let third = policy.pick(&v, &busy).unwrap();
+    policy.take(&third);
     assert_eq!(render(&third), "merge {L1#1:102 L2#2:105} -> L2#2");
     for id in running {
         busy.remove(id);
@@ -665,8 +694,8 @@ fn victims_checked_one_by_one_match_victims_checked_together() {
                 busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
             }
         }
-        // Several picks from one policy, so the compact pointer moves, some
-        // of them left running as another thread's task.
+        // Several picks from one policy, each taken so the compact pointer
+        // moves, some of them left running as another thread's task.
         for _ in 0..3 {
             let expected = reference.level_task(&v, 1, &busy).map(|t| render(&t));
             let picked = policy.level_task(&v, 1, String::new(), &busy);
@@ -677,6 +706,7 @@ fn victims_checked_one_by_one_match_victims_checked_together() {
             );
             if let Some(task) = picked {
                 compared_tasks += 1;
+                policy.take(&task);
                 if rng.random_bool(0.5) {
                     busy.insert(LeveledPolicy::claim(&task, &KeyOrder::Bytewise));
                 }
@@ -732,9 +762,13 @@ fn leveldb_picks_l0_round_robin_one_connected_group_at_a_time() {
         L1 1: a-b/100 c-e/100 m-n/100 w-x/100";
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
-    let first = render(&policy.pick(&v, &Busy::default()).unwrap());
+    let first = policy.pick(&v, &Busy::default()).unwrap();
+    policy.take(&first);
     let second = render(&policy.pick(&v, &Busy::default()).unwrap());
-    assert_eq!(first, "merge {L0#11:100 L0#10:101 L1#1:103,104} -> L1#1");
+    assert_eq!(
+        render(&first),
+        "merge {L0#11:100 L0#10:101 L1#1:103,104} -> L1#1"
+    );
     assert_eq!(second, "merge {L0#10:102 L1#1:106} -> L1#1");
     assert_eq!(
         pick("group_compaction_bytes=1000", shape),

@@ -166,6 +166,7 @@ fn claim_task(inner: &DbInner, tree: &Arc<Tree>, bg: &mut BackgroundState) -> Op
         Pending::Blocked => return None,
         Pending::None => {
             let task = tree.policy.pick(&sv.version, busy)?;
+            tree.policy.take(&task);
             let claim = tree.policy.claim(&task, busy);
             let journaling = if claim.journaled {
                 Journaling::Fresh
