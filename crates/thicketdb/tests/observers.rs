@@ -34,6 +34,12 @@ fn by_fs(before: &FaultStats, after: &FaultStats) -> Observed {
     }
 }
 
+/// A step wrote and synced something, and both observers saw the same.
+fn assert_agree(engine: Observed, files: Observed, step: &str) {
+    assert!(engine.bytes > 0 && engine.syncs > 0, "{step}: {engine:?}");
+    assert_eq!(engine, files, "{step}: engine against FaultFs");
+}
+
 /// Runs `step` and returns what each observer saw it write and sync.
 fn observe(db: &Db, fs: &FaultFs, step: impl FnOnce(&Db)) -> (Observed, Observed) {
     let (engine, files) = (db.stats(), fs.stats());
@@ -67,25 +73,11 @@ fn flush_and_compaction_counters_match_the_file_system_s_on_every_lsm_profile() 
                     .unwrap();
             }
             let (engine, files) = observe(&db, &fs, |db| db.flush().unwrap());
-            assert!(
-                engine.bytes > 0 && engine.syncs > 0,
-                "{profile}: {engine:?}"
-            );
-            assert_eq!(
-                engine, files,
-                "{profile}: flush {round}: engine against FaultFs"
-            );
+            assert_agree(engine, files, &format!("{profile}: flush {round}"));
         }
         let (engine, files) = observe(&db, &fs, |db| db.compact_range(None, None).unwrap());
         assert!(db.stats().compactions_merge > 0, "{profile}");
-        assert!(
-            engine.bytes > 0 && engine.syncs > 0,
-            "{profile}: {engine:?}"
-        );
-        assert_eq!(
-            engine, files,
-            "{profile}: compaction: engine against FaultFs"
-        );
+        assert_agree(engine, files, &format!("{profile}: compaction"));
         db.close().unwrap();
     }
 }
