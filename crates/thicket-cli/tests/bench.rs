@@ -535,31 +535,32 @@ fn the_crosscheck_reports_every_pair_and_variant() {
     assert!(left.is_empty(), "stores left behind: {left:?}");
 }
 
+/// A small RangeHot run (5,000 keys, 1 MiB cache and memtables, run by
+/// `--duration`) with `extra` arguments.
+fn rangehot(dir: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--num",
+        "5000",
+        "--ops",
+        "1000000000",
+        "--cache-mb",
+        "1",
+        "--write-buffer-mb",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    bench(dir, "rangehot", &args)
+}
+
 /// LSbM's setup: `--threads` readers and one writer paced at
 /// `--write-rate`; the per-second reader and hit-ratio series are recorded.
 #[test]
 fn rangehot_with_a_paced_writer_records_reader_and_hit_ratio_series() {
     let dir = tempfile::tempdir().unwrap();
     let rate = 400.0;
-    let report = bench(
+    let report = rangehot(
         dir.path(),
-        "rangehot",
-        &[
-            "--num",
-            "5000",
-            "--ops",
-            "1000000000",
-            "--duration",
-            "2.5",
-            "--threads",
-            "1",
-            "--write-rate",
-            "400",
-            "--cache-mb",
-            "1",
-            "--write-buffer-mb",
-            "1",
-        ],
+        &["--duration", "2.5", "--threads", "1", "--write-rate", "400"],
     );
     for r in report["runs"].as_array().unwrap() {
         let ctx = format!("{}", r["engine"]);
@@ -597,14 +598,9 @@ fn rangehot_with_a_paced_writer_records_reader_and_hit_ratio_series() {
 fn rangehot_readers_paced_by_read_rate_stay_within_it() {
     let dir = tempfile::tempdir().unwrap();
     let rate = 300.0;
-    let report = bench(
+    let report = rangehot(
         dir.path(),
-        "rangehot",
         &[
-            "--num",
-            "5000",
-            "--ops",
-            "1000000000",
             "--duration",
             "2",
             "--threads",
@@ -613,10 +609,6 @@ fn rangehot_readers_paced_by_read_rate_stay_within_it() {
             "100",
             "--read-rate",
             "300",
-            "--cache-mb",
-            "1",
-            "--write-buffer-mb",
-            "1",
         ],
     );
     for r in report["runs"].as_array().unwrap() {

@@ -125,6 +125,16 @@ fn picks_while_running(settings: &str, shape: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// L1 holds three 600-byte tables against a 1000-byte target, each over
+/// one small L2 table.
+const THREE_OVERFULL_L1: &str = "
+        L1 1: a-b/600 c-d/600 e-f/600
+        L2 2: a-a/100 c-c/100 e-e/100";
+/// As `THREE_OVERFULL_L1` with a fourth pair.
+const FOUR_OVERFULL_L1: &str = "
+        L1 1: a-b/600 c-d/600 e-f/600 g-h/600
+        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+
 #[test]
 fn nothing_to_do_below_the_targets() {
     assert_eq!(pick("", "L0 5: a-c/100\nL1 1: a-b/900"), "none");
@@ -218,9 +228,7 @@ fn superfiles_are_the_compaction_unit() {
 /// recovered version (a reopen) resumes the round robin after it.
 #[test]
 fn the_compaction_pointer_survives_a_reopen() {
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600
-        L2 2: a-a/100 c-c/100 e-e/100";
+    let shape = THREE_OVERFULL_L1;
     let v = version(shape);
     let task = LeveledPolicy::new(&options(""))
         .pick(&v, &Busy::default())
@@ -248,9 +256,7 @@ fn the_compaction_pointer_survives_a_reopen() {
 
 #[test]
 fn leveldb_takes_one_victim_round_robin() {
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600
-        L2 2: a-a/100 c-c/100 e-e/100";
+    let shape = THREE_OVERFULL_L1;
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
     let first = policy.pick(&v, &Busy::default()).unwrap();
@@ -269,9 +275,7 @@ fn leveldb_takes_one_victim_round_robin() {
 /// often the store was asked, so the same writes built different trees.
 #[test]
 fn a_pick_not_taken_leaves_the_compact_pointers_alone() {
-    let leveled = "
-        L1 1: a-b/600 c-d/600 e-f/600
-        L2 2: a-a/100 c-c/100 e-e/100";
+    let leveled = THREE_OVERFULL_L1;
     let policy = LeveledPolicy::new(&options(""));
     let v = version(leveled);
     let first = render(&policy.pick(&v, &Busy::default()).unwrap());
@@ -301,9 +305,7 @@ fn group_compaction_takes_a_fixed_group_of_victims() {
     // L1 holds 2400 bytes against a 1000-byte target. The group is
     // `group_compaction_bytes` of victims whatever the overflow, as in the
     // BoLT paper (a group capped by the overflow would take 1400 bytes).
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600 g-h/600
-        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+    let shape = FOUR_OVERFULL_L1;
     assert_eq!(
         pick("group_compaction_bytes=100000", shape),
         "merge {L1#1:100 L2#2:104} merge {L1#1:101 L2#2:105} merge {L1#1:102 L2#2:106} \
@@ -321,9 +323,7 @@ fn a_level_share_cuts_the_group_to_a_slice_of_the_levels_target() {
     // L1's target is 1000 bytes, L2's 10000: a share of 0.5 cuts the group
     // to 500 bytes in L1 (one 600-byte victim reaches it) and 5000 in L2
     // (above the fixed group, which then rules).
-    let l1 = "
-        L1 1: a-b/600 c-d/600 e-f/600 g-h/600
-        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+    let l1 = FOUR_OVERFULL_L1;
     assert_eq!(
         pick("group_compaction_bytes=100000 group_compaction_level_share=0.5", l1),
         "merge {L1#1:100 L2#2:104} -> L2#2"
@@ -510,9 +510,7 @@ fn a_task_starting_the_output_levels_run_holds_the_whole_level() {
 
 #[test]
 fn the_compact_pointer_advances_past_concurrently_started_tasks() {
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600
-        L2 2: a-a/100 c-c/100 e-e/100";
+    let shape = THREE_OVERFULL_L1;
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
     let mut busy = Busy::default();
@@ -540,9 +538,7 @@ fn the_compact_pointer_advances_past_concurrently_started_tasks() {
 #[test]
 fn a_blocked_pointer_victim_is_skipped_not_waited_for() {
     // The pointer starts at a-b, which a running task holds.
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600
-        L2 2: a-a/100 c-c/100 e-e/100";
+    let shape = THREE_OVERFULL_L1;
     let policy = LeveledPolicy::new(&options(""));
     let v = version(shape);
     let mut busy = Busy::default();
@@ -562,9 +558,7 @@ fn group_compaction_passes_over_a_held_victim_and_takes_the_ones_after_it() {
     // Overflow 1400: without the running task on c-d the victims would be
     // a-b, c-d and e-f; with it, c-d is passed over and g-h makes up the
     // bytes.
-    let shape = "
-        L1 1: a-b/600 c-d/600 e-f/600 g-h/600
-        L2 2: a-a/100 c-c/100 e-e/100 g-g/100";
+    let shape = FOUR_OVERFULL_L1;
     let policy = LeveledPolicy::new(&options("group_compaction_bytes=100000"));
     let v = version(shape);
     let mut busy = Busy::default();
