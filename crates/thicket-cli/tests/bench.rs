@@ -1273,10 +1273,17 @@ fn plot_bars_draws_a_bar_per_run_grouped_by_workload() {
     assert_eq!(colours[0], colours[1]);
     assert_eq!(colours[2], colours[3]);
     assert!(colours[0] != colours[2] && colours[2] != colours[4] && colours[0] != colours[4]);
-    let scale = bars[0].1 / figures[0];
+    // Both ends of a bar snap to whole pixels (±1 px on a height), so the
+    // scale comes from the tallest bar, where that error weighs least.
+    let (tallest, tallest_figure) = bars
+        .iter()
+        .zip(&figures)
+        .max_by(|a, b| a.0 .1.total_cmp(&b.0 .1))
+        .unwrap();
+    let scale = tallest.1 / tallest_figure;
     for (bar, figure) in bars.iter().zip(&figures) {
         assert!(
-            (bar.1 - figure * scale).abs() <= 1.5,
+            (bar.1 - figure * scale).abs() <= 2.0,
             "bar {} px for {figure} ops/s (scale {scale})",
             bar.1
         );
