@@ -10,20 +10,22 @@
 # The version and features come from the workspace's own resolution of
 # `thicket-cli/peers` (cargo metadata), and the workspace's Cargo.lock pins
 # every dependency, so the library is the one the peers build would compile.
-# At -O1: CI compares RocksDB only with itself (the bench test, the
-# cross-check's ratios), and -O1 compiles faster than -O3; benchmark
-# figures come from full release builds.
+# At -O1 by default: CI compares RocksDB only with itself (the bench test,
+# the cross-check's ratios), and -O1 compiles faster than -O3. Benchmark
+# figures need RocksDB's own release build: pass 3 as OPT_LEVEL.
 #
-# Usage: .ci/rocksdb-prebuild.sh DIR
+# Usage: .ci/rocksdb-prebuild.sh DIR [OPT_LEVEL]
 set -euo pipefail
 
 out="$1"
+opt_level="${2:-1}"
 cd "$(dirname "$0")/.."
 mkdir -p "$out/src" "$out/lib"
 out="$(cd "$out" && pwd)"
 
 cargo metadata --format-version 1 --features thicket-cli/peers | python3 -c '
 import json, sys
+opt_level = sys.argv[1]
 meta = json.load(sys.stdin)
 node = next(n for n in meta["resolve"]["nodes"] if "librocksdb-sys@" in n["id"])
 package = next(p for p in meta["packages"] if p["id"] == node["id"])
@@ -41,8 +43,8 @@ librocksdb-sys = {{ version = "={package["version"]}", default-features = false,
 
 [profile.release.package.librocksdb-sys]
 debug = 0
-opt-level = 1""")
-' >"$out/Cargo.toml"
+opt-level = {opt_level}""")
+' "$opt_level" >"$out/Cargo.toml"
 : >"$out/src/lib.rs"
 cp Cargo.lock "$out/Cargo.lock"
 
