@@ -76,7 +76,8 @@ with_counters!(stat_struct! {
         /// indexes, filters and range tombstones (`charge_table_metadata`;
         /// of every store sharing the cache).
         pub block_cache_metadata_bytes: u64,
-        /// Segment files held open by the descriptor cache.
+        /// Segment files held open by the descriptor cache (chunked: funk
+        /// tables held open, at most `max_open_files`).
         pub open_segment_files: usize,
         /// TRIAD-DISK: L0 compactions deferred since open (each L0 shape
         /// counts once).

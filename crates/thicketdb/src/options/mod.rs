@@ -219,8 +219,9 @@ options! {
         /// them and the cached blocks together (RocksDB can do the same;
         /// LevelDB keeps them outside, bounded by `max_open_files` only).
         charge_table_metadata: bool = true; keyspace, both,
-        /// Open segment files kept in the descriptor cache.
-        max_open_files: usize = 1000; store, lsm,
+        /// Open segment files kept in the descriptor cache (chunked: funk
+        /// tables kept open, each with its descriptor and metadata).
+        max_open_files: usize = 1000; store, both,
         /// L0 runs that trigger an L0 compaction.
         l0_compaction_trigger: usize = 4; keyspace, lsm,
         /// L0 runs from which each write is delayed.

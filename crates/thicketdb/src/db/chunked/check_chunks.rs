@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use super::files::{batch_log_path, chunk_list_path, chunk_log_path};
+use super::funk_tables::open_funk_table;
 use super::incarnations::Incarnations;
 use super::manifest::ChunkList;
 use crate::db::batch::DecodedBatch;
@@ -32,8 +33,7 @@ pub fn check(dir: &Path, fs: &dyn FileSystem) -> Result<CheckReport> {
         let ends = keyspace.chunks.iter().skip(1).map(|c| Some(&c.start[..]));
         for (chunk, end) in keyspace.chunks.iter().zip(ends.chain([None])) {
             if chunk.table_number != 0 {
-                let table =
-                    super::chunk::open_table(fs, dir, chunk.table_number, TableContext::default())?;
+                let table = open_funk_table(fs, dir, chunk.table_number, TableContext::default())?;
                 table.verify_checksums()?;
                 let recorded = Recorded::Chunk {
                     start: &chunk.start,

@@ -75,10 +75,10 @@ impl ChunkStore {
             ..CheckpointReport::default()
         };
         for (chunk, len) in chunks.iter().zip(log_lens) {
-            if chunk.table_number != 0 {
+            if let Some(table) = chunk.table {
                 let (from, to) = (
-                    funk_table_path(&self.dir, chunk.table_number),
-                    funk_table_path(&building, chunk.table_number),
+                    funk_table_path(&self.dir, table.number),
+                    funk_table_path(&building, table.number),
                 );
                 match link_or_copy(fs, &from, &to)? {
                     true => report.segments_linked += 1,
@@ -135,7 +135,7 @@ impl ChunkStore {
                         .iter()
                         .map(|c| ChunkRecord {
                             start: c.start.clone(),
-                            table_number: c.table_number,
+                            table_number: c.table_number(),
                             log_number: c.log.number,
                         })
                         .collect(),

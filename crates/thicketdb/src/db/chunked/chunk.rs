@@ -4,7 +4,6 @@
 //! table: a get asks the log first (through its partitioned filters), then
 //! the table.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -12,16 +11,16 @@ use parking_lot::{Mutex, RwLock};
 
 pub(super) use super::chunk_log::{ChunkLog, LogEntry};
 use super::files::{chunk_log_path, funk_table_path};
+use super::funk_tables::{FunkTable, FunkTables};
 use super::munk::Munk;
 use super::pending::Pending;
 use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{InternalKey, ValueKind};
 use crate::format::range_tombstone::{Fragments, RangeTombstone};
-use crate::io::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::stats::Counters;
-use crate::table::{Table, TableContext};
+use crate::table::Table;
 
 /// An internal key and its value.
 pub(super) type Entry = (Vec<u8>, Vec<u8>);
@@ -60,8 +59,8 @@ pub(super) struct Chunk {
     /// The bytes its log held when a switch made it: the tail of puts
     /// its build did not merge (0 for a chunk opened from disk).
     pub tail_bytes: u64,
-    pub table: Option<Arc<Table>>,
-    pub table_number: u64,
+    /// Opened through `tables` when read.
+    pub table: Option<FunkTable>,
     pub log: ChunkLog,
     /// The munk cache's LFU score (`munk.rs`).
     pub heat: AtomicU64,
@@ -69,22 +68,16 @@ pub(super) struct Chunk {
     /// Set when a rebalance replaced this chunk: its files are deleted on
     /// drop.
     retired: AtomicBool,
-    fs: Arc<dyn FileSystem>,
-    dir: PathBuf,
+    tables: Arc<FunkTables>,
 }
 
 impl Chunk {
     pub fn new(
         start: Vec<u8>,
-        table: Option<(u64, Arc<Table>)>,
+        table: Option<FunkTable>,
         log: ChunkLog,
-        fs: Arc<dyn FileSystem>,
-        dir: PathBuf,
+        tables: Arc<FunkTables>,
     ) -> Chunk {
-        let (table_number, table) = match table {
-            Some((n, t)) => (n, Some(t)),
-            None => (0, None),
-        };
         Chunk {
             start,
             rebalance_lock: RwLock::new(()),
@@ -94,14 +87,27 @@ impl Chunk {
             build_queued: AtomicBool::new(false),
             tail_bytes: 0,
             table,
-            table_number,
             log,
             heat: AtomicU64::new(0),
             munk: RwLock::new(None),
             retired: AtomicBool::new(false),
-            fs,
-            dir,
+            tables,
         }
+    }
+
+    /// The funk table, opened now unless the store has it open.
+    pub fn open_table(&self) -> Result<Option<Arc<Table>>> {
+        self.table.map(|t| self.tables.open(t)).transpose()
+    }
+
+    /// The funk table's number (0: none).
+    pub fn table_number(&self) -> u64 {
+        self.table.map_or(0, |t| t.number)
+    }
+
+    /// The funk table's length in bytes (0: none).
+    pub fn table_length(&self) -> u64 {
+        self.table.map_or(0, |t| t.length)
     }
 
     /// Marks the chunk replaced: its files go once nobody reads it.
@@ -143,7 +149,7 @@ impl Chunk {
                 .map(LogEntry::into_entry),
         );
         let log = self.log.range_deletions()?;
-        let tombstones = match &self.table {
+        let tombstones = match &self.open_table()? {
             Some(t) if !t.range_deletions().is_empty() => {
                 let all: Vec<RangeTombstone> = t
                     .range_deletions()
@@ -160,7 +166,7 @@ impl Chunk {
     /// Every entry of the table, sorted.
     pub fn table_entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
-        if let Some(table) = &self.table {
+        if let Some(table) = self.open_table()? {
             let mut it = table.iter_with(false);
             it.seek_to_first();
             while it.valid() {
@@ -189,12 +195,12 @@ impl Chunk {
             None => {}
         }
         Counters::add(&counters.chunk_gets_from_table, 1);
-        let Some(table) = &self.table else {
+        let Some(table) = self.open_table()? else {
             return Ok(Found::Absent);
         };
         let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
         Ok(
-            match probe_table(table, lookup.encoded(), true, <[u8]>::to_vec)? {
+            match probe_table(&table, lookup.encoded(), true, <[u8]>::to_vec)? {
                 Probe::Found(v) => Found::Value(v),
                 Probe::Deleted => Found::Deleted,
                 Probe::Absent => Found::Absent,
@@ -207,25 +213,12 @@ impl Drop for Chunk {
     fn drop(&mut self) {
         if self.retired.load(Ordering::Acquire) {
             // A file left behind is removed by the next open's sweep.
-            if self.table_number != 0 {
-                let _ = self
-                    .fs
-                    .remove(&funk_table_path(&self.dir, self.table_number));
+            let (fs, dir) = (self.tables.fs(), self.tables.dir());
+            if let Some(table) = self.table {
+                self.tables.forget(table.number);
+                let _ = fs.remove(&funk_table_path(dir, table.number));
             }
-            let _ = self.fs.remove(&chunk_log_path(&self.dir, self.log.number));
+            let _ = fs.remove(&chunk_log_path(dir, self.log.number));
         }
     }
-}
-
-/// Opens the funk table `number` in `context`.
-pub(super) fn open_table(
-    fs: &dyn FileSystem,
-    dir: &std::path::Path,
-    number: u64,
-    context: TableContext,
-) -> Result<Arc<Table>> {
-    let path = funk_table_path(dir, number);
-    let file = fs.open_random(&path)?;
-    let len = file.len()?;
-    Ok(Arc::new(Table::open(file, path, number, 0, len, context)?))
 }

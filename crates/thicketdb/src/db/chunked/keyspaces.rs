@@ -44,7 +44,7 @@ impl ChunkStore {
         writer.next_keyspace_id += 1;
         let log = ChunkLog::create(self.fs.as_ref(), &self.dir, number, filters(&options))?;
         self.fs.sync_dir(&self.dir)?;
-        let chunk = Chunk::new(Vec::new(), None, log, self.fs.clone(), self.dir.clone());
+        let chunk = Chunk::new(Vec::new(), None, log, self.tables.clone());
         let space = Arc::new(ChunkSpace::new(
             id,
             name.to_string(),

@@ -46,6 +46,7 @@ pub mod closed;
 mod durable_prefix;
 pub(crate) mod files;
 mod framed;
+mod funk_tables;
 pub mod incarnations;
 mod keyspaces;
 pub mod log_filter;
@@ -73,7 +74,6 @@ use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem};
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::table::TableContext;
 use batch_log::BatchLog;
 use chunk::Chunk;
 pub(crate) use chunk_space::ChunkSpace;
@@ -153,7 +153,8 @@ pub(crate) struct ChunkStore {
     default: Arc<ChunkSpace>,
     /// The metadata lock; `None` in a read-only store.
     writer: Mutex<Option<Writer>>,
-    context: TableContext,
+    /// The funk tables open (`funk_tables.rs`), with the tables' context.
+    tables: Arc<funk_tables::FunkTables>,
     munks: MunkCache,
     row_cache: RowCache,
     read_only: bool,
@@ -345,7 +346,7 @@ impl ChunkStore {
     /// The layout's figures and the shared counters.
     pub fn stats(&self) -> Stats {
         let chunks = self.every_chunk();
-        let tables: Vec<_> = chunks.iter().filter_map(|c| c.table.clone()).collect();
+        let tables: Vec<_> = chunks.iter().filter_map(|c| c.table).collect();
         let (hits, misses) = self.row_cache.hits_and_misses();
         let mut s = Stats {
             keyspaces: self.spaces().len(),
@@ -358,12 +359,13 @@ impl ChunkStore {
                 n => hits as f64 / n as f64,
             },
             tables: tables.len(),
-            live_table_bytes: tables.iter().map(|t| t.length()).sum(),
+            open_segment_files: self.tables.open_count(),
+            live_table_bytes: tables.iter().map(|t| t.length).sum(),
             last_sequence: self.last_sequence.load(Ordering::Acquire),
             background_error: self.failed.lock().as_ref().map(|e| e.to_string()),
             ..Stats::default()
         };
-        if let Some(cache) = &self.context.cache {
+        if let Some(cache) = &self.tables.context().cache {
             s.block_cache_hits = cache.hits();
             s.block_cache_misses = cache.misses();
             s.block_cache_bytes = cache.usage();
@@ -387,7 +389,11 @@ impl ChunkStore {
     pub fn memory_bytes(&self) -> u64 {
         let chunks = self.every_chunk();
         let filters: usize = chunks.iter().map(|c| c.log.index_bytes()).sum();
-        self.context.cache.as_ref().map_or(0, |c| c.usage())
+        self.tables
+            .context()
+            .cache
+            .as_ref()
+            .map_or(0, |c| c.usage())
             + filters as u64
             + self.log_buffer_bytes()
             + self.munks.resident_bytes()
@@ -451,6 +457,8 @@ mod build_queue_tests;
 mod chunk_iter_tests;
 #[cfg(test)]
 mod concurrency_tests;
+#[cfg(test)]
+mod funk_tables_tests;
 #[cfg(test)]
 mod keyspace_tests;
 #[cfg(test)]

@@ -226,7 +226,7 @@ impl MunkCache {
         if chunk.munk().is_some() {
             return Ok(());
         }
-        let estimate = chunk.table.as_ref().map_or(0, |t| t.length()) + chunk.log.len();
+        let estimate = chunk.table_length() + chunk.log.len();
         let heat = chunk.heat.load(Ordering::Relaxed);
         while self.resident_bytes() + estimate > self.budget {
             match coldest_munk(&store.every_chunk()) {

@@ -40,7 +40,7 @@ fn tombstones_within_chunks(db: &Db) -> (usize, usize) {
             }
             !f.is_empty()
         };
-        if let Some(t) = &chunk.table {
+        if let Some(t) = chunk.open_table().unwrap() {
             in_tables += usize::from(check(t.range_deletions()));
         }
         in_logs += usize::from(check(&chunk.log.range_deletions().unwrap()));
@@ -182,7 +182,7 @@ fn table_entries(db: &Db) -> u64 {
     let set = store(db).default_space().chunk_set();
     set.chunks
         .iter()
-        .filter_map(|c| c.table.as_ref())
+        .filter_map(|c| c.open_table().unwrap())
         .map(|t| t.properties().entries)
         .sum()
 }

@@ -21,8 +21,9 @@
 
 use std::sync::Arc;
 
-use super::chunk::{open_table, Chunk, ChunkLog, Entry};
+use super::chunk::{Chunk, ChunkLog, Entry};
 use super::files::funk_table_path;
+use super::funk_tables::FunkTable;
 use super::munk::Munk;
 use super::open::{filters, write_list};
 use super::{ChunkSet, ChunkSpace, ChunkStore, Writer};
@@ -116,7 +117,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         merged = first_past(&log, published)?;
     }
     let mut entries = chunk.table_entries()?;
-    let mut tombstones: Vec<RangeTombstone> = match &chunk.table {
+    let mut tombstones: Vec<RangeTombstone> = match chunk.open_table()? {
         Some(table) => {
             Counters::add(&store.counters.compaction_bytes_read, table.length());
             table.range_deletions().tombstones().collect()
@@ -177,11 +178,9 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             true => None,
             false => {
                 let number = store.next_file_number();
-                bytes_written +=
-                    write_table(store, space, number, &piece, piece_tombstones.clone())?;
-                let table =
-                    open_table(store.fs.as_ref(), &store.dir, number, store.context.clone())?;
-                Some((number, table))
+                let length = write_table(store, space, number, &piece, piece_tombstones.clone())?;
+                bytes_written += length;
+                Some(FunkTable { number, length })
             }
         };
         let log = ChunkLog::create(
@@ -190,13 +189,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             store.next_file_number(),
             filters(&space.options),
         )?;
-        let child = Chunk::new(
-            starts[i].clone(),
-            table,
-            log,
-            store.fs.clone(),
-            store.dir.clone(),
-        );
+        let child = Chunk::new(starts[i].clone(), table, log, store.tables.clone());
         if had_munk {
             // The munk splits with the chunk; counted in the budget at the
             // switch (`MunkCache::hand_down`).

@@ -110,14 +110,12 @@ fn rewrite_logs(
             }
         }
         log.sync()?;
-        let table = old.table.clone().map(|t| (old.table_number, t));
         let mut chunks = set.chunks.clone();
         chunks[i] = Arc::new(Chunk::new(
             old.start.clone(),
-            table,
+            old.table,
             log,
-            store.fs.clone(),
-            store.dir.clone(),
+            store.tables.clone(),
         ));
         space.install(ChunkSet { chunks });
     }
@@ -215,7 +213,7 @@ fn sweep(store: &ChunkStore) -> Result<()> {
     let mut live: Vec<u64> = store
         .every_chunk()
         .iter()
-        .flat_map(|c| [c.table_number, c.log.number])
+        .flat_map(|c| [c.table_number(), c.log.number])
         .collect();
     if let Some(w) = store.writer.lock().as_ref() {
         live.push(w.batch_log.number);

@@ -24,6 +24,7 @@ use parking_lot::{Mutex, RwLock};
 use super::batch_log::BatchLog;
 use super::chunk::ChunkLog;
 use super::files::{chunk_list_path, chunk_list_temp_path};
+use super::funk_tables::FunkTables;
 use super::log_filter::LogFilters;
 use super::manifest::{ChunkList, ChunkRecord, KeyspaceRecord};
 use super::munk::MunkCache;
@@ -62,9 +63,14 @@ pub(super) fn open(
     let list = ChunkList::decode(&list_path, &fs.read_to_vec(&list_path)?)?;
     let counters = Arc::new(Counters::default());
     counters.restore(&list.counters);
-    let context = table_context(&options)?;
+    let tables = Arc::new(FunkTables::new(
+        fs.clone(),
+        dir,
+        table_context(&options)?,
+        options.max_open_files,
+    ));
     let (last, stored_incarnations) = LastRun::read(fs.as_ref(), dir, &list, &options)?;
-    let mut logs = open_keyspaces(dir, &options, &fs, &list, &context, &last)?;
+    let mut logs = open_keyspaces(dir, &options, &fs, &list, &tables, &last)?;
     let plan = plan_cut(fs.as_ref(), dir, &list, &options, &last, &mut logs)?;
     let LastRun { durable, kept, .. } = last;
     let last_sequence = plan.last_sequence;
@@ -92,7 +98,7 @@ pub(super) fn open(
         default: spaces[0].clone(),
         spaces: RwLock::new(Arc::new(spaces)),
         writer: Mutex::new(None),
-        context,
+        tables,
         munks,
         row_cache,
         read_only,

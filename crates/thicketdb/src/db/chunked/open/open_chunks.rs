@@ -1,5 +1,6 @@
 //! The second phase of a chunked store's recovery: every keyspace's
-//! chunks opened, each funk's table and its chunk log, read now (its
+//! chunks opened, each funk's table named (opened on first read) and its
+//! chunk log read now (its
 //! records' sequence numbers listed, a torn tail found) or, after a clean
 //! close or a recovery from a checkpoint, on first need.
 
@@ -8,17 +9,17 @@ use std::sync::Arc;
 
 use super::filters;
 use super::last_run::{LastRun, Recovery};
-use crate::db::chunked::chunk::{open_table, Chunk, ChunkLog};
+use crate::db::chunked::chunk::{Chunk, ChunkLog};
 use crate::db::chunked::chunk_space::{space_options, ChunkSpace};
 use crate::db::chunked::closed::ClosedLogs;
 use crate::db::chunked::durable_prefix::SeqRange;
 use crate::db::chunked::files::chunk_list_path;
+use crate::db::chunked::funk_tables::FunkTables;
 use crate::db::chunked::manifest::ChunkList;
 use crate::db::chunked::ChunkSet;
 use crate::error::Result;
 use crate::io::FileSystem;
 use crate::options::Options;
-use crate::table::TableContext;
 
 /// Every keyspace's chunks as opened, and what their logs hold.
 pub(super) struct OpenedLogs {
@@ -33,14 +34,15 @@ pub(super) struct OpenedLogs {
     pub(super) torn: Vec<(usize, usize)>,
 }
 
-/// Opens every keyspace's chunks: each funk's table, and its log read now
+/// Opens every keyspace's chunks: each funk's table named (opened on first
+/// read, `funk_tables.rs`), and its log read now
 /// or, after a clean close or a recovery from a checkpoint, on first need.
 pub(super) fn open_keyspaces(
     dir: &Path,
     options: &Options,
     fs: &Arc<dyn FileSystem>,
     list: &ChunkList,
-    context: &TableContext,
+    tables: &Arc<FunkTables>,
     last: &LastRun,
 ) -> Result<OpenedLogs> {
     let LastRun {
@@ -68,7 +70,7 @@ pub(super) fn open_keyspaces(
         for (i, chunk) in record.chunks.iter().enumerate() {
             let table = match chunk.table_number {
                 0 => None,
-                n => Some((n, open_table(fs.as_ref(), dir, n, context.clone())?)),
+                n => Some(tables.on_disk(n)?),
             };
             let number = chunk.log_number;
             let lazy = match (recovery, closed_length(fs.as_ref(), dir, closed, number)) {
@@ -115,8 +117,7 @@ pub(super) fn open_keyspaces(
                 chunk.start.clone(),
                 table,
                 log,
-                fs.clone(),
-                dir.to_path_buf(),
+                tables.clone(),
             )));
         }
         log_ranges.push(ranges);
