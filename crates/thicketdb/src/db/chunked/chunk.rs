@@ -4,7 +4,7 @@
 //! table: a get asks the log first (through its partitioned filters), then
 //! the table.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -12,6 +12,7 @@ use parking_lot::{Mutex, RwLock};
 pub(super) use super::chunk_log::{ChunkLog, LogEntry};
 use super::files::{chunk_log_path, funk_table_path};
 use super::funk_tables::{FunkTable, FunkTables};
+use super::heat::Heat;
 use super::munk::Munk;
 use super::pending::Pending;
 use crate::db::probe::{probe_table, Probe};
@@ -63,7 +64,7 @@ pub(super) struct Chunk {
     pub table: Option<FunkTable>,
     pub log: ChunkLog,
     /// The munk cache's LFU score (`munk.rs`).
-    pub heat: AtomicU64,
+    pub heat: Heat,
     munk: RwLock<Option<Arc<Munk>>>,
     /// Set when a rebalance replaced this chunk: its files are deleted on
     /// drop.
@@ -88,7 +89,7 @@ impl Chunk {
             tail_bytes: 0,
             table,
             log,
-            heat: AtomicU64::new(0),
+            heat: Heat::default(),
             munk: RwLock::new(None),
             retired: AtomicBool::new(false),
             tables,

@@ -14,13 +14,15 @@
 //! while a scan holds it, and a munk rebalance keeps the versions a
 //! registered snapshot needs (`rebalance.rs`).
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
 use super::chunk::Chunk;
 use super::munk::Munk;
-use super::ChunkStore;
+use super::{ChunkSet, ChunkStore};
 use crate::error::Result;
 use crate::format::range_tombstone::Fragments;
 use crate::version::range_del_view::PartedRangeDels;
@@ -35,10 +37,15 @@ pub(super) struct ChunkView {
 }
 
 /// The chunks of one scan, in key order, and the view of each taken so
-/// far.
+/// far. Starting a scan costs the same however many chunks the store has:
+/// it holds the keyspace's chunk set (immutable) and the bounds of its
+/// range in it, and a view is kept only for a chunk the scan reached.
 pub(super) struct ChunkViews {
-    chunks: Vec<Arc<Chunk>>,
-    views: Vec<Mutex<Option<Arc<ChunkView>>>>,
+    set: Arc<ChunkSet>,
+    /// The scan's chunks are `set.chunks[range]`.
+    range: Range<usize>,
+    /// By index in the scan's chunks.
+    views: Mutex<HashMap<usize, Arc<ChunkView>>>,
     /// The scan's snapshot: a view is taken once the chunk's puts
     /// numbered up to it are complete (`pending.rs`).
     sequence: u64,
@@ -48,49 +55,60 @@ pub(super) struct ChunkViews {
 }
 
 impl ChunkViews {
-    pub fn new(chunks: Vec<Arc<Chunk>>, sequence: u64, store: Weak<ChunkStore>) -> ChunkViews {
-        let views = chunks.iter().map(|_| Mutex::new(None)).collect();
+    pub fn new(
+        set: Arc<ChunkSet>,
+        range: Range<usize>,
+        sequence: u64,
+        store: Weak<ChunkStore>,
+    ) -> ChunkViews {
         ChunkViews {
-            chunks,
-            views,
+            set,
+            range,
+            views: Mutex::new(HashMap::new()),
             sequence,
             store,
         }
     }
 
+    fn chunks(&self) -> &[Arc<Chunk>] {
+        &self.set.chunks[self.range.clone()]
+    }
+
     pub fn len(&self) -> usize {
-        self.chunks.len()
+        self.range.len()
     }
 
     pub fn chunk(&self, index: usize) -> &Arc<Chunk> {
-        &self.chunks[index]
+        &self.chunks()[index]
     }
 
     /// The index of the chunk holding `key` (the first chunk for a key
     /// before them all).
     pub fn locate(&self, key: &[u8]) -> usize {
-        self.chunks
+        self.chunks()
             .partition_point(|c| c.start.as_slice() <= key)
             .saturating_sub(1)
     }
 
     /// Whether chunk `index` holds `key`.
     pub fn holds(&self, index: usize, key: &[u8]) -> bool {
-        let after_start = index == 0 || self.chunks[index].start.as_slice() <= key;
-        let before_next = self
-            .chunks
+        let chunks = self.chunks();
+        let after_start = index == 0 || chunks[index].start.as_slice() <= key;
+        let before_next = chunks
             .get(index + 1)
             .is_none_or(|next| key < next.start.as_slice());
         after_start && before_next
     }
 
     /// The view of chunk `index`, taken now if this is the first time.
+    /// One scan's cursor and range-tombstone reader ask in turn, never
+    /// at once, so one lock for all its views costs nothing.
     pub fn view(&self, index: usize) -> Result<Arc<ChunkView>> {
-        let mut slot = self.views[index].lock();
-        if let Some(view) = &*slot {
+        let mut views = self.views.lock();
+        if let Some(view) = views.get(&index) {
             return Ok(view.clone());
         }
-        let chunk = &self.chunks[index];
+        let chunk = &self.chunks()[index];
         if let Some(store) = self.store.upgrade() {
             store.touch_for_scan(chunk)?;
         }
@@ -112,7 +130,7 @@ impl ChunkViews {
         // answers with nothing to look through.
         range_dels.retain(|list| !list.is_empty());
         let view = Arc::new(ChunkView { munk, range_dels });
-        *slot = Some(view.clone());
+        views.insert(index, view.clone());
         Ok(view)
     }
 }

@@ -47,6 +47,7 @@ mod durable_prefix;
 pub(crate) mod files;
 mod framed;
 mod funk_tables;
+mod heat;
 pub mod incarnations;
 mod keyspaces;
 pub mod log_filter;
@@ -96,11 +97,20 @@ impl ChunkSet {
 
     /// The chunks holding keys in `[lower, upper)`.
     fn overlapping(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> &[Arc<Chunk>] {
+        &self.chunks[self.overlapping_range(lower, upper)]
+    }
+
+    /// The indexes of the chunks holding keys in `[lower, upper)`.
+    fn overlapping_range(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> std::ops::Range<usize> {
         let first = lower.map_or(0, |l| self.locate(l));
         let end = upper.map_or(self.chunks.len(), |u| {
             self.chunks.partition_point(|c| c.start.as_slice() < u)
         });
-        &self.chunks[first..end.max(first)]
+        first..end.max(first)
     }
 }
 
@@ -266,7 +276,7 @@ impl ChunkStore {
     /// Gives `chunk` a munk if the munk cache admits it, under its
     /// `rebalance_lock` (shared) and `append_lock`, so that the munk
     /// misses no put; `try_only` (a get) gives up rather than wait.
-    fn admit_munk(&self, chunk: &Chunk, try_only: bool) -> Result<()> {
+    fn admit_munk(&self, chunk: &Arc<Chunk>, try_only: bool) -> Result<()> {
         let shared = match try_only {
             true => chunk.rebalance_lock.try_read(),
             false => Some(chunk.rebalance_lock.read()),
@@ -458,13 +468,13 @@ mod chunk_iter_tests;
 #[cfg(test)]
 mod concurrency_tests;
 #[cfg(test)]
-mod funk_tables_tests;
-#[cfg(test)]
 mod keyspace_tests;
 #[cfg(test)]
 mod lazy_open_tests;
 #[cfg(test)]
 mod log_buffer_tests;
+#[cfg(test)]
+mod many_chunks_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]

@@ -9,18 +9,23 @@
 //! The munk cache keeps the hottest chunks' munks within
 //! `munk_cache_bytes`: each access adds to its chunk's heat, and every
 //! `DECAY_PERIOD` accesses all heats are halved (the paper's LFU with
-//! exponential decay). A munk-less chunk whose heat reaches a power of two
-//! (from `ADMIT_HEAT`) asks for a munk: it gets one if the budget has room,
-//! or if the coldest munk's chunk is less than half as hot, which loses
-//! its munk.
+//! exponential decay, applied lazily: `heat.rs`). A munk-less chunk whose
+//! heat reaches a power of two (from `ADMIT_HEAT`) asks for a munk: it gets
+//! one if the budget has room, or if the coldest munk's chunk is less than
+//! half as hot, which loses its munk. The cache keeps the chunks holding
+//! munks, so finding the coldest looks at those only, not at every chunk
+//! of the store.
 //!
 //! A munk replaced (munk rebalance) or dropped (eviction) is sealed first:
 //! a reader that took it before reading its sequence number checks the
 //! seal afterwards and starts over, so it never misses a put the
 //! replacement took (`ChunkStore::get`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use super::chunk::Chunk;
 use super::munk_list::{MunkList, MunkListIterator};
@@ -187,6 +192,11 @@ pub(super) struct MunkCache {
     budget: u64,
     resident: AtomicU64,
     accesses: AtomicU64,
+    /// Decay periods passed (`heat.rs`).
+    epoch: AtomicU64,
+    /// The chunks holding a munk, by address. A leaf lock: held to find
+    /// the coldest (reading their munk and heat), nothing else taken.
+    holders: Mutex<HashMap<usize, Weak<Chunk>>>,
 }
 
 impl MunkCache {
@@ -195,6 +205,8 @@ impl MunkCache {
             budget,
             resident: AtomicU64::new(0),
             accesses: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            holders: Mutex::new(HashMap::new()),
         }
     }
 
@@ -204,34 +216,34 @@ impl MunkCache {
 
     /// Counts an access of `chunk`; returns whether the chunk should be
     /// offered a munk.
-    pub fn touch(&self, store: &ChunkStore, chunk: &Chunk, weight: u64) -> bool {
+    pub fn touch(&self, chunk: &Chunk, weight: u64) -> bool {
         if self.budget == 0 {
             return false;
         }
-        let heat = chunk.heat.fetch_add(weight, Ordering::Relaxed) + weight;
         if self.accesses.fetch_add(1, Ordering::Relaxed) % DECAY_PERIOD == DECAY_PERIOD - 1 {
-            for c in &store.every_chunk() {
-                let _ = c
-                    .heat
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h / 2));
-            }
+            self.epoch.fetch_add(1, Ordering::Relaxed);
         }
+        let heat = chunk.heat.add(weight, self.epoch());
         heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
     /// Gives `chunk` (of the current set of its keyspace) a munk if the
     /// budget allows, evicting a colder munk (of any keyspace) if need be.
     /// REQUIRES: the chunk's `append_lock` (the munk misses no put).
-    pub fn admit(&self, store: &ChunkStore, chunk: &Chunk) -> Result<()> {
+    pub fn admit(&self, store: &ChunkStore, chunk: &Arc<Chunk>) -> Result<()> {
         if chunk.munk().is_some() {
             return Ok(());
         }
         let estimate = chunk.table_length() + chunk.log.len();
-        let heat = chunk.heat.load(Ordering::Relaxed);
+        let heat = chunk.heat.get(self.epoch());
         while self.resident_bytes() + estimate > self.budget {
-            match coldest_munk(&store.every_chunk()) {
-                Some(victim) if victim.heat.load(Ordering::Relaxed) * 2 < heat => {
-                    self.evict(victim);
+            match self.coldest() {
+                Some((victim, victim_heat)) if victim_heat * 2 < heat => {
+                    self.evict(&victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
                 }
                 _ => return Ok(()),
@@ -241,6 +253,9 @@ impl MunkCache {
         let munk = Munk::build(entries, &tombstones, store.options.munk_array_list);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
+        self.holders
+            .lock()
+            .insert(holder_key(chunk), Arc::downgrade(chunk));
         Counters::add(&store.counters.chunk_munk_loads, 1);
         Ok(())
     }
@@ -252,9 +267,9 @@ impl MunkCache {
     /// (`docs/reproduction.md`, *YoDB, session 17 rounds*).
     pub fn enforce_budget(&self, store: &ChunkStore) {
         while self.resident_bytes() > self.budget {
-            match coldest_munk(&store.every_chunk()) {
-                Some(victim) => {
-                    self.evict(victim);
+            match self.coldest() {
+                Some((victim, _)) => {
+                    self.evict(&victim);
                     Counters::add(&store.counters.chunk_munk_evictions, 1);
                 }
                 None => return,
@@ -267,6 +282,37 @@ impl MunkCache {
             old.seal();
             self.resident.fetch_sub(old.bytes(), Ordering::Relaxed);
         }
+        self.holders.lock().remove(&holder_key(chunk));
+    }
+
+    /// The addresses of the live chunks the cache counts as holding a
+    /// munk.
+    #[cfg(test)]
+    pub fn holders(&self) -> std::collections::BTreeSet<usize> {
+        let holders = self.holders.lock();
+        holders
+            .iter()
+            .filter(|(_, chunk)| chunk.strong_count() > 0)
+            .map(|(key, _)| *key)
+            .collect()
+    }
+
+    /// The chunk holding a munk whose heat is lowest, and its heat.
+    fn coldest(&self) -> Option<(Arc<Chunk>, u64)> {
+        let epoch = self.epoch();
+        let mut holders = self.holders.lock();
+        // A chunk dropped without an eviction (its keyspace's, say) leaves
+        // a dead entry behind.
+        holders.retain(|_, chunk| chunk.strong_count() > 0);
+        holders
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|c| c.munk().is_some())
+            .map(|c| {
+                let heat = c.heat.get(epoch);
+                (c, heat)
+            })
+            .min_by_key(|(_, heat)| *heat)
     }
 
     /// Counts the munks a funk rebalance built for `children` (from the
@@ -275,11 +321,15 @@ impl MunkCache {
     /// another chunk's munk for a moment's overlap, and load one again
     /// once the old munk went.
     pub fn hand_down(&self, old: &Chunk, children: &[Arc<Chunk>]) {
-        let bytes: u64 = children
-            .iter()
-            .filter_map(|c| c.munk())
-            .map(|m| m.bytes())
-            .sum();
+        let mut bytes = 0;
+        let mut holders = self.holders.lock();
+        for child in children {
+            if let Some(munk) = child.munk() {
+                bytes += munk.bytes();
+                holders.insert(holder_key(child), Arc::downgrade(child));
+            }
+        }
+        drop(holders);
         self.resident.fetch_add(bytes, Ordering::Relaxed);
         self.evict(old);
     }
@@ -318,10 +368,8 @@ impl MunkCache {
     }
 }
 
-/// The chunk with a munk whose heat is lowest.
-fn coldest_munk(chunks: &[Arc<Chunk>]) -> Option<&Arc<Chunk>> {
-    chunks
-        .iter()
-        .filter(|c| c.munk().is_some())
-        .min_by_key(|c| c.heat.load(Ordering::Relaxed))
+/// A chunk's key among the munk holders: its address, unique while it
+/// lives (an entry outliving its chunk is dropped by `coldest`).
+fn holder_key(chunk: &Chunk) -> usize {
+    std::ptr::from_ref(chunk) as usize
 }

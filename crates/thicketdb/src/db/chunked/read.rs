@@ -55,7 +55,7 @@ impl ChunkStore {
             }
         };
         let chunk = &set.chunks[index];
-        if self.munks.touch(self, chunk, 1) && !self.read_only {
+        if self.munks.touch(chunk, 1) && !self.read_only {
             // A get does not wait for writers to build a munk.
             self.admit_munk(chunk, true)?;
         }
@@ -100,11 +100,10 @@ impl ChunkStore {
         // Taken after the snapshot: its chunks hold every version the
         // snapshot sees.
         let set = space.chunk_set();
-        let chunks = set
-            .overlapping(opts.lower_bound.as_deref(), opts.upper_bound.as_deref())
-            .to_vec();
+        let range = set.overlapping_range(opts.lower_bound.as_deref(), opts.upper_bound.as_deref());
         let views = Arc::new(ChunkViews::new(
-            chunks,
+            set,
+            range,
             snapshot.sequence(),
             Arc::downgrade(self),
         ));
@@ -124,8 +123,8 @@ impl ChunkStore {
 
     /// Counts a scan's access of `chunk` for the munk cache and offers a
     /// hot chunk a munk, without waiting for writers (as a get does).
-    pub(super) fn touch_for_scan(&self, chunk: &Chunk) -> Result<()> {
-        if self.munks.touch(self, chunk, 1) && !self.read_only && !chunk.is_retired() {
+    pub(super) fn touch_for_scan(&self, chunk: &Arc<Chunk>) -> Result<()> {
+        if self.munks.touch(chunk, 1) && !self.read_only && !chunk.is_retired() {
             self.admit_munk(chunk, true)?;
         }
         Ok(())

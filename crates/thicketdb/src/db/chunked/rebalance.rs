@@ -288,10 +288,7 @@ fn switch(
     let splits = u64::from(new_chunks.len() > 1);
     let count = new_chunks.len() as u64;
     for child in &new_chunks {
-        child.heat.store(
-            chunk.heat.load(std::sync::atomic::Ordering::Relaxed),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        child.heat.inherit(&chunk.heat);
     }
     let mut chunks = set.chunks[..index].to_vec();
     chunks.extend(new_chunks.iter().cloned());

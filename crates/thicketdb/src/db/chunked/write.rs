@@ -93,7 +93,7 @@ impl ChunkStore {
             // After the put withdrew: a munk rebalance stops the chunk's
             // puts only, never a reader or another chunk's put.
             self.rebalance_munk_if_grown(chunk);
-            if self.munks.touch(self, chunk, 1) {
+            if self.munks.touch(chunk, 1) {
                 self.admit_munk(chunk, false)?;
             }
             let limit = space.log_limit(chunk);

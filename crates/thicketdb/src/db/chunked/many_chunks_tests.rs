@@ -1,5 +1,7 @@
-//! Funk tables are named at open and opened on first read, through a
-//! cache of at most `max_open_files` tables (`funk_tables.rs`).
+//! What keeps a store of many chunks from paying per chunk: funk tables
+//! named at open and opened on first read, through a cache of at most
+//! `max_open_files` tables (`funk_tables.rs`), and a munk cache that looks
+//! for its victims among the chunks holding munks only (`munk.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -108,4 +110,56 @@ fn rebalanced_chunks_close_their_tables() {
         .filter(|e| is_table(&e.as_ref().unwrap().path()))
         .count();
     assert_eq!(on_disk, tables, "replaced tables left on disk");
+}
+
+/// The munk cache finds its victims among the chunks it recorded as
+/// holding munks, not by walking every chunk: through loads, evictions,
+/// splits and a keyspace's churn, that record is exactly the chunks that
+/// hold one.
+#[test]
+fn the_munk_cache_records_exactly_the_chunks_holding_munks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            munk_cache_bytes: 256 << 10,
+            ..options()
+        },
+    )
+    .unwrap();
+    let store = super::tests::store(&db);
+    let check = || {
+        let holding: std::collections::BTreeSet<usize> = store
+            .every_chunk()
+            .iter()
+            .filter(|c| c.munk().is_some())
+            .map(|c| std::ptr::from_ref(&**c) as usize)
+            .collect();
+        assert_eq!(store.munks.holders(), holding);
+        holding.len()
+    };
+    let mut most = 0;
+    let mut state = 7u64;
+    for _ in 0..20 {
+        for i in 0..KEYS / 4 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Skewed: most accesses go to a few hundred keys.
+            let k = match state >> 62 {
+                0 => (state >> 20) as u32 % KEYS,
+                _ => (state >> 20) as u32 % 300,
+            };
+            match i % 3 {
+                0 => db.put(key(k), value(k)).unwrap(),
+                _ => {
+                    db.get(key(k)).unwrap();
+                }
+            }
+        }
+        super::tests::settle_builds(&db);
+        most = most.max(check());
+    }
+    assert!(most > 0, "no munk was ever loaded");
+    assert!(db.stats().chunk_munk_evictions > 0, "no munk was evicted");
 }
