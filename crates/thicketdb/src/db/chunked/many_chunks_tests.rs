@@ -163,3 +163,83 @@ fn the_munk_cache_records_exactly_the_chunks_holding_munks() {
     assert!(most > 0, "no munk was ever loaded");
     assert!(db.stats().chunk_munk_evictions > 0, "no munk was evicted");
 }
+
+/// In the synchronous mode a funk rebalance syncs its new chunks' logs,
+/// not every dirty log of the store (N fsyncs per rebalance at N dirty
+/// chunks): its table takes the writes up to the durable point only and
+/// the rest stays a log tail, so a power loss right after the switch
+/// still keeps a prefix of the writes.
+#[test]
+fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
+    use crate::db::WriteOptions;
+    use crate::io::fault::FaultFs;
+    let fs = FaultFs::new();
+    let dir = Path::new("/store");
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..options()
+    };
+    let limit = options.funk_log_limit;
+    let db = Db::open_with_fs(dir, options.clone(), Arc::new(fs.clone())).unwrap();
+    for i in 0..KEYS {
+        db.put(key(i), value(i)).unwrap();
+    }
+    // Every log empty, every write durable.
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert!(db.stats().chunks > 40, "{} chunks", db.stats().chunks);
+    let store = super::tests::store(&db);
+    let hot = KEYS / 2 + 3;
+    let hot_log_len = || {
+        let set = store.default_space().chunk_set();
+        set.chunks[set.locate(&key(hot))].log.len()
+    };
+    // The hot chunk's log 70% full, made durable by a sync write; then
+    // one unsynced write in each of 20 other chunks; then writes to the
+    // hot chunk until it rebalances, with less than half a log past the
+    // durable point.
+    let n = std::cell::Cell::new(0);
+    let put_hot = |opts: WriteOptions| {
+        n.set(n.get() + 1);
+        db.put_opt(key(hot), format!("hot-{}", n.get()), opts)
+            .unwrap();
+    };
+    while hot_log_len() < limit * 7 / 10 {
+        put_hot(WriteOptions::default());
+    }
+    put_hot(WriteOptions { sync: true });
+    let cold: Vec<u32> = (0..20).map(|c| c * (KEYS / 20) + 1).collect();
+    for &i in &cold {
+        db.put(key(i), "cold").unwrap();
+    }
+    let (fsyncs, rebalances) = (db.stats().fsyncs_log, db.stats().chunk_funk_rebalances);
+    let durable_hot = n.get();
+    while db.stats().chunk_funk_rebalances == rebalances {
+        put_hot(WriteOptions::default());
+    }
+    let synced = db.stats().fsyncs_log - fsyncs;
+    assert!(
+        synced < 20,
+        "the switch synced {synced} logs: the other chunks' dirty logs too"
+    );
+    fs.drop_unsynced();
+    drop(db);
+    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).unwrap();
+    // The writes kept are a prefix of the writes made: the cold ones in
+    // order, then the hot ones past the synced one.
+    let kept_cold: Vec<bool> = cold
+        .iter()
+        .map(|&i| db.get(key(i)).unwrap() == Some(b"cold".to_vec()))
+        .collect();
+    let hot_value = String::from_utf8(db.get(key(hot)).unwrap().unwrap()).unwrap();
+    let kept_hot: usize = hot_value.strip_prefix("hot-").unwrap().parse().unwrap();
+    assert!(kept_hot >= durable_hot, "a synced write lost: {hot_value}");
+    let prefix = kept_cold.iter().take_while(|&&k| k).count();
+    assert!(
+        kept_cold[prefix..].iter().all(|&k| !k),
+        "cold writes kept {kept_cold:?}: not a prefix"
+    );
+    assert!(
+        kept_hot == durable_hot || prefix == cold.len(),
+        "hot write {kept_hot} kept past a lost cold write: {kept_cold:?}"
+    );
+}

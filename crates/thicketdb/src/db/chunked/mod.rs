@@ -323,9 +323,10 @@ impl ChunkStore {
         if self.read_only {
             return Err(Error::ReadOnly("compact_range".into()));
         }
-        if self.is_async() {
-            // Tables take checkpointed writes only: all of them, now.
-            self.take_checkpoint()?;
+        // Tables take durable writes only: all of them, now.
+        match self.is_async() {
+            true => self.take_checkpoint().map(|_| ())?,
+            false => self.sync_dirty_logs()?,
         }
         let mut at = start.map(<[u8]>::to_vec);
         loop {

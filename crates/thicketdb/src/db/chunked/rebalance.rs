@@ -99,21 +99,42 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     // Every record of the chunk up to it is in the log once settled.
     let settled = store.last_sequence.load(Ordering::SeqCst);
     chunk.settle(settled);
-    // Read before the records: every record up to it is in the log. In
-    // the asynchronous mode only checkpointed writes go to a table (a
-    // crash returns to the checkpoint, and tables are read unchecked);
-    // the rest is the tail the switch copies into the new log.
-    let mut published = settled.min(store.checkpointed.load(Ordering::Acquire));
+    // Read before the records: every record up to it is in the log. Only
+    // durable writes go to a table: the checkpointed ones in the
+    // asynchronous mode (a crash returns to the checkpoint, and tables are
+    // read unchecked), those up to the durable sequence in the synchronous
+    // one (a power loss keeps a prefix of the writes: a table holding a
+    // write past an unsynced one in another chunk's log would break it).
+    // The rest is the tail the switch copies into the new log.
+    let durable = match store.is_async() {
+        true => &store.checkpointed,
+        false => &store.durable_sequence,
+    };
+    let mut published = settled.min(durable.load(Ordering::Acquire));
     let oldest = store.snapshots.oldest(&store.last_sequence);
     let log = chunk.log.records_from(0)?;
     let mut merged = first_past(&log, published)?;
-    if store.is_async() && past_bytes(&log[merged..]) > space.log_limit(chunk) {
-        // The checkpointer's interval bounds the tail, so a build takes no
-        // checkpoint of its own (one syncs every dirty log of the store)
-        // unless the writes past the last one would leave the log past its
-        // limit: a chunk written faster than the checkpoints come.
-        store.take_checkpoint()?;
-        published = settled.min(store.checkpointed.load(Ordering::Acquire));
+    // In the synchronous mode nothing else moves the durable point unless
+    // writers sync: a build leaving half a log behind it syncs, or every
+    // other build would merge nothing.
+    let tail_limit = match store.is_async() {
+        true => space.log_limit(chunk),
+        false => space.log_limit(chunk) / 2,
+    };
+    if past_bytes(&log[merged..]) > tail_limit {
+        // A build makes the store's writes durable (one sync of every
+        // dirty log: a checkpoint, or a sync round) only when the writes
+        // past the last durable point would leave the new log past its
+        // limit (half of it, synchronous). Each such sync costs one fsync
+        // per dirty chunk, but comes once a chunk gathered that many bytes
+        // past it: with N chunks written alike, once per N times that, so
+        // its cost per byte written does not grow with N. Syncing every
+        // dirty log at every switch cost N fsyncs per rebalance.
+        match store.is_async() {
+            true => store.take_checkpoint().map(|_| ())?,
+            false => store.sync_dirty_logs()?,
+        }
+        published = settled.min(durable.load(Ordering::Acquire));
         merged = first_past(&log, published)?;
     }
     let mut entries = chunk.table_entries()?;
@@ -251,19 +272,13 @@ fn switch(
     for child in &mut new_chunks {
         child.tail_bytes = child.log.len();
     }
-    // The new funks make the tail durable: the other chunks' earlier
-    // writes must be too, so that a power loss keeps a prefix (in the
-    // asynchronous mode the tables hold checkpointed writes only).
-    let others_synced = match store.is_async() {
-        true => Ok(()),
-        false => store.sync_dirty_logs(),
-    };
-    let synced = others_synced.and_then(|()| {
-        new_chunks
-            .iter()
-            .try_for_each(|c| c.log.sync())
-            .and_then(|()| store.fs.sync_dir(&store.dir))
-    });
+    // The new tables hold durable writes only (`build`), and the tail in
+    // the new logs is cut by recovery like any log's writes past the
+    // durable point: the other chunks' logs need no sync.
+    let synced = new_chunks
+        .iter()
+        .try_for_each(|c| c.log.sync())
+        .and_then(|()| store.fs.sync_dir(&store.dir));
     if let Err(e) = synced {
         retire_all(&new_chunks);
         return Err(e);
