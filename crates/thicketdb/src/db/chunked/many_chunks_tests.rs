@@ -243,3 +243,56 @@ fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
         "hot write {kept_hot} kept past a lost cold write: {kept_cold:?}"
     );
 }
+
+/// A batch spanning two chunks, one of them rebalanced while the batch is
+/// in its tail: the switch syncs the batch log before the new chunk log,
+/// so a power loss right after keeps the batch whole (recovery completes
+/// the part in the other chunk's lost log from the batch log).
+#[test]
+fn a_batch_across_a_rebalanced_chunk_survives_power_loss_whole_or_not_at_all() {
+    use crate::db::{WriteBatch, WriteOptions};
+    use crate::io::fault::FaultFs;
+    let fs = FaultFs::new();
+    let dir = Path::new("/store");
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..options()
+    };
+    let limit = options.funk_log_limit;
+    let db = Db::open_with_fs(dir, options.clone(), Arc::new(fs.clone())).unwrap();
+    for i in 0..KEYS {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let store = super::tests::store(&db);
+    let (hot, cold) = (KEYS / 2 + 3, KEYS - 5);
+    let log_len = |k: u32| {
+        let set = store.default_space().chunk_set();
+        set.chunks[set.locate(&key(k))].log.len()
+    };
+    assert!(log_len(hot) == 0 && log_len(cold) == 0);
+    // The hot chunk's log 70% full and durable, then the batch (its hot
+    // part numbered first), then hot writes until the chunk rebalances
+    // with the batch in its tail.
+    while log_len(hot) < limit * 7 / 10 {
+        db.put(key(hot), "filler").unwrap();
+    }
+    db.put_opt(key(hot), "synced", WriteOptions { sync: true })
+        .unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(key(hot - 1), "batch").unwrap();
+    batch.put(key(cold), "batch").unwrap();
+    db.write(batch).unwrap();
+    let rebalances = db.stats().chunk_funk_rebalances;
+    while db.stats().chunk_funk_rebalances == rebalances {
+        db.put(key(hot), "after").unwrap();
+    }
+    fs.drop_unsynced();
+    drop(db);
+    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).unwrap();
+    let parts = [key(hot - 1), key(cold)].map(|k| db.get(k).unwrap() == Some(b"batch".to_vec()));
+    assert_eq!(parts[0], parts[1], "half a batch kept: {parts:?}");
+    // Its hot part was made durable by the switch, and the batch log
+    // completes the other.
+    assert_eq!(parts, [true, true]);
+}

@@ -274,11 +274,22 @@ fn switch(
     }
     // The new tables hold durable writes only (`build`), and the tail in
     // the new logs is cut by recovery like any log's writes past the
-    // durable point: the other chunks' logs need no sync.
-    let synced = new_chunks
-        .iter()
-        .try_for_each(|c| c.log.sync())
-        .and_then(|()| store.fs.sync_dir(&store.dir));
+    // durable point: the other chunks' logs need no sync. The batch log
+    // does, first: a batch spanning chunks whose part in the tail became
+    // durable is completed from it by recovery (`complete_batches`), not
+    // kept in part.
+    let batches_synced = match (store.is_async(), store.writer.lock().as_mut()) {
+        (false, Some(meta)) => meta.batch_log.sync_if_dirty().map(|synced| {
+            Counters::add(&store.counters.fsyncs_log, u64::from(synced));
+        }),
+        _ => Ok(()),
+    };
+    let synced = batches_synced.and_then(|()| {
+        new_chunks
+            .iter()
+            .try_for_each(|c| c.log.sync())
+            .and_then(|()| store.fs.sync_dir(&store.dir))
+    });
     if let Err(e) = synced {
         retire_all(&new_chunks);
         return Err(e);
