@@ -205,7 +205,8 @@ fn l0_tables_join_l1s_buffer_older_runs_first_and_keep_the_recording() {
     let v = version(
         "L0 4: b-d/100@50
          L0 3: a-c/100@40 e-f/100@41
-         L1 1: a-b/100",
+         L1 1: a-b/100
+         L2 2: a-z/1000",
     )
     .apply(&VersionEdit {
         buffer_recording: vec![(1, BufferRecording::Since(5))],
@@ -369,7 +370,8 @@ fn a_victim_superseding_the_levels_older_data_does_not_freeze_it() {
     // this round (the paper's C'₂), not data this round brought: no freeze.
     let v = version(
         "L1 1: a-z/500
-         L2 2: a-z/1000",
+         L2 2: a-z/1000
+         L3 3: a-z/5000",
     );
     let (v, text, change) = merge(
         &b,
@@ -458,7 +460,8 @@ fn freeze_accounting_survives_a_reopen() {
     // 30, so 60 bytes repeated this round's, over a quarter of 160.
     let v = version(
         "L1 1: a-b/100 c-d/100
-         L2 2: a-z/100",
+         L2 2: a-z/100
+         L3 3: a-z/1000",
     );
     let (v, text, _) = merge(
         &b,
@@ -513,4 +516,26 @@ fn entries_kept_for_range_reads_are_bounded_and_move_the_recording() {
     // reads now leave the run's tables holding it to the run.
     assert!(left.iter().filter(|&&s| s == 1).count() == 2, "{left:?}");
     assert_eq!(after.levels[2].recording, BufferRecording::Since(1));
+}
+
+#[test]
+fn the_last_level_freezes_on_data_it_already_holds() {
+    let b = buffer("");
+    // As above, but level 2 is the last: nothing below it, so its data
+    // never leave and what a victim drops of them is repeated.
+    let v = version(
+        "L1 1: a-z/500
+         L2 2: a-z/1000",
+    );
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[101]),
+        &[meta(200, "a", "z", 1000)],
+    );
+    assert_eq!(text, "B2#900: 100x | frozen 2");
+    assert_eq!(change.froze_total(), 1);
+    assert!(v.levels[2].frozen);
+    assert_eq!(v.levels[2].round.departed, 0, "nothing left the last level");
 }
