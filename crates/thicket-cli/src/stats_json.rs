@@ -14,9 +14,19 @@ const FSYNC_CAUSES: &str = "fsyncs_by_cause";
 /// library (`Stats::fields`, `SpaceUsage::fields`), except the per-cause
 /// fsync counters, which are grouped under `fsyncs_by_cause`.
 pub fn to_json(stats: &Stats, space: &SpaceUsage) -> Value {
+    fields_json(stats.fields().into_iter().chain(space.fields()))
+}
+
+/// `to_json` without the space figures (which scan the store): cheap
+/// enough to sample while a benchmark runs.
+pub fn stats_to_json(stats: &Stats) -> Value {
+    fields_json(stats.fields().into_iter())
+}
+
+fn fields_json(fields: impl Iterator<Item = (&'static str, StatValue)>) -> Value {
     let mut object = Map::new();
     let mut fsyncs_by_cause = Map::new();
-    for (name, value) in stats.fields().into_iter().chain(space.fields()) {
+    for (name, value) in fields {
         let value = stat_json(value);
         match name.strip_prefix("fsyncs_") {
             Some(cause) => fsyncs_by_cause.insert(cause.to_string(), value),
@@ -236,6 +246,17 @@ mod tests {
         stats.merge_in_progress = true;
         stats.level_bytes_read = vec![33];
         stats.level_bytes_written = vec![34, 35];
+        stats.block_cache_passing_hits = 101;
+        stats.block_cache_passing_misses = 102;
+        stats.get_blocks_read_per_level = vec![90];
+        stats.buffer_hits_per_level = vec![91];
+        stats.buffer_stops_per_level = vec![92];
+        stats.buffer_blocks_read_per_level = vec![93];
+        stats.buffer_range_reads_per_level = vec![95];
+        stats.level_range_reads_per_level = vec![96];
+        stats.buffer_tables_removed_per_level = vec![97];
+        stats.buffer_tables_trimmed_per_level = vec![98];
+        stats.freezes_per_level = vec![99];
         stats.stall_micros = 36;
         stats.holes_punched = 37;
         stats.segments_deleted = 38;
@@ -330,6 +351,17 @@ mod tests {
                 "merge_in_progress": true,
                 "level_bytes_read": [33],
                 "level_bytes_written": [34, 35],
+                "block_cache_passing_hits": 101,
+                "block_cache_passing_misses": 102,
+                "get_blocks_read_per_level": [90],
+                "buffer_hits_per_level": [91],
+                "buffer_stops_per_level": [92],
+                "buffer_blocks_read_per_level": [93],
+                "buffer_range_reads_per_level": [95],
+                "level_range_reads_per_level": [96],
+                "buffer_tables_removed_per_level": [97],
+                "buffer_tables_trimmed_per_level": [98],
+                "freezes_per_level": [99],
                 "stall_micros": 36,
                 "holes_punched": 37,
                 "segments_deleted": 38,

@@ -12,23 +12,20 @@ pub(crate) use fields::stat_struct;
 pub use fields::StatValue;
 
 macro_rules! counters {
-    ([$($name:ident: $doc:literal,)*]) => {
+    ([$($name:ident: $doc:literal,)*] [$($per:ident: $per_doc:literal,)*]) => {
         /// Cumulative counters, updated lock-free by every layer.
         #[derive(Debug, Default)]
         pub struct Counters {
             $(#[doc = $doc] pub $name: AtomicU64,)*
-            /// Bytes read by compactions from each level.
-            pub level_bytes_read: [AtomicU64; NUM_LEVELS],
-            /// Bytes written by flushes (L0) and compactions into each level.
-            pub level_bytes_written: [AtomicU64; NUM_LEVELS],
+            $(#[doc = $per_doc] pub $per: [AtomicU64; NUM_LEVELS],)*
         }
 
         impl Counters {
             /// `(name, value)` for every counter, in declaration order, then
-            /// the per-level ones as `level_bytes_read.N` / `level_bytes_written.N`.
+            /// the per-level ones as `name.N`.
             pub fn snapshot(&self) -> Vec<(String, u64)> {
                 let mut out = vec![$((stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)),)*];
-                for (prefix, values) in [("level_bytes_read", &self.level_bytes_read), ("level_bytes_written", &self.level_bytes_written)] {
+                for (prefix, values) in [$((stringify!($per), &self.$per),)*] {
                     for (i, v) in values.iter().enumerate() {
                         out.push((format!("{prefix}.{i}"), v.load(Ordering::Relaxed)));
                     }
@@ -46,8 +43,7 @@ macro_rules! counters {
                             let per_level = other.split_once('.').and_then(|(prefix, level)| {
                                 let level: usize = level.parse().ok()?;
                                 let values = match prefix {
-                                    "level_bytes_read" => &self.level_bytes_read,
-                                    "level_bytes_written" => &self.level_bytes_written,
+                                    $(stringify!($per) => &self.$per,)*
                                     _ => return None,
                                 };
                                 values.get(level)
@@ -63,9 +59,10 @@ macro_rules! counters {
     };
 }
 
-/// Calls `$callback! { ... [name: "doc", ...] }` with the cumulative
-/// counters: the one list that declares `Counters` and their copies in
-/// `Stats`.
+/// Calls `$callback! { ... [name: "doc", ...] [name: "doc", ...] }` with
+/// the cumulative counters, then the per-level ones (one counter per
+/// level, a `Vec<u64>` in `Stats`, L0 first): the one list that declares
+/// `Counters` and their copies in `Stats`.
 macro_rules! with_counters {
     ($callback:ident! { $($input:tt)* }) => {
         $callback! { $($input)* [
@@ -124,6 +121,18 @@ macro_rules! with_counters {
             chunk_checkpoints: "Chunked layout, `durability=async`: checkpoints taken (each syncs the chunk logs holding unsynced writes and records its point in `CHECKPOINT`).",
             chunk_funk_builds_queued: "Chunked layout: funk rebalances handed to the build threads (`chunk_rebalance_threads`) by writes that found a chunk log past its limit.",
             chunk_puts_waited_for_build: "Chunked layout: writes that found a chunk log past twice its limit while the build threads were behind, and waited for (or ran) its funk rebalance.",
+        ] [
+            level_bytes_read: "Bytes compactions read from each level.",
+            level_bytes_written: "Bytes flushes (L0) and compactions wrote into each level.",
+            get_blocks_read_per_level: "Blocks point lookups probing in turn read from files of each level's own tables (part of `get_blocks_read`; blocks the search threads read are not split by level).",
+            buffer_hits_per_level: "`buffer_hits` by level: point lookups answered by a table of the level's compaction buffer (LSbM's Bᵢ; B₁ holds L0's merged tables).",
+            buffer_stops_per_level: "Point lookups whose search of a level's compaction buffer stopped at a removed entry covering the key, so the level's own table answered (LSbM Algorithm 3, lines 15-16).",
+            buffer_blocks_read_per_level: "Blocks point lookups probing in turn read from files of each level's compaction-buffer tables (part of `get_blocks_read`).",
+            buffer_range_reads_per_level: "Pieces of range reads and iterators (Algorithm 4 decisions, see `lsbm_range_by_cache`) that read a level from its compaction buffer: `buffer_range_pieces` by level.",
+            level_range_reads_per_level: "Pieces of range reads and iterators where a level's compaction buffer could serve but its own run did (`lsbm_range_by_cache`).",
+            buffer_tables_removed_per_level: "`buffer_tables_removed` by level.",
+            buffer_tables_trimmed_per_level: "`buffer_tables_trimmed` by level.",
+            freezes_per_level: "`freezes` by level.",
         ] }
     };
 }
@@ -140,6 +149,14 @@ impl Counters {
     /// The value of `counter`.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+
+    /// Adds `n` to `level`'s counter of a per-level list (levels past the
+    /// list are not counted).
+    pub fn add_at(counters: &[AtomicU64; NUM_LEVELS], level: usize, n: u64) {
+        if let Some(c) = counters.get(level) {
+            Counters::add(c, n);
+        }
     }
 
     /// Counts `bytes` read by a compaction from `level`.

@@ -950,6 +950,9 @@ fn model_lsbm_buffer() {
         config.options.block_cache_size = 32 << 10;
         config.options.lsbm_trim_threshold = 0.5;
         config.options.lsbm_max_buffer_bytes = 96 << 10;
+        // Range reads choosing by the cache, and (502) reading the buffer
+        // wherever it may serve.
+        config.options.lsbm_range_by_cache = seed != 502;
         let stats = run(seed, ops(OPS), posix(), config);
         hits += stats.buffer_hits;
         removed += stats.buffer_tables_removed;

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// Per technique, the statistics that prove it ran.
+/// Per technique, the statistics that prove it ran. A name ending in `*`
+/// picks every statistic it begins (so a counter added under the prefix,
+/// e.g. a per-level `buffer_*_per_level`, reaches the runs' JSON without
+/// being listed here).
 pub const MECHANISMS: &[(&str, &[&str])] = &[
     (
         "triad",
@@ -29,15 +32,10 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
         "lsbm",
         &[
             "compaction_buffer_bytes",
-            "buffer_tables",
-            "buffer_hits",
-            "buffer_range_pieces",
-            "buffer_tables_removed",
-            "freezes",
-            "buffer_bytes_per_level",
-            "buffer_tables_per_level",
-            "buffer_trims",
-            "buffer_tables_trimmed",
+            "buffer_*",
+            "freezes*",
+            "level_range_reads_per_level",
+            "get_blocks_read_per_level",
         ],
     ),
     (
@@ -85,11 +83,74 @@ pub fn pick(stats: &Value) -> BTreeMap<String, BTreeMap<String, Value>> {
         .map(|(technique, names)| {
             let counters = names
                 .iter()
-                .filter_map(|name| Some((name.to_string(), stats.get(*name)?.clone())))
+                .flat_map(|name| matching(stats, name))
+                .map(|(name, value)| (name.to_string(), value.clone()))
                 .collect();
             (technique.to_string(), counters)
         })
         .collect()
+}
+
+/// The statistics `name` picks: the one of that name, or with a trailing
+/// `*` every one it begins.
+fn matching<'a>(stats: &'a Value, name: &'a str) -> Vec<(&'a str, &'a Value)> {
+    let Some(object) = stats.as_object() else {
+        return Vec::new();
+    };
+    match name.strip_suffix('*') {
+        Some(prefix) => object
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.as_str(), v))
+            .collect(),
+        None => object
+            .get_key_value(name)
+            .map(|(k, v)| (k.as_str(), v))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Every technique's counters, sampled once per second of a measured
+/// phase: `name -> value at the end of each second` (cumulative counters
+/// as they stood, gauges such as `buffer_tables_per_level` as they were).
+/// Series that never changed are left out when the phase ends.
+#[derive(Debug, Default)]
+pub struct MechanismTimeline {
+    seconds: usize,
+    series: BTreeMap<String, Vec<Value>>,
+}
+
+impl MechanismTimeline {
+    /// Closes seconds up to `elapsed_secs` with `stats` (several at once
+    /// share the sample).
+    pub fn tick(&mut self, elapsed_secs: usize, stats: impl FnOnce() -> Option<Value>) {
+        if elapsed_secs <= self.seconds {
+            return;
+        }
+        let Some(stats) = stats() else {
+            return;
+        };
+        for counters in pick(&stats).into_values() {
+            for (name, value) in counters {
+                let series = self.series.entry(name).or_default();
+                // A counter first seen late (none is) repeats its value back.
+                if series.is_empty() {
+                    series.resize(self.seconds, value.clone());
+                }
+                series.resize(elapsed_secs, value);
+            }
+        }
+        self.seconds = elapsed_secs;
+    }
+
+    /// The series that changed during the phase.
+    pub fn finish(self) -> BTreeMap<String, Vec<Value>> {
+        self.series
+            .into_iter()
+            .filter(|(_, values)| values.windows(2).any(|w| w[0] != w[1]))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +167,7 @@ mod tests {
         for (technique, names) in MECHANISMS {
             for name in *names {
                 assert!(
-                    stats.get(*name).is_some(),
+                    !matching(&stats, name).is_empty(),
                     "{technique}: no statistic {name}"
                 );
             }
@@ -114,6 +175,31 @@ mod tests {
         let picked = pick(&stats);
         assert_eq!(picked.len(), MECHANISMS.len());
         assert_eq!(picked["triad"].len(), MECHANISMS[0].1.len());
+        // The prefixes pick the per-level counters without listing them.
+        for name in [
+            "buffer_hits_per_level",
+            "buffer_stops_per_level",
+            "freezes_per_level",
+        ] {
+            assert!(picked["lsbm"].contains_key(name), "lsbm: {name} not picked");
+        }
         db.close().unwrap();
+    }
+
+    #[test]
+    fn the_timeline_keeps_the_series_that_changed() {
+        let mut t = MechanismTimeline::default();
+        let stats = |hits: u64| {
+            Some(serde_json::json!({"buffer_hits": hits, "freezes": 1, "unrelated": hits}))
+        };
+        t.tick(1, || stats(5));
+        t.tick(1, || panic!("a second is sampled once"));
+        t.tick(3, || stats(9));
+        let series = t.finish();
+        assert_eq!(series.len(), 1, "{series:?}");
+        assert_eq!(
+            series["buffer_hits"],
+            [5, 9, 9].map(|v| serde_json::json!(v))
+        );
     }
 }

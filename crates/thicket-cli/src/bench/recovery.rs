@@ -163,6 +163,7 @@ pub fn open(s: &Settings) -> Result<RunResult, String> {
         timeline: Vec::new(),
         reader_timeline: Vec::new(),
         hit_ratio_timeline: Vec::new(),
+        mechanism_timeline: Default::default(),
         settings: s.clone(),
     })
 }

@@ -184,6 +184,11 @@ pub struct RunResult {
     /// for a second without lookups; empty for engines without counters).
     #[serde(default)]
     pub hit_ratio_timeline: Vec<Option<f64>>,
+    /// The techniques' counters (`mechanism_counters`' names) at the end of
+    /// each second of the measured phase, those that changed (empty for
+    /// peers).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mechanism_timeline: BTreeMap<String, Vec<serde_json::Value>>,
     pub settings: Settings,
 }
 

@@ -225,6 +225,7 @@ struct Phase {
     /// With a writer: the other threads' operations per second.
     reader_timeline: Vec<u64>,
     hit_ratio_timeline: Vec<Option<f64>>,
+    mechanism_timeline: BTreeMap<String, Vec<serde_json::Value>>,
     /// The largest size of the store sampled while the phase ran.
     peak_space_bytes: u64,
 }
@@ -393,6 +394,7 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
     let mut timeline = Timeline::new(start);
     let mut reader_timeline = Timeline::new(start);
     let mut hit_ratios = HitRatioSeries::new(ctx.engine);
+    let mut mechanisms = super::mechanisms::MechanismTimeline::default();
     let mut peak_space_bytes = 0;
     let mut next_space_sample = start;
     let has_writer = plan.writer.is_some();
@@ -422,6 +424,9 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
             timeline.tick(done);
             reader_timeline.tick(signals.readers_done.load(Ordering::Relaxed));
             hit_ratios.tick(ctx.engine, start.elapsed().as_secs() as usize);
+            mechanisms.tick(start.elapsed().as_secs() as usize, || {
+                ctx.engine.live_stats()
+            });
             if Instant::now() >= next_space_sample {
                 // A file removed while it is walked reads as an error: skip
                 // that sample, the next one sees the directory settled.
@@ -465,6 +470,7 @@ fn execute(ctx: &PhaseContext<'_>, plan: PhasePlan) -> Result<Phase, String> {
         timeline,
         reader_timeline,
         hit_ratio_timeline: hit_ratios.seconds,
+        mechanism_timeline: mechanisms.finish(),
         peak_space_bytes,
     })
 }
@@ -742,6 +748,7 @@ pub fn run(s: &Settings) -> Result<RunResult, String> {
         timeline: m.phase.timeline,
         reader_timeline: m.phase.reader_timeline,
         hit_ratio_timeline: m.phase.hit_ratio_timeline,
+        mechanism_timeline: m.phase.mechanism_timeline,
         settings: s.clone(),
     })
 }

@@ -60,16 +60,20 @@ with_counters!(stat_struct! {
         pub fsyncs: u64,
         /// A journaled merge is in progress (or was interrupted).
         pub merge_in_progress: bool,
-        /// Bytes compactions read from each level.
-        pub level_bytes_read: Vec<u64>,
-        /// Bytes flushes (L0) and compactions wrote into each level.
-        pub level_bytes_written: Vec<u64>,
         /// Block cache lookups that found the block (of every store
-        /// sharing the cache, with the `block_cache` option).
+        /// sharing the cache, with the `block_cache` option), by reads that
+        /// fill the cache (queries).
         pub block_cache_hits: u64,
         /// Block cache lookups that read the block from its file (of every
-        /// store sharing the cache).
+        /// store sharing the cache), by reads that fill the cache.
         pub block_cache_misses: u64,
+        /// Block cache lookups that found the block, by reads that do not
+        /// fill the cache (compactions' inputs, `fill_cache` off): not in
+        /// `block_cache_hits`.
+        pub block_cache_passing_hits: u64,
+        /// Block cache lookups that read the block from its file, by reads
+        /// that do not fill the cache: not in `block_cache_misses`.
+        pub block_cache_passing_misses: u64,
         /// Bytes of blocks in the block cache (of every store sharing it).
         pub block_cache_bytes: u64,
         /// Bytes of the block cache's capacity held for open tables'

@@ -331,6 +331,13 @@ options! {
         /// the level's own run only, as before the buffer). Needs
         /// `lsbm_buffer`.
         lsbm_range_reads: bool = true; keyspace, lsm,
+        /// LSbM range reads: choose per query and level by the block
+        /// cache (the residency counts of §IV-B): the buffer serves a
+        /// query only when the level's table where it starts holds under
+        /// `lsbm_trim_threshold` of its blocks in the cache and the buffer
+        /// tables there hold more (false: the buffer serves wherever it
+        /// holds the level's data, as the paper's Algorithm 4).
+        lsbm_range_by_cache: bool = true; keyspace, lsm,
         /// LSbM super-files (§IV-C): flushes and compactions write this
         /// many consecutive tables per segment, and the leveled policy
         /// takes victims a whole super-file at a time, while the buffer

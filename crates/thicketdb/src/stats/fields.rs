@@ -48,9 +48,9 @@ stat_value_from! {
 /// a doc comment (it is the statistic's documentation) and a type that
 /// converts into a `StatValue`.
 ///
-/// With a `counters,` marker among the fields and the counter list of
+/// With a `counters,` marker among the fields and the counter lists of
 /// `with_counters!` after the struct, the cumulative counters become `u64`
-/// fields at the marker, documented as in `Counters`, and
+/// fields (the per-level ones `Vec<u64>`) at the marker, documented as in `Counters`, and
 /// `copy_counters` fills them from a `Counters` (see `db::Stats`).
 macro_rules! stat_struct {
     (@declare [$($meta:tt)*] $name:ident {
@@ -79,17 +79,21 @@ macro_rules! stat_struct {
             $( $(#[doc = $after_doc:literal])+ pub $after:ident: $after_ty:ty, )*
         }
         [ $( $counter:ident: $counter_doc:literal, )* ]
+        [ $( $per:ident: $per_doc:literal, )* ]
     ) => {
         $crate::stats::stat_struct!(@declare [$(#[$meta])*] $name {
             $( $(#[doc = $doc])+ pub $field: $ty, )*
             $( #[doc = $counter_doc] pub $counter: u64, )*
+            $( #[doc = $per_doc] pub $per: Vec<u64>, )*
             $( $(#[doc = $after_doc])+ pub $after: $after_ty, )*
         });
 
         impl $name {
-            /// Copies every cumulative counter into the field of its name.
+            /// Copies every cumulative counter into the field of its name
+            /// (the per-level ones as one value per level, L0 first).
             pub(crate) fn copy_counters(&mut self, counters: &$crate::stats::Counters) {
                 $( self.$counter = $crate::stats::Counters::get(&counters.$counter); )*
+                $( self.$per = counters.$per.iter().map($crate::stats::Counters::get).collect(); )*
             }
         }
     };

@@ -5,7 +5,9 @@ use std::cell::Cell;
 use std::cmp::Ordering;
 use std::mem;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::readahead::Readahead;
 use super::block::Block;
@@ -52,7 +54,14 @@ pub struct Table {
     /// The block cache capacity held for the metadata above while the
     /// table is open (`charge_table_metadata`).
     metadata_charge: Option<CacheReservation>,
+    /// The last `cached_block_ratio` and when it was counted
+    /// (`cached_block_ratio_recent`): milliseconds since `EPOCH` above
+    /// the low 16 bits, the share in thousandths in them; 0: never.
+    recent_ratio: AtomicU64,
 }
+
+/// The clock of `Table::recent_ratio`.
+static EPOCH: OnceLock<Instant> = OnceLock::new();
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,6 +172,7 @@ impl Table {
             order,
             value_log,
             metadata_charge,
+            recent_ratio: AtomicU64::new(0),
         })
     }
 
@@ -236,6 +246,25 @@ impl Table {
             return 0.0;
         }
         cache.resident_blocks(self.segment_id, self.offset) as f64 / blocks as f64
+    }
+
+    /// `cached_block_ratio` as counted at most `max_age` ago, to the
+    /// thousandth: counting walks every shard of the block cache, too
+    /// slow for every range read that chooses by it (LSbM's
+    /// `lsbm_range_by_cache`).
+    pub fn cached_block_ratio_recent(&self, max_age: Duration) -> f64 {
+        let epoch = *EPOCH.get_or_init(Instant::now);
+        let now = epoch.elapsed().as_millis() as u64 + 1;
+        let memo = self.recent_ratio.load(AtomicOrdering::Relaxed);
+        let (at, thousandths) = (memo >> 16, memo & 0xffff);
+        if memo != 0 && now.saturating_sub(at) <= max_age.as_millis() as u64 {
+            return thousandths as f64 / 1000.0;
+        }
+        let ratio = self.cached_block_ratio();
+        let thousandths = (ratio * 1000.0).round().clamp(0.0, 1000.0) as u64;
+        self.recent_ratio
+            .store(now << 16 | thousandths, AtomicOrdering::Relaxed);
+        ratio
     }
 
     /// False when the filter proves `user_key` absent and no range

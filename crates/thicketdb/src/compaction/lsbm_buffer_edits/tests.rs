@@ -205,7 +205,8 @@ fn l0_tables_join_l1s_buffer_older_runs_first_and_keep_the_recording() {
     let v = version(
         "L0 4: b-d/100@50
          L0 3: a-c/100@40 e-f/100@41
-         L1 1: a-b/100",
+         L1 1: a-b/100
+         L2 2: a-z/1000",
     )
     .apply(&VersionEdit {
         buffer_recording: vec![(1, BufferRecording::Since(5))],
@@ -256,7 +257,7 @@ fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
     );
     // Drained entries guard no older table here, so they go altogether.
     assert_eq!(text, "B2#9: 102 | B2#7: 103 106 | B3#900: 100");
-    assert_eq!(change.removed, 2);
+    assert_eq!(change.removed_total(), 2);
 }
 
 #[test]
@@ -304,12 +305,18 @@ fn the_space_bound_removes_the_oldest_runs_first() {
         &[meta(200, "m", "p", 200)],
     );
     assert_eq!(text, "B2#9: 102 100");
-    assert_eq!(change.removed, 2);
+    assert_eq!(change.removed_total(), 2);
 }
 
 #[test]
-fn trim_removes_rarely_cached_tables_outside_the_newest_run() {
+fn trim_removes_rarely_cached_tables_but_those_appended_since_the_last_trim() {
     let b = buffer("lsbm_trim_threshold=0.8");
+    // 100 joined the newest run before the trim before this one, which
+    // spared it; this one judges it with the rest. 101 joined since.
+    b.note_appended(100);
+    b.trimmed();
+    b.note_appended(101);
+    b.trimmed();
     let v = version(
         "B2 9: a-b/10 c-d/10
          B2 7: a-a/10 c-c/10 e-e/10
@@ -326,14 +333,14 @@ fn trim_removes_rarely_cached_tables_outside_the_newest_run() {
     .into_iter()
     .collect();
     let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
-    // The newest run stays whatever its ratios; 103 and 104 go. 103 then
-    // guards the still present 105 and stays as a removed entry; 104
+    // 101 stays whatever its ratio; 100, 103 and 104 go. 100 and 103
+    // then guard the still present 105 and stay as removed entries; 104
     // guards nothing and is dropped.
     assert_eq!(
         render(&v.apply(&edit).unwrap()),
-        "B2#9: 100 101 | B2#7: 102 103x | B2#5: 105"
+        "B2#9: 100x 101 | B2#7: 102 103x | B2#5: 105"
     );
-    assert_eq!(change.removed, 2);
+    assert_eq!(change.removed_total(), 3);
     let (edit, _) = b.trim_edit(&v, &HashMap::new()).unwrap();
     assert!(edit.is_empty(), "tables without a known ratio are kept");
 }
@@ -352,7 +359,7 @@ fn a_removed_entry_stays_while_the_level_may_hold_its_data() {
     let ratios: HashMap<u64, f64> = [(103, 0.0), (104, 0.0)].into_iter().collect();
     let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
     assert_eq!(render(&v.apply(&edit).unwrap()), "B2#9: 102 | B2#7: 103x");
-    assert_eq!(change.removed, 2);
+    assert_eq!(change.removed_total(), 2);
 }
 
 #[test]
@@ -363,7 +370,8 @@ fn a_victim_superseding_the_levels_older_data_does_not_freeze_it() {
     // this round (the paper's C'₂), not data this round brought: no freeze.
     let v = version(
         "L1 1: a-z/500
-         L2 2: a-z/1000",
+         L2 2: a-z/1000
+         L3 3: a-z/5000",
     );
     let (v, text, change) = merge(
         &b,
@@ -397,7 +405,7 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
     );
     assert_eq!(text, "B2#7: 103 100");
     // The same keys again, in this round: the level stays at 501 bytes
-    // after 1000 arrived, so 499 are repeated (over a tenth).
+    // after 1000 arrived, so 499 are repeated (over a quarter).
     let v = v
         .apply(&{
             let mut e = VersionEdit::default();
@@ -414,7 +422,7 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         &[meta(201, "a", "m", 500)],
     );
     assert_eq!(text, "B2#900: 300x | B2#7: 103 100 | frozen 2");
-    assert_eq!((change.froze, change.removed), (1, 1));
+    assert_eq!((change.froze_total(), change.removed_total()), (1, 1));
     // Frozen: the next arrival is a removed entry too. It guards no older
     // table, but L2's run holds its data: it stays, so that range reads
     // there read the run.
@@ -449,10 +457,11 @@ fn freeze_accounting_survives_a_reopen() {
     // A 100-byte victim into a 100-byte L2 leaves 150: it superseded 50
     // bytes of the older data, nothing repeated. The next 100 bytes leave
     // 160: of the 90 dropped, the older data (50 of 150 bytes) account for
-    // 30, so 60 bytes repeated this round's, over a tenth of 160.
+    // 30, so 60 bytes repeated this round's, over a quarter of 160.
     let v = version(
         "L1 1: a-b/100 c-d/100
-         L2 2: a-z/100",
+         L2 2: a-z/100
+         L3 3: a-z/1000",
     );
     let (v, text, _) = merge(
         &b,
@@ -476,7 +485,7 @@ fn freeze_accounting_survives_a_reopen() {
             &[meta(201, "a", "z", 160)],
         );
         assert!(text.contains("frozen 2"), "{text}");
-        assert_eq!(change.froze, 1);
+        assert_eq!(change.froze_total(), 1);
     }
 }
 
@@ -507,4 +516,26 @@ fn entries_kept_for_range_reads_are_bounded_and_move_the_recording() {
     // reads now leave the run's tables holding it to the run.
     assert!(left.iter().filter(|&&s| s == 1).count() == 2, "{left:?}");
     assert_eq!(after.levels[2].recording, BufferRecording::Since(1));
+}
+
+#[test]
+fn the_last_level_freezes_on_data_it_already_holds() {
+    let b = buffer("");
+    // As above, but level 2 is the last: nothing below it, so its data
+    // never leave and what a victim drops of them is repeated.
+    let v = version(
+        "L1 1: a-z/500
+         L2 2: a-z/1000",
+    );
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[101]),
+        &[meta(200, "a", "z", 1000)],
+    );
+    assert_eq!(text, "B2#900: 100x | frozen 2");
+    assert_eq!(change.froze_total(), 1);
+    assert!(v.levels[2].frozen);
+    assert_eq!(v.levels[2].round.departed, 0, "nothing left the last level");
 }

@@ -379,6 +379,7 @@ impl ChunkStore {
         if let Some(cache) = &self.tables.context().cache {
             s.block_cache_hits = cache.hits();
             s.block_cache_misses = cache.misses();
+            (s.block_cache_passing_hits, s.block_cache_passing_misses) = cache.passing_lookups();
             s.block_cache_bytes = cache.usage();
             s.block_cache_metadata_bytes = cache.reserved();
         }

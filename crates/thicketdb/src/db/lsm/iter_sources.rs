@@ -44,8 +44,13 @@ pub(crate) fn new(inner: &Arc<DbInner>, tree: &Tree, mut opts: ReadOptions) -> R
             // decide). Buffer tables are copies beside the run, so the
             // tree's order that lets a scan seek older sources past a
             // tombstone is not argued for them: covering only, no skip.
+            // Of the buffer, only tables with tombstones are asked.
             let source = children.len();
-            let buffer = level.buffer.iter().map(|b| b.present().cloned().collect());
+            let buffer = sv
+                .version
+                .buffer_tombstone_tables(depth, &inner.table_cache)?
+                .iter()
+                .cloned();
             for tables in level.runs.iter().map(|r| r.tables.clone()).chain(buffer) {
                 range_dels.add_unskippable_run(source, tables);
             }
@@ -115,5 +120,6 @@ fn buffer_pieces(
         inner.table_cache.clone(),
         fill_cache,
         inner.counters.clone(),
+        (tree.options.lsbm_range_by_cache).then_some(tree.options.lsbm_trim_threshold),
     )))
 }

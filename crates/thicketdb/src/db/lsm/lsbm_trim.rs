@@ -16,13 +16,22 @@ use crate::stats::Counters;
 
 /// Adds a buffer edit's effects to the statistics.
 pub(crate) fn count(inner: &DbInner, change: BufferChange) {
-    Counters::add(&inner.counters.buffer_tables_removed, change.removed);
-    Counters::add(&inner.counters.freezes, change.froze);
+    let c = &inner.counters;
+    Counters::add(&c.buffer_tables_removed, change.removed_total());
+    Counters::add(&c.freezes, change.froze_total());
+    for level in 0..change.removed.len() {
+        Counters::add_at(
+            &c.buffer_tables_removed_per_level,
+            level,
+            change.removed[level],
+        );
+        Counters::add_at(&c.freezes_per_level, level, change.froze[level]);
+    }
 }
 
 /// Trims the compaction buffer of every keyspace that has one now: buffer
-/// tables outside their level's newest run whose share of cached blocks is
-/// under `lsbm_trim_threshold` are removed and their data released.
+/// tables not appended since the previous trim whose share of cached blocks
+/// is under `lsbm_trim_threshold` are removed and their data released.
 /// Takes `versions`, then `super_version` through `install`.
 pub(crate) fn trim(inner: &Arc<DbInner>) -> Result<()> {
     for tree in inner.trees().iter() {
@@ -46,8 +55,8 @@ fn trim_tree(inner: &Arc<DbInner>, tree: &Tree) -> Result<()> {
     let version = tree.super_version().version.clone();
     let mut cached_ratio = HashMap::new();
     for level in &version.levels {
-        for run in level.buffer.iter().skip(1) {
-            for t in run.present() {
+        for run in &level.buffer {
+            for t in run.present().filter(|t| buffer.trimmable(t.id)) {
                 let table = inner.table_cache.table(t)?;
                 cached_ratio.insert(t.id, table.cached_block_ratio());
             }
@@ -67,7 +76,13 @@ fn trim_tree(inner: &Arc<DbInner>, tree: &Tree) -> Result<()> {
         }
         count(inner, change);
         Counters::add(&inner.counters.buffer_trims, 1);
-        Counters::add(&inner.counters.buffer_tables_trimmed, change.removed);
+        Counters::add(
+            &inner.counters.buffer_tables_trimmed,
+            change.removed_total(),
+        );
+        for (level, &n) in change.removed.iter().enumerate() {
+            Counters::add_at(&inner.counters.buffer_tables_trimmed_per_level, level, n);
+        }
         edit.keyspace = tree.id;
         if let Some(version) = versions.log_and_apply(edit)? {
             install(tree, version, None);

@@ -129,7 +129,7 @@ fn search_in_parallel<R>(
     let mut uncached: SmallVec<[ProbeTable; CANDIDATES_ON_STACK]> = SmallVec::new();
     // The newest resident answer older than an uncached candidate: it
     // decides when they all answer `Absent`.
-    let mut cached: Option<(Probe<Vec<u8>>, bool)> = None;
+    let mut cached: Option<(Probe<Vec<u8>>, Option<usize>)> = None;
     for candidate in tables {
         let candidate = candidate?;
         if uncached.is_empty() {
@@ -139,7 +139,7 @@ fn search_in_parallel<R>(
             match answer {
                 None => uncached.push(candidate),
                 Some(probe) => {
-                    if let Some(answer) = answered(inner, candidate.in_buffer, probe?) {
+                    if let Some(answer) = answered(inner, candidate.buffer_level, probe?) {
                         return Ok(answer);
                     }
                 }
@@ -151,7 +151,7 @@ fn search_in_parallel<R>(
             Some(answer) => match answer? {
                 Probe::Absent => {}
                 decided => {
-                    cached = Some((decided, candidate.in_buffer));
+                    cached = Some((decided, candidate.buffer_level));
                     break;
                 }
             },
@@ -165,8 +165,8 @@ fn search_in_parallel<R>(
         return Ok(decided_in_cache(inner, cached, f));
     }
     Counters::add(&inner.counters.search_lookups, 1);
-    let in_buffer: SmallVec<[bool; CANDIDATES_ON_STACK]> =
-        uncached.iter().map(|t| t.in_buffer).collect();
+    let buffer_levels: SmallVec<[Option<usize>; CANDIDATES_ON_STACK]> =
+        uncached.iter().map(|t| t.buffer_level).collect();
     let pin: Arc<dyn Send + Sync> = sv.clone();
     let (value, decided_by) = pool.search(Query::new(
         lookup.to_vec(),
@@ -179,8 +179,8 @@ fn search_in_parallel<R>(
     let Some(by) = decided_by else {
         return Ok(decided_in_cache(inner, cached, f));
     };
-    if value.is_some() && in_buffer[by] {
-        Counters::add(&inner.counters.buffer_hits, 1);
+    if let (true, Some(level)) = (value.is_some(), buffer_levels[by]) {
+        count_buffer_hit(inner, level);
     }
     Ok(value.and_then(|v| f.take().map(|f| f(&v))))
 }
@@ -189,13 +189,13 @@ fn search_in_parallel<R>(
 /// those all answered `Absent`.
 fn decided_in_cache<R>(
     inner: &DbInner,
-    cached: Option<(Probe<Vec<u8>>, bool)>,
+    cached: Option<(Probe<Vec<u8>>, Option<usize>)>,
     f: Option<impl FnOnce(&[u8]) -> R>,
 ) -> Option<R> {
     match cached {
-        Some((Probe::Found(v), in_buffer)) => {
-            if in_buffer {
-                Counters::add(&inner.counters.buffer_hits, 1);
+        Some((Probe::Found(v), buffer_level)) => {
+            if let Some(level) = buffer_level {
+                count_buffer_hit(inner, level);
             }
             f.map(|f| f(&v))
         }
@@ -206,8 +206,17 @@ fn decided_in_cache<R>(
 /// A table a lookup probes: a level's own, or one of its LSbM buffer.
 struct ProbeTable {
     table: Arc<Table>,
-    /// From the compaction buffer (a hit there counts as a buffer hit).
-    in_buffer: bool,
+    /// Its level.
+    level: usize,
+    /// Its level when it is from the compaction buffer (a hit there counts
+    /// as a buffer hit of that level).
+    buffer_level: Option<usize>,
+}
+
+/// Counts a lookup answered by a buffer table of `level`.
+fn count_buffer_hit(inner: &DbInner, level: usize) {
+    Counters::add(&inner.counters.buffer_hits, 1);
+    Counters::add_at(&inner.counters.buffer_hits_per_level, level, 1);
 }
 
 /// Probes `tables` one after another until one answers, handing a value
@@ -225,10 +234,20 @@ fn probe_in_turn<R>(
         let candidate = candidate?;
         // `f` is taken by the one table lookup that finds the key: the
         // loop returns right after it.
+        let before = blocks_read_on_this_thread();
         let probe = probe_table(&candidate.table, lookup, opts.fill_cache, |v| {
             f.take().map(|f| f(v))
-        })?;
-        if let Some(answer) = answered(inner, candidate.in_buffer, probe) {
+        });
+        let read = blocks_read_on_this_thread() - before;
+        if read > 0 {
+            let c = &inner.counters;
+            let per_level = match candidate.buffer_level {
+                Some(_) => &c.buffer_blocks_read_per_level,
+                None => &c.get_blocks_read_per_level,
+            };
+            Counters::add_at(per_level, candidate.level, read);
+        }
+        if let Some(answer) = answered(inner, candidate.buffer_level, probe?) {
             return Ok(Some(answer));
         }
     }
@@ -237,13 +256,17 @@ fn probe_in_turn<R>(
 
 /// The lookup's answer when a probe decides it (`None` for `Absent`: the
 /// next candidate decides), counting a value found in the compaction
-/// buffer as a buffer hit.
-fn answered<R>(inner: &DbInner, in_buffer: bool, probe: Probe<Option<R>>) -> Option<Option<R>> {
+/// buffer of a level (`buffer_level`) as a buffer hit.
+fn answered<R>(
+    inner: &DbInner,
+    buffer_level: Option<usize>,
+    probe: Probe<Option<R>>,
+) -> Option<Option<R>> {
     match probe {
         Probe::Absent => None,
         Probe::Found(result) => {
-            if in_buffer {
-                Counters::add(&inner.counters.buffer_hits, 1);
+            if let Some(level) = buffer_level {
+                count_buffer_hit(inner, level);
             }
             Some(result)
         }
@@ -265,14 +288,16 @@ fn probe_order<'a>(
     key: &'a [u8],
     seq: u64,
 ) -> impl Iterator<Item = Result<ProbeTable>> + 'a {
-    let open = move |meta: &Arc<TableMeta>, in_buffer| {
-        inner
-            .table_cache
-            .table(meta)
-            .map(|table| ProbeTable { table, in_buffer })
+    let open = move |meta: &Arc<TableMeta>, level: usize, in_buffer: bool| {
+        inner.table_cache.table(meta).map(|table| ProbeTable {
+            table,
+            level,
+            buffer_level: in_buffer.then_some(level),
+        })
     };
     candidate_tables(version, key, seq).flat_map(move |candidate| {
-        let level = open(candidate.meta, false);
+        let depth = candidate.level;
+        let level = open(candidate.meta, depth, false);
         let buffer: &[BufferRun] = match &level {
             Ok(own) if !candidate.buffer.is_empty() => {
                 if !own.table.may_answer(key) {
@@ -285,7 +310,9 @@ fn probe_order<'a>(
             }
             _ => &[],
         };
-        let buffered = buffer_tables(buffer, key, seq, &version.order).map(move |m| open(m, true));
+        let stopped = move || Counters::add_at(&inner.counters.buffer_stops_per_level, depth, 1);
+        let buffered = buffer_tables(buffer, key, seq, &version.order, stopped)
+            .map(move |m| open(m, depth, true));
         Some(buffered.chain(std::iter::once(level)))
             .into_iter()
             .flatten()
@@ -296,6 +323,7 @@ fn probe_order<'a>(
 /// (a leveled level's own run with LSbM's buffer; empty otherwise).
 struct Candidate<'a> {
     meta: &'a Arc<TableMeta>,
+    level: usize,
     buffer: &'a [BufferRun],
 }
 
@@ -317,23 +345,31 @@ fn candidate_tables<'a>(
                 let meta = &run.tables[run.find(key, &version.order)?];
                 let superseded = version.superseded_in(depth, run.id, meta, key);
                 let buffer: &[BufferRun] = if r == 0 { &level.buffer } else { &[] };
-                (!superseded && meta.min_seq <= seq).then_some(Candidate { meta, buffer })
+                (!superseded && meta.min_seq <= seq).then_some(Candidate {
+                    meta,
+                    level: depth,
+                    buffer,
+                })
             })
         })
 }
 
 /// The buffer tables to ask for `key`, newest run first, up to a removed
-/// entry covering it (see `version::buffer`).
+/// entry covering it (see `version::buffer`), where `stopped` is called.
 fn buffer_tables<'a>(
     buffer: &'a [BufferRun],
     key: &'a [u8],
     seq: u64,
     order: &'a KeyOrder,
+    mut stopped: impl FnMut() + 'a,
 ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
     lsbm_buffer::probe(buffer, key, order)
-        .map_while(|probe| match probe {
+        .map_while(move |probe| match probe {
             BufferProbe::Table(meta) => Some(meta),
-            BufferProbe::Stop => None,
+            BufferProbe::Stop => {
+                stopped();
+                None
+            }
         })
         .filter(move |meta| meta.min_seq <= seq)
 }

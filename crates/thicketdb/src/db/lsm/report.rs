@@ -9,7 +9,6 @@ use crate::db::call_options::ReadOptions;
 use crate::db::space_usage::{measure, SpaceUsage};
 use crate::db::stats_report::Stats;
 use crate::error::Result;
-use crate::stats::Counters;
 
 /// The store's statistics.
 pub(crate) fn stats(inner: &DbInner) -> Stats {
@@ -50,10 +49,10 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         buffer_bytes_per_level: per_level(&|l| l.buffer_bytes()),
         buffer_tables_per_level: as_counts(per_level(&|l| l.buffer_tables().count() as u64)),
         merge_in_progress: svs.iter().any(|sv| sv.version.merge_journal.is_some()),
-        level_bytes_read: c.level_bytes_read.iter().map(Counters::get).collect(),
-        level_bytes_written: c.level_bytes_written.iter().map(Counters::get).collect(),
         block_cache_hits: block_cache.hits(),
         block_cache_misses: block_cache.misses(),
+        block_cache_passing_hits: block_cache.passing_lookups().0,
+        block_cache_passing_misses: block_cache.passing_lookups().1,
         block_cache_bytes: block_cache.usage(),
         block_cache_metadata_bytes: block_cache.reserved(),
         open_segment_files: inner.table_cache.open_files(),
