@@ -36,12 +36,8 @@ use crate::version::log_values::StoreLogs;
 use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
-/// Most bytes a cursor into a spilled run reads at once; the cursors of a
-/// compaction (one per table and run) read less each when there are many,
-/// so that their buffers together stay within the budget, down to
-/// `MIN_RUN_READ`.
+/// Bytes a cursor into a spilled run reads at once.
 const RUN_READ: u64 = 32 << 10;
-const MIN_RUN_READ: u64 = 4 << 10;
 
 /// The smallest chunk: below it the runs' cursors cost more than they
 /// save.
@@ -112,8 +108,6 @@ struct TableValues {
     /// Puts served or skipped so far.
     next: usize,
     cursors: Vec<Option<RunCursor>>,
-    /// Bytes each cursor reads at once.
-    run_read: u64,
     memory: Arc<Vec<u8>>,
     /// Declared before `spill`: the descriptor closes before the file goes.
     file: Option<Arc<dyn RandomAccessFile>>,
@@ -166,14 +160,11 @@ impl TableValues {
             .clone()
             .ok_or_else(|| Error::invariant("a spilled log value without its file"))?;
         let file_len = self.file_len;
-        let run_read = self.run_read;
         let c = self.cursor(run);
         let end = c.pos + len as u64;
         let buffered = c.buf_at + c.buf.len() as u64;
         if c.pos < c.buf_at || end > buffered {
-            let want = (len as u64)
-                .max(run_read)
-                .min(file_len.saturating_sub(c.pos));
+            let want = (len as u64).max(RUN_READ).min(file_len.saturating_sub(c.pos));
             c.buf.resize(want as usize, 0);
             file.read_exact_at(c.pos, &mut c.buf)?;
             c.buf_at = c.pos;
@@ -236,7 +227,6 @@ pub fn prepare(
             run_starts: Vec::new(),
             next: 0,
             cursors: Vec::new(),
-            run_read: RUN_READ,
             memory: Arc::default(),
             file: None,
             file_len: 0,
@@ -335,14 +325,9 @@ pub fn prepare(
         }
         None => None,
     };
-    // Every table may read every run at once: their buffers share the
-    // budget.
-    let cursors = (values.len() as u64).saturating_mul(runs as u64).max(1);
-    let run_read = (budget as u64 / cursors).clamp(MIN_RUN_READ, RUN_READ);
     let mut map: HashMap<u64, Box<dyn PreparedValues>> = HashMap::with_capacity(values.len());
     for (mut t, meta) in values.into_iter().zip(tables) {
         t.memory = Arc::clone(&memory);
-        t.run_read = run_read;
         if let Some((guard, file)) = &file {
             t.file = Some(Arc::clone(file));
             t.file_len = written;
