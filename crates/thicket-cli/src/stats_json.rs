@@ -291,6 +291,8 @@ mod tests {
         stats.l0_overlap_ratio = 0.5;
         stats.log_batch_values = 75;
         stats.log_batch_reads = 76;
+        stats.log_batch_read_bytes = 77;
+        stats.log_spill_bytes = 78;
         stats.background_error = Some("disk full".into());
         stats.chunks = 60;
         stats.munks_resident = 61;
@@ -396,6 +398,8 @@ mod tests {
                 "l0_overlap_ratio": 0.5,
                 "log_batch_values": 75,
                 "log_batch_reads": 76,
+                "log_batch_read_bytes": 77,
+                "log_spill_bytes": 78,
                 "background_error": "disk full",
                 "chunks": 60,
                 "munks_resident": 61,

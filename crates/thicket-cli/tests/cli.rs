@@ -328,6 +328,8 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "l0_overlap_ratio",
         "log_batch_values",
         "log_batch_reads",
+        "log_batch_read_bytes",
+        "log_spill_bytes",
         "background_error",
         "disk_bytes",
         "logical_bytes",

@@ -26,6 +26,8 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "log_table_live_bytes",
             "log_batch_values",
             "log_batch_reads",
+            "log_batch_read_bytes",
+            "log_spill_bytes",
         ],
     ),
     (

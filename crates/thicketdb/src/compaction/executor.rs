@@ -17,6 +17,7 @@ use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::table::{TableOptions, ValueLog};
+use crate::version::log_prefetch::{prepare, PreparedTables};
 use crate::version::run_iter::RunIterator;
 use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
@@ -63,21 +64,25 @@ pub struct Executed {
     pub output: Output,
 }
 
-/// Value bytes each log table of `group` reads ahead at once: the store's
-/// `triad_log_compaction_batch` shared by the group's log tables, which a
-/// merge walks side by side (an L0 compaction may take 20 of them, so a
-/// budget per table would hold 20 batches), at least 64 KiB each.
-fn log_batch_per_table(group: &[TaskInput], ctx: &ExecContext<'_>) -> u64 {
-    let total = ctx.table_cache.logs().batch_bytes();
-    let log_tables = group
+/// The values of `group`'s log tables (TRIAD-LOG), each log they address
+/// read once before the merge, `triad_log_compaction_batch` of them held in
+/// memory and the rest spilled to a scratch file (`version/log_prefetch.rs`);
+/// `None` without log tables, or with a batch of 0 (one read per value).
+fn prepare_log_values(
+    group: &[TaskInput],
+    ctx: &ExecContext<'_>,
+) -> Result<Option<Arc<PreparedTables>>> {
+    let budget = ctx.table_cache.logs().batch_bytes();
+    let log_tables: Vec<&Arc<TableMeta>> = group
         .iter()
         .flat_map(|i| &i.tables)
         .filter(|t| t.is_log_table())
-        .count() as u64;
-    match total {
-        0 => 0,
-        _ => (total / log_tables.max(1)).max(64 << 10),
+        .collect();
+    if budget == 0 || log_tables.is_empty() {
+        return Ok(None);
     }
+    let logs = ctx.table_cache.logs();
+    prepare(logs, ctx.table_cache, &log_tables, budget, ctx.new_file_number).map(Some)
 }
 
 /// Runs `task`. `bottommost` says whether no data older than the task's
@@ -107,7 +112,9 @@ pub fn execute(
     ));
     let mut committed = 0;
     for group in &task.merges {
-        let log_batch = log_batch_per_table(group, ctx);
+        // Served from `prepared`; a value missing there (none should be)
+        // is read from its log alone.
+        let prepared = prepare_log_values(group, ctx)?;
         let children: Vec<Box<dyn InternalIterator>> = group
             .iter()
             .map(|i| {
@@ -116,7 +123,8 @@ pub fn execute(
                 Box::new(RunIterator::for_compaction(
                     i.tables.clone(),
                     ctx.table_cache.clone(),
-                    log_batch,
+                    0,
+                    prepared.clone(),
                 )) as Box<dyn InternalIterator>
             })
             .collect();

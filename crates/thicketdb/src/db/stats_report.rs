@@ -96,6 +96,13 @@ with_counters!(stat_struct! {
         /// TRIAD-LOG: reads of log spans those batches took, since open
         /// (one per value without batches).
         pub log_batch_reads: u64,
+        /// TRIAD-LOG: log bytes those span reads read, since open (a
+        /// compaction reads each input log once: about the bytes of the
+        /// logs its log tables address).
+        pub log_batch_read_bytes: u64,
+        /// TRIAD-LOG: value bytes compactions spilled to scratch runs
+        /// beyond `triad_log_compaction_batch` held in memory, since open.
+        pub log_spill_bytes: u64,
         /// The background error that stopped writes, if any.
         pub background_error: Option<String>,
     }

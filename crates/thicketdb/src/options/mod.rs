@@ -441,12 +441,13 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20; store, lsm,
-        /// TRIAD-LOG: value bytes a compaction reads ahead from its log
-        /// tables, shared by them (at least 64 KiB each): each table's next
-        /// values sorted by their place in the log and read in a few large
-        /// reads, rather than one log-block read per value in key order
-        /// (values of one table lie scattered over its log); 0 reads one
-        /// value at a time.
+        /// TRIAD-LOG: value bytes of its log tables a compaction holds in
+        /// memory (at least 64 KiB). Before the merge each log the log
+        /// tables address is read once, in offset order, in spans of
+        /// consecutive blocks (a table's values lie scattered over its
+        /// log); the values past this budget are sorted into runs in a
+        /// scratch file, written and read once (`version/log_prefetch.rs`);
+        /// 0 reads one value at a time from its log.
         triad_log_compaction_batch: u64 = 2 << 20; store, lsm,
         /// A compaction reads each input table this many bytes at a time,
         /// through a descriptor of its own without kernel read-ahead, so it

@@ -39,6 +39,16 @@ pub trait ValueLog: Send + Sync {
     }
 }
 
+/// A log table's values read before a compaction walks it, in the table's
+/// order of puts (`version/log_prefetch.rs`: each input log read once).
+pub trait PreparedValues: Send {
+    /// Reads into `out` (cleared first) the value of the put whose stored
+    /// address is `address`, looking from the last one served on (a cursor
+    /// that skips puts skips their values); `false` if it is not there (the
+    /// cursor then reads the value from the log).
+    fn value_of(&mut self, address: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+}
+
 /// The store-wide settings a table is opened with; the default is a
 /// bytewise table read without a cache under the built-in Bloom filter.
 #[derive(Clone, Default)]

@@ -40,7 +40,7 @@ pub use bloom::{BloomBuilder, BloomFilter};
 pub use builder::{TableBuilder, TableSummary};
 pub use cache::BlockCache;
 pub use compression::{CompressionType, MAX_BLOCK_SIZE};
-pub use context::{TableContext, ValueLog};
+pub use context::{PreparedValues, TableContext, ValueLog};
 pub use filter_policy::FilterPolicy;
 pub use footer::{
     Footer, FOOTER_LEN, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,

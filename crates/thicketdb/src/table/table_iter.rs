@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
-use super::context::ValueLog;
+use super::context::{PreparedValues, ValueLog};
 use super::readahead::Readahead;
 use super::reader::{is_put, Table};
 use crate::error::{Error, Result};
@@ -33,6 +33,9 @@ pub struct TableIterator {
     batch_budget: u64,
     /// The values read ahead of the cursor.
     batch: LogBatch,
+    /// A compaction's values of this log table, read before the walk
+    /// (each input log once); served first, the batch or the log after.
+    prepared: Option<Box<dyn PreparedValues>>,
     /// Whether `value` is a log table's value rather than its address.
     resolve_values: bool,
     /// A compaction's read-ahead: data blocks come from spans read at once.
@@ -65,6 +68,7 @@ impl TableIterator {
             log_value: Vec::new(),
             batch_budget: 0,
             batch: LogBatch::default(),
+            prepared: None,
             resolve_values: true,
             readahead: None,
         }
@@ -85,6 +89,20 @@ impl TableIterator {
     /// forward (compactions): far fewer log reads than one per value.
     pub(crate) fn with_batched_log_values(mut self, budget: u64) -> TableIterator {
         self.batch_budget = budget;
+        self
+    }
+
+    /// Serves a forward walk's values from `values`, read before the walk
+    /// (a compaction's log pass: `version/log_prefetch.rs`).
+    pub(crate) fn with_prepared_log_values(mut self, values: Box<dyn PreparedValues>) -> Self {
+        self.prepared = Some(values);
+        self
+    }
+
+    /// A cursor that returns a log table's stored addresses, not the
+    /// values they point at.
+    pub(crate) fn with_stored_values(mut self) -> TableIterator {
+        self.resolve_values = false;
         self
     }
 
@@ -163,6 +181,16 @@ impl TableIterator {
         if !is_put(d.key()) {
             self.log_value.clear();
             return;
+        }
+        if let Some(prepared) = self.prepared.as_mut().filter(|_| forward) {
+            match prepared.value_of(d.value(), &mut self.log_value) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => {
+                    self.fail(e);
+                    return;
+                }
+            }
         }
         let budget = self.batch_budget;
         if forward && budget > 0 {

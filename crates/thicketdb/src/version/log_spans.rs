@@ -57,8 +57,9 @@ pub(crate) struct SpanReader<'a> {
     /// Whether the span reaches the end of the file (its last block may be
     /// short).
     to_file_end: bool,
-    /// Span reads so far.
+    /// Span reads so far, and their bytes.
     reads: u64,
+    bytes: u64,
 }
 
 impl<'a> SpanReader<'a> {
@@ -69,12 +70,18 @@ impl<'a> SpanReader<'a> {
             span: Arc::from(Vec::new()),
             to_file_end: false,
             reads: 0,
+            bytes: 0,
         }
     }
 
     /// Reads made so far.
     pub fn reads(&self) -> u64 {
         self.reads
+    }
+
+    /// Bytes those reads read.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
     }
 
     /// Whether block `index` is wholly in the span.
@@ -105,6 +112,7 @@ impl<'a> SpanReader<'a> {
         self.start = from;
         self.span = Arc::from(span);
         self.reads += 1;
+        self.bytes += self.span.len() as u64;
         Ok(())
     }
 

@@ -56,6 +56,10 @@ pub struct StoreLogs {
     /// Values read in batches, and the span reads they took.
     batch_values: AtomicU64,
     batch_reads: AtomicU64,
+    /// Log bytes those span reads read, and value bytes compactions
+    /// spilled to scratch runs (`log_prefetch.rs`).
+    batch_read_bytes: AtomicU64,
+    spill_bytes: AtomicU64,
 }
 
 impl StoreLogs {
@@ -87,6 +91,8 @@ impl StoreLogs {
             batch_bytes: 0,
             batch_values: AtomicU64::new(0),
             batch_reads: AtomicU64::new(0),
+            batch_read_bytes: AtomicU64::new(0),
+            spill_bytes: AtomicU64::new(0),
         }
     }
 
@@ -98,6 +104,43 @@ impl StoreLogs {
     /// Span reads those batches took.
     pub fn batch_reads(&self) -> u64 {
         self.batch_reads.load(Ordering::Relaxed)
+    }
+
+    /// Log bytes read by those span reads.
+    pub fn batch_read_bytes(&self) -> u64 {
+        self.batch_read_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Value bytes compactions spilled to scratch runs.
+    pub fn spill_bytes(&self) -> u64 {
+        self.spill_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a compaction's pass over one log: `values` read in `reads`
+    /// span reads of `bytes` in all.
+    pub(crate) fn note_batch(&self, values: u64, reads: u64, bytes: u64) {
+        self.batch_values.fetch_add(values, Ordering::Relaxed);
+        self.batch_reads.fetch_add(reads, Ordering::Relaxed);
+        self.batch_read_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts value bytes a compaction spilled.
+    pub(crate) fn note_spill(&self, bytes: u64) {
+        self.spill_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The store's directory and file system.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
+    /// Log `log`, open for reads without kernel read-ahead.
+    pub(crate) fn log_reader(&self, log: u64) -> Result<Arc<RandomAccessLogReader>> {
+        self.reader(log)
     }
 
     /// Lets a compaction read `bytes` of a log table's values at once.
@@ -162,9 +205,7 @@ impl ValueLog for StoreLogs {
             for (i, (_, slot)) in one_log.iter().enumerate() {
                 spans.read_value(&in_order[i..], &mut out[*slot])?;
             }
-            self.batch_values
-                .fetch_add(one_log.len() as u64, Ordering::Relaxed);
-            self.batch_reads.fetch_add(spans.reads(), Ordering::Relaxed);
+            self.note_batch(one_log.len() as u64, spans.reads(), spans.bytes_read());
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 pub mod buffer_range;
 pub mod edit;
 pub mod files;
+pub mod log_prefetch;
 pub mod log_values;
 mod log_spans;
 pub mod lsbm_buffer;

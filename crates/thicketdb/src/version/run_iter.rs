@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::iterator::{ConcatIterator, Parts};
 use crate::table::TableIterator;
+use crate::version::log_prefetch::PreparedTables;
 use crate::version::table_cache::TableCache;
 use crate::version::TableMeta;
 
@@ -23,6 +24,9 @@ pub struct RunTables {
     /// Value bytes of a log table read at once (compactions; 0: one value
     /// at a time).
     log_batch_bytes: u64,
+    /// Log tables' values a compaction read before the merge (each input
+    /// log once), taken by each table as it opens.
+    prepared: Option<Arc<PreparedTables>>,
 }
 
 impl RunIterator {
@@ -35,17 +39,20 @@ impl RunIterator {
             fill_cache,
             compaction: false,
             log_batch_bytes: 0,
+            prepared: None,
         })
     }
 
     /// A compaction's cursor over `tables`: blocks it reads are not
     /// cached, tables are read ahead (`compaction_readahead_bytes`), and
     /// log tables' values are read `log_batch_bytes` at a time, in log
-    /// order (`triad_log_compaction_batch`).
+    /// order (`triad_log_compaction_batch`), or served from `prepared`
+    /// when it holds them (`version/log_prefetch.rs`).
     pub fn for_compaction(
         tables: Vec<Arc<TableMeta>>,
         cache: Arc<TableCache>,
         log_batch_bytes: u64,
+        prepared: Option<Arc<PreparedTables>>,
     ) -> Self {
         ConcatIterator::over(RunTables {
             tables,
@@ -53,6 +60,7 @@ impl RunIterator {
             fill_cache: false,
             compaction: true,
             log_batch_bytes,
+            prepared,
         })
     }
 }
@@ -76,6 +84,10 @@ impl Parts for RunTables {
             true => self.cache.compaction_iter(meta)?,
             false => self.cache.table(meta)?.iter_with(self.fill_cache),
         };
-        Ok(it.with_batched_log_values(self.log_batch_bytes))
+        let it = it.with_batched_log_values(self.log_batch_bytes);
+        Ok(match self.prepared.as_ref().and_then(|p| p.take(meta.id)) {
+            Some(values) => it.with_prepared_log_values(values),
+            None => it,
+        })
     }
 }

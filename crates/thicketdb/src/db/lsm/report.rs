@@ -60,6 +60,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         l0_overlap_ratio: triad_disk.and_then(|t| t.last_ratio()).unwrap_or(-1.0),
         log_batch_values: inner.table_cache.logs().batch_values(),
         log_batch_reads: inner.table_cache.logs().batch_reads(),
+        log_batch_read_bytes: inner.table_cache.logs().batch_read_bytes(),
+        log_spill_bytes: inner.table_cache.logs().spill_bytes(),
         background_error: inner
             .background
             .lock()

@@ -433,3 +433,85 @@ fn a_compaction_reads_log_values_in_small_batches_correctly() {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i, newest)), "key {i}");
     }
 }
+
+/// A compaction reads each input log once (`version/log_prefetch.rs`),
+/// whatever the budget: under a budget smaller than one table's values the
+/// rest is spilled to a scratch file, which is gone once the merge is.
+/// Before, each log table's values were read in batches of the budget
+/// shared by the tables, each batch reading every block of its log: here
+/// a 64 KiB budget over six tables read each 1 MiB log about 40 times.
+#[test]
+fn a_compaction_reads_each_input_log_once_and_spills_past_its_budget() {
+    for budget in [64u64 << 10, 64 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            triad_log_compaction_batch: budget,
+            triad_log_cache_size: 0,
+            ..log_options()
+        };
+        let value = |i: u32, round: u32| {
+            let len = match i % 89 {
+                0 => 20_000,
+                n => 200 + n as usize,
+            };
+            vec![(i.wrapping_mul(7) + round) as u8; len]
+        };
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        for round in 0..6u32 {
+            // A stride coprime with 3000: keys out of order in each log.
+            for n in 0..3000u32 {
+                let i = (n * 1_009 + round * 13) % 3000;
+                if (i + round) % 4 != 0 {
+                    db.put(key(i), value(i, round)).unwrap();
+                }
+            }
+            db.flush().unwrap();
+        }
+        let logs = logs_referenced(&db);
+        assert!(logs.len() >= 6, "{logs:?}");
+        let log_bytes: u64 = logs
+            .iter()
+            .map(|&n| std::fs::metadata(log_path(dir.path(), n)).unwrap().len())
+            .sum();
+        let max_reads: u64 = logs
+            .iter()
+            .map(|&n| {
+                let len = std::fs::metadata(log_path(dir.path(), n)).unwrap().len();
+                len.div_ceil(1 << 20) + 1
+            })
+            .sum();
+        let live = db.stats().log_table_live_bytes;
+        db.compact_range(None, None).unwrap();
+        assert!(tables(&db).iter().all(|(_, t)| !t.is_log_table()));
+        let s = db.stats();
+        assert!(
+            s.log_batch_read_bytes <= log_bytes,
+            "budget {budget}: read {} bytes of {log_bytes} bytes of logs",
+            s.log_batch_read_bytes
+        );
+        assert!(
+            s.log_batch_reads <= max_reads,
+            "budget {budget}: {} span reads, at most {max_reads}",
+            s.log_batch_reads
+        );
+        if budget < 1 << 20 {
+            assert!(
+                s.log_spill_bytes > 0 && s.log_spill_bytes < live,
+                "budget {budget}: spilled {} of {live}",
+                s.log_spill_bytes
+            );
+        } else {
+            assert_eq!(s.log_spill_bytes, 0, "budget {budget}");
+        }
+        let scratch: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(scratch.is_empty(), "scratch files left: {scratch:?}");
+        for i in 0..3000u32 {
+            let newest = (0..6u32).rev().find(|r| (i + r) % 4 != 0).unwrap();
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i, newest)), "key {i}");
+        }
+    }
+}
