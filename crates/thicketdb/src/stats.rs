@@ -151,6 +151,18 @@ impl Counters {
         counter.load(Ordering::Relaxed)
     }
 
+    /// The counters a MANIFEST edit records: the non-zero ones, as
+    /// `snapshot` names them. Every edit carries them, and most are zero
+    /// in any one profile (the per-level LSbM ones doubled a `sifr` store's
+    /// MANIFEST); a counter left out restores as 0, which a cumulative
+    /// counter missing from the last edit was.
+    pub fn persisted(&self) -> Vec<(String, u64)> {
+        self.snapshot()
+            .into_iter()
+            .filter(|(_, value)| *value != 0)
+            .collect()
+    }
+
     /// Adds `n` to `level`'s counter of a per-level list (levels past the
     /// list are not counted).
     pub fn add_at(counters: &[AtomicU64; NUM_LEVELS], level: usize, n: u64) {

@@ -383,7 +383,7 @@ impl VersionSet {
         edit.log_number = Some(edit.log_number.unwrap_or(base_log));
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
         edit.next_keyspace_id = Some(self.next_keyspace_id);
-        edit.stats = self.counters.snapshot();
+        edit.stats = self.counters.persisted();
         let too_big = self
             .manifest
             .as_ref()
@@ -467,7 +467,7 @@ impl VersionSet {
                 edit.last_sequence = Some(self.last_sequence);
                 edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
                 edit.next_keyspace_id = Some(self.next_keyspace_id);
-                edit.stats = self.counters.snapshot();
+                edit.stats = self.counters.persisted();
             }
             writer.add_record(&edit.encode())?;
         }
