@@ -164,6 +164,29 @@ fn the_munk_cache_records_exactly_the_chunks_holding_munks() {
     assert!(db.stats().chunk_munk_evictions > 0, "no munk was evicted");
 }
 
+/// A store on `fs` built inline (`chunk_rebalance_threads` 0), loaded
+/// with every key and compacted: every chunk log empty, every write
+/// durable.
+fn compacted_store(fs: &crate::io::fault::FaultFs) -> (Db, Options) {
+    let options = Options {
+        chunk_rebalance_threads: 0,
+        ..options()
+    };
+    let db = Db::open_with_fs(Path::new("/store"), options.clone(), Arc::new(fs.clone())).unwrap();
+    for i in 0..KEYS {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert!(db.stats().chunks > 40, "{} chunks", db.stats().chunks);
+    (db, options)
+}
+
+/// The bytes in the log of the chunk holding key `k`.
+fn log_len(db: &Db, k: u32) -> u64 {
+    let set = super::tests::store(db).default_space().chunk_set();
+    set.chunks[set.locate(&key(k))].log.len()
+}
+
 /// In the synchronous mode a funk rebalance syncs its new chunks' logs,
 /// not every dirty log of the store (N fsyncs per rebalance at N dirty
 /// chunks): its table takes the writes up to the durable point only and
@@ -172,27 +195,11 @@ fn the_munk_cache_records_exactly_the_chunks_holding_munks() {
 #[test]
 fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
     use crate::db::WriteOptions;
-    use crate::io::fault::FaultFs;
-    let fs = FaultFs::new();
-    let dir = Path::new("/store");
-    let options = Options {
-        chunk_rebalance_threads: 0,
-        ..options()
-    };
+    let fs = crate::io::fault::FaultFs::new();
+    let (db, options) = compacted_store(&fs);
     let limit = options.funk_log_limit;
-    let db = Db::open_with_fs(dir, options.clone(), Arc::new(fs.clone())).unwrap();
-    for i in 0..KEYS {
-        db.put(key(i), value(i)).unwrap();
-    }
-    // Every log empty, every write durable.
-    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
-    assert!(db.stats().chunks > 40, "{} chunks", db.stats().chunks);
-    let store = super::tests::store(&db);
     let hot = KEYS / 2 + 3;
-    let hot_log_len = || {
-        let set = store.default_space().chunk_set();
-        set.chunks[set.locate(&key(hot))].log.len()
-    };
+    let hot_log_len = || log_len(&db, hot);
     // The hot chunk's log 70% full, made durable by a sync write; then
     // one unsynced write in each of 20 other chunks; then writes to the
     // hot chunk until it rebalances, with less than half a log past the
@@ -223,7 +230,7 @@ fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
     );
     fs.drop_unsynced();
     drop(db);
-    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).unwrap();
+    let db = Db::open_with_fs(Path::new("/store"), options, Arc::new(fs.clone())).unwrap();
     // The writes kept are a prefix of the writes made: the cold ones in
     // order, then the hot ones past the synced one.
     let kept_cold: Vec<bool> = cold
@@ -251,25 +258,11 @@ fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
 #[test]
 fn a_batch_across_a_rebalanced_chunk_survives_power_loss_whole_or_not_at_all() {
     use crate::db::{WriteBatch, WriteOptions};
-    use crate::io::fault::FaultFs;
-    let fs = FaultFs::new();
-    let dir = Path::new("/store");
-    let options = Options {
-        chunk_rebalance_threads: 0,
-        ..options()
-    };
+    let fs = crate::io::fault::FaultFs::new();
+    let (db, options) = compacted_store(&fs);
     let limit = options.funk_log_limit;
-    let db = Db::open_with_fs(dir, options.clone(), Arc::new(fs.clone())).unwrap();
-    for i in 0..KEYS {
-        db.put(key(i), value(i)).unwrap();
-    }
-    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
-    let store = super::tests::store(&db);
     let (hot, cold) = (KEYS / 2 + 3, KEYS - 5);
-    let log_len = |k: u32| {
-        let set = store.default_space().chunk_set();
-        set.chunks[set.locate(&key(k))].log.len()
-    };
+    let log_len = |k: u32| log_len(&db, k);
     assert!(log_len(hot) == 0 && log_len(cold) == 0);
     // The hot chunk's log 70% full and durable, then the batch (its hot
     // part numbered first), then hot writes until the chunk rebalances
@@ -289,7 +282,7 @@ fn a_batch_across_a_rebalanced_chunk_survives_power_loss_whole_or_not_at_all() {
     }
     fs.drop_unsynced();
     drop(db);
-    let db = Db::open_with_fs(dir, options, Arc::new(fs.clone())).unwrap();
+    let db = Db::open_with_fs(Path::new("/store"), options, Arc::new(fs.clone())).unwrap();
     let parts = [key(hot - 1), key(cold)].map(|k| db.get(k).unwrap() == Some(b"batch".to_vec()));
     assert_eq!(parts[0], parts[1], "half a batch kept: {parts:?}");
     // Its hot part was made durable by the switch, and the batch log
