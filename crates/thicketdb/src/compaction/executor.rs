@@ -123,7 +123,6 @@ pub fn execute(
                 Box::new(RunIterator::for_compaction(
                     i.tables.clone(),
                     ctx.table_cache.clone(),
-                    0,
                     prepared.clone(),
                 )) as Box<dyn InternalIterator>
             })

@@ -15,28 +15,6 @@ pub trait ValueLog: Send + Sync {
     /// (cleared first), checksums verified. `at` (table file, block
     /// offset) names the entry in errors about the address itself.
     fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()>;
-
-    /// Reads the value of each `addresses[i]` into `out[i]` (cleared
-    /// first), in whatever order costs the logs least; `at` as in
-    /// [`read_value`](Self::read_value). The default reads them one by one.
-    fn read_values(
-        &self,
-        addresses: &[&[u8]],
-        out: &mut [Vec<u8>],
-        at: (&Path, u64),
-    ) -> Result<()> {
-        for (address, value) in addresses.iter().zip(out.iter_mut()) {
-            self.read_value(address, value, at)?;
-        }
-        Ok(())
-    }
-
-    /// Value bytes a compaction reads at once through
-    /// [`read_values`](Self::read_values) from one log table; 0: one value
-    /// at a time.
-    fn batch_bytes(&self) -> u64 {
-        0
-    }
 }
 
 /// A log table's values read before a compaction walks it, in the table's

@@ -28,30 +28,13 @@ pub struct TableIterator {
     fill_cache: bool,
     /// A log table's current value, read from the log (TRIAD-LOG).
     log_value: Vec<u8>,
-    /// Value bytes a forward walk over a log table reads at once
-    /// (`LogBatch`; compactions); 0: one value at a time.
-    batch_budget: u64,
-    /// The values read ahead of the cursor.
-    batch: LogBatch,
     /// A compaction's values of this log table, read before the walk
-    /// (each input log once); served first, the batch or the log after.
+    /// (each input log once); served first, the log after.
     prepared: Option<Box<dyn PreparedValues>>,
     /// Whether `value` is a log table's value rather than its address.
     resolve_values: bool,
     /// A compaction's read-ahead: data blocks come from spans read at once.
     readahead: Option<Readahead>,
-}
-
-/// Values of a log table read ahead of a forward cursor, in the table's
-/// order: the next puts' addresses and their values, read together through
-/// [`ValueLog::read_values`](super::ValueLog::read_values), which reads
-/// them in log order.
-#[derive(Default)]
-struct LogBatch {
-    addresses: Vec<Vec<u8>>,
-    values: Vec<Vec<u8>>,
-    /// How many of them the cursor has passed.
-    used: usize,
 }
 
 const UNPOSITIONED: usize = usize::MAX;
@@ -66,8 +49,6 @@ impl TableIterator {
             data_handle: BlockHandle::default(),
             status: None,
             log_value: Vec::new(),
-            batch_budget: 0,
-            batch: LogBatch::default(),
             prepared: None,
             resolve_values: true,
             readahead: None,
@@ -85,13 +66,6 @@ impl TableIterator {
         self
     }
 
-    /// Reads a log table's values `budget` bytes at a time while walking
-    /// forward (compactions): far fewer log reads than one per value.
-    pub(crate) fn with_batched_log_values(mut self, budget: u64) -> TableIterator {
-        self.batch_budget = budget;
-        self
-    }
-
     /// Serves a forward walk's values from `values`, read before the walk
     /// (a compaction's log pass: `version/log_prefetch.rs`).
     pub(crate) fn with_prepared_log_values(mut self, values: Box<dyn PreparedValues>) -> Self {
@@ -104,69 +78,6 @@ impl TableIterator {
     pub(crate) fn with_stored_values(mut self) -> TableIterator {
         self.resolve_values = false;
         self
-    }
-
-    /// The next `budget` bytes of values from the cursor on, read in log
-    /// order into `batch`.
-    fn read_batch(&mut self, log: &Arc<dyn ValueLog>, budget: u64) -> Result<()> {
-        let mut ahead = TableIterator::new(Arc::clone(&self.table), false);
-        ahead.resolve_values = false;
-        ahead.seek(self.key());
-        let batch = &mut self.batch;
-        let mut count = 0;
-        let mut bytes = 0;
-        while ahead.valid() && bytes < budget {
-            if is_put(ahead.key()) {
-                let address = ahead.value();
-                bytes += ValueAddress::decode(address).map_or(0, |a| a.len).max(1);
-                if batch.addresses.len() == count {
-                    batch.addresses.push(Vec::new());
-                    batch.values.push(Vec::new());
-                }
-                batch.addresses[count].clear();
-                batch.addresses[count].extend_from_slice(address);
-                count += 1;
-            }
-            ahead.next();
-        }
-        ahead.status()?;
-        batch.addresses.truncate(count);
-        batch.values.truncate(count);
-        batch.used = 0;
-        let addresses: Vec<&[u8]> = batch.addresses.iter().map(Vec::as_slice).collect();
-        let at = (self.table.path(), self.table.offset() + self.data_handle.offset);
-        log.read_values(&addresses, &mut batch.values, at)
-    }
-
-    /// Serves the current put's value from the batch, reading the next
-    /// batch when the cursor has left this one.
-    fn read_batched_value(&mut self, log: &Arc<dyn ValueLog>, budget: u64) -> Result<()> {
-        // The cursor's entry among the batch's, from where it was (a seek
-        // forward may skip some).
-        let current = |it: &mut TableIterator| {
-            let stored = it.data.as_ref().map_or(&[][..], |d| d.value());
-            let b = &mut it.batch;
-            let rest = b.addresses.get(b.used..).unwrap_or_default();
-            match rest.iter().position(|a| a == stored) {
-                Some(skip) => {
-                    b.used += skip;
-                    true
-                }
-                None => false,
-            }
-        };
-        if !current(self) {
-            self.read_batch(log, budget)?;
-            if !current(self) {
-                return Err(Error::invariant(
-                    "a log table's batch does not start at the cursor's entry",
-                ));
-            }
-        }
-        let b = &mut self.batch;
-        std::mem::swap(&mut self.log_value, &mut b.values[b.used]);
-        b.used += 1;
-        Ok(())
     }
 
     /// In a log table, reads the current put's value from the log;
@@ -191,14 +102,6 @@ impl TableIterator {
                     return;
                 }
             }
-        }
-        let budget = self.batch_budget;
-        if forward && budget > 0 {
-            let log = Arc::clone(log);
-            if let Err(e) = self.read_batched_value(&log, budget) {
-                self.fail(e);
-            }
-            return;
         }
         let block = self.table.offset() + self.data_handle.offset;
         let at = (self.table.path(), block);
@@ -387,10 +290,9 @@ mod tests {
     }
 
     /// A log whose value for an address is the address reversed; counts
-    /// single and batched reads.
+    /// its reads.
     struct ReversingLog {
         singles: std::sync::atomic::AtomicU64,
-        batches: std::sync::atomic::AtomicU64,
     }
 
     impl ValueLog for ReversingLog {
@@ -400,27 +302,12 @@ mod tests {
             out.extend(address.iter().rev());
             Ok(())
         }
-
-        fn read_values(
-            &self,
-            addresses: &[&[u8]],
-            out: &mut [Vec<u8>],
-            _: (&std::path::Path, u64),
-        ) -> Result<()> {
-            self.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            for (a, o) in addresses.iter().zip(out.iter_mut()) {
-                o.clear();
-                o.extend(a.iter().rev());
-            }
-            Ok(())
-        }
     }
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
     /// A log table of 300 entries (every fifth a deletion) whose puts
-    /// address 10-byte values, read through a `ReversingLog` taking
-    /// batches of 100 value bytes.
+    /// address 10-byte values, read through a `ReversingLog`.
     fn log_table() -> (Arc<Table>, Arc<ReversingLog>, Entries) {
         let entries: Entries = sample_entries(300)
             .into_iter()
@@ -446,7 +333,6 @@ mod tests {
         let (file, summary) = build_table(&entries, &opts);
         let log = Arc::new(ReversingLog {
             singles: Default::default(),
-            batches: Default::default(),
         });
         let table = Table::open(
             Arc::new(file),
@@ -472,21 +358,17 @@ mod tests {
     }
 
     #[test]
-    fn a_batched_forward_walk_reads_log_values_in_batches() {
+    fn a_walk_reads_each_log_value_alone() {
         let (table, log, entries) = log_table();
-        let mut it = TableIterator::new(table, false).with_batched_log_values(100);
+        let mut it = TableIterator::new(table, false);
         it.seek_to_first();
         for (k, v) in &entries {
-            assert_eq!(it.key(), k.as_slice());
             assert_eq!(it.value(), expected(v, k).as_slice());
             it.next();
         }
-        assert!(!it.valid());
-        it.status().unwrap();
         let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-        // 240 puts, 10 per batch of 100 bytes; no value read alone.
-        assert_eq!((load(&log.singles), load(&log.batches)), (0, 24));
-        // Backward steps and seeks still read the right values.
+        assert_eq!(load(&log.singles), 240);
+        // Backward steps and seeks read the right values.
         it.seek_to_last();
         it.prev();
         let (k, v) = &entries[298];
@@ -497,19 +379,6 @@ mod tests {
             it.next();
         }
         it.status().unwrap();
-    }
-
-    #[test]
-    fn an_unbatched_walk_reads_each_log_value_alone() {
-        let (table, log, entries) = log_table();
-        let mut it = TableIterator::new(table, false);
-        it.seek_to_first();
-        for (k, v) in &entries {
-            assert_eq!(it.value(), expected(v, k).as_slice());
-            it.next();
-        }
-        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-        assert_eq!((load(&log.singles), load(&log.batches)), (240, 0));
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub struct StoreLogs {
     logs: Cache<u64, Arc<RandomAccessLogReader>>,
     /// Raw log fragments by (log, file offset); `None`: no cache.
     blocks: Option<FragmentCache>,
-    /// Value bytes a compaction reads at once (`triad_log_compaction_batch`).
+    /// Value bytes a compaction's log pass keeps in memory before it
+    /// spills (`triad_log_compaction_batch`, `log_prefetch.rs`).
     batch_bytes: u64,
     /// Values read in batches, and the span reads they took.
     batch_values: AtomicU64,
@@ -143,12 +144,17 @@ impl StoreLogs {
         self.reader(log)
     }
 
-    /// Lets a compaction read `bytes` of a log table's values at once.
+    /// Lets a compaction's log pass keep `bytes` of values in memory.
     pub fn with_batch_bytes(self, bytes: u64) -> StoreLogs {
         StoreLogs {
             batch_bytes: bytes,
             ..self
         }
+    }
+
+    /// Value bytes a compaction's log pass keeps in memory.
+    pub fn batch_bytes(&self) -> u64 {
+        self.batch_bytes
     }
 
     fn reader(&self, log: u64) -> Result<Arc<RandomAccessLogReader>> {
@@ -177,39 +183,6 @@ impl StoreLogs {
 }
 
 impl ValueLog for StoreLogs {
-    fn batch_bytes(&self) -> u64 {
-        self.batch_bytes
-    }
-
-    /// In log order, each log's needed blocks read in spans
-    /// (`log_spans.rs`), not through the block cache: a batch reads each
-    /// block it needs once, and keeping them would evict the blocks gets
-    /// use.
-    fn read_values(
-        &self,
-        addresses: &[&[u8]],
-        out: &mut [Vec<u8>],
-        at: (&Path, u64),
-    ) -> Result<()> {
-        let mut decoded = Vec::with_capacity(addresses.len());
-        for (i, address) in addresses.iter().enumerate() {
-            let address = ValueAddress::decode(address)
-                .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;
-            decoded.push((address, i));
-        }
-        decoded.sort_unstable_by_key(|(a, _)| (a.record.log_number, a.record.offset, a.offset));
-        for one_log in decoded.chunk_by(|a, b| a.0.record.log_number == b.0.record.log_number) {
-            let reader = self.reader(one_log[0].0.record.log_number)?;
-            let in_order: Vec<ValueAddress> = one_log.iter().map(|(a, _)| *a).collect();
-            let mut spans = SpanReader::new(&reader);
-            for (i, (_, slot)) in one_log.iter().enumerate() {
-                spans.read_value(&in_order[i..], &mut out[*slot])?;
-            }
-            self.note_batch(one_log.len() as u64, spans.reads(), spans.bytes_read());
-        }
-        Ok(())
-    }
-
     fn read_value(&self, address: &[u8], out: &mut Vec<u8>, at: (&Path, u64)) -> Result<()> {
         let address = ValueAddress::decode(address)
             .map_err(|why| Error::corruption(at.0, at.1, format!("log table entry: {why}")))?;

@@ -21,9 +21,6 @@ pub struct RunTables {
     /// A compaction's cursor (`TableCache::compaction_iter`): blocks not
     /// cached, read ahead as the store says.
     compaction: bool,
-    /// Value bytes of a log table read at once (compactions; 0: one value
-    /// at a time).
-    log_batch_bytes: u64,
     /// Log tables' values a compaction read before the merge (each input
     /// log once), taken by each table as it opens.
     prepared: Option<Arc<PreparedTables>>,
@@ -38,20 +35,18 @@ impl RunIterator {
             cache,
             fill_cache,
             compaction: false,
-            log_batch_bytes: 0,
             prepared: None,
         })
     }
 
     /// A compaction's cursor over `tables`: blocks it reads are not
     /// cached, tables are read ahead (`compaction_readahead_bytes`), and
-    /// log tables' values are read `log_batch_bytes` at a time, in log
-    /// order (`triad_log_compaction_batch`), or served from `prepared`
-    /// when it holds them (`version/log_prefetch.rs`).
+    /// log tables' values are served from `prepared` when it holds them
+    /// (`version/log_prefetch.rs`: each input log read once), else read
+    /// from the log one by one.
     pub fn for_compaction(
         tables: Vec<Arc<TableMeta>>,
         cache: Arc<TableCache>,
-        log_batch_bytes: u64,
         prepared: Option<Arc<PreparedTables>>,
     ) -> Self {
         ConcatIterator::over(RunTables {
@@ -59,7 +54,6 @@ impl RunIterator {
             cache,
             fill_cache: false,
             compaction: true,
-            log_batch_bytes,
             prepared,
         })
     }
@@ -84,7 +78,6 @@ impl Parts for RunTables {
             true => self.cache.compaction_iter(meta)?,
             false => self.cache.table(meta)?.iter_with(self.fill_cache),
         };
-        let it = it.with_batched_log_values(self.log_batch_bytes);
         Ok(match self.prepared.as_ref().and_then(|p| p.take(meta.id)) {
             Some(values) => it.with_prepared_log_values(values),
             None => it,
