@@ -91,6 +91,12 @@ impl FunkTables {
     pub fn open_count(&self) -> usize {
         self.open.len()
     }
+
+    /// Whether table `number` is open.
+    #[cfg(test)]
+    pub fn is_open(&self, number: u64) -> bool {
+        self.open.peek(&number).is_some()
+    }
 }
 
 /// Opens funk table `number` of the store in `dir`, outside any cache.

@@ -84,13 +84,28 @@ fn an_open_reads_no_funk_table_and_keeps_at_most_max_open_files_open() {
     db.close().unwrap();
 }
 
-/// Tables replaced by rebalances leave the cache: writes that rewrite
-/// every chunk many times keep the open tables within the bound and the
-/// directory free of replaced tables.
+/// Tables replaced by rebalances leave the cache: a chunk's table, open
+/// for a read, is closed when a rebalance replaces the chunk; and writes
+/// that rewrite every chunk many times keep the open tables within the
+/// bound and the directory free of replaced tables.
 #[test]
 fn rebalanced_chunks_close_their_tables() {
     let dir = tempfile::tempdir().unwrap();
     let (db, _) = fill_and_reopen(dir.path());
+    let store = super::tests::store(&db);
+    let chunk_of = |k: u32| {
+        let set = store.default_space().chunk_set();
+        set.chunks[set.locate(&key(k))].clone()
+    };
+    assert_eq!(db.get(key(100)).unwrap(), Some(value(100)));
+    let old = chunk_of(100).table_number();
+    assert!(old != 0 && store.tables.is_open(old));
+    let rebalances = db.stats().chunk_funk_rebalances;
+    while db.stats().chunk_funk_rebalances == rebalances || chunk_of(100).table_number() == old {
+        db.put(key(100), "rewritten").unwrap();
+        super::tests::settle_builds(&db);
+    }
+    assert!(!store.tables.is_open(old), "a replaced table stayed open");
     for round in 0..3u32 {
         for i in (0..KEYS).rev() {
             db.put(key(i), format!("round-{round}-{i}")).unwrap();
