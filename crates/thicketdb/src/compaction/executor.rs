@@ -16,7 +16,7 @@ use crate::format::internal_key::{user_key, InternalKey, ValueKind};
 use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::FileSystem;
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::table::{TableOptions, ValueLog};
+use crate::table::TableOptions;
 use crate::version::log_prefetch::{prepare, PreparedTables};
 use crate::version::run_iter::RunIterator;
 use crate::version::table_cache::TableCache;

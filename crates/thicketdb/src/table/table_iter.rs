@@ -6,13 +6,12 @@ use std::sync::Arc;
 use super::block::Block;
 use super::block_handle::BlockHandle;
 use super::block_iter::BlockIter;
-use super::context::{PreparedValues, ValueLog};
+use super::context::PreparedValues;
 use super::readahead::Readahead;
 use super::reader::{is_put, Table};
 use crate::error::{Error, Result};
 use crate::io::RandomAccessFile;
 use crate::iterator::{EntryLocation, InternalIterator};
-use crate::log::ValueAddress;
 
 pub struct TableIterator {
     table: Arc<Table>,
@@ -275,6 +274,8 @@ impl InternalIterator for TableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::ValueAddress;
+    use crate::table::ValueLog;
     use crate::format::internal_key;
     use crate::iterator::VecIterator;
     use crate::table::options::TableOptions;

@@ -23,7 +23,7 @@ use crate::io::FileSystem;
 use crate::log::{FragmentType, RandomAccessLogReader, ValueAddress};
 use crate::table::{note_block_read, ValueLog};
 use crate::version::files::log_path;
-use crate::version::log_spans::{Payload, SpanReader};
+use crate::version::log_spans::Payload;
 
 /// Open logs kept by a store's log-value reader.
 const OPEN_LOGS: usize = 64;
