@@ -4,9 +4,10 @@
 //!
 //! Group commit: a connection commits its writes without syncing, then
 //! registers for the next sync round. One thread runs the rounds: it takes
-//! every registration made so far, syncs the log once (by a synced write of
-//! the server's own marker key, which covers every earlier write in the log)
-//! and wakes them all. While one round syncs, the next round's waiters
+//! every registration made so far, syncs the log once (`Db::sync_log`,
+//! which covers every write committed before it and, unlike a synced
+//! write, holds no writer up while the device syncs) and wakes them all.
+//! While one round syncs, the next round's commits go on and its waiters
 //! gather, so many clients share each `fdatasync`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -15,12 +16,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-use thicketdb::{Db, WriteOptions};
+use thicketdb::Db;
 use tokio::sync::watch;
-
-/// The key whose synced deletion syncs the log; never readable, and
-/// writes to it are refused.
-pub const SYNC_MARKER_KEY: &[u8] = b"\xffthicket-server:sync-marker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsyncPolicy {
@@ -217,9 +214,7 @@ fn run_rounds(shared: &Shared) {
             (round, std::mem::take(&mut state.waiters))
         };
         shared.unsynced.store(false, Ordering::Relaxed);
-        let result = shared
-            .db
-            .delete_opt(SYNC_MARKER_KEY, WriteOptions { sync: true });
+        let result = shared.db.sync_log();
         shared.rounds.fetch_add(1, Ordering::Relaxed);
         shared.synced_waiters.fetch_add(waiters, Ordering::Relaxed);
         shared.done.send_replace(RoundDone {

@@ -33,7 +33,7 @@ mod walk;
 use std::io::Write;
 use std::net::SocketAddr;
 
-pub use durability::{FsyncPolicy, SYNC_MARKER_KEY};
+pub use durability::FsyncPolicy;
 pub use limits::Limits;
 pub use server::{
     start, RunningServer, ServerConfig, ServerError, DEFAULT_DATABASES, DEFAULT_WORKER_THREADS,

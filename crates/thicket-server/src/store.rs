@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, MutexGuard};
 use thicketdb::{Db, DbIterator, Error, Keyspace, ReadOptions, Snapshot, WriteBatch};
 
-use crate::durability::SYNC_MARKER_KEY;
 use crate::resp::Reply;
 
 /// The database a connection works in: `SELECT index` (0 is the store's
@@ -460,7 +459,6 @@ impl<'s> Txn<'s> {
     }
 
     pub fn put(&mut self, space: Space, key: &[u8], value: &[u8]) -> Result<(), Reply> {
-        check_writable(key)?;
         let keyspace = self.write_keyspace(space)?;
         let written = match space.prefix() {
             None => self.batch.put_in(&keyspace, key, value),
@@ -473,7 +471,6 @@ impl<'s> Txn<'s> {
     }
 
     pub fn delete(&mut self, space: Space, key: &[u8]) -> Result<(), Reply> {
-        check_writable(key)?;
         let keyspace = self.write_keyspace(space)?;
         self.batch
             .delete_in(&keyspace, space.engine_key(key))
@@ -567,13 +564,4 @@ fn too_big() -> Reply {
     Reply::error(format!(
         "ERR thicket: the command would read more than {MAX_RANGE_READ} members"
     ))
-}
-
-/// The group-commit marker is the server's own key.
-fn check_writable(key: &[u8]) -> Result<(), Reply> {
-    if key == SYNC_MARKER_KEY {
-        Err(Reply::error("ERR this key is reserved by thicket-server"))
-    } else {
-        Ok(())
-    }
 }

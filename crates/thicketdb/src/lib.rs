@@ -55,7 +55,9 @@ pub use db::{Keyspace, DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 pub use db::{ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use error::{Error, Printable, Result};
 pub use format::{Comparator, KeyOrder};
-pub use io::{FileLock, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile};
+pub use io::{
+    FileLock, FileSyncer, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile,
+};
 pub use log::RecoveryMode;
 pub use options::{Durability, Layout, Options, PolicyKind, Profile};
 pub use stats::StatValue;

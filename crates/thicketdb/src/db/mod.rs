@@ -301,6 +301,22 @@ impl Db {
         lsm::write::flush(inner)
     }
 
+    /// Makes every write that returned before this call durable, as a
+    /// synced write would, without writing anything (RocksDB's `SyncWAL`).
+    /// Writers go on meanwhile: the `fdatasync` does not hold the write
+    /// queue, as a synced write's does. A server's group commit writes
+    /// without `sync`, then one `sync_log` acknowledges every write made
+    /// before it. A failed sync fails the store's later writes, as a failed
+    /// synced write does.
+    pub fn sync_log(&self) -> Result<()> {
+        let inner = match &self.engine {
+            Engine::Lsm(h) => &h.inner,
+            Engine::Chunked(c) => return c.0.sync_log(),
+        };
+        inner.check_writable("sync_log")?;
+        lsm::log_sync::sync_log(inner)
+    }
+
     /// Trims LSbM's compaction buffer now instead of at the next
     /// `lsbm_trim_interval` (a no-op without `lsbm_buffer`, and in the
     /// chunked layout).

@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use super::fs::{
+    FileLock, FileSyncer, FileSystem, RandomAccessFile, SequentialFile, WritableFile,
+};
 use crate::error::{Error, Result};
 
 /// The error an injected fault produces.
@@ -442,6 +444,38 @@ impl WritableFile for FaultWritable {
         if self.buf.is_empty() {
             self.buf = Vec::new();
         }
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        Some(Arc::new(FaultSyncer {
+            disk: Arc::clone(&self.disk),
+            inode: Arc::clone(&self.inode),
+            path: self.path.clone(),
+            epoch: self.epoch,
+        }))
+    }
+}
+
+/// A [`FaultWritable`]'s sync from another thread: makes durable what was
+/// flushed when it runs (not the owner's buffer), with the same faults.
+struct FaultSyncer {
+    disk: Arc<Mutex<Disk>>,
+    inode: Inode,
+    path: PathBuf,
+    epoch: u64,
+}
+
+impl FileSyncer for FaultSyncer {
+    fn sync_data(&self) -> Result<()> {
+        let mut disk = self.disk.lock();
+        if disk.epoch != self.epoch {
+            return Err(crashed(&self.path));
+        }
+        disk.check_fault(&self.path)?;
+        disk.stats.syncs += 1;
+        let mut file = self.inode.lock();
+        file.synced_len = file.data.len();
+        Ok(())
     }
 }
 

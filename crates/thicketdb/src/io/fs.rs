@@ -33,6 +33,20 @@ pub trait WritableFile: Send {
     /// (YoDB's chunk logs), then holds none between its writes. The next
     /// append allocates it again.
     fn release_buffer(&mut self) {}
+    /// A handle that makes this file's flushed bytes durable from another
+    /// thread while the owner appends on (RocksDB's `SyncWAL`): a log sync
+    /// then need not hold the log's writer, and so no write waits for it.
+    /// `None` when the file cannot: its owner syncs it.
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        None
+    }
+}
+
+/// Syncs a file that another thread may be appending to.
+pub trait FileSyncer: Send + Sync {
+    /// Makes durable every byte handed to the operating system (flushed)
+    /// before this call.
+    fn sync_data(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets by many threads at once.

@@ -18,18 +18,21 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions};
 use rustix::fs::{fallocate, FallocateFlags};
 
-use super::fs::WritableFile;
+use super::fs::{FileSyncer, WritableFile};
+use super::posix::DataSyncer;
 use crate::error::{Error, Result};
 
 /// Bytes mapped (and allocated) at a time.
 pub const CHUNK: u64 = 1 << 20;
 
 pub struct MappedWritable {
-    file: File,
+    /// Shared with the [`DataSyncer`]s handed out.
+    file: Arc<File>,
     path: PathBuf,
     /// The chunk being filled; `None` before the first append.
     map: Option<MmapMut>,
@@ -50,7 +53,7 @@ impl MappedWritable {
             .open(path)
             .map_err(|e| Error::io(e, path.display().to_string()))?;
         Ok(MappedWritable {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             map: None,
             map_start: 0,
@@ -129,6 +132,17 @@ impl WritableFile for MappedWritable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    /// `fdatasync` alone: on Linux it writes back the pages dirtied through
+    /// the map as well (`msync(MS_SYNC)` is the same write-back, limited to
+    /// the mapped range), and the copies are in those pages once `append`
+    /// returns.
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        Some(Arc::new(DataSyncer {
+            file: Arc::clone(&self.file),
+            path: self.path.clone(),
+        }))
     }
 }
 

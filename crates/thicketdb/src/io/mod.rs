@@ -14,5 +14,5 @@ pub mod posix;
 pub mod segment;
 
 pub use backing::{Backing, BackingKind, Backings, Extent, FilePin, Released};
-pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+pub use fs::{FileLock, FileSyncer, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use rustix::fs::{fadvise, fallocate, Advice, FallocateFlags};
 
-use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use super::fs::{
+    FileLock, FileSyncer, FileSystem, RandomAccessFile, SequentialFile, WritableFile,
+};
 use super::mapped::MappedWritable;
 use crate::error::{Error, Result};
 
@@ -25,7 +27,8 @@ fn ctx(path: &Path) -> String {
 }
 
 struct PosixWritable {
-    file: File,
+    /// Shared with the [`DataSyncer`]s handed out.
+    file: Arc<File>,
     path: PathBuf,
     buf: Vec<u8>,
     len: u64,
@@ -34,7 +37,7 @@ struct PosixWritable {
 impl PosixWritable {
     fn write_out(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
-            self.file
+            (&*self.file)
                 .write_all(&self.buf)
                 .map_err(|e| Error::io(e, ctx(&self.path)))?;
             self.buf.clear();
@@ -49,8 +52,7 @@ impl WritableFile for PosixWritable {
         if self.buf.len() + data.len() > WRITE_BUFFER {
             self.write_out()?;
             if data.len() >= WRITE_BUFFER {
-                return self
-                    .file
+                return (&*self.file)
                     .write_all(data)
                     .map_err(|e| Error::io(e, ctx(&self.path)));
             }
@@ -82,6 +84,26 @@ impl WritableFile for PosixWritable {
         if self.buf.is_empty() {
             self.buf = Vec::new();
         }
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        Some(Arc::new(DataSyncer {
+            file: Arc::clone(&self.file),
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// `fdatasync` on a file another thread writes: it covers every `write`
+/// that returned before it.
+pub(super) struct DataSyncer {
+    pub(super) file: Arc<File>,
+    pub(super) path: PathBuf,
+}
+
+impl FileSyncer for DataSyncer {
+    fn sync_data(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io(e, ctx(&self.path)))
     }
 }
 
@@ -211,7 +233,7 @@ impl FileSystem for PosixFs {
             .open(path)
             .map_err(|e| Error::io(e, ctx(path)))?;
         Ok(Box::new(PosixWritable {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             buf: Vec::new(),
             len: 0,
@@ -229,7 +251,7 @@ impl FileSystem for PosixFs {
             .map_err(|e| Error::io(e, ctx(path)))?;
         let len = file.metadata().map_err(|e| Error::io(e, ctx(path)))?.len();
         Ok(Box::new(PosixWritable {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             buf: Vec::new(),
             len,

@@ -2,7 +2,9 @@
 
 use super::format::{encode_header, FragmentType, BLOCK_SIZE, HEADER_SIZE};
 use crate::error::{Error, Result};
-use crate::io::WritableFile;
+use std::sync::Arc;
+
+use crate::io::{FileSyncer, WritableFile};
 
 /// Zeros for the tail of a block too short for a header.
 const TRAILER: [u8; HEADER_SIZE - 1] = [0; HEADER_SIZE - 1];
@@ -51,6 +53,15 @@ impl LogWriter {
     /// Makes every added record durable.
     pub fn sync(&mut self) -> Result<()> {
         self.guard(|w| w.file.sync())
+    }
+
+    /// A handle that makes what this writer flushed durable from another
+    /// thread ([`WritableFile::syncer`]); `None` when the file has none.
+    pub fn syncer(&self) -> Result<Option<Arc<dyn FileSyncer>>> {
+        match &self.failed {
+            Some(err) => Err(err.clone()),
+            None => Ok(self.file.syncer()),
+        }
     }
 
     /// Bytes written so far, including buffered ones.

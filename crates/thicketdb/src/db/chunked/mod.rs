@@ -309,6 +309,20 @@ impl ChunkStore {
         self.sync_dirty_logs()
     }
 
+    /// Makes every write that returned before it durable, as a synced write
+    /// would: in the synchronous mode one shared sync round
+    /// (`sync_group.rs`), in the asynchronous one the next checkpoint.
+    pub fn sync_log(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly("sync_log".into()));
+        }
+        if self.is_async() {
+            return self.wait_checkpointed(self.last_sequence.load(Ordering::SeqCst));
+        }
+        self.sync_group.sync(|| self.sync_dirty_logs())
+    }
+
     /// Funk-rebalances every chunk overlapping `[start, end]` whose log
     /// holds anything: logs merged into tables, versions no snapshot needs
     /// dropped, chunks past `chunk_size` split.

@@ -2,9 +2,10 @@
 //! how a log file is created.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::Result;
-use crate::io::{FileSystem, WritableFile};
+use crate::io::{FileSyncer, FileSystem, WritableFile};
 use crate::log::LogWriter;
 use crate::options::Options;
 
@@ -38,6 +39,34 @@ impl LogState {
     /// left unsynced and the current log's directory entry; returns the
     /// `fdatasync`s it took.
     pub fn sync(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+        let syncs = self.sync_all_but_current(fs, dir)?;
+        self.writer.sync()?;
+        Ok(syncs + 1)
+    }
+
+    /// What [`sync`](Self::sync) does but the current log's own
+    /// `fdatasync`, handed back for the caller to run after releasing the
+    /// log (`log_sync.rs`): everything flushed by then is written, so the
+    /// syncer covers it. A log without a syncer is synced here (`None`).
+    pub fn syncer(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+    ) -> Result<(u64, Option<Arc<dyn FileSyncer>>)> {
+        let syncs = self.sync_all_but_current(fs, dir)?;
+        self.writer.flush()?;
+        match self.writer.syncer()? {
+            Some(syncer) => Ok((syncs, Some(syncer))),
+            None => {
+                self.writer.sync()?;
+                Ok((syncs + 1, None))
+            }
+        }
+    }
+
+    /// Syncs the earlier logs a switch left unsynced, then the directory
+    /// entry of the current one; returns the syncs taken.
+    fn sync_all_but_current(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
         let mut syncs = 0;
         for (_, earlier) in &mut self.unsynced {
             earlier.sync()?;
@@ -49,8 +78,7 @@ impl LogState {
             self.dir_unsynced = false;
             syncs += 1;
         }
-        self.writer.sync()?;
-        Ok(syncs + 1)
+        Ok(syncs)
     }
 
     /// Appends to `writer` (log `number`, its directory entry not synced)

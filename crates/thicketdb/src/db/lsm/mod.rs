@@ -14,6 +14,7 @@ pub(crate) mod iter_sources;
 pub(crate) mod lock_order;
 pub(crate) mod log_rewrite;
 pub(crate) mod log_state;
+pub(crate) mod log_sync;
 pub(crate) mod log_table;
 pub(crate) mod lsbm_trim;
 pub(crate) mod obsolete;
