@@ -187,12 +187,15 @@ pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ("used_memory_rss", rss.to_string()),
         ],
     );
+    let sync = shared.durability.counters();
     section(
         "Persistence",
         vec![
             ("loading", "0".into()),
             ("aof_enabled", "1".into()),
             ("appendfsync", shared.durability.policy().name().into()),
+            ("sync_rounds", sync.rounds.to_string()),
+            ("sync_waiters", sync.waiters.to_string()),
         ],
     );
     let load =
