@@ -113,6 +113,13 @@ fn synced_writes_share_log_syncs() {
     );
     assert!(rounds >= 1 && rounds <= waiters);
     let mut c = server.client();
+    let info: String = cmd(&["INFO", "persistence"]).query(&mut c).unwrap();
+    for (field, n) in [("sync_waiters", waiters), ("sync_rounds", rounds)] {
+        assert!(
+            info.contains(&format!("{field}:{n}\r\n")),
+            "INFO gives the metrics' {field} ({n}): {info}"
+        );
+    }
     assert_eq!(
         cmd(&["DBSIZE"]).query::<i64>(&mut c).unwrap(),
         (CLIENTS * 50) as i64
