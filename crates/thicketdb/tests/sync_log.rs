@@ -30,7 +30,7 @@ fn every_configuration() -> Vec<(String, Options)> {
 
 fn write_unsynced(db: &Db, range: std::ops::Range<u32>) {
     for i in range {
-        db.put_opt(&key(i), &value(i), WriteOptions { sync: false })
+        db.put_opt(key(i), value(i), WriteOptions { sync: false })
             .unwrap();
     }
 }
@@ -49,7 +49,7 @@ fn writes_before_a_sync_log_survive_power_loss_on_every_profile() {
         drop(db);
         let db = open_fault(&fs, options).unwrap();
         for i in 0..3_000 {
-            let got = db.get(&key(i)).unwrap();
+            let got = db.get(key(i)).unwrap();
             assert_eq!(
                 got.as_deref(),
                 Some(&value(i)[..]),
@@ -59,11 +59,11 @@ fn writes_before_a_sync_log_survive_power_loss_on_every_profile() {
         }
         // The unsynced rest survives as a prefix, if at all.
         let survived = (3_000..3_500)
-            .take_while(|&i| db.get(&key(i)).unwrap().is_some())
+            .take_while(|&i| db.get(key(i)).unwrap().is_some())
             .count() as u32;
         for i in 3_000 + survived..3_500 {
             assert_eq!(
-                db.get(&key(i)).unwrap(),
+                db.get(key(i)).unwrap(),
                 None,
                 "{name}: write {i} survived, but write {} before it did not",
                 3_000 + survived
