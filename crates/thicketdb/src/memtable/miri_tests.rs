@@ -31,7 +31,7 @@ fn entry(i: u32) -> (Vec<u8>, Vec<u8>) {
     (key, value)
 }
 
-const ENTRIES: u32 = if cfg!(miri) { 300 } else { 3000 };
+const ENTRIES: u32 = if cfg!(miri) { 200 } else { 3000 };
 
 #[test]
 fn entries_read_back_while_a_writer_adds_and_after() {
@@ -51,7 +51,7 @@ fn entries_read_back_while_a_writer_adds_and_after() {
         // A reader racing the writer: what it sees is whole.
         let reader = Arc::clone(&mem);
         s.spawn(move || {
-            for round in 0..if cfg!(miri) { 3 } else { 50 } {
+            for round in 0..if cfg!(miri) { 2 } else { 50 } {
                 let mut it = MemtableIterator::new(Arc::clone(&reader));
                 it.seek_to_first();
                 let mut seen = 0;
