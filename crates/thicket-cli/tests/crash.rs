@@ -210,7 +210,6 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
     let path = dir.path();
     let started = Instant::now();
     let mut k = 0;
-    let mut resumed = 0;
     let cycles = cycles();
     for cycle in 0..cycles {
         let sync = cycle % 2 == 1;
@@ -244,7 +243,6 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
         db.compact_range(None, None).unwrap();
         let stats = db.stats();
         db.close().unwrap();
-        resumed = stats.merges_resumed;
         eprintln!(
             "{profile} cycle {cycle}: sync={sync} kill after {after:?}: start {start}, acked {}{}, \
              found {found} ({} tables, {} flushes, {} merges, {} moves, {} checkpoints, {} resumed)",
@@ -272,8 +270,8 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
         k = found;
     }
     assert!(k > 0, "no key was ever written");
-    if profile == Profile::Sifr && resumed == 0 {
-        kill_journaled_merges(path, &mut rng, k);
+    if profile == Profile::Sifr {
+        kill_journaled_merges(path, k);
     }
     eprintln!(
         "{profile}: {cycles} cycles, {k} keys in {:?}",
@@ -281,50 +279,54 @@ fn crash_cycles_in(profile: Profile, seed: u64, checkpointed: bool) {
     );
 }
 
-/// Piles overlapping L0 runs up (merges held back), then SIGKILLs a manual
-/// compaction, which is mostly one long journaled merge, until a reopen
-/// resumes the interrupted merge.
-fn kill_journaled_merges(path: &Path, rng: &mut StdRng, k: u64) {
+/// Piles overlapping L0 runs up (merges held back), then runs a manual
+/// compaction, mostly one long journaled merge, that aborts at its second
+/// checkpoint (the `merge_checkpoint` crash point, `THICKET_ABORT_AT`, of
+/// the `whitebox` feature the tests build the binary with): the merge is
+/// cut in the middle on every run, and the reopened store resumes it.
+fn kill_journaled_merges(path: &Path, k: u64) {
     let hold = [
         ("runs_per_level", "1000"),
         ("l0_slowdown_writes_trigger", "1000"),
         ("l0_stop_writes_trigger", "1000"),
     ];
     let k = k.max(COUNT_PER_CYCLE);
-    for attempt in 0..10 {
-        for _ in 0..2 {
-            let forever = Duration::from_secs(600);
-            let run = load_and_kill_with(path, Profile::Sifr, 0, false, forever, &hold);
-            assert!(run.finished);
-        }
-        let mut child = thicket(path, Profile::Sifr, &[])
-            .arg("compact")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn thicket compact");
-        thread::sleep(Duration::from_millis(rng.random_range(50..=400)));
-        let _ = child.kill();
-        let _ = child.wait();
-        check(path);
-        let db = Db::open(path, options(Profile::Sifr)).expect("reopen after crash");
-        assert_eq!(
-            verify_prefix(&db),
-            k,
-            "attempt {attempt}: the prefix changed"
-        );
-        db.compact_range(None, None).unwrap();
-        let stats = db.stats();
-        db.close().unwrap();
-        eprintln!(
-            "sifr merge kill {attempt}: {} checkpoints, {} resumed",
-            stats.merge_checkpoints, stats.merges_resumed
-        );
-        if stats.merges_resumed > 0 {
-            return;
-        }
+    for _ in 0..2 {
+        let forever = Duration::from_secs(600);
+        let run = load_and_kill_with(path, Profile::Sifr, 0, false, forever, &hold);
+        assert!(run.finished);
     }
-    panic!("no killed merge was resumed in 10 attempts");
+    let status = thicket(path, Profile::Sifr, &[])
+        .arg("compact")
+        .env("THICKET_ABORT_AT", "merge_checkpoint:2")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run thicket compact");
+    assert!(
+        !status.success(),
+        "thicket compact finished: it never reached its second merge checkpoint ({status})"
+    );
+    check(path);
+    let db = Db::open(path, options(Profile::Sifr)).expect("reopen after the abort");
+    let before = db.stats();
+    assert!(
+        before.merge_in_progress,
+        "no merge left to resume: {before:?}"
+    );
+    assert_eq!(verify_prefix(&db), k, "the prefix changed");
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    db.close().unwrap();
+    eprintln!(
+        "sifr merge aborted at its second checkpoint: {} checkpoints, {} resumed",
+        stats.merge_checkpoints, stats.merges_resumed
+    );
+    assert!(
+        stats.merges_resumed > 0,
+        "the aborted merge was not resumed: {stats:?}"
+    );
+    check(path);
 }
 
 fn seed() -> u64 {

@@ -115,6 +115,7 @@ const DB_SEAMS: &[&str] = &[
     "snapshot",
     "space_usage",
     "stats_report",
+    "whitebox",
 ];
 
 /// `db`'s engines: each imports the seams and itself, never the other

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::cuts::{cut_at_every_op, fault_ops, Cut};
 use common::*;
 use thicketdb::io::fault::{FaultFs, FaultKind};
 use thicketdb::{Db, Options, Profile, WriteOptions};
@@ -40,44 +41,21 @@ fn skewed_writes() -> Vec<Vec<Op>> {
     writes
 }
 
-/// Opens a store, writes the workload (synced when `sync`), arms a fault
-/// after `ops` more file-system operations and flushes. Returns the store,
-/// the model and whether the flush failed.
-fn flush_with_fault(
-    fs: &FaultFs,
-    options: &Options,
-    sync: bool,
-    ops: Option<u64>,
-) -> (Db, Model, bool) {
+/// Opens a store and writes the workload (synced when `sync`). Returns the
+/// store and the model.
+fn write_skewed(fs: &FaultFs, options: &Options, sync: bool) -> (Db, Model) {
     let db = open_fault(fs, options.clone()).unwrap();
     let mut model = Model::new();
     for w in skewed_writes() {
         db.write_opt(batch_of(&w), WriteOptions { sync }).unwrap();
         apply(&mut model, &w);
     }
-    if let Some(ops) = ops {
-        fs.fail_after_ops(ops, FaultKind::Io);
-    }
-    let failed = db.flush().is_err();
-    (db, model, failed)
+    (db, model)
 }
 
-/// Fallible file-system operations so far (what `fail_after_ops` counts).
-fn fault_ops(fs: &FaultFs) -> u64 {
-    let s = fs.stats();
-    s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
-}
-
-/// File-system operations a fault-free flush performs, after checking
-/// that it wrote log tables and kept hot keys as `options` ask.
-fn flush_ops(options: &Options) -> u64 {
-    let fs = FaultFs::new();
-    let db = open_fault(&fs, options.clone()).unwrap();
-    for w in skewed_writes() {
-        db.write(batch_of(&w)).unwrap();
-    }
-    let before = fault_ops(&fs);
-    db.flush().unwrap();
+/// Checks that a fault-free flush wrote log tables and kept hot keys as
+/// `options` ask.
+fn flushed_as_asked(options: &Options, db: &Db) {
     let stats = db.stats();
     assert_eq!(
         stats.hot_entries_kept >= 5,
@@ -89,7 +67,6 @@ fn flush_ops(options: &Options) -> u64 {
         options.triad_log,
         "log tables: {stats:?}"
     );
-    fault_ops(&fs) - before
 }
 
 /// TRIAD-LOG alone on the default profile.
@@ -117,8 +94,8 @@ fn a_log_table_flush_keeps_every_write_across_a_crash_at_any_point() {
 #[test]
 fn a_log_table_survives_power_loss_after_unsynced_writes() {
     let fs = FaultFs::new();
-    let (db, model, failed) = flush_with_fault(&fs, &log_options(), false, None);
-    assert!(!failed);
+    let (db, model) = write_skewed(&fs, &log_options(), false);
+    db.flush().unwrap();
     assert!(db.stats().log_table_bytes > 0);
     fs.drop_unsynced();
     drop(db);
@@ -152,51 +129,24 @@ fn log_tables_made_by_recovery_survive_a_later_power_loss() {
     assert!(got == model, "{}", diff(&got, &model));
 }
 
+/// A fault at every file-system operation of a flush of the skewed
+/// workload, then a power loss (the writes synced) or a process crash.
 fn crash_at_every_flush_op(options: &Options) {
-    let total = flush_ops(options);
-    assert!(total > 3, "{total}");
-    for at in 0..=total {
-        for power_loss in [true, false] {
-            let fs = FaultFs::new();
-            // Power loss keeps synced writes: sync them all, so that all
-            // must survive; a process crash keeps every acknowledged write.
-            let (db, model, failed) = flush_with_fault(&fs, options, power_loss, Some(at));
-            if power_loss {
-                fs.drop_unsynced();
-            } else {
-                fs.crash_process();
-            }
-            drop(db);
-            fs.clear_faults();
-            let what = format!(
-                "fault after {at} of {total} ops (failed: {failed}), power loss: {power_loss}"
-            );
-            let db = open_fault(&fs, options.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let got = scan_model(&db).unwrap();
-            assert!(got == model, "{what}: {}", diff(&got, &model));
-            for (key, value) in &model {
-                assert_eq!(db.get(key).unwrap().as_ref(), Some(value), "{what}");
-            }
-            // A second life: more flushes over the recovered store, again.
-            db.flush().unwrap();
-            db.close().unwrap();
-            let db = open_fault(&fs, options.clone()).unwrap();
-            assert!(
-                scan_model(&db).unwrap() == model,
-                "{what}: after a second reopen"
-            );
-            db.close().unwrap();
-            thicketdb::check::check_store_with_fs(&fault_dir(), std::sync::Arc::new(fs.clone()))
-                .unwrap_or_else(|e| panic!("{what}: check: {e}"));
-        }
-    }
+    cut_at_every_op(&Cut {
+        name: "flush",
+        options: options.clone(),
+        prepare: &|fs, sync| write_skewed(fs, options, sync),
+        act: &|db| db.flush(),
+        acted: &|_, db| flushed_as_asked(options, db),
+        recovered: &|_, _, _| {},
+    });
 }
 
 #[test]
 fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
     let fs = FaultFs::new();
-    let (db, model, failed) = flush_with_fault(&fs, &triad_options(), false, None);
-    assert!(!failed);
+    let (db, model) = write_skewed(&fs, &triad_options(), false);
+    db.flush().unwrap();
     let stats = db.stats();
     assert!(stats.hot_entries_kept >= 5, "{stats:?}");
     assert!(
@@ -342,45 +292,21 @@ fn spill_store(fs: &FaultFs) -> (Db, Model) {
 /// the next open, and the store compacts again.
 #[test]
 fn a_spilling_log_table_compaction_keeps_every_write_across_a_crash_at_any_point() {
-    let total = {
-        let fs = FaultFs::new();
-        let (db, _) = spill_store(&fs);
-        let before = fault_ops(&fs);
-        db.compact_range(None, None).unwrap();
-        let stats = db.stats();
-        assert!(stats.log_spill_bytes > 0, "spilled: {stats:?}");
-        assert!(fault_files(&fs, ".tmp").is_empty(), "scratch file removed");
-        fault_ops(&fs) - before
-    };
-    assert!(total > 3, "{total}");
-    for at in 0..=total {
-        for power_loss in [true, false] {
-            let fs = FaultFs::new();
-            let (db, model) = spill_store(&fs);
-            fs.fail_after_ops(at, FaultKind::Io);
-            let failed = db.compact_range(None, None).is_err();
-            if power_loss {
-                fs.drop_unsynced();
-            } else {
-                fs.crash_process();
-            }
-            drop(db);
-            fs.clear_faults();
-            let what = format!(
-                "fault after {at} of {total} ops (failed: {failed}), power loss: {power_loss}"
-            );
-            let db = open_fault(&fs, spill_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    cut_at_every_op(&Cut {
+        name: "spilling compaction",
+        options: spill_options(),
+        prepare: &|fs, _| spill_store(fs),
+        act: &|db| db.compact_range(None, None),
+        acted: &|fs, db| {
+            let stats = db.stats();
+            assert!(stats.log_spill_bytes > 0, "spilled: {stats:?}");
+            assert!(fault_files(fs, ".tmp").is_empty(), "scratch file removed");
+        },
+        recovered: &|fs, _, what| {
             assert!(
-                fault_files(&fs, ".tmp").is_empty(),
+                fault_files(fs, ".tmp").is_empty(),
                 "{what}: a scratch file outlived the open"
             );
-            let got = scan_model(&db).unwrap();
-            assert!(got == model, "{what}: {}", diff(&got, &model));
-            db.compact_range(None, None).unwrap();
-            assert!(scan_model(&db).unwrap() == model, "{what}: compacted again");
-            db.close().unwrap();
-            thicketdb::check::check_store_with_fs(&fault_dir(), std::sync::Arc::new(fs.clone()))
-                .unwrap_or_else(|e| panic!("{what}: check: {e}"));
-        }
-    }
+        },
+    });
 }

@@ -212,6 +212,21 @@ fn overlapping_runs_of_a_leveled_level_fail_the_check() {
     }
 }
 
+/// A tiered run numbered below its table is a journaled merge's interim
+/// run: without a merge journal naming it (one lost from the MANIFEST),
+/// the check reports it; numbered at or above its table, it is a plain run.
+#[test]
+fn an_interim_run_without_its_merge_journal_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    engine_store(dir.path(), PolicyKind::Tiered);
+    let plain = planted_table(dir.path(), PLANTED, &[("x1", 5)], KeyOrder::Bytewise);
+    install(dir.path(), vec![(0, PLANTED, plain)]);
+    check_store(dir.path()).unwrap();
+    let interim = planted_table(dir.path(), PLANTED + 2, &[("x2", 6)], KeyOrder::Bytewise);
+    install(dir.path(), vec![(0, PLANTED + 1, interim)]);
+    assert_caught(dir.path(), PLANTED + 2, "the journal was lost");
+}
+
 /// A chunked store whose first chunk has a table: written with inline
 /// rebalances and no munk (whose log limit is larger), so the table exists
 /// when the writes return.

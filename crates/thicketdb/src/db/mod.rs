@@ -29,6 +29,7 @@ mod snapshot;
 mod space_usage;
 mod stats_report;
 mod tools;
+pub(crate) mod whitebox;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

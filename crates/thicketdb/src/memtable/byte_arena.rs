@@ -11,8 +11,8 @@ use std::ptr::NonNull;
 
 use memmap2::{MmapMut, MmapOptions};
 
-/// Bytes of one shared map.
-pub const BLOCK_BYTES: usize = 1 << 20;
+/// Bytes of one shared map (4 KiB under Miri, as `mapped_vec.rs`'s).
+pub const BLOCK_BYTES: usize = if cfg!(miri) { 4 << 10 } else { 1 << 20 };
 /// Entries above this many bytes get a map of their own, so a block's
 /// unused tail stays small.
 const OWN_MAP_ABOVE: usize = BLOCK_BYTES / 4;

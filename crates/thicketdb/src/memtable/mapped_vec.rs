@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 
-/// Bytes of one map.
-pub const SEGMENT_BYTES: usize = 1 << 20;
+/// Bytes of one map (4 KiB under Miri, so that its tests cross maps at a
+/// size it runs quickly: `miri_tests.rs`).
+pub const SEGMENT_BYTES: usize = if cfg!(miri) { 4 << 10 } else { 1 << 20 };
 
 struct Segment<T> {
     /// The map; only ever accessed through `base`, so no `&mut` to its

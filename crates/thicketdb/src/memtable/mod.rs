@@ -9,6 +9,8 @@ mod filter;
 pub mod hot;
 mod iter;
 mod mapped_vec;
+#[cfg(test)]
+mod miri_tests;
 pub mod newest;
 mod range_dels;
 mod skiplist;

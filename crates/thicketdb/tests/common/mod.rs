@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod cuts;
 pub mod linearizability;
 
 use std::collections::BTreeMap;

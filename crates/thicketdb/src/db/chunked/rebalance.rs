@@ -321,7 +321,13 @@ fn switch(
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        discard(new_chunks.iter().map(|c| &**c));
+        // The new list may be on disk all the same (the rename done, the
+        // directory sync failed), naming the new chunks: their files stay
+        // (not retired; the next open's sweep removes whichever chunks'
+        // files the list on disk does not name), and the store refuses
+        // writes until reopened, since a write to the old chunk would be
+        // lost if the new list is the one that opens.
+        store.fail(&e);
         return Err(e);
     }
     // Retired before the new set is seen: a reader that took the old

@@ -7,6 +7,16 @@
 //! move a key's newer version below an older one still in the level, and
 //! a read would find the older one first. (Tiered levels and LSbM's
 //! compaction buffer hold overlapping runs by design.)
+//!
+//! Under the tiered policy every run is numbered after its tables: a flush
+//! or a merge allocates the run's number when it commits, after writing
+//! the tables, and moved tables are older still. The one exception is a
+//! journaled merge's interim run (SifrDB early cleaning), numbered when
+//! the merge starts so that it sorts just above its inputs. A run numbered
+//! below one of its tables that the MANIFEST's merge journal does not name
+//! is such an interim run whose journal was lost: the store would read
+//! right but never finish the merge, leaving the inputs' superseded keys
+//! shadowed only by run order.
 
 use std::path::Path;
 
@@ -20,7 +30,7 @@ use crate::version::{Run, Version};
 /// offending run, with the key range the two runs share.
 pub(crate) fn check_runs(dir: &Path, version: &Version, policy: PolicyKind) -> Result<()> {
     if policy != PolicyKind::Leveled {
-        return Ok(());
+        return check_interim_runs(dir, version);
     }
     let order = &version.order;
     for (level, l) in version.levels.iter().enumerate().skip(1) {
@@ -48,6 +58,39 @@ pub(crate) fn check_runs(dir: &Path, version: &Version, policy: PolicyKind) -> R
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// A tiered version's runs numbered below one of their tables: each must
+/// be the interim run its merge journal names (see the module's comment).
+fn check_interim_runs(dir: &Path, version: &Version) -> Result<()> {
+    let journal = version.merge_journal.as_ref();
+    for (level, l) in version.levels.iter().enumerate() {
+        for run in &l.runs {
+            let Some(newest) = run.tables.iter().max_by_key(|t| t.id) else {
+                continue;
+            };
+            let interim = journal.is_some_and(|j| j.level == level && j.interim_run == run.id);
+            if newest.id <= run.id || interim {
+                continue;
+            }
+            return Err(Error::corruption(
+                segment_path(dir, newest.segment),
+                newest.offset,
+                format!(
+                    "run {} of L{level} is numbered below its table {}: only a journaled \
+                     merge's interim run is, and the MANIFEST's merge journal ({}) does not \
+                     name it: the journal was lost",
+                    run.id,
+                    newest.id,
+                    match journal {
+                        Some(j) => format!("interim run {} of L{}", j.interim_run, j.level),
+                        None => "none".to_string(),
+                    }
+                ),
+            ));
         }
     }
     Ok(())

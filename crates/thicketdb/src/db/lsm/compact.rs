@@ -209,6 +209,7 @@ fn checkpoint(
         }
     }
     Counters::add(&inner.counters.merge_checkpoints, 1);
+    crate::db::whitebox::crash_point("merge_checkpoint");
     collect_obsolete_files(inner);
     Ok(())
 }

@@ -96,13 +96,26 @@ mod held {
         HELD.with(|held| {
             let mut held = held.borrow_mut();
             if let Some(top) = held.iter().max() {
-                assert!(
-                    *top < rank,
-                    "lock order violated: taking {rank:?} while holding {held:?}"
-                );
+                if *top >= rank {
+                    violated(rank, &held);
+                }
             }
             held.push(rank);
         });
+    }
+
+    /// A violation panics in unit tests (which expect the panic). In any
+    /// other debug build it aborts the process: a panic on a background
+    /// thread would be caught there and leave the store's waiters hanging,
+    /// so a test run under debug assertions (`.ci/debug.sh`) would hang
+    /// instead of failing.
+    fn violated(rank: Rank, held: &[Rank]) {
+        let message = format!("lock order violated: taking {rank:?} while holding {held:?}");
+        if cfg!(test) {
+            panic!("{message}");
+        }
+        eprintln!("{message}\n{}", std::backtrace::Backtrace::force_capture());
+        std::process::abort();
     }
 
     pub fn release(rank: Rank) {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The checks a release build compiles out (issue 39): the model, fault,
+# power-loss, TRIAD fault and YoDB suites built with the test profile, so
+# with debug assertions, integer-overflow checks and the lock-order checker
+# (`db/lsm/lock_order.rs`, compiled in with debug assertions; a violation
+# aborts); then Miri over the memtable's `unsafe` code
+# (`memtable/miri_tests.rs`). Sizes are cut to fit CI's budget; the release
+# run of the same suites runs them in full.
+#
+# `DEBUG_CLI_CRASH=1` adds the CLI's process crash test (three kill cycles
+# a profile): its debug build (the CLI's dependencies, the server's
+# included) costs about two minutes more than CI's budget leaves.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+step() { echo "=== debug.sh [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+
+step "engine suites with debug assertions and the lock-order checker"
+THICKET_MODEL_OPS=1500 cargo test -p thicketdb \
+    --test model --test fault --test yodb --test triad_fault --test power_loss
+if [ "${DEBUG_CLI_CRASH:-0}" = 1 ]; then
+    step "process crash test with debug assertions"
+    THICKET_CRASH_CYCLES=3 cargo test -p thicket-cli --test crash
+fi
+
+step "Miri over the memtable"
+if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+    rustup toolchain install nightly --profile minimal --component miri,rust-src
+fi
+cargo +nightly miri test -p thicketdb --lib memtable::miri_tests
+step done

@@ -1,0 +1,238 @@
+//! Power loss (and a process crash) at every fallible file-system
+//! operation of the profiles' own mechanisms: a SifrDB journaled merge, an
+//! LSbM buffered compaction and trim, a BoLT compaction file and a YoDB
+//! chunk split. Each is cut at its n-th operation for every n, then the
+//! store reopens and must hold exactly the writes made before the
+//! operation, all of them durable (`common/cuts.rs`), resume or redo the
+//! operation, and check clean.
+
+mod common;
+
+use common::cuts::{cut_at_every_op, Cut};
+use common::*;
+use thicketdb::io::fault::FaultFs;
+use thicketdb::{Db, Options, Profile, WriteOptions};
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}.{round}.").into_bytes();
+    v.resize(60 + (i % 7) as usize * 10, b'a' + (round % 26) as u8);
+    v
+}
+
+/// Opens a store and writes `rounds` rounds of `keys` overlapping keys
+/// (every round rewrites a third of the previous ones and deletes a few),
+/// each round flushed: L0 (or the chunks) hold every write, durably.
+fn flushed_rounds(fs: &FaultFs, options: &Options, rounds: u32, keys: u32) -> (Db, Model) {
+    let db = open_fault(fs, options.clone()).unwrap();
+    let mut model = Model::new();
+    for round in 0..rounds {
+        let mut ops: Vec<Op> = (0..keys)
+            .filter(|i| round == 0 || i % 3 == round % 3)
+            .map(|i| (key(i), Some(value(i, round))))
+            .collect();
+        ops.extend(
+            (0..keys)
+                .filter(|i| i % (13 + round) == 5)
+                .map(|i| (key(i), None)),
+        );
+        for op in ops.chunks(20) {
+            db.write(batch_of(op)).unwrap();
+            apply(&mut model, op);
+        }
+        db.flush().unwrap();
+    }
+    (db, model)
+}
+
+/// Options where only `compact_range` compacts: L0 keeps every run.
+fn held(options: Options) -> Options {
+    options
+        .write_buffer_size(256 << 10)
+        .target_table_size(4 << 10)
+        .block_size(1024)
+        .disable_auto_compactions(true)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+}
+
+/// SifrDB's journaled merge of L0's runs, checkpointed every two tables:
+/// cut anywhere (an output table, a checkpoint's MANIFEST edit, the final
+/// edit), the reopened store resumes the merge from its journal or starts
+/// it again, and reads exactly what was written throughout.
+#[test]
+fn a_journaled_merge_keeps_every_write_across_a_power_loss_at_any_point() {
+    let options = held(Profile::Sifr.options())
+        .early_cleaning_threshold(2)
+        .runs_per_level(1000);
+    let total = cut_at_every_op(&Cut {
+        name: "sifr journaled merge",
+        options: options.clone(),
+        prepare: &|fs, _| flushed_rounds(fs, &options, 3, 400),
+        act: &|db| db.compact_range(None, None),
+        acted: &|_, db| {
+            let stats = db.stats();
+            assert!(stats.merge_checkpoints >= 3, "checkpointed: {stats:?}");
+            assert!(!stats.merge_in_progress, "{stats:?}");
+        },
+        recovered: &|_, _, _| {},
+    });
+    eprintln!("sifr journaled merge: {total} operations");
+}
+
+/// LSbM's options: small levels, no block cache (so every buffer table
+/// is trimmable), a trim only when asked.
+fn lsbm_options() -> Options {
+    let options = tiny_tree(Profile::Lsbm.options(), 0)
+        .level_size_multiplier(10)
+        .block_cache_size(0)
+        .lsbm_trim_threshold(1.0)
+        .lsbm_trim_interval(3_600_000);
+    held(options)
+}
+
+/// LSbM: a manual compaction that merges L0 into L1's run and edits the
+/// compaction buffer (the tables it replaced appended to L1's buffer, which
+/// freezes on the repeated data and drops them), cut anywhere.
+#[test]
+fn a_buffered_compaction_keeps_every_write_across_a_power_loss_at_any_point() {
+    let options = lsbm_options();
+    let removed_before = std::cell::Cell::new(0);
+    let prepare = |fs: &FaultFs, _| {
+        let (db, mut model) = flushed_rounds(fs, &options, 2, 300);
+        db.compact_range(None, None).unwrap();
+        for i in (0..300).step_by(2) {
+            db.put(key(i), value(i, 7)).unwrap();
+            model.insert(key(i), value(i, 7));
+        }
+        db.flush().unwrap();
+        removed_before.set(db.stats().buffer_tables_removed);
+        (db, model)
+    };
+    let total = cut_at_every_op(&Cut {
+        name: "lsbm buffered compaction",
+        options: options.clone(),
+        prepare: &prepare,
+        act: &|db| db.compact_range(None, None),
+        acted: &|_, db| {
+            let stats = db.stats();
+            assert!(
+                stats.buffer_tables_removed > removed_before.get(),
+                "buffer edited: {stats:?}"
+            );
+        },
+        recovered: &|_, _, _| {},
+    });
+    eprintln!("lsbm buffered compaction: {total} operations");
+}
+
+/// LSbM: a trim (Algorithm 2) removing the buffer's uncached tables and
+/// releasing their space, cut anywhere.
+#[test]
+fn a_buffer_trim_keeps_every_write_across_a_power_loss_at_any_point() {
+    let options = lsbm_options();
+    let prepare = |fs: &FaultFs, _| {
+        let db = open_fault(fs, options.clone()).unwrap();
+        let mut model = Model::new();
+        let mut put_in_steps = |keys: &mut dyn Iterator<Item = (Vec<u8>, Vec<u8>)>| {
+            let keys: Vec<_> = keys.collect();
+            for step in keys.chunks(256) {
+                for (k, v) in step {
+                    db.put(k, v).unwrap();
+                    model.insert(k.clone(), v.clone());
+                }
+                db.flush().unwrap();
+                db.compact_range(None, None).unwrap();
+            }
+        };
+        put_in_steps(&mut (0..1200).map(|i| (key(i), value(i, 1))));
+        put_in_steps(&mut (0..600).map(|i| (format!("z{i:05}").into_bytes(), value(i, 2))));
+        put_in_steps(&mut (0..600).map(|i| (format!("y{i:05}").into_bytes(), value(i, 3))));
+        // The first trim spares the tables appended since the one before
+        // (here: since open): the one cut trims them.
+        db.trim_compaction_buffer().unwrap();
+        let stats = db.stats();
+        assert!(stats.buffer_tables > 0, "{stats:?}");
+        (db, model)
+    };
+    let total = cut_at_every_op(&Cut {
+        name: "lsbm trim",
+        options: options.clone(),
+        prepare: &prepare,
+        act: &|db| db.trim_compaction_buffer(),
+        acted: &|_, db| {
+            let stats = db.stats();
+            assert!(stats.buffer_tables_trimmed > 0, "trimmed: {stats:?}");
+        },
+        recovered: &|_, _, _| {},
+    });
+    eprintln!("lsbm trim: {total} operations");
+}
+
+/// BoLT: a compaction writes its output tables into one compaction file
+/// (logical tables sharing a segment); cut anywhere in the file's writes,
+/// its sync or the MANIFEST edit naming its tables.
+#[test]
+fn a_compaction_file_keeps_every_write_across_a_power_loss_at_any_point() {
+    let options = held(Profile::Bolt.options());
+    let total = cut_at_every_op(&Cut {
+        name: "bolt compaction file",
+        options: options.clone(),
+        prepare: &|fs, _| flushed_rounds(fs, &options, 3, 400),
+        act: &|db| db.compact_range(None, None),
+        acted: &|fs, db| {
+            let stats = db.stats();
+            let segments = fault_files(fs, ".seg").len();
+            assert!(
+                (segments as u64) < stats.tables as u64,
+                "{segments} segments for {} tables: no compaction file",
+                stats.tables
+            );
+        },
+        recovered: &|_, _, _| {},
+    });
+    eprintln!("bolt compaction file: {total} operations");
+}
+
+/// YoDB: a manual compaction rebalances the one chunk holding every key,
+/// which splits it; cut anywhere in the new funks' tables, the chunk list
+/// or the logs' switch.
+#[test]
+fn a_chunk_split_keeps_every_write_across_a_power_loss_at_any_point() {
+    let mut options = Profile::YoDb.options();
+    options.chunk_size = 8 << 10;
+    options.block_size = 512;
+    options.funk_log_limit = 1 << 20;
+    options.funk_log_limit_with_munk = 1 << 20;
+    options.munk_cache_bytes = 0;
+    options.row_cache_bytes = 0;
+    options.chunk_rebalance_threads = 0;
+    let prepare = |fs: &FaultFs, sync: bool| {
+        let db = open_fault(fs, options.clone()).unwrap();
+        let mut model = Model::new();
+        for i in 0..300 {
+            db.put_opt(key(i), value(i, 0), WriteOptions { sync })
+                .unwrap();
+            model.insert(key(i), value(i, 0));
+        }
+        assert_eq!(db.stats().chunks, 1, "no split before the compaction");
+        (db, model)
+    };
+    let total = cut_at_every_op(&Cut {
+        name: "yodb chunk split",
+        options: options.clone(),
+        prepare: &prepare,
+        act: &|db| db.compact_range(None::<&[u8]>, None::<&[u8]>),
+        acted: &|_, db| {
+            let stats = db.stats();
+            assert!(stats.chunk_splits > 0, "split: {stats:?}");
+            assert!(stats.chunks > 2, "{stats:?}");
+        },
+        recovered: &|_, _, _| {},
+    });
+    eprintln!("yodb chunk split: {total} operations");
+}
