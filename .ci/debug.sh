@@ -26,7 +26,14 @@ fi
 
 step "Miri over the memtable"
 if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
-    rustup toolchain install nightly --profile minimal --component miri,rust-src
+    # A nightly without Miri happens (rustup then refuses the component):
+    # that is the toolchain's outage, not a defect here, so it is reported
+    # loudly and the rest of CI goes on.
+    if ! rustup toolchain install nightly --profile minimal --component miri,rust-src; then
+        echo "=== debug.sh: MIRI SKIPPED: today's nightly has no miri component"
+        step done
+        exit 0
+    fi
 fi
 cargo +nightly miri test -p thicketdb --lib memtable::miri_tests
 step done
