@@ -1,7 +1,7 @@
 //! Power loss (and a process crash) at every fallible file-system
 //! operation of the profiles' own mechanisms: a SifrDB journaled merge, an
 //! LSbM buffered compaction and trim, a BoLT compaction file and a YoDB
-//! chunk split. Each is cut at its n-th operation for every n, then the
+//! chunk split; every LSM profile's flush and compaction. Each is cut at its n-th operation for every n, then the
 //! store reopens and must hold exactly the writes made before the
 //! operation, all of them durable (`common/cuts.rs`), resume or redo the
 //! operation, and check clean.
@@ -235,4 +235,54 @@ fn a_chunk_split_keeps_every_write_across_a_power_loss_at_any_point() {
         recovered: &|_, _, _| {},
     });
     eprintln!("yodb chunk split: {total} operations");
+}
+
+/// `flushed_rounds`, then more writes left in the memtable, synced.
+fn synced_tail(fs: &FaultFs, options: &Options) -> (Db, Model) {
+    let (db, mut model) = flushed_rounds(fs, options, 2, 200);
+    let ops: Vec<Op> = (0..200)
+        .step_by(3)
+        .map(|i| (key(i), Some(value(i, 9))))
+        .collect();
+    for op in ops.chunks(20) {
+        db.write_opt(batch_of(op), WriteOptions { sync: true })
+            .unwrap();
+        apply(&mut model, op);
+    }
+    (db, model)
+}
+
+/// Every LSM profile's own flush (TRIAD's log tables, BoLT's compaction
+/// files, the forests' runs...) and then its full compaction, each cut
+/// anywhere.
+#[test]
+fn every_lsm_profile_s_flush_and_compaction_keep_every_write_across_a_power_loss_at_any_point() {
+    let lsm = Profile::ALL
+        .iter()
+        .filter(|p| p.options().layout == thicketdb::Layout::Lsm);
+    for profile in lsm {
+        let options = held(profile.options());
+        let flush = format!("{profile} flush");
+        cut_at_every_op(&Cut {
+            name: &flush,
+            options: options.clone(),
+            prepare: &|fs, _| synced_tail(fs, &options),
+            act: &|db| db.flush(),
+            acted: &|_, db| {
+                assert_eq!(db.stats().flushes, 3, "{profile}: the third flush ran");
+            },
+            recovered: &|_, _, _| {},
+        });
+        let compaction = format!("{profile} compaction");
+        cut_at_every_op(&Cut {
+            name: &compaction,
+            options: options.clone(),
+            prepare: &|fs, _| flushed_rounds(fs, &options, 3, 200),
+            act: &|db| db.compact_range(None, None),
+            acted: &|_, db| {
+                assert!(db.stats().compactions_merge > 0, "{profile}: merged");
+            },
+            recovered: &|_, _, _| {},
+        });
+    }
 }
