@@ -7,9 +7,10 @@
 # (`memtable/miri_tests.rs`). Sizes are cut to fit CI's budget; the release
 # run of the same suites runs them in full.
 #
-# `DEBUG_CLI_CRASH=1` adds the CLI's process crash test (three kill cycles
-# a profile): its debug build (the CLI's dependencies, the server's
-# included) costs about two minutes more than CI's budget leaves.
+# `DEBUG_CLI_CRASH=1` (set by `.ci/run`) adds the CLI's process crash test
+# (three kill cycles a profile): its debug build (the CLI's dependencies,
+# the server's included) takes about two minutes, which CI spends while
+# its peers build (RocksDB) would otherwise leave a core idle.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
