@@ -16,8 +16,8 @@ use thicketdb::check::check_ordered_store;
 use thicketdb::io::fault::FaultFs;
 use thicketdb::io::PosixFs;
 use thicketdb::{
-    Db, DbIterator, KeyOrder, Keyspace, Layout, Options, Profile, ReadOptions, Snapshot, Stats,
-    WriteBatch, WriteOptions, DEFAULT_KEYSPACE_NAME,
+    Db, DbIterator, Durability, KeyOrder, Keyspace, Layout, Options, Profile, ReadOptions,
+    Snapshot, Stats, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_NAME,
 };
 
 const KEYS: usize = 200;
@@ -133,6 +133,7 @@ struct Harness {
     base: String,
     ctx: String,
     reopens: u32,
+    power_losses: u32,
 }
 
 fn random_keys(rng: &mut StdRng) -> Vec<Vec<u8>> {
@@ -179,6 +180,7 @@ impl Harness {
             old_iter: None,
             writes: 0,
             reopens: 0,
+            power_losses: 0,
         }
     }
 
@@ -617,23 +619,97 @@ impl Harness {
         self.old_iter = None;
         self.ks = None;
         let db = self.db.take().unwrap();
-        match (self.rng.random_range(0..3), &self.backend) {
+        let mut lost_tail = None;
+        // Drawn before the match, which borrows the backend.
+        let tail: Vec<Op> = (0..self.rng.random_range(0..24))
+            .map(|_| {
+                let k = self.key();
+                (k, self.rng.random_bool(0.8).then(|| self.value()))
+            })
+            .collect();
+        // Under `durability=async` a reopen without `close` returns to the
+        // last checkpoint: only writes before a `sync_log` are certain.
+        let asynchronous = self.config.options.durability == Durability::Async;
+        let write_tail = |db: &Db| {
+            db.sync_log().unwrap();
+            let ks = db.keyspace(&self.current).unwrap();
+            let unsynced = WriteOptions { sync: false };
+            for (k, v) in &tail {
+                match v {
+                    Some(v) => ks.put_opt(k, v, unsynced).unwrap(),
+                    None => ks.delete_opt(k, unsynced).unwrap(),
+                }
+            }
+        };
+        match (self.rng.random_range(0..4), &self.backend) {
             (0, _) => {
                 db.close().unwrap();
                 self.backend.check(&self.config.options.comparator);
             }
-            // A process crash keeps every acknowledged write.
+            // A process crash keeps every acknowledged write (under
+            // `async`, those before the last checkpoint).
             (1, Backend::Fault(fs)) => {
+                if asynchronous {
+                    write_tail(&db);
+                    lost_tail = Some(tail);
+                }
                 fs.crash_process();
                 drop(db);
             }
-            _ => drop(db),
+            // A power loss keeps every write before the `sync_log` and a
+            // prefix of the unsynced ones after it.
+            (2, Backend::Fault(fs)) => {
+                write_tail(&db);
+                fs.drop_unsynced();
+                drop(db);
+                self.power_losses += 1;
+                lost_tail = Some(tail);
+            }
+            _ => {
+                if asynchronous {
+                    write_tail(&db);
+                    lost_tail = Some(tail);
+                }
+                drop(db)
+            }
         }
         self.reopens += 1;
         self.ks = None;
         self.db = Some(self.backend.open(&self.config.options));
         self.ks = Some(self.db().keyspace(&self.current).unwrap());
+        if let Some(tail) = lost_tail {
+            self.adopt_surviving_prefix(&tail);
+        }
         self.check_all("after reopen");
+    }
+
+    /// After a power loss (or, under `async`, any reopen without `close`):
+    /// the current keyspace must hold its model plus some prefix of `tail`
+    /// (the writes after the last sync); the model becomes that state.
+    fn adopt_surviving_prefix(&mut self, tail: &[Op]) {
+        let mut it = self.ks().iter(ReadOptions::default()).unwrap();
+        it.seek_to_first();
+        let (scanned, status) = drain(&mut it, true);
+        status.unwrap();
+        let got: Model = scanned.into_iter().collect();
+        let mut candidate = self.model.clone();
+        for n in 0..=tail.len() {
+            if n > 0 {
+                apply(&mut candidate, &tail[n - 1..n]);
+            }
+            if candidate == got {
+                self.model = candidate;
+                return;
+            }
+        }
+        panic!(
+            "{} after a power loss: keyspace {} is no prefix of the {} unsynced writes after \
+             sync_log; against the synced state: {}",
+            self.ctx,
+            self.current,
+            tail.len(),
+            diff(&got, &self.model)
+        );
     }
 
     /// Every keyspace against its model, and the set of keyspaces.
@@ -742,10 +818,11 @@ fn run(seed: u64, ops: usize, backend: Backend, config: Config) -> Stats {
         );
     }
     eprintln!(
-        "{}: {} writes, {} reopens, {} flushes, {} merge compactions, {} moves, {} started beside another",
+        "{}: {} writes, {} reopens ({} after a power loss), {} flushes, {} merge compactions, {} moves, {} started beside another",
         h.base,
         h.writes,
         h.reopens,
+        h.power_losses,
         stats.flushes,
         stats.compactions_merge,
         stats.compactions_move,
@@ -882,6 +959,18 @@ fn model_every_profile() {
             posix(),
             small_chunks(profile_config(profile)),
         );
+    }
+}
+
+/// YoDB's asynchronous durability (`durability=async`): writes become
+/// durable at checkpoints, so a power loss keeps the writes up to the
+/// last one (`sync_log` waits for the next) and a prefix of the rest.
+#[test]
+fn model_yodb_async_durability() {
+    for seed in seeds(&[321, 322, 323]) {
+        let mut config = small_chunks(profile_config(Profile::YoDb));
+        config.options.durability = Durability::Async;
+        run(seed, ops(OPS), fault(), config);
     }
 }
 
