@@ -175,6 +175,23 @@ fn a_checkpoint_needs_a_new_directory_and_a_writable_store() {
     assert!(matches!(err, Error::ReadOnly(_)), "{err}");
 }
 
+/// A checkpoint cut short leaves `DIR.checkpoint-tmp`; the next one into
+/// `DIR` empties it and succeeds.
+#[test]
+fn a_checkpoint_reuses_the_staging_directory_an_interrupted_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Db::open(dir.path().join("source"), options()).unwrap();
+    source.put(b"k", b"v").unwrap();
+    let staging = dir.path().join("copy.checkpoint-tmp");
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::write(staging.join("000007.log"), b"half a copy").unwrap();
+    source.checkpoint(dir.path().join("copy")).unwrap();
+    assert!(!staging.exists());
+    let copy = Db::open(dir.path().join("copy"), options()).unwrap();
+    assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(!dir.path().join("copy/000007.log").exists());
+}
+
 /// The real file system without hard links (as across file systems).
 struct NoLinks;
 

@@ -1,7 +1,8 @@
 //! Power loss (and a process crash) at every fallible file-system
 //! operation of the profiles' own mechanisms: a SifrDB journaled merge, an
 //! LSbM buffered compaction and trim, a BoLT compaction file and a YoDB
-//! chunk split; every LSM profile's flush and compaction. Each is cut at its n-th operation for every n, then the
+//! chunk split; every LSM profile's flush and compaction, and a
+//! checkpoint. Each is cut at its n-th operation for every n, then the
 //! store reopens and must hold exactly the writes made before the
 //! operation, all of them durable (`common/cuts.rs`), resume or redo the
 //! operation, and check clean.
@@ -11,6 +12,7 @@ mod common;
 use common::cuts::{cut_at_every_op, Cut};
 use common::*;
 use thicketdb::io::fault::FaultFs;
+use thicketdb::FileSystem;
 use thicketdb::{Db, Options, Profile, WriteOptions};
 
 fn key(i: u32) -> Vec<u8> {
@@ -285,4 +287,33 @@ fn every_lsm_profile_s_flush_and_compaction_keep_every_write_across_a_power_loss
             recovered: &|_, _, _| {},
         });
     }
+}
+
+/// A checkpoint cut anywhere leaves the store it copies whole (and the
+/// store reopens, resumes and checks clean as after any cut).
+#[test]
+fn a_checkpoint_cut_anywhere_leaves_its_store_whole() {
+    let options = held(Profile::Default.options());
+    // A new target each time: a cut after the final rename leaves a whole
+    // checkpoint, which a second one into the same place must not replace.
+    let taken = std::cell::Cell::new(0);
+    cut_at_every_op(&Cut {
+        name: "checkpoint",
+        options: options.clone(),
+        prepare: &|fs, _| synced_tail(fs, &options),
+        act: &|db| {
+            taken.set(taken.get() + 1);
+            db.checkpoint(format!("copies/checkpoint-{}", taken.get()))
+                .map(|_| ())
+        },
+        acted: &|fs, _| {
+            let current = format!("copies/checkpoint-{}/CURRENT", taken.get());
+            assert!(
+                fs.exists(std::path::Path::new(&current)),
+                "the checkpoint was written: {:?}",
+                fs.file_names()
+            );
+        },
+        recovered: &|_, _, _| {},
+    });
 }

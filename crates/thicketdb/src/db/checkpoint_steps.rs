@@ -34,7 +34,10 @@ pub(crate) struct Prefix {
 }
 
 /// Where the checkpoint `dir` is built (`DIR.checkpoint-tmp`), once
-/// created; neither may exist.
+/// created; `dir` must not exist. A staging directory left by a checkpoint
+/// cut short (a crash, a full disk) is emptied and used again, as RocksDB's
+/// `CleanStagingDirectory` does: otherwise the same checkpoint could never
+/// be taken again without a hand-made cleanup.
 pub(crate) fn building_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
     let name = dir.file_name().ok_or_else(|| {
         Error::InvalidArgument(format!("bad checkpoint target {}", dir.display()))
@@ -42,12 +45,15 @@ pub(crate) fn building_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
     let mut building = name.to_os_string();
     building.push(".checkpoint-tmp");
     let building = dir.with_file_name(building);
-    for path in [dir, &building] {
-        if fs.exists(path) {
-            return Err(Error::InvalidArgument(format!(
-                "checkpoint target {} already exists",
-                path.display()
-            )));
+    if fs.exists(dir) {
+        return Err(Error::InvalidArgument(format!(
+            "checkpoint target {} already exists",
+            dir.display()
+        )));
+    }
+    if fs.exists(&building) {
+        for name in fs.list(&building)? {
+            fs.remove(&building.join(name))?;
         }
     }
     fs.create_dir_all(&building)?;

@@ -156,6 +156,43 @@ struct Disk {
     epoch: u64,
     faults: Faults,
     stats: FaultStats,
+    /// Directories renamed (`from`, `to`) whose parent was not synced
+    /// since: a power loss undoes them.
+    unsynced_dir_renames: Vec<(PathBuf, PathBuf)>,
+}
+
+/// `path` with its prefix `from` replaced by `to`, if it is under `from`.
+fn moved(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(from).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        to.to_path_buf()
+    } else {
+        to.join(rest)
+    })
+}
+
+/// Renames every key under `from` (and `from` itself) to be under `to`.
+fn move_keys<V>(map: &mut HashMap<PathBuf, V>, from: &Path, to: &Path) {
+    let keys: Vec<PathBuf> = map
+        .keys()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for key in keys {
+        if let (Some(value), Some(new)) = (map.remove(&key), moved(&key, from, to)) {
+            map.insert(new, value);
+        }
+    }
+}
+
+fn move_dirs(dirs: &mut HashSet<PathBuf>, from: &Path, to: &Path) {
+    let under: Vec<PathBuf> = dirs.iter().filter(|p| p.starts_with(from)).cloned().collect();
+    for dir in under {
+        dirs.remove(&dir);
+        if let Some(new) = moved(&dir, from, to) {
+            dirs.insert(new);
+        }
+    }
 }
 
 impl Disk {
@@ -199,6 +236,26 @@ fn crashed(path: &Path) -> Error {
         io::Error::other("file system of a process that crashed (simulated)"),
         path.display().to_string(),
     )
+}
+
+/// Renames the directory `from`, with everything in it, to `to` (which
+/// must not exist); durable once their parent is synced (both in one
+/// directory, as the engine's checkpoints rename).
+fn rename_dir(disk: &mut Disk, from: &Path, to: &Path) -> Result<()> {
+    if disk.files.contains_key(to) || disk.dirs.contains(to) {
+        return Err(Error::io(
+            io::Error::new(io::ErrorKind::AlreadyExists, "the target exists"),
+            to.display().to_string(),
+        ));
+    }
+    disk.check_parent(to)?;
+    disk.check_fault(from)?;
+    disk.stats.renames += 1;
+    move_keys(&mut disk.files, from, to);
+    move_dirs(&mut disk.dirs, from, to);
+    disk.unsynced_dir_renames
+        .push((from.to_path_buf(), to.to_path_buf()));
+    Ok(())
 }
 
 fn not_found(path: &Path) -> Error {
@@ -258,6 +315,9 @@ impl FaultFs {
         let mut disk = self.disk.lock();
         disk.end_process();
         disk.files = disk.durable_files.clone();
+        for (from, to) in std::mem::take(&mut disk.unsynced_dir_renames).into_iter().rev() {
+            move_dirs(&mut disk.dirs, &to, &from);
+        }
         for inode in disk.files.values() {
             let mut file = inode.lock();
             let synced = file.synced_len;
@@ -606,6 +666,9 @@ impl FileSystem for FaultFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut disk = self.disk.lock();
         self.check_alive(&disk, from)?;
+        if !disk.files.contains_key(from) && disk.dirs.contains(from) {
+            return rename_dir(&mut disk, from, to);
+        }
         let inode = disk.inode(from)?;
         disk.check_parent(to)?;
         disk.check_fault(from)?;
@@ -694,6 +757,15 @@ impl FileSystem for FaultFs {
         }
         disk.check_fault(dir)?;
         disk.stats.dir_syncs += 1;
+        // A directory renamed within `dir` takes its durable entries along.
+        let renames = std::mem::take(&mut disk.unsynced_dir_renames);
+        let (done, pending): (Vec<_>, Vec<_>) = renames
+            .into_iter()
+            .partition(|(from, to)| from.parent() == Some(dir) && to.parent() == Some(dir));
+        disk.unsynced_dir_renames = pending;
+        for (from, to) in &done {
+            move_keys(&mut disk.durable_files, from, to);
+        }
         let Disk {
             files,
             durable_files,
@@ -850,6 +922,31 @@ mod tests {
         fs.drop_unsynced();
         assert_eq!(fs.read_to_vec(&current).unwrap(), b"MANIFEST-3");
         assert_eq!(fs.file_names(), [current]);
+    }
+
+    #[test]
+    fn a_directory_rename_is_durable_once_its_parent_is_synced() {
+        let fs = FaultFs::new();
+        let (building, done) = (Path::new("cp.tmp"), Path::new("cp"));
+        fs.create_dir_all(building).unwrap();
+        let file = building.join("CURRENT");
+        fs.write_durably(&file, b"x").unwrap();
+        fs.sync_dir(building).unwrap();
+        fs.sync_dir(Path::new("")).unwrap();
+
+        fs.rename(building, done).unwrap();
+        assert_eq!(fs.read_to_vec(&done.join("CURRENT")).unwrap(), b"x");
+        assert!(!fs.exists(building) && !fs.exists(&file));
+        fs.drop_unsynced();
+        assert_eq!(fs.read_to_vec(&file).unwrap(), b"x", "the rename is undone");
+        assert!(!fs.exists(done));
+
+        fs.rename(building, done).unwrap();
+        fs.sync_dir(Path::new("")).unwrap();
+        fs.drop_unsynced();
+        assert_eq!(fs.read_to_vec(&done.join("CURRENT")).unwrap(), b"x");
+        assert!(!fs.exists(building));
+        assert!(fs.rename(done, done).is_err(), "the target exists");
     }
 
     #[test]
