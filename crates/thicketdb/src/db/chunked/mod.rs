@@ -480,4 +480,6 @@ mod many_chunks_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]
+mod switch_fault_tests;
+#[cfg(test)]
 pub(crate) mod tests;
