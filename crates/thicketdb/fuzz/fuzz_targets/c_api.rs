@@ -69,7 +69,9 @@ fn take_error(err: &mut *mut c_char) -> Option<String> {
         return None;
     }
     // SAFETY: the API stores a malloc'ed NUL-terminated string.
-    let message = unsafe { CStr::from_ptr(*err) }.to_string_lossy().into_owned();
+    let message = unsafe { CStr::from_ptr(*err) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: malloc'ed by the API, freed once.
     unsafe { leveldb_free((*err).cast()) };
     *err = null_mut();
@@ -185,7 +187,11 @@ fuzz_target!(|data: &[u8]| {
             let op = input.byte();
             let nulls = input.byte();
             // A NULL `errptr` now and then: the call must still not crash.
-            let errp: *mut *mut c_char = if nulls & 0x40 != 0 { null_mut() } else { &mut err };
+            let errp: *mut *mut c_char = if nulls & 0x40 != 0 {
+                null_mut()
+            } else {
+                &mut err
+            };
             match op % 16 {
                 0 | 1 => {
                     let (k, v) = (input.bytes(), input.bytes());
@@ -291,7 +297,15 @@ fuzz_target!(|data: &[u8]| {
                     let snap = leveldb_create_snapshot(db);
                     let frozen = model.clone();
                     let (k, v) = (input.bytes(), input.bytes());
-                    leveldb_put(db, wo, k.as_ptr().cast(), k.len(), v.as_ptr().cast(), v.len(), &mut err);
+                    leveldb_put(
+                        db,
+                        wo,
+                        k.as_ptr().cast(),
+                        k.len(),
+                        v.as_ptr().cast(),
+                        v.len(),
+                        &mut err,
+                    );
                     if take_error(&mut err).is_none() {
                         model.insert(k.clone(), v);
                     }
@@ -374,10 +388,27 @@ fuzz_target!(|data: &[u8]| {
                     };
                     if take_error(&mut err).is_none() && !ks.is_null() {
                         let (k, v) = (input.bytes(), input.bytes());
-                        leveldb_put_in(db, wo, ks, k.as_ptr().cast(), k.len(), v.as_ptr().cast(), v.len(), &mut err);
+                        leveldb_put_in(
+                            db,
+                            wo,
+                            ks,
+                            k.as_ptr().cast(),
+                            k.len(),
+                            v.as_ptr().cast(),
+                            v.len(),
+                            &mut err,
+                        );
                         if take_error(&mut err).is_none() {
                             let mut len = 0;
-                            let got = leveldb_get_in(db, ro, ks, k.as_ptr().cast(), k.len(), &mut len, &mut err);
+                            let got = leveldb_get_in(
+                                db,
+                                ro,
+                                ks,
+                                k.as_ptr().cast(),
+                                k.len(),
+                                &mut len,
+                                &mut err,
+                            );
                             if take_error(&mut err).is_none() {
                                 assert_eq!(take_value(got, len), Some(v));
                             }
@@ -393,7 +424,8 @@ fuzz_target!(|data: &[u8]| {
                         leveldb_drop_keyspace(db, ks, &mut err);
                         let dropped = take_error(&mut err).is_none();
                         let mut len = 0;
-                        let got = leveldb_get_in(db, ro, ks, b"k".as_ptr().cast(), 1, &mut len, &mut err);
+                        let got =
+                            leveldb_get_in(db, ro, ks, b"k".as_ptr().cast(), 1, &mut len, &mut err);
                         let e = take_error(&mut err);
                         if dropped {
                             assert!(e.is_some(), "a read through a dropped keyspace's handle");
@@ -436,7 +468,12 @@ fuzz_target!(|data: &[u8]| {
 
 /// Reads `k` back into the model after a write whose outcome was not
 /// reported (a NULL `errptr`).
-unsafe fn resync(db: *mut leveldb_t, ro: *const leveldb_readoptions_t, model: &mut Model, k: &[u8]) {
+unsafe fn resync(
+    db: *mut leveldb_t,
+    ro: *const leveldb_readoptions_t,
+    model: &mut Model,
+    k: &[u8],
+) {
     let mut err = null_mut();
     let mut len = 0;
     // SAFETY: live objects; `k` holds `k.len()` bytes.
@@ -498,7 +535,10 @@ unsafe fn check_iter(it: *mut leveldb_iterator_t, model: &Model, input: &mut Inp
                     assert_eq!(leveldb_iter_valid(it), 0, "expected the end");
                     // Moving an invalid iterator is a no-op, as in LevelDB.
                     let (mut kl, mut vl) = (0, 0);
-                    let _ = (leveldb_iter_key(it, &mut kl), leveldb_iter_value(it, &mut vl));
+                    let _ = (
+                        leveldb_iter_key(it, &mut kl),
+                        leveldb_iter_value(it, &mut vl),
+                    );
                     break;
                 }
             }
