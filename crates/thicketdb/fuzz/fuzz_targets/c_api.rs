@@ -361,6 +361,9 @@ fuzz_target!(|data: &[u8]| {
                         leveldb_keyspace_handle_destroy(ks);
                     }
                     leveldb_close(db);
+                    // The store exists now: a fuzzed `error_if_exists`
+                    // would refuse it (rightly).
+                    leveldb_options_set_error_if_exists(options, 0);
                     db = leveldb_open(options, name.as_ptr(), &mut err);
                     if let Some(e) = take_error(&mut err) {
                         panic!("reopen: {e}");
