@@ -123,22 +123,25 @@ def main():
     ap.add_argument("--clients", type=int, default=6)
     ap.add_argument("--root", default=None)
     ap.add_argument("--max-kill-ms", type=int, default=1500)
+    ap.add_argument("--profiles", default=",".join(PROFILES))
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
     root = args.root or tempfile.mkdtemp(prefix="thicket-server-crash-")
     os.makedirs(root, exist_ok=True)
-    stores = {p: Store(os.path.join(root, p), p, args.clients) for p in PROFILES}
+    profiles = args.profiles.split(",")
+    stores = {p: Store(os.path.join(root, p), p, args.clients) for p in profiles}
     deadline = time.time() + args.duration
     rounds = checked = 0
-    replay = "%s --thicket %s --seed %d --clients %d --duration %s --root %s" % (
-        sys.argv[0], args.thicket, seed, args.clients, args.duration, root)
+    replay = "%s --thicket %s --seed %d --clients %d --duration %s --profiles %s --root %s" % (
+        sys.argv[0], args.thicket, seed, args.clients, args.duration, args.profiles, root)
     print("server-crash: seed %d, stores in %s" % (seed, root), flush=True)
     try:
         while time.time() < deadline and (args.rounds == 0 or rounds < args.rounds):
-            profile = PROFILES[rounds % len(PROFILES)]
+            profile = profiles[rounds % len(profiles)]
             store = stores[profile]
             sync = rng.random() < 0.5
+            print("server-crash: round %d: %s%s" % (rounds, profile, " --sync" if sync else ""), flush=True)
             options = SMALL["yodb" if profile == "yodb" else "lsm"]
             proc, addr, cmd = start(args.thicket, store.path, profile, sync, options)
             try:
