@@ -12,6 +12,7 @@ mod permutation;
 mod stats_json;
 mod stress;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -26,7 +27,10 @@ fn main() -> ExitCode {
         // The reader of our output went away (`thicket scan | head`).
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Not `eprintln!`, which panics when stderr fails (a full disk
+            // under a redirected stderr, injected I/O faults): the exit
+            // status still says what happened.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(2)
         }
     }

@@ -255,3 +255,106 @@ fn keyspaces_are_stressed_and_verified_across_kills_and_power_loss() {
     );
     assert!(out.contains("stress: done:"), "{out}");
 }
+
+/// `--checkpoint-fraction`: checkpoints taken while the workers write are
+/// opened and checked against the shadow, on the LSM and the chunked
+/// layout, and removed once verified.
+#[test]
+fn checkpoints_taken_mid_run_are_verified() {
+    for profile in ["default", "yodb"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store");
+        let o = stress(
+            &db,
+            &[
+                "--profile",
+                profile,
+                "--keyspaces",
+                "2",
+                "--duration",
+                "1",
+                "--checkpoint-fraction",
+                "0.01",
+                "--seed",
+                "4",
+            ],
+        );
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        let verified = out
+            .lines()
+            .filter(|l| l.starts_with("stress: checkpoint ") && l.ends_with(" verified"))
+            .count();
+        assert!(verified > 0, "{profile}: {out}");
+        assert!(
+            out.contains(&format!("{verified} checkpoints verified")),
+            "{out}"
+        );
+        let left = std::fs::read_dir(dir.path().join("store.checkpoints"))
+            .unwrap()
+            .count();
+        assert_eq!(left, 0, "{profile}: verified checkpoints are removed");
+    }
+}
+
+/// `crashtest --random-options` draws each store's options once, prints
+/// them and passes them on; a failing run's command line carries every
+/// `--option`, so it replays the run (before, the crash test's own
+/// `--option`s were left out of it).
+#[test]
+fn crashtest_draws_store_options_and_a_failure_replays_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let o = thicket(&[
+        "crashtest",
+        "--root",
+        root.to_str().unwrap(),
+        "--profile",
+        "sifr",
+        "--cycles",
+        "2",
+        "--duration",
+        "600",
+        "--max-kill-ms",
+        "300",
+        "--keys",
+        "2000",
+        "--random-options",
+        "--checkpoint-fraction",
+        "0.01",
+        "--seed",
+        "5",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("crashtest: sifr store options: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    // SifrDB's own policy is never drawn away.
+    assert!(!line.contains("compaction_policy="), "{line}");
+    assert!(out.contains("checkpoints verified"), "{out}");
+
+    let root = dir.path().join("failing");
+    let o = thicket(&[
+        "crashtest",
+        "--root",
+        root.to_str().unwrap(),
+        "--profile",
+        "yodb",
+        "--option",
+        "durability=async",
+        "--cycles",
+        "1",
+        "--keys",
+        "2000",
+        "--power-loss-fraction",
+        "0",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("stress --profile yodb --option durability=async"),
+        "{out}"
+    );
+}

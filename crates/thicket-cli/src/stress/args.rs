@@ -38,6 +38,12 @@ pub struct StressArgs {
     /// (or process crash) at a random moment; `--duration` is the total.
     #[arg(long, value_name = "N")]
     pub power_loss_cycles: Option<u32>,
+    /// Fraction of operations that take a checkpoint (`Db::checkpoint`)
+    /// into DIR.checkpoints/ while the others write, then open it and
+    /// check it against the shadow as of that moment (not with
+    /// `--power-loss-cycles`).
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub checkpoint_fraction: f64,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +83,16 @@ pub struct CrashtestArgs {
     /// DIR/failed-N), go on with a fresh store, and fail at the end.
     #[arg(long)]
     pub keep_going: bool,
+    /// Draw a combination of options for each store from what option
+    /// validation accepts (the policy, every paper's technique, threads,
+    /// caches; kept for the store's life, printed, and passed to each run
+    /// as `--option`), redrawn when a failing store is set aside.
+    #[arg(long)]
+    pub random_options: bool,
+    /// Fraction of each SIGKILL run's operations that take a checkpoint
+    /// mid-run and verify it (`stress --checkpoint-fraction`).
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub checkpoint_fraction: f64,
     /// The `thicket` binary to run (default: this one).
     #[arg(long, value_name = "PATH")]
     pub thicket: Option<PathBuf>,

@@ -36,17 +36,26 @@ struct Totals {
     clean_exits: u64,
     power_loss_runs: u64,
     power_loss_cycles: u64,
+    checkpoints: u64,
+}
+
+/// Checkpoints a run verified, by its log's lines.
+fn checkpoints_verified(log: &Path) -> u64 {
+    std::fs::read_to_string(log).map_or(0, |text| {
+        text.lines()
+            .filter(|l| l.starts_with("stress: checkpoint ") && l.ends_with(" verified"))
+            .count() as u64
+    })
 }
 
 impl Driver<'_> {
     /// Runs `thicket <args>`, output to `log`, waiting at most `limit`.
+    /// `args` hold every `--option` (`stress_args`), so that a failure's
+    /// command line replays the run.
     fn run(&self, args: &[OsString], log: &Path, limit: Duration) -> CliResult<ExitStatus> {
         let out = File::create(log)?;
         let mut cmd = Command::new(&self.exe);
         cmd.args(args);
-        for o in &self.g.options {
-            cmd.args(["--option", o]);
-        }
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
@@ -84,8 +93,14 @@ impl Driver<'_> {
         ))
     }
 
-    fn stress_args(&self, profile: Profile, seed: u64) -> Vec<OsString> {
+    /// `thicket stress` for `profile` with the user's `--option`s, then
+    /// the store's drawn ones (`--random-options`).
+    fn stress_args(&self, profile: Profile, drawn: &[String], seed: u64) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["stress".into(), "--profile".into(), profile.name().into()];
+        for o in self.g.options.iter().chain(drawn) {
+            a.push("--option".into());
+            a.push(o.into());
+        }
         for (flag, value) in [
             ("--seed", seed.to_string()),
             ("--threads", self.args.threads.to_string()),
@@ -98,9 +113,14 @@ impl Driver<'_> {
         a
     }
 
-    /// One SIGKILL cycle on the profile's store; true when the run was
-    /// killed (false: it finished first).
-    fn kill_cycle(&self, profile: Profile, rng: &mut StdRng) -> CliResult<bool> {
+    /// One SIGKILL cycle on the profile's store; returns whether the run was killed (false: it
+    /// finished first) and the checkpoints it verified.
+    fn kill_cycle(
+        &self,
+        profile: Profile,
+        drawn: &[String],
+        rng: &mut StdRng,
+    ) -> CliResult<(bool, u64)> {
         let dir = self.root.join(profile.name());
         let kill_ms = rng.random_range(10..=self.args.max_kill_ms.max(10));
         // Now and then let the run end cleanly before the kill.
@@ -110,7 +130,7 @@ impl Driver<'_> {
             kill_ms as f64 / 1000.0 + 3600.0
         };
         let sync = [0.0, 0.05, 0.5][rng.random_range(0..3)];
-        let mut args = self.stress_args(profile, rng.random());
+        let mut args = self.stress_args(profile, drawn, rng.random());
         for (flag, value) in [
             ("--duration", format!("{duration:.3}")),
             ("--kill-after-ms", kill_ms.to_string()),
@@ -118,6 +138,10 @@ impl Driver<'_> {
         ] {
             args.push(flag.into());
             args.push(value.into());
+        }
+        if self.args.checkpoint_fraction > 0.0 {
+            args.push("--checkpoint-fraction".into());
+            args.push(self.args.checkpoint_fraction.to_string().into());
         }
         args.push("--db".into());
         args.push(dir.clone().into());
@@ -133,17 +157,22 @@ impl Driver<'_> {
             // Killed before it created the store (a loaded machine can be
             // that slow to start): there is no store to check, and the next
             // run creates it afresh.
-            return Ok(killed);
+            return Ok((killed, 0));
         }
         // The store a kill leaves must pass a full checksum check.
         thicketdb::check::check_store(&dir).map_err(|e| {
             self.failure(&args, &log, &format!("left a store that fails check: {e}"))
         })?;
-        Ok(killed)
+        Ok((killed, checkpoints_verified(&log)))
     }
 
-    fn power_loss_run(&self, profile: Profile, rng: &mut StdRng) -> CliResult<()> {
-        let mut args = self.stress_args(profile, rng.random());
+    fn power_loss_run(
+        &self,
+        profile: Profile,
+        drawn: &[String],
+        rng: &mut StdRng,
+    ) -> CliResult<()> {
+        let mut args = self.stress_args(profile, drawn, rng.random());
         let duration = rng.random_range(0.5..3.0);
         for (flag, value) in [
             (
@@ -176,6 +205,7 @@ impl Driver<'_> {
             format!("{name}.expected"),
             format!("{name}.log"),
             format!("{name}-power-loss.log"),
+            format!("{name}.checkpoints"),
         ] {
             let from = self.root.join(&file);
             if from.exists() {
@@ -186,13 +216,13 @@ impl Driver<'_> {
     }
 
     /// A final verification-only run on each store.
-    fn verify_all(&self, profiles: &[Profile]) -> CliResult<()> {
-        for &p in profiles {
+    fn verify_all(&self, profiles: &[Profile], drawn: &[Vec<String>]) -> CliResult<()> {
+        for (&p, drawn) in profiles.iter().zip(drawn) {
             let dir = self.root.join(p.name());
             if !dir.exists() {
                 continue;
             }
-            let mut args = self.stress_args(p, 0);
+            let mut args = self.stress_args(p, drawn, 0);
             args.extend(["--duration".into(), "0".into(), "--db".into(), dir.into()]);
             let log = self.root.join(format!("{}-final.log", p.name()));
             let status = self.run(&args, &log, GRACE)?;
@@ -240,6 +270,16 @@ pub fn run(g: &GlobalArgs, args: &CrashtestArgs) -> CliResult<Status> {
         args,
         g,
     };
+    // The options each store keeps for its life (`--random-options`).
+    let draw = |p: Profile, rng: &mut StdRng| -> Vec<String> {
+        if !args.random_options {
+            return Vec::new();
+        }
+        let drawn = super::draw_store_options(p, &g.options, rng);
+        println!("crashtest: {} store options: {}", p.name(), drawn.join(" "));
+        drawn
+    };
+    let mut drawn: Vec<Vec<String>> = profiles.iter().map(|&p| draw(p, &mut rng)).collect();
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(args.duration.max(0.0));
     let mut totals = Totals::default();
@@ -251,19 +291,24 @@ pub fn run(g: &GlobalArgs, args: &CrashtestArgs) -> CliResult<Status> {
         let k = n % profiles.len();
         n += 1;
         let outcome = if rng.random_bool(args.power_loss_fraction.clamp(0.0, 1.0)) {
-            driver.power_loss_run(profiles[k], &mut rng).map(|()| {
-                totals.power_loss_runs += 1;
-                totals.power_loss_cycles += u64::from(args.power_loss_cycles);
-            })
+            driver
+                .power_loss_run(profiles[k], &drawn[k], &mut rng)
+                .map(|()| {
+                    totals.power_loss_runs += 1;
+                    totals.power_loss_cycles += u64::from(args.power_loss_cycles);
+                })
         } else {
-            driver.kill_cycle(profiles[k], &mut rng).map(|killed| {
-                if killed {
-                    totals.kills += 1;
-                    per_profile[k] += 1;
-                } else {
-                    totals.clean_exits += 1;
-                }
-            })
+            driver
+                .kill_cycle(profiles[k], &drawn[k], &mut rng)
+                .map(|(killed, checkpoints)| {
+                    totals.checkpoints += checkpoints;
+                    if killed {
+                        totals.kills += 1;
+                        per_profile[k] += 1;
+                    } else {
+                        totals.clean_exits += 1;
+                    }
+                })
         };
         match outcome {
             Err(e) if args.keep_going => {
@@ -271,6 +316,7 @@ pub fn run(g: &GlobalArgs, args: &CrashtestArgs) -> CliResult<Status> {
                 eprintln!("crashtest: {e} (set aside in {})", aside.display());
                 driver.set_aside(profiles[k], &aside)?;
                 failures.push(e.to_string());
+                drawn[k] = draw(profiles[k], &mut rng);
             }
             outcome => outcome?,
         }
@@ -285,7 +331,7 @@ pub fn run(g: &GlobalArgs, args: &CrashtestArgs) -> CliResult<Status> {
             );
         }
     }
-    driver.verify_all(&profiles)?;
+    driver.verify_all(&profiles, &drawn)?;
     if !failures.is_empty() {
         return Err(CliError::Usage(format!(
             "crashtest: {} failing runs among {} SIGKILL cycles and {} power-loss cycles (seed {seed}); first: {}",
@@ -301,12 +347,13 @@ pub fn run(g: &GlobalArgs, args: &CrashtestArgs) -> CliResult<Status> {
         .map(|(name, k)| format!("{name}={k}"))
         .collect();
     println!(
-        "crashtest: passed: {} SIGKILL cycles ({}), {} clean exits, {} power-loss cycles in {} runs, {:.0} s, seed {seed}",
+        "crashtest: passed: {} SIGKILL cycles ({}), {} clean exits, {} power-loss cycles in {} runs, {} checkpoints verified, {:.0} s, seed {seed}",
         totals.kills,
         per.join(" "),
         totals.clean_exits,
         totals.power_loss_cycles,
         totals.power_loss_runs,
+        totals.checkpoints,
         started.elapsed().as_secs_f64()
     );
     if temporary {

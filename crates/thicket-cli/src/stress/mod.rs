@@ -34,7 +34,7 @@ use crate::error::{CliError, CliResult};
 use crash::Crash;
 use expected::Expected;
 use spaces::Spaces;
-use worker::{Counts, Shared};
+use worker::{Checkpoints, Counts, Shared};
 
 /// Tunables the stress test picks from per run (unless `--option` sets
 /// them): small memtables and tables so that flushes and compactions run
@@ -74,6 +74,96 @@ const POWER_LOSS_TUNABLES: &[(&str, &[&str])] = &[
     ("checkpoint_interval", &["2", "20"]),
     ("incarnation_bits", &["1", "2", "4"]),
 ];
+
+/// Options `crashtest --random-options` draws once per store, from what
+/// `Options::validate` accepts (after RocksDB's db_crashtest.py, which
+/// draws its options the same way): the policy, the papers' techniques
+/// and their knobs, threads, caches and the logs. A draw holds for a
+/// store's whole life (some of these are fixed when the store is
+/// created); every profile of the store's layout must accept it, since
+/// the extra keyspaces run the layout's other profiles. Left out:
+/// `use_direct_*` (refused on tmpfs), `disable_auto_compactions` (L0 grows
+/// without bound in a long run), `wal_recovery_mode` (a stricter mode
+/// refuses a torn tail by design).
+pub(super) const WIDE_TUNABLES: &[(&str, &[&str])] = &[
+    ("max_immutable_memtables", &["1", "2", "4"]),
+    ("charge_table_metadata", &["false", "true"]),
+    ("log_mmap", &["false", "true"]),
+    ("compaction_policy", &["leveled", "tiered"]),
+    ("runs_per_level", &["2", "4"]),
+    ("tiered_split_storing", &["false", "true"]),
+    ("compaction_threads", &["1", "2", "4"]),
+    ("early_cleaning_threshold", &["0", "2", "10"]),
+    ("level_size_multiplier", &["4", "10"]),
+    ("dynamic_level_bytes", &["false", "true"]),
+    ("level_sizing_from_memtable", &["false", "true"]),
+    ("compaction_file", &["false", "true"]),
+    ("group_compaction_bytes", &["0", "65536", "67108864"]),
+    ("settled_compaction", &["false", "true"]),
+    ("grandparent_overlap_factor", &["0", "10"]),
+    ("max_mem_compact_level", &["0", "2"]),
+    ("flush_one_table", &["false", "true"]),
+    ("segment_descriptor_cache", &["false", "true"]),
+    ("lsbm_buffer", &["false", "true"]),
+    ("lsbm_trim_interval", &["0", "100"]),
+    ("lsbm_superfile_tables", &["1", "4"]),
+    ("triad_disk", &["false", "true"]),
+    ("triad_mem", &["false", "true"]),
+    ("triad_flush_threshold", &["0", "0.5"]),
+    ("triad_log", &["false", "true"]),
+    ("triad_log_cache_size", &["0", "65536"]),
+    ("triad_log_compaction_batch", &["0", "65536"]),
+    ("compaction_readahead_bytes", &["0", "65536"]),
+    ("memtable_bloom_size_ratio", &["0", "0.01", "0.25"]),
+    ("parallel_search_min_candidates", &["1", "2", "8"]),
+    ("chunk_fill_factor", &["0.5", "0.7", "0.9"]),
+    ("row_cache_tables", &["2", "3", "8"]),
+    ("chunk_log_buffer_bytes", &["0", "4096", "4194304"]),
+];
+
+/// Draws a combination of `WIDE_TUNABLES` for a store of `profile` (the
+/// user's `--option`s win, and so do the options the profile sets to other
+/// than the default: a profile keeps its policy and techniques): each choice is kept only when every profile of
+/// the layout accepts it with the user's options and the choices before
+/// it. Returns them as `NAME=VALUE`.
+pub(super) fn draw_store_options(
+    profile: Profile,
+    user: &[String],
+    rng: &mut StdRng,
+) -> Vec<String> {
+    let layout = profile.options().layout;
+    let same_layout: Vec<Profile> = Profile::ALL
+        .iter()
+        .copied()
+        .filter(|p| p.options().layout == layout)
+        .collect();
+    let accepted = |specs: &[String]| {
+        same_layout.iter().all(|p| {
+            let mut options = p.options();
+            apply_overrides(&mut options, specs).is_ok()
+        })
+    };
+    let (own, defaults) = (profile.options(), Options::default());
+    let mut chosen: Vec<String> = Vec::new();
+    for (name, values) in WIDE_TUNABLES {
+        let value = values[rng.random_range(0..values.len())];
+        let set_by_user = user
+            .iter()
+            .any(|o| o.split('=').next().map(str::trim) == Some(name));
+        let set_by_profile = own.get(name) != defaults.get(name);
+        if set_by_user || set_by_profile || !Options::is_read_by(name, layout) {
+            continue;
+        }
+        let spec = format!("{name}={value}");
+        let mut specs: Vec<String> = user.to_vec();
+        specs.extend(chosen.iter().cloned());
+        specs.push(spec.clone());
+        if accepted(&specs) {
+            chosen.push(spec);
+        }
+    }
+    chosen
+}
 
 /// Applies randomly chosen `tunables` the user did not set; returns them
 /// as `NAME=VALUE`. Choices a profile rejects, and options its layout does
@@ -163,8 +253,10 @@ fn new_shared(
     expected: Arc<Expected>,
     seed: u64,
     args: &StressArgs,
+    checkpoints: Option<Checkpoints>,
 ) -> Shared {
     Shared {
+        checkpoints,
         db,
         spaces,
         expected,
@@ -223,7 +315,24 @@ fn on_disk(g: &GlobalArgs, args: &StressArgs, seed: u64) -> CliResult<Status> {
         let spaces = Spaces::open(&db, args.keyspaces, &g.options, &mut rng)?;
         (Expected::create(&path, args.keys, args.keyspaces)?, spaces)
     };
-    let shared = new_shared(db, spaces, Arc::new(expected), seed, args);
+    let checkpoints = if args.checkpoint_fraction > 0.0 {
+        // A kill can leave a checkpoint half made: each run starts afresh.
+        let mut root = dir.components().collect::<PathBuf>().into_os_string();
+        root.push(".checkpoints");
+        let root = PathBuf::from(root);
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        std::fs::create_dir_all(&root)?;
+        Some(Checkpoints::new(
+            root,
+            db.options().clone(),
+            args.checkpoint_fraction,
+        ))
+    } else {
+        None
+    };
+    let shared = new_shared(db, spaces, Arc::new(expected), seed, args, checkpoints);
     if let Some(ms) = args.kill_after_ms {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(ms));
@@ -319,7 +428,14 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         };
         let start = verify::acked_bases(&expected.capture(|| ()).1);
         expected.start_history();
-        let shared = new_shared(db, spaces, expected.clone(), seed ^ u64::from(cycle), args);
+        let shared = new_shared(
+            db,
+            spaces,
+            expected.clone(),
+            seed ^ u64::from(cycle),
+            args,
+            None,
+        );
         let run_for = Duration::from_secs_f64(per_cycle * rng.random_range(0.2..1.0));
         run_workers(&shared, args.threads, Instant::now() + run_for, || {
             shared.crashed.store(true, Ordering::SeqCst);
@@ -365,4 +481,40 @@ fn power_loss(g: &GlobalArgs, args: &StressArgs, seed: u64, cycles: u32) -> CliR
         "stress: done: {power_losses} power losses, {process_crashes} process crashes survived"
     );
     Ok(Status::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every draw, for every profile, is accepted by every profile of the
+    /// layout (the extra keyspaces run them), leaves the profile's own
+    /// settings alone, and the same seed draws the same options.
+    #[test]
+    fn drawn_store_options_validate_and_keep_the_profile() {
+        let defaults = Options::default();
+        for &profile in Profile::ALL {
+            let layout = profile.options().layout;
+            for seed in 0..40 {
+                let drawn = draw_store_options(profile, &[], &mut StdRng::seed_from_u64(seed));
+                let again = draw_store_options(profile, &[], &mut StdRng::seed_from_u64(seed));
+                assert_eq!(drawn, again);
+                for &other in Profile::ALL.iter().filter(|p| p.options().layout == layout) {
+                    let mut options = other.options();
+                    apply_overrides(&mut options, &drawn)
+                        .unwrap_or_else(|e| panic!("{profile} draw {drawn:?} on {other}: {e}"));
+                }
+                let own = profile.options();
+                for spec in &drawn {
+                    let name = spec.split('=').next().unwrap();
+                    assert_eq!(own.get(name), defaults.get(name), "{profile}: {spec}");
+                }
+            }
+        }
+        // The user's options win.
+        let user = vec!["compaction_threads=3".to_string()];
+        let drawn = draw_store_options(Profile::Default, &user, &mut StdRng::seed_from_u64(1));
+        assert!(!drawn.iter().any(|o| o.starts_with("compaction_threads=")));
+        assert!(!drawn.is_empty());
+    }
 }

@@ -4,12 +4,13 @@
 //! of its range at once). Each key is read and written in its keyspace
 //! (`spaces.rs`): batches span keyspaces, snapshots read several.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use thicketdb::{Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use thicketdb::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 use super::spaces::Spaces;
 
@@ -27,13 +28,14 @@ pub struct Counts {
     pub snapshot_reads: AtomicU64,
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
+    pub checkpoints: AtomicU64,
 }
 
 impl Counts {
     pub fn summary(&self) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "{} writes ({} batches, {} range deletes), {} gets, {} iterator checks, {} snapshot reads, {} flushes, {} compactions",
+            "{} writes ({} batches, {} range deletes), {} gets, {} iterator checks, {} snapshot reads, {} flushes, {} compactions, {} checkpoints verified",
             g(&self.writes),
             g(&self.batches),
             g(&self.range_deletes),
@@ -42,12 +44,35 @@ impl Counts {
             g(&self.snapshot_reads),
             g(&self.flushes),
             g(&self.compactions),
+            g(&self.checkpoints),
         )
+    }
+}
+
+/// Checkpoints taken mid-run (`stress --checkpoint-fraction`).
+pub struct Checkpoints {
+    /// Where they are made, one directory each (removed once verified).
+    root: PathBuf,
+    /// The options the store was opened with, to open them.
+    options: Options,
+    fraction: f64,
+    taken: AtomicU64,
+}
+
+impl Checkpoints {
+    pub fn new(root: PathBuf, options: Options, fraction: f64) -> Checkpoints {
+        Checkpoints {
+            root,
+            options,
+            fraction: fraction.clamp(0.0, 1.0),
+            taken: AtomicU64::new(0),
+        }
     }
 }
 
 /// What the workers share.
 pub struct Shared {
+    pub checkpoints: Option<Checkpoints>,
     pub db: Db,
     /// The keyspaces the keys live in.
     pub spaces: Spaces,
@@ -148,6 +173,12 @@ fn check_value(i: u32, got: Option<&[u8]>, slot: &Slot) -> Result<(), String> {
 
 impl Worker<'_> {
     fn step(&mut self) -> Step {
+        let s = self.s;
+        if let Some(c) = &s.checkpoints {
+            if self.rng.random_bool(c.fraction) {
+                return self.checkpoint(c);
+            }
+        }
         match self.rng.random_range(0..1000) {
             0..300 => self.write(1),
             300..380 => self.delete(),
@@ -414,6 +445,30 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Takes a checkpoint while the other workers write, with the shadow
+    /// as of that moment (no write is between its shadow and the store
+    /// while the shadow is captured), then checks the copy: a full
+    /// checksum check, and every key holds a value the shadow allows.
+    fn checkpoint(&mut self, c: &Checkpoints) -> Step {
+        let n = c.taken.fetch_add(1, Ordering::Relaxed);
+        let dir = c.root.join(n.to_string());
+        let (made, slots) = self.s.expected.capture(|| self.s.db.checkpoint(&dir));
+        made.map_err(|e| self.s.fail(format!("checkpoint {}: {e}", dir.display())))?;
+        let problems = verify_checkpoint(&dir, &c.options, &slots, self.s.spaces.count());
+        if let Some(first) = problems.first() {
+            return Err(self.s.fail(format!(
+                "checkpoint {} (kept): {} problem(s); first: {first}",
+                dir.display(),
+                problems.len()
+            )));
+        }
+        self.s.counts.checkpoints.fetch_add(1, Ordering::Relaxed);
+        // `crashtest` counts these lines (a killed run prints no summary).
+        println!("stress: checkpoint {} verified", dir.display());
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| self.s.fail(format!("removing {}: {e}", dir.display())))
+    }
+
     fn flush(&mut self) -> Step {
         self.s.counts.flushes.fetch_add(1, Ordering::Relaxed);
         self.s
@@ -439,6 +494,47 @@ impl Worker<'_> {
         };
         r.map_err(|e| self.s.fail(format!("compact_range: {e}")))
     }
+}
+
+/// Problems of the checkpoint in `dir` against the shadow `slots` taken
+/// with it: `check_store`, then each key of each of the `keyspaces`.
+fn verify_checkpoint(dir: &Path, options: &Options, slots: &[Slot], keyspaces: u32) -> Vec<String> {
+    if let Err(e) = thicketdb::check::check_store(dir) {
+        return vec![format!("check: {e}")];
+    }
+    let db = match Db::open(dir, options.clone()) {
+        Ok(db) => db,
+        Err(e) => return vec![format!("open: {e}")],
+    };
+    // The keyspaces exist in the copy: nothing is drawn.
+    let mut rng = StdRng::seed_from_u64(0);
+    let spaces = match Spaces::open(&db, keyspaces, &[], &mut rng) {
+        Ok(spaces) => spaces,
+        Err(e) => return vec![format!("keyspaces: {e}")],
+    };
+    let state = match super::verify::read_state(&spaces, slots.len() as u32) {
+        Ok(state) => state,
+        Err(problems) => return problems,
+    };
+    let problems: Vec<String> = state
+        .iter()
+        .zip(slots)
+        .enumerate()
+        .filter(|(_, (&got, slot))| !slot.allows(got))
+        .map(|(i, (&got, slot))| {
+            format!(
+                "key {}: expected {}, actual {}",
+                describe(&key(i as u32)),
+                slot.describe(),
+                describe_base(got)
+            )
+        })
+        .collect();
+    drop(spaces);
+    if let Err(e) = db.close() {
+        return vec![format!("close: {e}")];
+    }
+    problems
 }
 
 /// The expected contents of one iterator's range in keyspace `space`, as
@@ -509,5 +605,52 @@ impl RangeChecker<'_> {
                 check_value(i, Some(iter.value()), slot).map_err(|e| format!("iterator: {e}"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(acked: u32) -> Slot {
+        Slot {
+            acked,
+            pending: NONE,
+            batch: 0,
+        }
+    }
+
+    /// A checkpoint that holds what its shadow says passes; one key off
+    /// (a value the shadow does not allow, a key it says is gone) is named.
+    #[test]
+    fn a_checkpoint_is_checked_key_by_key_against_its_shadow() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options::default();
+        let db = Db::open(dir.path().join("store"), options.clone()).unwrap();
+        let mut slots = Vec::new();
+        for i in 0..50u32 {
+            let base = if i % 3 == 0 { ABSENT } else { i + 1 };
+            if base != ABSENT {
+                db.put(key(i), value(i, base)).unwrap();
+            }
+            slots.push(slot(base));
+        }
+        let copy = dir.path().join("checkpoint");
+        db.checkpoint(&copy).unwrap();
+        db.close().unwrap();
+        assert_eq!(
+            verify_checkpoint(&copy, &options, &slots, 1),
+            Vec::<String>::new()
+        );
+        slots[7] = slot(99);
+        slots[9] = slot(5);
+        let problems = verify_checkpoint(&copy, &options, &slots, 1);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("expected value#00000063"),
+            "{problems:?}"
+        );
+        let missing = verify_checkpoint(&dir.path().join("nothing"), &options, &slots, 1);
+        assert_eq!(missing.len(), 1, "{missing:?}");
     }
 }

@@ -494,4 +494,6 @@ mod many_chunks_tests;
 #[cfg(test)]
 mod range_del_tests;
 #[cfg(test)]
+mod switch_fault_tests;
+#[cfg(test)]
 pub(crate) mod tests;

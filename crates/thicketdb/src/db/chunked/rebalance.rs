@@ -321,12 +321,14 @@ fn switch(
     chunks.extend_from_slice(&set.chunks[index + 1..]);
     let next = ChunkSet { chunks };
     if let Err(e) = store.write_chunk_list_of(meta, Some((space.id, &next))) {
-        // The new list may be on disk all the same (the rename done, the
-        // directory sync failed), naming the new chunks: their files stay
-        // (not retired; the next open's sweep removes whichever chunks'
-        // files the list on disk does not name), and the store refuses
-        // writes until reopened, since a write to the old chunk would be
-        // lost if the new list is the one that opens.
+        // The list may be in place already (the rename done, the
+        // directory sync failed): then `CHUNKS` names the new chunks'
+        // files, and after a crash either list may be the one on disk.
+        // Both sets' files stay (the next open's sweep removes the files
+        // its list does not name), and the store fails here, before the
+        // old chunk's `rebalance_lock` is released: no write may be
+        // appended to the old chunk's log, which the new list does not
+        // name (`write_batch` checks under its shared lock).
         store.fail(&e);
         return Err(e);
     }

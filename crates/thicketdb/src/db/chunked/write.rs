@@ -65,6 +65,13 @@ impl ChunkStore {
             if chunks.iter().any(|(_, c)| c.is_retired()) {
                 continue;
             }
+            // A switch that failed after its chunk list may have replaced
+            // `CHUNKS` fails the store under the chunk's exclusive lock: a
+            // writer that checked before and waited must not append to the
+            // old chunk (`rebalance::switch`).
+            if let Some(e) = &*self.failed.lock() {
+                return Err(Error::Background(Box::new(e.clone())));
+            }
             // `None`: a keyspace drop retired a chunk meanwhile.
             let Some((_, last)) = self.append(batch, &spaces, &groups, &chunks)? else {
                 continue;
