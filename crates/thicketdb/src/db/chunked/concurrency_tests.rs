@@ -308,3 +308,52 @@ fn a_put_waits_for_no_put_to_another_chunk() {
     free.join().unwrap();
     assert_eq!(get(&store, &held_key), Some(b"held".to_vec()));
 }
+
+/// A put that returned survives a process crash even while a put numbered
+/// before it (to another chunk) is still appending: recovery keeps the
+/// writes before the first number no log holds, so the later put must not
+/// return before the earlier one is in its log (`append_order.rs`;
+/// without it `scripts/lib/server_crash.py` lost acknowledged INCRs).
+#[test]
+fn a_returned_put_survives_a_crash_while_an_earlier_numbered_put_appends() {
+    let fs = FaultFs::new();
+    let dir = std::path::Path::new("db");
+    let store = split_store_on(Arc::new(fs.clone()), dir, tiny_uncached(), 2);
+    // In the first chunk and the last: two chunks, two logs.
+    let (first_key, last_key) = (b"k0000".to_vec(), b"k0999".to_vec());
+    // The next put stops once it has its numbers, until released.
+    let (held_tx, held_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(parking_lot::Mutex::new(release_rx));
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    *store.after_numbers_taken.lock() = Some(Arc::new(move || {
+        if armed.swap(false, Ordering::SeqCst) {
+            held_tx.send(()).unwrap();
+            release_rx.lock().recv_timeout(STUCK).unwrap();
+        }
+    }));
+    std::thread::scope(|s| {
+        let early = s.spawn(|| put(&store, &first_key, b"early", false));
+        held_rx.recv_timeout(STUCK).unwrap();
+        let late = s.spawn(|| put(&store, &last_key, b"late", false));
+        // Either the later put waits for the earlier one, or it returned.
+        while !late.is_finished() && store.append_order.waiting() == 0 {
+            std::thread::yield_now();
+        }
+        if late.is_finished() {
+            // Returned while an earlier number was not in any log: a
+            // crash now must keep it all the same.
+            fs.crash_process();
+            let reopened = ChunkStore::open(dir, tiny_uncached(), Arc::new(fs.clone())).unwrap();
+            assert_eq!(
+                get(&reopened, &last_key).as_deref(),
+                Some(&b"late"[..]),
+                "a put that returned was lost by a process crash"
+            );
+        }
+        release_tx.send(()).unwrap();
+        early.join().unwrap();
+        late.join().unwrap();
+    });
+    assert_eq!(get(&store, &last_key).as_deref(), Some(&b"late"[..]));
+}

@@ -31,6 +31,7 @@
 //! and list in one `Arc`, swapped whole on a rebalance); a replaced chunk
 //! keeps its files until its last reader drops it.
 
+mod append_order;
 mod batch_log;
 mod build_queue;
 pub(crate) mod check_chunks;
@@ -140,6 +141,8 @@ pub(crate) struct ChunkStore {
     /// the writes up to it, each chunk once its pending put below it is
     /// complete (`pending.rs`).
     last_sequence: AtomicU64,
+    /// Puts return in number order (`append_order.rs`).
+    append_order: append_order::AppendOrder,
     /// Every write numbered up to it is synced (in the logs or funks):
     /// `CHUNKS` records it, and recovery keeps only a gapless run of
     /// writes past it (`durable_prefix.rs`).
@@ -188,6 +191,10 @@ pub(crate) struct ChunkStore {
     /// there).
     #[cfg(test)]
     before_sync_round: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// Run by a put once it took its numbers, before it appends (tests
+    /// hold a put there, under its chunks' append locks).
+    #[cfg(test)]
+    after_numbers_taken: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 impl ChunkStore {

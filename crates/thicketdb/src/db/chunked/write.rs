@@ -79,6 +79,12 @@ impl ChunkStore {
             drop(shared);
             break (spaces, chunks, last);
         };
+        if !self.is_async() {
+            // Before returning, every write numbered below this one must
+            // be in a log too (`append_order.rs`); asynchronous puts are
+            // kept only up to a checkpoint anyway.
+            self.append_order.wait_through(last);
+        }
         if opts.sync && !self.is_async() {
             self.sync_group.sync(|| {
                 #[cfg(test)]
@@ -199,6 +205,14 @@ impl ChunkStore {
             self.last_sequence.load(Ordering::SeqCst),
         );
         let first = self.last_sequence.fetch_add(count, Ordering::SeqCst) + 1;
+        let _taken = self.append_order.taken(first, first + count - 1);
+        #[cfg(test)]
+        {
+            let hook = self.after_numbers_taken.lock().clone();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
         let mut logged = 0;
         if groups.len() > 1 {
             // Spanning chunks: the whole batch goes to the batch log first,

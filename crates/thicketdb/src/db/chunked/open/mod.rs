@@ -85,6 +85,7 @@ pub(super) fn open(
         counters,
         snapshots: Arc::new(SnapshotRegistry::default()),
         last_sequence: AtomicU64::new(last_sequence),
+        append_order: super::append_order::AppendOrder::new(last_sequence),
         // Raised below once the logs read are synced.
         durable_sequence: AtomicU64::new(durable.unwrap_or(0)),
         incarnation: kept.current(),
@@ -112,6 +113,8 @@ pub(super) fn open(
         before_switch: Mutex::new(None),
         #[cfg(test)]
         before_sync_round: Mutex::new(None),
+        #[cfg(test)]
+        after_numbers_taken: Mutex::new(None),
     };
     let missing = missing_parts(&store, &plan.batches, &plan.log_ends, list.batch_log_number)?;
     if read_only {
