@@ -72,15 +72,23 @@ fn writes_before_a_sync_log_survive_power_loss_on_every_profile() {
     }
 }
 
-#[test]
-fn a_sync_log_appends_nothing_and_syncs_only_the_log() {
-    for profile in Profile::ALL
+/// A store of each LSM profile on its own `FaultFs`, ten unsynced writes
+/// in.
+fn lsm_stores_with_ten_writes() -> impl Iterator<Item = (Profile, FaultFs, Db)> {
+    Profile::ALL
         .iter()
         .filter(|p| p.options().layout == Layout::Lsm)
-    {
-        let fs = FaultFs::new();
-        let db = open_fault(&fs, profile.options()).unwrap();
-        write_unsynced(&db, 0..10);
+        .map(|&profile| {
+            let fs = FaultFs::new();
+            let db = open_fault(&fs, profile.options()).unwrap();
+            write_unsynced(&db, 0..10);
+            (profile, fs, db)
+        })
+}
+
+#[test]
+fn a_sync_log_appends_nothing_and_syncs_only_the_log() {
+    for (profile, fs, db) in lsm_stores_with_ten_writes() {
         // The first sync also makes the new log's directory entry durable.
         db.sync_log().unwrap();
         write_unsynced(&db, 10..20);
@@ -104,13 +112,7 @@ fn a_sync_log_appends_nothing_and_syncs_only_the_log() {
 
 #[test]
 fn a_failed_sync_log_fails_the_writes_after_it() {
-    for profile in Profile::ALL
-        .iter()
-        .filter(|p| p.options().layout == Layout::Lsm)
-    {
-        let fs = FaultFs::new();
-        let db = open_fault(&fs, profile.options()).unwrap();
-        write_unsynced(&db, 0..10);
+    for (profile, fs, db) in lsm_stores_with_ten_writes() {
         fs.set_write_error(Some(FaultKind::Io));
         assert!(db.sync_log().is_err(), "{profile}: the sync failed");
         fs.clear_faults();

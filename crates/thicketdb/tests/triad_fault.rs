@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::cuts::{cut_at_every_op, fault_ops, Cut};
+use common::cuts::{cut_at_every_op, end_process, fault_ops, Cut};
 use common::*;
 use thicketdb::io::fault::{FaultFs, FaultKind};
 use thicketdb::{Db, Options, Profile, WriteOptions};
@@ -220,13 +220,7 @@ fn a_flush_th_log_rewrite_keeps_every_write_across_a_crash_at_any_point() {
                     break;
                 }
             }
-            if power_loss {
-                fs.drop_unsynced();
-            } else {
-                fs.crash_process();
-            }
-            drop(db);
-            fs.clear_faults();
+            end_process(&fs, db, power_loss);
             let what = format!("fault after {at} of {during} ops, power loss: {power_loss}");
             let db = open_fault(&fs, flush_th_options()).unwrap_or_else(|e| panic!("{what}: {e}"));
             let got = scan_model(&db).unwrap();

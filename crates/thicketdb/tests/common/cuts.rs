@@ -22,6 +22,18 @@ pub fn fault_ops(fs: &FaultFs) -> u64 {
     s.creates + s.appends + s.flushes + s.syncs + s.dir_syncs + s.renames
 }
 
+/// Ends the process that runs `db`: a power loss (`drop_unsynced`) or a
+/// process crash; the faults injected into it end with it.
+pub fn end_process(fs: &FaultFs, db: Db, power_loss: bool) {
+    if power_loss {
+        fs.drop_unsynced();
+    } else {
+        fs.crash_process();
+    }
+    drop(db);
+    fs.clear_faults();
+}
+
 /// An operation to cut, and how to set it up.
 pub struct Cut<'a> {
     /// What the operation is, for messages.
@@ -64,13 +76,7 @@ pub fn cut_at_every_op(cut: &Cut) -> u64 {
             let (db, model) = (cut.prepare)(&fs, power_loss);
             fs.fail_after_ops(at, FaultKind::Io);
             let failed = (cut.act)(&db).is_err();
-            if power_loss {
-                fs.drop_unsynced();
-            } else {
-                fs.crash_process();
-            }
-            drop(db);
-            fs.clear_faults();
+            end_process(&fs, db, power_loss);
             let what = format!(
                 "{}: fault after {at} of {total} ops (failed: {failed}), power loss: {power_loss}",
                 cut.name
