@@ -85,6 +85,7 @@ macro_rules! with_counters {
             compactions_move: "Compactions that moved tables by metadata only.",
             compactions_concurrent: "Background compactions that started while another was running (0 with `compaction_threads = 1`).",
             tables_moved: "Tables promoted to the next level by metadata only.",
+            tables_settled: "Tables promoted by metadata only beside other victims, not as LevelDB's lone trivial move (BoLT's settled compaction).",
             merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
             merges_resumed: "Journaled merges resumed after a crash.",
             stall_micros: "Microseconds writers spent stalled or slowed down.",

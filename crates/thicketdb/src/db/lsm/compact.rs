@@ -141,6 +141,13 @@ fn count(inner: &DbInner, task: &CompactionTask, executed: &Executed) {
             task.moves.iter().map(|m| m.tables.len() as u64).sum(),
         );
     }
+    // LevelDB moves a task's lone victim only; BoLT's settled compaction
+    // promotes victims beside others.
+    let moved: usize = task.moves.iter().map(|m| m.tables.len()).sum();
+    let lone_trivial_move = task.merges.is_empty() && moved == 1;
+    if !lone_trivial_move {
+        Counters::add(&c.tables_settled, moved as u64);
+    }
     Counters::add(&c.compaction_bytes_read, executed.bytes_read);
     Counters::add(&c.compaction_bytes_written, executed.output.bytes);
     Counters::add(&c.fsyncs_compaction, executed.output.syncs);
