@@ -278,6 +278,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "compactions_move",
         "compactions_concurrent",
         "tables_moved",
+        "tables_settled",
         "merge_checkpoints",
         "merges_resumed",
         "merge_in_progress",
