@@ -115,11 +115,12 @@ pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} of them settled beside other victims; {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
         s.flushes,
         s.compactions_merge,
         s.compactions_move,
         s.tables_moved,
+        s.tables_settled,
         s.compactions_concurrent,
         s.merge_checkpoints,
         s.merges_resumed,
@@ -248,6 +249,7 @@ mod tests {
         stats.level_bytes_written = vec![34, 35];
         stats.block_cache_passing_hits = 101;
         stats.block_cache_passing_misses = 102;
+        stats.tables_settled = 103;
         stats.get_blocks_read_per_level = vec![90];
         stats.buffer_hits_per_level = vec![91];
         stats.buffer_stops_per_level = vec![92];
@@ -348,6 +350,7 @@ mod tests {
                 "compactions_move": 28,
                 "compactions_concurrent": 29,
                 "tables_moved": 30,
+                "tables_settled": 103,
                 "merge_checkpoints": 31,
                 "merges_resumed": 32,
                 "merge_in_progress": true,
