@@ -289,31 +289,39 @@ fn every_lsm_profile_s_flush_and_compaction_keep_every_write_across_a_power_loss
     }
 }
 
-/// A checkpoint cut anywhere leaves the store it copies whole (and the
-/// store reopens, resumes and checks clean as after any cut).
+/// A checkpoint of every LSM profile's store cut anywhere leaves the store
+/// it copies whole (and the store reopens, resumes and checks clean as
+/// after any cut).
 #[test]
 fn a_checkpoint_cut_anywhere_leaves_its_store_whole() {
-    let options = held(Profile::Default.options());
-    // A new target each time: a cut after the final rename leaves a whole
-    // checkpoint, which a second one into the same place must not replace.
-    let taken = std::cell::Cell::new(0);
-    cut_at_every_op(&Cut {
-        name: "checkpoint",
-        options: options.clone(),
-        prepare: &|fs, _| synced_tail(fs, &options),
-        act: &|db| {
-            taken.set(taken.get() + 1);
-            db.checkpoint(format!("copies/checkpoint-{}", taken.get()))
-                .map(|_| ())
-        },
-        acted: &|fs, _| {
-            let current = format!("copies/checkpoint-{}/CURRENT", taken.get());
-            assert!(
-                fs.exists(std::path::Path::new(&current)),
-                "the checkpoint was written: {:?}",
-                fs.file_names()
-            );
-        },
-        recovered: &|_, _, _| {},
-    });
+    let lsm = Profile::ALL
+        .iter()
+        .filter(|p| p.options().layout == thicketdb::Layout::Lsm);
+    for profile in lsm {
+        let options = held(profile.options());
+        // A new target each time: a cut after the final rename leaves a
+        // whole checkpoint, which a second one into the same place must
+        // not replace.
+        let taken = std::cell::Cell::new(0);
+        let name = format!("{profile} checkpoint");
+        cut_at_every_op(&Cut {
+            name: &name,
+            options: options.clone(),
+            prepare: &|fs, _| synced_tail(fs, &options),
+            act: &|db| {
+                taken.set(taken.get() + 1);
+                db.checkpoint(format!("copies/checkpoint-{}", taken.get()))
+                    .map(|_| ())
+            },
+            acted: &|fs, _| {
+                let current = format!("copies/checkpoint-{}/CURRENT", taken.get());
+                assert!(
+                    fs.exists(std::path::Path::new(&current)),
+                    "{profile}: the checkpoint was written: {:?}",
+                    fs.file_names()
+                );
+            },
+            recovered: &|_, _, _| {},
+        });
+    }
 }
