@@ -441,6 +441,16 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20; store, lsm,
+        /// Microseconds a writer queued behind a write group yields the
+        /// CPU (`sched_yield`) before it sleeps on the queue's condition
+        /// variable (RocksDB's `write_thread_max_yield_usec` with
+        /// `enable_write_thread_adaptive_yield`): a group commits in a few
+        /// microseconds, and a sleep costs each follower a futex wait and
+        /// a wake-up. 0 sleeps at once, as LevelDB does (`leveldb` and the
+        /// profiles built on it). Measured: fillrandom, 4 client threads,
+        /// 2 cores, 196-208k ops/s at 0 against 393-415k at 50
+        /// (docs/benchmarks.md, "Write queue: adaptive yield").
+        write_thread_max_yield_micros: u64 = 50; store, lsm,
         /// TRIAD-LOG: value bytes of its log tables a compaction holds in
         /// memory (at least 64 KiB). Before the merge each log the log
         /// tables address is read once, in offset order, in spans of

@@ -118,6 +118,8 @@ impl Profile {
             // block cache; its memtable has no filter.
             charge_table_metadata: false,
             memtable_bloom_size_ratio: 0.0,
+            // Queued writers sleep on the condition variable at once.
+            write_thread_max_yield_micros: 0,
             ..Options::default()
         };
         let size_tiered = Options {

@@ -94,12 +94,21 @@ fn join_queue(
     slot: &Slot,
 ) -> Option<Result<()>> {
     state.queue.push_back(slot.clone());
+    // Adaptive yield (`write_thread_max_yield_micros`): the leader is
+    // likely done within microseconds; yielding until then spares the
+    // futex sleep and wake-up.
+    let yield_for = Duration::from_micros(inner.options.write_thread_max_yield_micros);
+    let yield_until = (!yield_for.is_zero()).then(|| Instant::now() + yield_for);
     loop {
         if let Some(result) = slot.lock().result.take() {
             return Some(result);
         }
         if state.queue.front().is_some_and(|f| Arc::ptr_eq(f, slot)) {
             return None;
+        }
+        if yield_until.is_some_and(|until| Instant::now() < until) {
+            MutexGuard::unlocked(state.raw(), std::thread::yield_now);
+            continue;
         }
         inner.write_cv.wait(state.raw());
     }
