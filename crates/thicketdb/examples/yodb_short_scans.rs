@@ -7,24 +7,13 @@
 //!
 //! `cargo run --release -p thicketdb --example yodb_short_scans -- DIR [KEYS] [CHUNK] [SCANS] [LEN]`
 
+mod common;
+
 use std::time::Instant;
 
 use thicketdb::{Db, Profile, ReadOptions};
 
-/// splitmix64: the scans' start keys, the same every run.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn key(id: u64) -> Vec<u8> {
-    let mut key = b"k0000000".to_vec();
-    key.extend_from_slice(&id.to_be_bytes());
-    key
-}
+use common::{key, next};
 
 fn main() {
     let mut args = std::env::args().skip(1);
