@@ -10,7 +10,12 @@ pub fn crc32c(data: &[u8]) -> u32 {
 
 /// CRC32C of `a` followed by `b`, without concatenating them.
 pub fn crc32c_two(a: &[u8], b: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(a), b)
+    crc32c_append(crc32c(a), b)
+}
+
+/// CRC32C of the data `crc` covers followed by `data`.
+pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc, data)
 }
 
 /// The stored form of a CRC.

@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::format::{
-    decode_fragment, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE,
+    decode_fragment, diagnose_header, BadFragment, Fragment, FragmentType, BLOCK_SIZE, HEADER_SIZE,
 };
 use crate::error::Result;
 use crate::io::SequentialFile;
@@ -105,6 +105,8 @@ impl BlockReader {
                     }
                 }
                 Err(why) => {
+                    let why = diagnose_header(&self.block[self.pos..self.len], BLOCK_SIZE - self.pos)
+                        .unwrap_or(why);
                     self.resync = Some(Resync {
                         bad_pos: self.pos,
                         declared_end: why.declared_len().map(|len| self.pos + HEADER_SIZE + len),

@@ -89,6 +89,12 @@ pub enum BadFragment {
     TruncatedPayload(usize),
     /// The checksum does not match.
     Checksum(usize),
+    /// The length field is damaged: the payload checks at another length
+    /// and a fragment boundary follows it. A torn write cuts a payload
+    /// short; it never rewrites a header, so this is never a torn tail.
+    DamagedLength { declared: usize, intact: usize },
+    /// The type byte is damaged: the payload checks under another type.
+    DamagedType { declared: u8, intact: u8, len: usize },
 }
 
 impl BadFragment {
@@ -97,11 +103,24 @@ impl BadFragment {
     pub fn declared_len(self) -> Option<usize> {
         match self {
             BadFragment::Zeroed => Some(0),
-            BadFragment::TruncatedPayload(len) | BadFragment::Checksum(len) => Some(len),
+            BadFragment::TruncatedPayload(len)
+            | BadFragment::Checksum(len)
+            | BadFragment::DamagedLength { intact: len, .. }
+            | BadFragment::DamagedType { len, .. } => Some(len),
             BadFragment::TruncatedHeader
             | BadFragment::UnknownType(_)
             | BadFragment::LengthPastBlock(_) => None,
         }
+    }
+
+    /// True when the damage cannot be what a crash leaves at the end of a
+    /// log: the record was written whole, so dropping it as a torn tail
+    /// would lose an acknowledged write without a word.
+    pub fn is_media_damage(self) -> bool {
+        matches!(
+            self,
+            BadFragment::DamagedLength { .. } | BadFragment::DamagedType { .. }
+        )
     }
 }
 
@@ -118,6 +137,16 @@ impl fmt::Display for BadFragment {
                 write!(f, "fragment of {len} bytes cut short by end of file")
             }
             BadFragment::Checksum(_) => f.write_str("fragment checksum mismatch"),
+            BadFragment::DamagedLength { declared, intact } => write!(
+                f,
+                "fragment length field reads {declared}, but its checksum matches {intact} bytes"
+            ),
+            BadFragment::DamagedType {
+                declared, intact, ..
+            } => write!(
+                f,
+                "fragment type byte reads {declared}, but its checksum matches type {intact}"
+            ),
         }
     }
 }
@@ -181,6 +210,63 @@ pub fn decode_fragment(data: &[u8], room: usize) -> Result<Fragment, BadFragment
         .get(HEADER_SIZE..HEADER_SIZE + header.len)
         .ok_or(BadFragment::TruncatedPayload(header.len))?;
     header.verify(payload)
+}
+
+/// Tells a damaged header apart from a torn write: looks for a payload that
+/// checks under another length (same type) or another type (same length)
+/// and is followed by a fragment boundary (the next valid fragment, zeros
+/// to the end of the block, or the end of the data). `data` and `room` are
+/// as for [`decode_fragment`], which already failed on them.
+pub fn diagnose_header(data: &[u8], room: usize) -> Option<BadFragment> {
+    let header = data.first_chunk::<HEADER_SIZE>()?;
+    if header == &[0u8; HEADER_SIZE] {
+        return None;
+    }
+    let stored_crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    let declared = usize::from(u16::from_le_bytes([header[4], header[5]]));
+    let type_byte = header[6];
+    let payload = &data[HEADER_SIZE..];
+    let is_boundary = |end: usize| {
+        let rest = &data[HEADER_SIZE + end..];
+        let room_left = room - HEADER_SIZE - end;
+        rest.is_empty()
+            || (room_left < HEADER_SIZE && rest.iter().all(|&b| b == 0))
+            || decode_fragment(rest, room_left).is_ok()
+    };
+    if let Some(payload) = payload.get(..declared) {
+        for kind in [
+            FragmentType::Full,
+            FragmentType::First,
+            FragmentType::Middle,
+            FragmentType::Last,
+        ] {
+            if kind as u8 != type_byte
+                && fragment_crc(kind as u8, payload) == stored_crc
+                && is_boundary(declared)
+            {
+                return Some(BadFragment::DamagedType {
+                    declared: type_byte,
+                    intact: kind as u8,
+                    len: declared,
+                });
+            }
+        }
+    }
+    FragmentType::from_byte(type_byte)?;
+    // One pass over the payload, checking the checksum at every length.
+    let mut crc = checksum::crc32c(&[type_byte]);
+    for len in 0..=payload.len() {
+        if len != declared && checksum::mask(crc) == stored_crc && is_boundary(len) {
+            return Some(BadFragment::DamagedLength {
+                declared,
+                intact: len,
+            });
+        }
+        if let Some(byte) = payload.get(len..=len) {
+            crc = checksum::crc32c_append(crc, byte);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

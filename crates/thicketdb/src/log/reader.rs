@@ -31,8 +31,9 @@ struct Damage {
     /// Where the damage itself is (reported in errors).
     offset: u64,
     reason: String,
-    /// Oversized records are reported even at the tail: a crash tears a
-    /// record short, it never makes one too long.
+    /// Oversized records and damaged headers are reported even at the
+    /// tail: a crash tears a record short, it never makes one too long or
+    /// rewrites a header.
     reported_at_tail: bool,
 }
 
@@ -134,14 +135,14 @@ impl LogReader {
             let (offset, kind) = match self.blocks.next()? {
                 Event::Fragment { offset, kind } => (offset, kind),
                 Event::Bad { offset, why } => {
-                    state = match state {
-                        State::Idle => State::Damaged(Damage::new(offset, offset, why.to_string())),
-                        State::Assembling(start) => {
-                            State::Damaged(Damage::new(start, offset, why.to_string()))
-                        }
+                    let mut damage = match state {
+                        State::Idle => Damage::new(offset, offset, why.to_string()),
+                        State::Assembling(start) => Damage::new(start, offset, why.to_string()),
                         // One damaged stretch, however many bad spots it has.
-                        damaged @ State::Damaged(_) => damaged,
+                        State::Damaged(damage) => damage,
                     };
+                    damage.reported_at_tail |= why.is_media_damage();
+                    state = State::Damaged(damage);
                     continue;
                 }
                 Event::Eof => {

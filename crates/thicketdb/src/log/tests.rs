@@ -380,6 +380,48 @@ fn torn_record_holding_log_bytes_stays_a_tail() {
 }
 
 #[test]
+fn damaged_length_before_the_end_of_the_file_is_not_a_torn_tail() {
+    // A length that runs past the end of the file looks like a write cut
+    // short, but the payload checks at the true length and records follow.
+    let records: Vec<_> = (0..6).map(|i| record(40, i)).collect();
+    let (clean, starts) = encode(&records);
+    for (victim, mask) in [(1, 0x40), (2, 0x80), (2, 0x70), (4, 0x10)] {
+        let mut bytes = clean.clone();
+        let length_field = starts[victim] as usize + 5;
+        bytes[length_field] ^= mask;
+        let err = strict(&bytes).error.expect("an error, not a torn tail");
+        assert_eq!(corruption_offset(&err), starts[victim], "{err}");
+        assert!(err.to_string().contains("length field"), "{err}");
+        let out = skip(&bytes);
+        let mut kept = records.clone();
+        kept.remove(victim);
+        assert_eq!(out.payloads(), kept, "record {victim}");
+        assert_eq!(out.skipped.len(), 1);
+        assert_eq!(out.skipped[0].offset, starts[victim]);
+    }
+}
+
+#[test]
+fn a_whole_final_record_with_a_damaged_header_is_reported() {
+    let records: Vec<_> = (0..3).map(|i| record(30, i)).collect();
+    let (clean, starts) = encode(&records);
+    let header = starts[2] as usize;
+    // Length past the end, length within the file, a type byte that is no
+    // type, a type byte that is another type.
+    for (at, mask) in [(5, 0x01), (4, 0x08), (4, 0x01), (6, 0x20), (6, 0x03)] {
+        let mut bytes = clean.clone();
+        bytes[header + at] ^= mask;
+        let out = strict(&bytes);
+        assert_eq!(out.payloads(), records[..2], "byte {at} ^ {mask:#x}");
+        let err = out.error.expect("a whole record is not a torn tail");
+        assert_eq!(corruption_offset(&err), starts[2]);
+        let out = skip(&bytes);
+        assert_eq!(out.payloads(), records[..2]);
+        assert_eq!(out.skipped.len(), 1);
+    }
+}
+
+#[test]
 fn zero_filled_tail_is_dropped() {
     let records: Vec<_> = (0..3).map(|i| record(100, i)).collect();
     let (mut bytes, _) = encode(&records);
@@ -473,9 +515,16 @@ proptest! {
         prop_assume!(!bytes.is_empty());
         let at = at.index(bytes.len());
         bytes[at] ^= mask;
-        // Strict: a prefix, then maybe an error.
+        // Strict: a prefix, then an error, unless the damage is in the last
+        // record, which a torn write could have left so.
         let out = strict(&bytes);
         prop_assert_eq!(&out.payloads()[..], &records[..out.records.len()]);
+        if out.error.is_none() {
+            prop_assert!(
+                out.records.len() + 1 >= records.len(),
+                "{} of {} records read without an error", out.records.len(), records.len()
+            );
+        }
         // Skip: never an error, never an invented record.
         let out = skip(&bytes);
         prop_assert!(out.error.is_none());
