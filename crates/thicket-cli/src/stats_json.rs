@@ -115,12 +115,13 @@ pub fn summary(s: &Stats, space: &SpaceUsage) -> String {
         s.fsyncs, s.fsyncs_log, s.fsyncs_flush, s.fsyncs_compaction, s.fsyncs_manifest
     ));
     line(format_args!(
-        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} of them settled beside other victims; {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
+        "flushes:          {}; compactions: {} merge, {} move ({} tables moved, {} of them settled beside other victims; {} picked as groups; {} started beside another); journaled merge checkpoints {}, resumed merges {}{}",
         s.flushes,
         s.compactions_merge,
         s.compactions_move,
         s.tables_moved,
         s.tables_settled,
+        s.compactions_grouped,
         s.compactions_concurrent,
         s.merge_checkpoints,
         s.merges_resumed,
@@ -250,6 +251,7 @@ mod tests {
         stats.block_cache_passing_hits = 101;
         stats.block_cache_passing_misses = 102;
         stats.tables_settled = 103;
+        stats.compactions_grouped = 104;
         stats.get_blocks_read_per_level = vec![90];
         stats.buffer_hits_per_level = vec![91];
         stats.buffer_stops_per_level = vec![92];
@@ -351,6 +353,7 @@ mod tests {
                 "compactions_concurrent": 29,
                 "tables_moved": 30,
                 "tables_settled": 103,
+                "compactions_grouped": 104,
                 "merge_checkpoints": 31,
                 "merges_resumed": 32,
                 "merge_in_progress": true,

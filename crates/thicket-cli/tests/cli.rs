@@ -279,6 +279,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "compactions_concurrent",
         "tables_moved",
         "tables_settled",
+        "compactions_grouped",
         "merge_checkpoints",
         "merges_resumed",
         "merge_in_progress",

@@ -86,6 +86,7 @@ macro_rules! with_counters {
             compactions_concurrent: "Background compactions that started while another was running (0 with `compaction_threads = 1`).",
             tables_moved: "Tables promoted to the next level by metadata only.",
             tables_settled: "Tables promoted by metadata only beside other victims, not as LevelDB's lone trivial move (BoLT's settled compaction).",
+            compactions_grouped: "Compactions whose pick took several victims of a level by BoLT's group budget (`group_compaction_bytes`); LevelDB takes one.",
             merge_checkpoints: "Journaled merge checkpoints (SifrDB early cleaning).",
             merges_resumed: "Journaled merges resumed after a crash.",
             stall_micros: "Microseconds writers spent stalled or slowed down.",

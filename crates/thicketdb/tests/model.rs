@@ -954,7 +954,10 @@ fn techniques_acted(profile: Profile, stats: &Stats) -> Vec<(&'static str, bool)
     ];
     let bolt = [
         bolt_files.as_slice(),
-        &[("settled promotions", stats.tables_settled > 0)],
+        &[
+            ("settled promotions", stats.tables_settled > 0),
+            ("group compactions", stats.compactions_grouped > 0),
+        ],
     ]
     .concat();
     // Parallel search is not among them: whether a lookup fans out
@@ -974,7 +977,10 @@ fn techniques_acted(profile: Profile, stats: &Stats) -> Vec<(&'static str, bool)
         ],
         Profile::YoDb => vec![("chunk splits", stats.chunk_splits > 0)],
         // The baseline BoLT is measured against must not do BoLT's picks.
-        Profile::LevelDb => vec![("no settled promotion", stats.tables_settled == 0)],
+        Profile::LevelDb => vec![
+            ("no settled promotion", stats.tables_settled == 0),
+            ("no group compaction", stats.compactions_grouped == 0),
+        ],
         Profile::SizeTiered => Vec::new(),
     }
 }

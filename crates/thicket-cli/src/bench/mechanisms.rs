@@ -58,6 +58,8 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "fsyncs_by_cause",
             "compactions_move",
             "tables_moved",
+            "tables_settled",
+            "compactions_grouped",
             "holes_punched",
             "segments_deleted",
             "open_segment_files",

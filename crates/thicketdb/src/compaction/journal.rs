@@ -193,6 +193,7 @@ fn resume_task(version: &Version, journal: &MergeJournal) -> CompactionTask {
         output_run: None,
         reason: format!("resumed merge of L{}", journal.level),
         compact_pointer: None,
+        grouped: false,
     }
 }
 

@@ -217,6 +217,7 @@ impl LeveledPolicy {
         // conflicts with no running task alone conflicts with none beside
         // the victims already taken: each is checked once, by itself.
         let mut victims: Vec<Arc<TableMeta>> = Vec::new();
+        let mut units_taken = 0;
         let mut bytes = 0;
         for (i, t) in candidates.tables.iter().enumerate() {
             if bytes >= budget || (i == candidates.wrap && !victims.is_empty()) {
@@ -234,6 +235,7 @@ impl LeveledPolicy {
             if admitted {
                 bytes += unit.iter().map(|u| u.length).sum::<u64>();
                 victims.extend(unit);
+                units_taken += 1;
             }
         }
         let last_taken = victims.last()?;
@@ -256,6 +258,7 @@ impl LeveledPolicy {
         }
         Some(CompactionTask {
             compact_pointer: advanced,
+            grouped: units_taken > 1,
             ..task
         })
     }
@@ -395,6 +398,7 @@ impl LeveledPolicy {
                     output_run,
                     reason,
                     compact_pointer,
+                    grouped: false,
                 };
             }
         }
@@ -425,6 +429,7 @@ impl LeveledPolicy {
             output_run,
             reason,
             compact_pointer,
+            grouped: false,
         }
     }
 
@@ -681,6 +686,7 @@ fn l0_task(version: &Version, base: usize, reason: String) -> CompactionTask {
         output_run: below.map(|r| r.id),
         reason,
         compact_pointer: None,
+        grouped: false,
     }
 }
 
@@ -761,6 +767,7 @@ fn build_task(
         output_run: next_id,
         reason,
         compact_pointer: None,
+        grouped: false,
     }
 }
 

@@ -32,6 +32,10 @@ pub struct CompactionTask {
     /// (level, largest internal key taken), recorded by its edit so that
     /// the round robin resumes where it was after a reopen.
     pub compact_pointer: Option<(usize, Vec<u8>)>,
+    /// BoLT's group compaction picked more than one victim of the input
+    /// level by its byte budget (LevelDB picks one; its input expansion and
+    /// an L0 pick take more, but are not groups).
+    pub grouped: bool,
 }
 
 impl CompactionTask {
@@ -136,6 +140,7 @@ mod tests {
             output_run: Some(20),
             reason: String::new(),
             compact_pointer: None,
+            grouped: false,
         };
         let left =
             task(&l1_ac, &l2_ab).final_edit(20, &[table(5, "a", "c")], &HashSet::new(), None);

@@ -132,6 +132,7 @@ impl TieredPolicy {
             output_run: None,
             reason,
             compact_pointer: None,
+            grouped: false,
         })
     }
 }

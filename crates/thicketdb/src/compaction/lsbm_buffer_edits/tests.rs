@@ -145,6 +145,7 @@ fn merge(
         output_run: Some(lower_run),
         reason: String::new(),
         compact_pointer: None,
+        grouped: false,
     };
     let mut edit = task.final_edit(lower_run, outputs, &HashSet::new(), None);
     let mut next = 900..;
@@ -224,6 +225,7 @@ fn l0_tables_join_l1s_buffer_older_runs_first_and_keep_the_recording() {
         output_run: Some(1),
         reason: String::new(),
         compact_pointer: None,
+        grouped: false,
     };
     let mut edit = task.final_edit(1, &[meta(200, "a", "f", 300)], &HashSet::new(), None);
     let mut next = 900..;
@@ -442,6 +444,7 @@ fn repeated_data_freeze_the_level_and_arrivals_become_removed_entries() {
         output_run: None,
         reason: String::new(),
         compact_pointer: None,
+        grouped: false,
     };
     let mut edit = task.final_edit(50, &[meta(203, "a", "zz", 510)], &HashSet::new(), None);
     let mut next = 950..;

@@ -148,6 +148,9 @@ fn count(inner: &DbInner, task: &CompactionTask, executed: &Executed) {
     if !lone_trivial_move {
         Counters::add(&c.tables_settled, moved as u64);
     }
+    if task.grouped {
+        Counters::add(&c.compactions_grouped, 1);
+    }
     Counters::add(&c.compaction_bytes_read, executed.bytes_read);
     Counters::add(&c.compaction_bytes_written, executed.output.bytes);
     Counters::add(&c.fsyncs_compaction, executed.output.syncs);
