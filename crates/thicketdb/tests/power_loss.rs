@@ -1,8 +1,8 @@
 //! Power loss (and a process crash) at every fallible file-system
 //! operation of the profiles' own mechanisms: a SifrDB journaled merge, an
 //! LSbM buffered compaction and trim, a BoLT compaction file and a YoDB
-//! chunk split; every LSM profile's flush and compaction, and a
-//! checkpoint. Each is cut at its n-th operation for every n, then the
+//! chunk split and asynchronous checkpoint; every LSM profile's flush and
+//! compaction, and every profile's checkpoint copy. Each is cut at its n-th operation for every n, then the
 //! store reopens and must hold exactly the writes made before the
 //! operation, all of them durable (`common/cuts.rs`), resume or redo the
 //! operation, and check clean.
@@ -82,6 +82,7 @@ fn a_journaled_merge_keeps_every_write_across_a_power_loss_at_any_point() {
             assert!(!stats.merge_in_progress, "{stats:?}");
         },
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
     eprintln!("sifr journaled merge: {total} operations");
 }
@@ -128,6 +129,7 @@ fn a_buffered_compaction_keeps_every_write_across_a_power_loss_at_any_point() {
             );
         },
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
     eprintln!("lsbm buffered compaction: {total} operations");
 }
@@ -171,6 +173,7 @@ fn a_buffer_trim_keeps_every_write_across_a_power_loss_at_any_point() {
             assert!(stats.buffer_tables_trimmed > 0, "trimmed: {stats:?}");
         },
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
     eprintln!("lsbm trim: {total} operations");
 }
@@ -196,6 +199,7 @@ fn a_compaction_file_keeps_every_write_across_a_power_loss_at_any_point() {
             );
         },
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
     eprintln!("bolt compaction file: {total} operations");
 }
@@ -235,6 +239,7 @@ fn a_chunk_split_keeps_every_write_across_a_power_loss_at_any_point() {
             assert!(stats.chunks > 2, "{stats:?}");
         },
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
     eprintln!("yodb chunk split: {total} operations");
 }
@@ -274,6 +279,7 @@ fn every_lsm_profile_s_flush_and_compaction_keep_every_write_across_a_power_loss
                 assert_eq!(db.stats().flushes, 3, "{profile}: the third flush ran");
             },
             recovered: &|_, _, _| {},
+            or_completed: None,
         });
         let compaction = format!("{profile} compaction");
         cut_at_every_op(&Cut {
@@ -285,19 +291,17 @@ fn every_lsm_profile_s_flush_and_compaction_keep_every_write_across_a_power_loss
                 assert!(db.stats().compactions_merge > 0, "{profile}: merged");
             },
             recovered: &|_, _, _| {},
+            or_completed: None,
         });
     }
 }
 
-/// A checkpoint of every LSM profile's store cut anywhere leaves the store
-/// it copies whole (and the store reopens, resumes and checks clean as
-/// after any cut).
+/// A checkpoint of every profile's store cut anywhere leaves the store it
+/// copies whole (and the store reopens, resumes and checks clean as after
+/// any cut).
 #[test]
 fn a_checkpoint_cut_anywhere_leaves_its_store_whole() {
-    let lsm = Profile::ALL
-        .iter()
-        .filter(|p| p.options().layout == thicketdb::Layout::Lsm);
-    for profile in lsm {
+    for profile in Profile::ALL {
         let options = held(profile.options());
         // A new target each time: a cut after the final rename leaves a
         // whole checkpoint, which a second one into the same place must
@@ -314,14 +318,78 @@ fn a_checkpoint_cut_anywhere_leaves_its_store_whole() {
                     .map(|_| ())
             },
             acted: &|fs, _| {
-                let current = format!("copies/checkpoint-{}/CURRENT", taken.get());
+                let dir = format!("copies/checkpoint-{}", taken.get());
+                let root = match profile.options().layout {
+                    thicketdb::Layout::Lsm => "CURRENT",
+                    thicketdb::Layout::Chunked => "CHUNKS",
+                };
                 assert!(
-                    fs.exists(std::path::Path::new(&current)),
+                    fs.exists(&std::path::Path::new(&dir).join(root)),
                     "{profile}: the checkpoint was written: {:?}",
                     fs.file_names()
                 );
             },
             recovered: &|_, _, _| {},
+            or_completed: None,
         });
     }
+}
+
+/// YoDB's asynchronous mode (§3.5): a checkpoint syncs the chunk logs
+/// holding writes since the last one and records its point in
+/// `CHECKPOINT`. Cut anywhere, the store opens at the last checkpoint or
+/// at this one, never between: a cross-chunk batch is whole or absent.
+#[test]
+fn an_asynchronous_checkpoint_cut_anywhere_opens_at_one_checkpoint_or_the_next() {
+    let mut options = Profile::YoDb.options();
+    options.durability = thicketdb::Durability::Async;
+    options.checkpoint_interval = 3_600_000;
+    options.chunk_size = 8 << 10;
+    options.block_size = 512;
+    options.chunk_rebalance_threads = 0;
+    // Writes after the first checkpoint: batches that span chunks.
+    let later: Vec<Op> = (0..300)
+        .step_by(2)
+        .map(|i| (key(i), (i % 10 != 4).then(|| value(i, 1))))
+        .collect();
+    let split_and_checkpointed = |fs: &FaultFs| {
+        let (db, model) = flushed_rounds(fs, &options, 1, 300);
+        db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+        db.flush().unwrap();
+        assert!(db.stats().chunks > 2, "the batches span chunks");
+        (db, model)
+    };
+    let checkpoints_before = std::cell::Cell::new(0);
+    let prepare = |fs: &FaultFs, _| {
+        let (db, model) = split_and_checkpointed(fs);
+        checkpoints_before.set(db.stats().chunk_checkpoints);
+        for op in later.chunks(25) {
+            db.write(batch_of(op)).unwrap();
+        }
+        (db, model)
+    };
+    let completed = {
+        let fs = FaultFs::new();
+        let (db, mut model) = split_and_checkpointed(&fs);
+        drop(db);
+        apply(&mut model, &later);
+        model
+    };
+    let total = cut_at_every_op(&Cut {
+        name: "yodb asynchronous checkpoint",
+        options: options.clone(),
+        prepare: &prepare,
+        act: &|db| db.flush(),
+        acted: &|_, db| {
+            let stats = db.stats();
+            assert_eq!(
+                stats.chunk_checkpoints,
+                checkpoints_before.get() + 1,
+                "{stats:?}"
+            );
+        },
+        recovered: &|_, _, _| {},
+        or_completed: Some(&completed),
+    });
+    eprintln!("yodb asynchronous checkpoint: {total} operations");
 }

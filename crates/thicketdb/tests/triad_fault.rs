@@ -139,6 +139,7 @@ fn crash_at_every_flush_op(options: &Options) {
         act: &|db| db.flush(),
         acted: &|_, db| flushed_as_asked(options, db),
         recovered: &|_, _, _| {},
+        or_completed: None,
     });
 }
 
@@ -302,5 +303,6 @@ fn a_spilling_log_table_compaction_keeps_every_write_across_a_crash_at_any_point
                 "{what}: a scratch file outlived the open"
             );
         },
+        or_completed: None,
     });
 }
