@@ -55,15 +55,12 @@ fn without_zero_counters(value: Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .filter_map(|(key, v)| {
-                    let counters = key == "stats" || key == "counters";
-                    match (counters, v) {
-                        (true, Value::Object(c)) => Some((
-                            key,
-                            Value::Object(c.into_iter().filter(|(_, n)| n != &0).collect()),
-                        )),
-                        (_, v) => Some((key, without_zero_counters(v))),
-                    }
+                .map(|(key, v)| match v {
+                    Value::Object(c) if key == "stats" || key == "counters" => (
+                        key,
+                        Value::Object(c.into_iter().filter(|(_, n)| *n != 0).collect()),
+                    ),
+                    v => (key, without_zero_counters(v)),
                 })
                 .collect(),
         ),
