@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::chunk::{Chunk, ChunkLog};
 use super::chunk_space::{space_options, ChunkSpace};
-use super::open::filters;
+use super::open::{filters, ListWriteError};
 use super::{ChunkSet, ChunkStore};
 use crate::db::keyspace_rules::{DEFAULT_KEYSPACE_NAME, MAX_KEYSPACE_NAME};
 use crate::error::{Error, Result};
@@ -105,14 +105,24 @@ impl ChunkStore {
         self.spaces().iter().map(|s| s.name.clone()).collect()
     }
 
-    /// Writes `CHUNKS` naming `spaces`, then installs them.
+    /// Writes `CHUNKS` naming `spaces`, then installs them. A failure
+    /// before the rename leaves the old keyspaces; one at or after it
+    /// fails the store, as the next open may read either list: going on
+    /// with the old set would acknowledge writes to a keyspace the disk
+    /// may already have dropped.
     /// REQUIRES: the metadata lock (`writer` is its content).
     fn publish_spaces(&self, writer: &super::Writer, spaces: Vec<Arc<ChunkSpace>>) -> Result<()> {
         let previous = std::mem::replace(&mut *self.spaces.write(), Arc::new(spaces));
-        if let Err(e) = self.write_chunk_list(writer) {
-            *self.spaces.write() = previous;
-            return Err(e);
+        match self.write_chunk_list_staged(writer, None) {
+            Ok(()) => Ok(()),
+            Err(ListWriteError::BeforeRename(e)) => {
+                *self.spaces.write() = previous;
+                Err(e)
+            }
+            Err(ListWriteError::AtRename(e)) => {
+                self.fail(&e);
+                Err(e)
+            }
         }
-        Ok(())
     }
 }

@@ -25,7 +25,7 @@ use super::chunk::{Chunk, ChunkLog, Entry};
 use super::files::funk_table_path;
 use super::funk_tables::FunkTable;
 use super::munk::Munk;
-use super::open::{filters, write_list};
+use super::open::{filters, write_list_staged, ListWriteError};
 use super::{ChunkSet, ChunkSpace, ChunkStore, Writer};
 use crate::db::batch::WriteBatch;
 use crate::db::batch::{BatchOp, DecodedBatch, OpKind};
@@ -540,9 +540,6 @@ impl ChunkStore {
         self.write_chunk_list_of(writer, None)
     }
 
-    /// Writes the chunk list, with `replaced`'s set for its keyspace
-    /// (id) instead of the current one.
-    /// REQUIRES: the metadata lock (`writer` is its content).
     /// A new file number.
     fn next_file_number(&self) -> u64 {
         let mut meta = self.writer.lock();
@@ -556,14 +553,29 @@ impl ChunkStore {
         }
     }
 
+    /// Writes the chunk list, with `replaced`'s set for its keyspace
+    /// (id) instead of the current one.
+    /// REQUIRES: the metadata lock (`writer` is its content).
     pub(super) fn write_chunk_list_of(
         &self,
         writer: &Writer,
         replaced: Option<(u32, &ChunkSet)>,
     ) -> Result<()> {
+        self.write_chunk_list_staged(writer, replaced)
+            .map_err(ListWriteError::into_error)
+    }
+
+    /// [`write_chunk_list_of`](Self::write_chunk_list_of), telling whether
+    /// the old list is still the one on disk when it fails.
+    /// REQUIRES: the metadata lock (`writer` is its content).
+    pub(super) fn write_chunk_list_staged(
+        &self,
+        writer: &Writer,
+        replaced: Option<(u32, &ChunkSet)>,
+    ) -> std::result::Result<(), ListWriteError> {
         let list = self.chunk_list(writer, replaced);
         let bytes = list.encode().len() as u64;
-        write_list(self.fs.as_ref(), &self.dir, &list)?;
+        write_list_staged(self.fs.as_ref(), &self.dir, &list)?;
         Counters::add(&self.counters.manifest_bytes_written, bytes);
         Counters::add(&self.counters.fsyncs_manifest, 2);
         Ok(())

@@ -228,8 +228,37 @@ fn create(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
 
 /// Writes `list` as the store's `CHUNKS`, durably and atomically.
 pub(super) fn write_list(fs: &dyn FileSystem, dir: &Path, list: &ChunkList) -> Result<()> {
+    write_list_staged(fs, dir, list).map_err(ListWriteError::into_error)
+}
+
+/// Where a failed chunk-list write stopped.
+#[derive(Debug)]
+pub(super) enum ListWriteError {
+    /// Before the rename: the list on disk is still the old one.
+    BeforeRename(Error),
+    /// At the rename or after it: the next open may read either list.
+    AtRename(Error),
+}
+
+impl ListWriteError {
+    pub fn into_error(self) -> Error {
+        match self {
+            ListWriteError::BeforeRename(e) | ListWriteError::AtRename(e) => e,
+        }
+    }
+}
+
+/// [`write_list`], telling whether the old list is still the one on disk
+/// when it fails.
+pub(super) fn write_list_staged(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    list: &ChunkList,
+) -> std::result::Result<(), ListWriteError> {
     let tmp = chunk_list_temp_path(dir);
-    fs.write_durably(&tmp, &list.encode())?;
-    fs.rename(&tmp, &chunk_list_path(dir))?;
-    fs.sync_dir(dir)
+    fs.write_durably(&tmp, &list.encode())
+        .map_err(ListWriteError::BeforeRename)?;
+    fs.rename(&tmp, &chunk_list_path(dir))
+        .and_then(|()| fs.sync_dir(dir))
+        .map_err(ListWriteError::AtRename)
 }
