@@ -204,12 +204,8 @@ impl PieceRead {
     }
 
     /// The level when its table where the query starts has a share of
-    /// cached blocks of `threshold` or more, or at least a buffer run's
-    /// table there; else the buffer. A tie goes to the level: its one
-    /// sorted run costs one seek where the buffer merges a seek in each of
-    /// its runs, for no block read saved (ties to the buffer kept every
-    /// range read of the scaled RangeHot on the buffer's runs, the level's
-    /// rewritten tables never warming: 0.50x `default`, 2026-11-28).
+    /// cached blocks of `threshold` or more, or more than a buffer run's
+    /// table there; else the buffer.
     fn by_cached_share(&self, index: usize, from: Bound<&[u8]>, threshold: f64) -> PieceSource {
         let share = |meta: &Arc<TableMeta>| {
             self.cache
@@ -232,7 +228,7 @@ impl PieceRead {
                 continue;
             };
             any = true;
-            if share(&first.meta) <= own {
+            if share(&first.meta) < own {
                 return PieceSource::Level;
             }
         }
