@@ -24,10 +24,11 @@ fn value(i: u64, round: u8) -> Vec<u8> {
     v
 }
 
-/// Tiny tables and levels (L1 64 KiB, L2 640 KiB), a block cache that
-/// holds everything, no trim during the test.
+/// Tiny tables and levels (L1 64 KiB, L2 640 KiB: fixed targets), a
+/// block cache that holds everything, no trim during the test.
 fn options() -> Options {
     tiny_tree(Profile::Lsbm.options(), 0)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(10)
         .block_cache_size(64 << 20)
         .lsbm_trim_interval(3_600_000)

@@ -337,9 +337,14 @@ impl CompactionBuffer {
     }
 
     /// The edit of one trim of `version`: present tables (but those
-    /// appended since the previous trim, `trimmable`) whose cached-block
-    /// share (`cached_ratio`, by table id; tables without one are kept) is
-    /// under the threshold are removed.
+    /// appended since the previous trim, `trimmable`, unless their level is
+    /// frozen) whose cached-block share (`cached_ratio`, by table id;
+    /// tables without one are kept) is under the threshold are removed. A
+    /// frozen level takes no arrivals and its buffer holds data the level
+    /// is superseding, so the reason to spare fresh tables (reads still
+    /// loading their blocks) does not hold there: a last level frozen
+    /// after a load kept the load's copy, as much as the level itself
+    /// (413 tables, 200 MB), for a second trim interval.
     pub fn trim_edit(
         &self,
         version: &Version,
@@ -350,7 +355,7 @@ impl CompactionBuffer {
         for (level, l) in version.levels.iter().enumerate() {
             for run in &l.buffer {
                 for e in run.entries.iter().filter(|e| !e.removed) {
-                    if self.trimmable(e.meta.id)
+                    if (l.frozen || self.trimmable(e.meta.id))
                         && cached_ratio
                             .get(&e.meta.id)
                             .is_some_and(|&r| r < self.trim_threshold)

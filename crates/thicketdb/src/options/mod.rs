@@ -977,20 +977,23 @@ mod tests {
     #[test]
     fn lsbm_buffer_refuses_arrivals_that_bypass_a_level_buffer() {
         let lsbm = Profile::Lsbm.options();
-        lsbm.validate().unwrap();
-        let mut o = lsbm.clone();
-        o.set("max_mem_compact_level", "2").unwrap();
-        let err = o.validate().unwrap_err();
-        let msg = err.to_string();
-        assert!(
-            matches!(err, Error::InvalidArgument(_)) && msg.contains("max_mem_compact_level"),
-            "{msg}"
-        );
-        o.set("lsbm_buffer", "false").unwrap();
-        o.validate().unwrap();
-        let mut dynamic = lsbm;
-        dynamic.set("dynamic_level_bytes", "true").unwrap();
-        dynamic.validate().unwrap();
+        for dynamic in ["false", "true"] {
+            let mut o = lsbm.clone();
+            o.set("dynamic_level_bytes", dynamic).unwrap();
+            o.validate().unwrap();
+            o.set("max_mem_compact_level", "2").unwrap();
+            let err = o.validate().unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                matches!(err, Error::InvalidArgument(_)) && msg.contains("max_mem_compact_level"),
+                "dynamic_level_bytes={dynamic}: {msg}"
+            );
+        }
+        let mut plain = lsbm;
+        plain.set("dynamic_level_bytes", "false").unwrap();
+        plain.set("max_mem_compact_level", "2").unwrap();
+        plain.set("lsbm_buffer", "false").unwrap();
+        plain.validate().unwrap();
     }
 
     #[test]

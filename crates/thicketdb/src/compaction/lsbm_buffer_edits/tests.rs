@@ -383,6 +383,32 @@ fn trim_removes_rarely_cached_tables_but_those_appended_since_the_last_trim() {
     assert!(edit.is_empty(), "tables without a known ratio are kept");
 }
 
+/// A frozen level's tables are judged however fresh: it takes no
+/// arrivals, and what its buffer holds the level is superseding.
+#[test]
+fn trim_judges_a_frozen_levels_fresh_tables_too() {
+    let b = buffer("lsbm_trim_threshold=0.8");
+    let v = version(
+        "B2 9: a-b/10 c-d/10
+         B3 7: a-b/10 c-d/10
+         frozen 3",
+    );
+    for id in 100..104 {
+        b.note_appended(id);
+    }
+    let ratios: HashMap<u64, f64> = [(100, 0.1), (101, 0.9), (102, 0.1), (103, 0.9)]
+        .into_iter()
+        .collect();
+    let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
+    // B2's fresh 100 is spared; frozen B3's 102 goes (nothing older to
+    // guard, so its entry is dropped), its cached 103 stays.
+    assert_eq!(
+        render(&v.apply(&edit).unwrap()),
+        "B2#9: 100 101 | B3#7: 103 | frozen 3"
+    );
+    assert_eq!(change.removed[3], 1);
+}
+
 #[test]
 fn a_removed_entry_stays_while_the_level_may_hold_its_data() {
     let b = buffer("lsbm_trim_threshold=0.8");
