@@ -154,4 +154,25 @@ mod tests {
         let keys: Vec<Vec<u8>> = hottest(&mem, 5, 5).into_iter().map(|e| e.key).collect();
         assert_eq!(keys, vec![b"a".to_vec()]);
     }
+
+    /// Updated in place, a key has one entry carrying its update count
+    /// (Algorithm 1's `e.updates`): the hottest keys are found by it.
+    #[test]
+    fn keys_updated_in_place_are_hot_by_their_update_count() {
+        let mem = Arc::new(Memtable::new(1, crate::format::KeyOrder::Bytewise).updating_in_place(true));
+        let mut seq = 0;
+        for (key, times) in [("a", 1), ("b", 9), ("c", 1), ("d", 4), ("e", 1)] {
+            for i in 0..times {
+                seq += 1;
+                let mut writes = mem.in_place_writes(None);
+                let value = format!("{key}{i}");
+                mem.add_in_place(seq, ValueKind::Value, key.as_bytes(), value.as_bytes(), crate::memtable::LogLocation::UNKNOWN, &mut writes);
+            }
+        }
+        assert_eq!(mem.len(), 5, "one entry per key");
+        let hot = hottest(&mem, 5, u64::MAX);
+        let got: Vec<(&[u8], &[u8])> = hot.iter().map(|e| (&e.key[..], &e.value[..])).collect();
+        assert_eq!(got, vec![(&b"b"[..], &b"b8"[..]), (b"d", b"d3")]);
+        assert_eq!(hot[0].seq, 2, "the entry's sequence, its first version's");
+    }
 }
