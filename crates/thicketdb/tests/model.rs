@@ -1198,7 +1198,7 @@ fn model_triad_techniques_alone_and_together() {
         ("triad_in_place", |o| {
             o.triad_in_place = true;
             o.triad_flush_threshold = 0.5;
-            o.triad_log_limit = 2 * o.write_buffer_size;
+            o.triad_log_limit = 2.0;
         }),
     ];
     for (name, switch) in alone {

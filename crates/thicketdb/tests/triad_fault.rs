@@ -83,16 +83,20 @@ fn log_options() -> Options {
         .triad_log(true)
 }
 
+/// The hot/cold flush of a memtable holding every version.
 #[test]
 fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
-    crash_at_every_flush_op(&triad_options());
+    crash_at_every_flush_op(&triad_options().triad_in_place(false));
 }
 
-/// The hot/cold flush of a C_m updated in place (TRIAD's Algorithm 1):
-/// most of the hot keys' writes replaced their entry's value.
+/// The hot/cold flush of a C_m updated in place (TRIAD's Algorithm 1, the
+/// `triad` profile's): most of the hot keys' writes replaced their entry's
+/// value.
 #[test]
 fn a_hot_cold_flush_of_an_in_place_memtable_keeps_every_write_across_a_crash_at_any_point() {
-    crash_at_every_flush_op(&triad_options().triad_in_place(true));
+    let options = triad_options();
+    assert!(options.triad_in_place);
+    crash_at_every_flush_op(&options);
 }
 
 #[test]
@@ -174,10 +178,14 @@ fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
     );
 }
 
+/// FLUSH_TH on a memtable holding every version: the memtable fills with
+/// the log.
 fn flush_th_options() -> Options {
     triad_options()
         .write_buffer_size(64 << 10)
         .triad_flush_threshold(0.5)
+        .triad_in_place(false)
+        .triad_log_limit(0.0)
 }
 
 /// Updates of 20 keys: the memtable fills with versions of few keys.
@@ -267,9 +275,7 @@ fn flush_th_rewrites_instead_of_flushing_and_recovers() {
 /// TRIAD's log limit over a C_m updated in place: the memtable holds a few
 /// distinct keys while the log takes every write.
 fn log_limit_options() -> Options {
-    flush_th_options()
-        .triad_in_place(true)
-        .triad_log_limit(128 << 10)
+    flush_th_options().triad_in_place(true).triad_log_limit(2.0)
 }
 
 /// Updates of 20 keys with values of one length (updated in place), a

@@ -449,14 +449,17 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20; store, lsm,
-        /// TRIAD's commit-log limit: when the active log reaches this many
-        /// bytes the memtables are treated as full, so FLUSH_TH
-        /// (`triad_flush_threshold`) decides between rewriting the log and
-        /// flushing (Algorithm 1's FLUSH, run when the log is full). With
+        /// TRIAD's commit-log limit, in memtables (`write_buffer_size`s):
+        /// when the active log reaches it the memtables are treated as
+        /// full, so FLUSH_TH (`triad_flush_threshold`) decides between
+        /// rewriting the log and flushing (Algorithm 1's FLUSH, run when
+        /// the log is full; the paper's log is larger than C_m). With
         /// in-place updates the memtable fills with distinct keys only
         /// and the log with every write. 0: no limit of its own (the log is
-        /// full when a memtable is).
-        triad_log_limit: u64 = 0; store, lsm,
+        /// full when a memtable is); else at least 1 (a rewritten log holds
+        /// up to FLUSH_TH of a memtable: a smaller limit would rewrite it
+        /// at every write).
+        triad_log_limit: f64 = 0.0; store, lsm,
         /// Microseconds a writer queued behind a write group yields the
         /// CPU (`sched_yield`) before it sleeps on the queue's condition
         /// variable (RocksDB's `write_thread_max_yield_usec` with
@@ -725,10 +728,8 @@ impl Options {
         if !(0.0..=0.9).contains(&self.triad_flush_threshold) {
             return bad("triad_flush_threshold must be between 0 and 0.9");
         }
-        if self.triad_log_limit > 0 && self.triad_log_limit < self.write_buffer_size {
-            // A rewritten log holds up to FLUSH_TH of a memtable: a smaller
-            // limit would rewrite it again at every write.
-            return bad("triad_log_limit must be 0 or at least write_buffer_size");
+        if self.triad_log_limit != 0.0 && !(1.0..=1024.0).contains(&self.triad_log_limit) {
+            return bad("triad_log_limit must be 0 or between 1 and 1024 memtables");
         }
         if !(0.0..=0.5).contains(&self.triad_hot_fraction) {
             return bad("triad_hot_fraction must be between 0 and 0.5");

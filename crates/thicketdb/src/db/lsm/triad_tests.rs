@@ -204,7 +204,7 @@ fn the_log_limit_rewrites_or_flushes_before_the_memtable_is_full() {
     let options = Options {
         write_buffer_size: 512 << 10,
         triad_flush_threshold: 0.5,
-        triad_log_limit: 1 << 20,
+        triad_log_limit: 2.0,
         ..in_place_options()
     };
     let db = Db::open(dir.path(), options.clone()).unwrap();

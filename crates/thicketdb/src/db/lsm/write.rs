@@ -346,7 +346,8 @@ fn make_room(
 /// Whether the active log reached `triad_log_limit`.
 /// REQUIRES: `inner.write` held by the queue's front. Takes `log`.
 fn log_full(inner: &DbInner) -> bool {
-    let limit = inner.options.triad_log_limit;
+    let opts = &inner.options;
+    let limit = (opts.triad_log_limit * opts.write_buffer_size as f64) as u64;
     limit > 0 && inner.log.lock().writer.len() >= limit
 }
 
