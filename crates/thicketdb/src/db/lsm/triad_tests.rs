@@ -237,3 +237,37 @@ fn the_log_limit_rewrites_or_flushes_before_the_memtable_is_full() {
     let db = Db::open(dir.path(), options).unwrap();
     assert_eq!(db.get(key(7)).unwrap(), Some(value(19_987)));
 }
+
+/// K (hot keys a flush keeps) is a fraction of what a full memtable holds,
+/// as Algorithm 2's `hotKeyCount`: a memtable updated in place flushed
+/// a tenth full still keeps a tenth of a full one's hot keys' share.
+#[test]
+fn hot_key_count_is_a_share_of_a_full_memtable() {
+    let options = Options {
+        write_buffer_size: 1 << 20,
+        triad_hot_fraction: 0.01,
+        ..Options::default()
+    };
+    let mem = crate::memtable::Memtable::new(1, crate::format::KeyOrder::Bytewise);
+    for i in 0..300 {
+        mem.add(
+            u64::from(i) + 1,
+            crate::format::internal_key::ValueKind::Value,
+            &key(i),
+            &[b'v'; 250],
+        );
+    }
+    let fill = mem.approximate_size() as f64 / (1 << 20) as f64;
+    let expected = (0.01 * 300.0 / fill) as usize;
+    assert!(expected >= 7, "{expected}");
+    assert_eq!(super::flush::hot_key_count(&options, &mem), expected);
+    let full = Options {
+        write_buffer_size: 64 << 10,
+        ..options
+    };
+    assert_eq!(
+        super::flush::hot_key_count(&full, &mem),
+        3,
+        "a full memtable: its own entries"
+    );
+}
