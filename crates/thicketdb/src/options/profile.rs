@@ -198,9 +198,10 @@ impl Profile {
                 triad_log: true,
                 // Algorithm 1's C_m, updated in place, and its commit log
                 // of four memtables: on ws1 (1M keys, 10% reads, 4 MiB
-                // memtables) 0.72x -> 1.03x `default` and 1.09x -> 1.37x
-                // RocksDB, device WA 2.88 -> 1.58 (RocksDB's 7.48); ws2
-                // unchanged (docs/reproduction.md, "TRIAD, session 23
+                // memtables) 0.72x -> 1.03-1.13x `default` and 1.09x ->
+                // 1.37-1.52x RocksDB, device WA 2.88 -> 1.58-1.63
+                // (RocksDB's 7.4); capped 0.59x -> 1.08-1.19x `default`;
+                // ws2 unchanged (docs/reproduction.md, "TRIAD, session 23
                 // rounds").
                 triad_in_place: true,
                 triad_log_limit: 4.0,
