@@ -290,6 +290,10 @@ mod tests {
         stats.l0_compactions_deferred = 46;
         stats.hot_entries_kept = 47;
         stats.log_rewrites = 48;
+        stats.in_place_updates = 104;
+        stats.in_place_versions_kept = 105;
+        stats.log_limit_rewrites = 106;
+        stats.log_limit_switches = 107;
         stats.flush_micros = 49;
         stats.compaction_micros = 50;
         stats.l0_overlap_ratio = 0.5;
@@ -399,6 +403,10 @@ mod tests {
                 "l0_compactions_deferred": 46,
                 "hot_entries_kept": 47,
                 "log_rewrites": 48,
+                "in_place_updates": 104,
+                "in_place_versions_kept": 105,
+                "log_limit_rewrites": 106,
+                "log_limit_switches": 107,
                 "flush_micros": 49,
                 "compaction_micros": 50,
                 "l0_overlap_ratio": 0.5,

@@ -1220,20 +1220,32 @@ fn model_sifr_early_cleaning() {
 #[test]
 fn model_triad_techniques_alone_and_together() {
     type Switch = fn(&mut Options);
-    let alone: [(&str, Switch); 3] = [
+    let alone: [(&str, Switch); 4] = [
         ("triad_mem", |o| o.triad_mem = true),
         ("triad_disk", |o| o.triad_disk = true),
         ("triad_log", |o| o.triad_log = true),
+        // C_m updated in place, its log limited to two memtables (FLUSH_TH
+        // deciding when it fills).
+        ("triad_in_place", |o| {
+            o.triad_in_place = true;
+            o.triad_flush_threshold = 0.5;
+            o.triad_log_limit = 2.0;
+        }),
     ];
     for (name, switch) in alone {
         let mut config = profile_config(Profile::Default);
         switch(&mut config.options);
-        let mut log_table_bytes = 0;
+        let (mut log_table_bytes, mut in_place_updates) = (0, 0);
         for seed in seeds(&[701, 702]) {
-            log_table_bytes += run(seed, ops(OPS), fault(), config.clone()).log_table_bytes;
+            let stats = run(seed, ops(OPS), fault(), config.clone());
+            log_table_bytes += stats.log_table_bytes;
+            in_place_updates += stats.in_place_updates;
         }
-        log_table_bytes += run(703, ops(OPS), posix(), config).log_table_bytes;
+        let stats = run(703, ops(OPS), posix(), config);
+        log_table_bytes += stats.log_table_bytes;
+        in_place_updates += stats.in_place_updates;
         assert_eq!(log_table_bytes > 0, name == "triad_log", "{name}");
+        assert_eq!(in_place_updates > 0, name == "triad_in_place", "{name}");
     }
     let config = profile_config(Profile::Triad);
     assert!(

@@ -67,6 +67,11 @@ fn flushed_as_asked(options: &Options, db: &Db) {
         options.triad_log,
         "log tables: {stats:?}"
     );
+    assert_eq!(
+        stats.in_place_updates > 0,
+        options.triad_in_place,
+        "updates in place: {stats:?}"
+    );
 }
 
 /// TRIAD-LOG alone on the default profile.
@@ -78,9 +83,20 @@ fn log_options() -> Options {
         .triad_log(true)
 }
 
+/// The hot/cold flush of a memtable holding every version.
 #[test]
 fn a_hot_cold_flush_keeps_every_write_across_a_crash_at_any_point() {
-    crash_at_every_flush_op(&triad_options());
+    crash_at_every_flush_op(&triad_options().triad_in_place(false));
+}
+
+/// The hot/cold flush of a C_m updated in place (TRIAD's Algorithm 1, the
+/// `triad` profile's): most of the hot keys' writes replaced their entry's
+/// value.
+#[test]
+fn a_hot_cold_flush_of_an_in_place_memtable_keeps_every_write_across_a_crash_at_any_point() {
+    let options = triad_options();
+    assert!(options.triad_in_place);
+    crash_at_every_flush_op(&options);
 }
 
 #[test]
@@ -163,10 +179,14 @@ fn hot_keys_stay_in_memory_across_flushes_and_reopen() {
     );
 }
 
+/// FLUSH_TH on a memtable holding every version: the memtable fills with
+/// the log.
 fn flush_th_options() -> Options {
     triad_options()
         .write_buffer_size(64 << 10)
         .triad_flush_threshold(0.5)
+        .triad_in_place(false)
+        .triad_log_limit(0.0)
 }
 
 /// Updates of 20 keys: the memtable fills with versions of few keys.
@@ -251,6 +271,102 @@ fn flush_th_rewrites_instead_of_flushing_and_recovers() {
     drop(db);
     let db = open_fault(&fs, flush_th_options()).unwrap();
     assert!(scan_model(&db).unwrap() == model);
+}
+
+/// TRIAD's log limit over a C_m updated in place: the memtable holds a few
+/// distinct keys while the log takes every write.
+fn log_limit_options() -> Options {
+    flush_th_options().triad_in_place(true).triad_log_limit(2.0)
+}
+
+/// Updates of 20 keys with values of one length (updated in place), a
+/// delete now and then.
+fn few_keys_in_place(i: u32) -> Vec<Op> {
+    let value = (!i.is_multiple_of(41)).then(|| vec![b'a' + (i % 26) as u8; 200]);
+    vec![(format!("few{:02}", i % 20).into_bytes(), value)]
+}
+
+/// Updates of 40 keys of 1,000 bytes: their newest values (40 KB) are
+/// above FLUSH_TH (32 KiB) and within the memtable (64 KiB), so the full
+/// log is flushed.
+fn keys_over_flush_th(i: u32) -> Vec<Op> {
+    vec![(
+        format!("over{:02}", i % 40).into_bytes(),
+        Some(vec![b'a' + (i % 26) as u8; 1000]),
+    )]
+}
+
+/// A fault at every file-system operation from the write that first makes
+/// `happened` true (in a fault-free run) on, through the fifty writes
+/// after it, then a power loss (the writes synced) or a process crash:
+/// every acknowledged write survives.
+fn crash_around_first(
+    options: &Options,
+    write: fn(u32) -> Vec<Op>,
+    happened: fn(&thicketdb::Stats) -> bool,
+) {
+    let (start, during, trigger) = {
+        let fs = FaultFs::new();
+        let db = open_fault(&fs, options.clone()).unwrap();
+        let mut first = None;
+        for i in 0..100_000 {
+            let before = fault_ops(&fs);
+            db.write(batch_of(&write(i))).unwrap();
+            if happened(&db.stats()) {
+                first = Some((before, fault_ops(&fs) - before, i));
+                break;
+            }
+        }
+        first.expect("the event happens")
+    };
+    assert!(during > 1, "{during} operations");
+    for at in 0..=during {
+        for power_loss in [true, false] {
+            let fs = FaultFs::new();
+            let db = open_fault(&fs, options.clone()).unwrap();
+            let mut model = Model::new();
+            let mut armed = false;
+            for i in 0..=trigger + 50 {
+                if !armed && fault_ops(&fs) >= start {
+                    fs.fail_after_ops(at, FaultKind::Io);
+                    armed = true;
+                }
+                let w = write(i);
+                if db
+                    .write_opt(batch_of(&w), WriteOptions { sync: power_loss })
+                    .is_err()
+                {
+                    break;
+                }
+                apply(&mut model, &w);
+            }
+            end_process(&fs, db, power_loss);
+            let what = format!("fault after {at} of {during} ops, power loss: {power_loss}");
+            let db = open_fault(&fs, options.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = scan_model(&db).unwrap();
+            assert!(got == model, "{what}: {}", diff(&got, &model));
+            db.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_log_limit_rewrite_of_an_in_place_memtable_keeps_every_write_across_a_crash_at_any_point() {
+    crash_around_first(&log_limit_options(), few_keys_in_place, |s| {
+        assert_eq!(s.flushes, 0, "rewritten, not flushed: {s:?}");
+        if s.log_limit_rewrites > 0 {
+            assert!(s.in_place_updates > 100, "{s:?}");
+        }
+        s.log_limit_rewrites > 0
+    });
+}
+
+#[test]
+fn a_log_limit_flush_keeps_every_write_across_a_crash_at_any_point() {
+    crash_around_first(&log_limit_options(), keys_over_flush_th, |s| {
+        assert_eq!(s.log_rewrites, 0, "{s:?}");
+        s.log_limit_switches > 0
+    });
 }
 
 /// TRIAD-LOG alone, compactions by hand, a compaction's values past 64

@@ -17,7 +17,11 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
         "triad",
         &[
             "hot_entries_kept",
+            "in_place_updates",
+            "in_place_versions_kept",
             "log_rewrites",
+            "log_limit_rewrites",
+            "log_limit_switches",
             "flushes",
             "l0_compactions_deferred",
             "l0_overlap_ratio",

@@ -111,6 +111,8 @@ pub(super) const WIDE_TUNABLES: &[(&str, &[&str])] = &[
     ("triad_mem", &["false", "true"]),
     ("triad_flush_threshold", &["0", "0.5"]),
     ("triad_log", &["false", "true"]),
+    ("triad_in_place", &["false", "true"]),
+    ("triad_log_limit", &["0", "2", "4"]),
     ("triad_log_cache_size", &["0", "65536"]),
     ("triad_log_compaction_batch", &["0", "65536"]),
     ("compaction_readahead_bytes", &["0", "65536"]),

@@ -28,6 +28,14 @@ impl SnapshotRegistry {
         }
     }
 
+    /// Holds the registry: no snapshot is taken (and no iterator opened)
+    /// until the hold drops. A write group that updates values in place
+    /// holds it from before its first update until its sequence is
+    /// published, so a snapshot sees all of a group's updates or none.
+    pub fn hold(&self) -> PinsHeld<'_> {
+        PinsHeld(self.pinned.lock())
+    }
+
     /// The oldest sequence a reader may use: the oldest pinned one, or the
     /// latest write when nothing is pinned. `latest` is read under the
     /// registry's lock, so a snapshot being taken concurrently is either
@@ -36,6 +44,16 @@ impl SnapshotRegistry {
         let pinned = self.pinned.lock();
         let latest = latest.load(Ordering::Acquire);
         pinned.keys().next().copied().unwrap_or(latest).min(latest)
+    }
+}
+
+/// The registry held ([`SnapshotRegistry::hold`]).
+pub(crate) struct PinsHeld<'a>(parking_lot::MutexGuard<'a, BTreeMap<u64, usize>>);
+
+impl PinsHeld<'_> {
+    /// The newest pinned sequence, if any.
+    pub fn newest(&self) -> Option<u64> {
+        self.0.keys().next_back().copied()
     }
 }
 

@@ -17,29 +17,57 @@ pub const BLOCK_BYTES: usize = if cfg!(miri) { 4 << 10 } else { 1 << 20 };
 /// unused tail stays small.
 const OWN_MAP_ABOVE: usize = BLOCK_BYTES / 4;
 
-/// Bytes written into a [`ByteArena`], immutable from then on.
+/// Bytes written into a [`ByteArena`]. Immutable from then on, but for a
+/// value updated in place (`ArenaBytes::overwrite`), whose caller keeps
+/// every reader of those bytes out while it writes.
 #[derive(Clone, Copy)]
 pub struct ArenaBytes {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the bytes are never written after `ByteArena::copy_in` returns,
-// so sharing or sending the pointer only ever lets threads read them.
+// SAFETY: the bytes are only read after `ByteArena::copy_in` returns, but
+// by `overwrite`, whose contract excludes every other access to the bytes
+// it writes; so sending the pointer lets threads read them, or write them
+// alone.
 unsafe impl Send for ArenaBytes {}
-// SAFETY: as above: every access through the pointer is a read.
+// SAFETY: as above: concurrent accesses through the pointer are reads.
 unsafe impl Sync for ArenaBytes {}
 
 impl ArenaBytes {
-    /// The bytes.
+    /// `len` of the bytes from `start` (within them).
     ///
     /// # Safety
     /// The arena they came from must outlive the returned slice (a
-    /// memtable's nodes never outlive their skiplist, which owns it).
-    pub unsafe fn as_slice<'a>(self) -> &'a [u8] {
-        // SAFETY: `ptr` points at `len` initialised bytes inside a live
-        // map (the caller's contract), never written again.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    /// memtable's nodes never outlive their skiplist, which owns it), and
+    /// no [`overwrite`](Self::overwrite) of these bytes may run while the
+    /// slice lives.
+    pub unsafe fn range<'a>(self, start: usize, len: usize) -> &'a [u8] {
+        debug_assert!(start + len <= self.len);
+        // SAFETY: `start + len <= self.len` (a caller slices its own
+        // bytes), so the range lies in the `len` initialised bytes at
+        // `ptr`, alive and unwritten while the slice lives (the caller's
+        // contract).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), len) }
+    }
+
+    /// Writes `bytes` over the bytes from `at` (within them).
+    ///
+    /// # Safety
+    /// The arena they came from is alive, and no reference to the bytes
+    /// written exists or is made until this returns (a memtable updates a
+    /// value in place holding its key's stripe lock, with no iterator
+    /// open: `Memtable::add_in_place`).
+    pub unsafe fn overwrite(self, at: usize, bytes: &[u8]) {
+        assert!(at + bytes.len() <= self.len, "an overwrite within the bytes");
+        // SAFETY: the range is within the `len` bytes at `ptr` (asserted),
+        // in a live map whose pointer came from `MmapMut::as_mut_ptr`
+        // (writable); nobody reads or references them meanwhile (the
+        // caller's contract), and `bytes` is not in the arena's range
+        // being written (the caller copies from its own buffer).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(at), bytes.len())
+        }
     }
 
     pub fn len(self) -> usize {
@@ -135,7 +163,7 @@ mod tests {
         }
         for (at, value) in &written {
             // SAFETY: the arena is alive for the whole test.
-            let bytes = unsafe { at.as_slice() };
+            let bytes = unsafe { at.range(0, at.len()) };
             assert_eq!(bytes.len(), value.len() + 1);
             assert_eq!(&bytes[..1], b"k");
             assert_eq!(&bytes[1..], &value[..]);
@@ -152,7 +180,7 @@ mod tests {
         let mut arena = ByteArena::default();
         let at = arena.copy_in(&[b"", b""]);
         // SAFETY: the arena is alive.
-        assert!(unsafe { at.as_slice() }.is_empty());
+        assert!(unsafe { at.range(0, at.len()) }.is_empty());
         assert!(arena.maps.is_empty());
     }
 }

@@ -1,6 +1,7 @@
-//! TRIAD-MEM's hot keys: the user keys of a memtable with the most
-//! versions, counted by one scan at flush time (the write path pays
-//! nothing).
+//! TRIAD-MEM's hot keys: the user keys of a memtable updated most often,
+//! by the update counts the write path keeps in each key's newest entry
+//! (Algorithm 1's `e.updates`; with in-place updates one entry per key
+//! carries them all), read by one scan at flush time.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use crate::iterator::InternalIterator;
 use crate::log::RelogEntry;
 
 /// The newest version of each of the `k` user keys of `mem` with the most
-/// versions, among keys updated more often than the memtable's average key
+/// updates, among keys updated more often than the memtable's average key
 /// (TRIAD: "keys updated with higher frequency than the average one").
 /// A key whose newest version is above `visible_to_all` is left out: a
 /// snapshot may still read one of its older versions, which only the flush
@@ -22,9 +23,10 @@ pub fn hottest(mem: &Arc<Memtable>, k: usize, visible_to_all: u64) -> Vec<RelogE
     if k == 0 {
         return Vec::new();
     }
-    // (versions, newest sequence, user key) of every key with several.
+    // (updates, newest sequence, user key) of every key with several.
     let mut counted: Vec<(u64, u64, Vec<u8>)> = Vec::new();
     let mut distinct = 0u64;
+    let mut updates = 0u64;
     let mut it = MemtableIterator::new(mem.clone());
     it.seek_to_first();
     while it.valid() {
@@ -35,17 +37,17 @@ pub fn hottest(mem: &Arc<Memtable>, k: usize, visible_to_all: u64) -> Vec<RelogE
         distinct += 1;
         let user_key = parsed.user_key.to_vec();
         let newest = parsed.sequence;
-        let mut versions = 1;
+        let versions = u64::from(it.updates());
+        updates += versions;
         it.next();
         while it.valid() && ParsedKey::parse(it.key()).is_some_and(|p| p.user_key == user_key) {
-            versions += 1;
             it.next();
         }
         if versions > 1 && newest <= visible_to_all {
             counted.push((versions, newest, user_key));
         }
     }
-    let average = mem.len() as f64 / distinct.max(1) as f64;
+    let average = updates as f64 / distinct.max(1) as f64;
     counted.retain(|(versions, _, _)| *versions as f64 > average);
     // Most versions first; ties by key, so the choice is deterministic.
     counted.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.2.cmp(&b.2)));
@@ -151,5 +153,26 @@ mod tests {
         // a's newest is 4, b's is 7: a snapshot at 5 may read b's seq 5.
         let keys: Vec<Vec<u8>> = hottest(&mem, 5, 5).into_iter().map(|e| e.key).collect();
         assert_eq!(keys, vec![b"a".to_vec()]);
+    }
+
+    /// Updated in place, a key has one entry carrying its update count
+    /// (Algorithm 1's `e.updates`): the hottest keys are found by it.
+    #[test]
+    fn keys_updated_in_place_are_hot_by_their_update_count() {
+        let mem = Arc::new(Memtable::new(1, crate::format::KeyOrder::Bytewise).updating_in_place(true));
+        let mut seq = 0;
+        for (key, times) in [("a", 1), ("b", 9), ("c", 1), ("d", 4), ("e", 1)] {
+            for i in 0..times {
+                seq += 1;
+                let mut writes = mem.in_place_writes(None);
+                let value = format!("{key}{i}");
+                mem.add_in_place(seq, ValueKind::Value, key.as_bytes(), value.as_bytes(), crate::memtable::LogLocation::UNKNOWN, &mut writes);
+            }
+        }
+        assert_eq!(mem.len(), 5, "one entry per key");
+        let hot = hottest(&mem, 5, u64::MAX);
+        let got: Vec<(&[u8], &[u8])> = hot.iter().map(|e| (&e.key[..], &e.value[..])).collect();
+        assert_eq!(got, vec![(&b"b"[..], &b"b8"[..]), (b"d", b"d3")]);
+        assert_eq!(hot[0].seq, 2, "the entry's sequence, its first version's");
     }
 }

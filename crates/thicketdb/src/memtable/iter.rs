@@ -1,6 +1,7 @@
 //! A bidirectional cursor over a memtable. Entries are immutable once
-//! inserted, so the cursor stays valid while writes continue; entries newer
-//! than the reader's snapshot are filtered above this layer.
+//! inserted (a memtable that updates in place updates nothing while a
+//! cursor is open), so the cursor stays valid while writes continue;
+//! entries newer than the reader's snapshot are filtered above this layer.
 
 use std::sync::Arc;
 
@@ -16,14 +17,33 @@ pub struct MemtableIterator {
 }
 
 impl MemtableIterator {
+    /// A cursor over `mem`; while it lives, `mem` updates nothing in
+    /// place.
     pub fn new(mem: Arc<Memtable>) -> MemtableIterator {
+        if let Some(in_place) = &mem.in_place {
+            in_place.open_iterator();
+        }
         MemtableIterator { mem, node: NIL }
+    }
+
+    /// Versions of the current entry's key the memtable took up to it (in
+    /// place or as entries): its hotness.
+    pub fn updates(&self) -> u32 {
+        self.mem.list.node(self.node).updates()
     }
 
     /// Where the current entry's value is in the memtable's log, when the
     /// memtable tracks locations.
     pub fn location(&self) -> Option<LogLocation> {
         self.mem.list.location(self.node)?.unpack()
+    }
+}
+
+impl Drop for MemtableIterator {
+    fn drop(&mut self) {
+        if let Some(in_place) = &self.mem.in_place {
+            in_place.close_iterator();
+        }
     }
 }
 

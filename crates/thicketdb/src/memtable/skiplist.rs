@@ -14,13 +14,22 @@
 //! its node, so a search compares it on the line it reads the links from;
 //! only the value is copied into the list's byte arena (`byte_arena.rs`).
 //! Longer keys are copied there with their value.
+//!
+//! TRIAD's C_m (Algorithm 1) updates an entry in place: an insert whose
+//! key's newest version has a value of the same length may, when its
+//! caller allows (`insert_or_update`), overwrite that value and log
+//! location instead of linking a new node. Keys never change, so searches
+//! stay lock-free; only value bytes do, under the caller's exclusion of
+//! their readers. Each node counts the versions of its key the list has
+//! taken (`updates`: Algorithm 1's `e.updates`), carried from a key's
+//! newest node to the node that supersedes it.
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
-use crate::format::internal_key::TRAILER_LEN;
+use crate::format::internal_key::{ValueKind, TRAILER_LEN};
 use crate::format::KeyOrder;
 
 use super::byte_arena::{ArenaBytes, ByteArena};
@@ -38,6 +47,9 @@ pub struct Node {
     inline: [u8; INLINE_KEY],
     key_len: u32,
     next: [AtomicU32; MAX_HEIGHT],
+    /// Versions of this key the list has taken up to this node, in place
+    /// or as nodes (Algorithm 1's `e.updates`; TRIAD-MEM's hotness).
+    updates: AtomicU32,
     /// The value, preceded by the key when the key is not inline, in the
     /// list's arena.
     buf: ArenaBytes,
@@ -50,6 +62,7 @@ impl Node {
         user_key: &[u8],
         trailer: [u8; TRAILER_LEN],
         value: &[u8],
+        updates: u32,
         arena: &mut ByteArena,
     ) -> Node {
         let key_len = user_key.len() + TRAILER_LEN;
@@ -66,6 +79,7 @@ impl Node {
             inline,
             key_len: key_len as u32,
             next: std::array::from_fn(|_| AtomicU32::new(NIL)),
+            updates: AtomicU32::new(updates),
             buf,
         }
     }
@@ -74,27 +88,47 @@ impl Node {
         self.key_len as usize <= INLINE_KEY
     }
 
-    /// The node's bytes in the arena.
-    fn buf(&self) -> &[u8] {
-        // SAFETY: a node is only reachable through its skiplist (`node`
-        // borrows it), which owns the arena `buf` points into; the arena
-        // is dropped with the list, after every borrow of a node ends.
-        unsafe { self.buf.as_slice() }
+    /// Where the value starts in `buf`.
+    fn value_start(&self) -> usize {
+        match self.is_inline() {
+            true => 0,
+            false => self.key_len as usize,
+        }
     }
 
     pub fn key(&self) -> &[u8] {
         let len = self.key_len as usize;
         match self.is_inline() {
             true => &self.inline[..len],
-            false => &self.buf()[..len],
+            // SAFETY: a node is only reachable through its skiplist
+            // (`node` borrows it), which owns the arena `buf` points into
+            // and drops it after every borrow of a node ends; the key's
+            // bytes are never overwritten (only a value is, `update`).
+            false => unsafe { self.buf.range(0, len) },
         }
     }
 
+    /// The value. A memtable that updates values in place reads it only
+    /// where it excludes the update (its key's stripe lock, or no update
+    /// while an iterator is open: `Memtable`).
     pub fn value(&self) -> &[u8] {
-        match self.is_inline() {
-            true => self.buf(),
-            false => &self.buf()[self.key_len as usize..],
-        }
+        let start = self.value_start();
+        // SAFETY: the arena outlives the borrow of the node (as in `key`);
+        // no `overwrite` of these bytes runs while the slice lives: the
+        // skiplist overwrites only through `insert_or_update`, whose caller
+        // promises to keep every reader of the value out meanwhile.
+        unsafe { self.buf.range(start, self.buf.len() - start) }
+    }
+
+    /// The node's kind, from its key's trailer.
+    fn kind(&self) -> Option<ValueKind> {
+        let key = self.key();
+        ValueKind::from_u8(key[key.len() - TRAILER_LEN])
+    }
+
+    /// Versions of this key the list has taken up to this node.
+    pub fn updates(&self) -> u32 {
+        self.updates.load(AtomicOrdering::Relaxed)
     }
 
     /// Bytes this node occupies, for memtable accounting.
@@ -113,11 +147,21 @@ struct Writer {
     prev: [u32; MAX_HEIGHT],
 }
 
+/// What an insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// Linked a new node of `charge` bytes; `superseded`: over an older
+    /// version of its key.
+    Inserted { charge: usize, superseded: bool },
+    /// Overwrote the value of the key's newest version.
+    Updated,
+}
+
 pub struct SkipList {
     nodes: MappedVec<Node>,
     /// Where each node's value is in the memtable's log, by node index
     /// (TRIAD-LOG); `None` when the memtable does not track them.
-    locations: Option<MappedVec<PackedLocation>>,
+    locations: Option<MappedVec<AtomicU64>>,
     head: [AtomicU32; MAX_HEIGHT],
     height: AtomicUsize,
     writer: Mutex<Writer>,
@@ -155,7 +199,8 @@ impl SkipList {
 
     /// The location of the node at `index`, when the list tracks them.
     pub fn location(&self, index: u32) -> Option<PackedLocation> {
-        self.locations.as_ref()?.get(index as usize).copied()
+        let at = self.locations.as_ref()?.get(index as usize)?;
+        Some(PackedLocation(at.load(AtomicOrdering::Relaxed)))
     }
 
     /// The order of the keys.
@@ -203,10 +248,49 @@ impl SkipList {
         value: &[u8],
         location: PackedLocation,
     ) -> usize {
+        // SAFETY: `may_update` never allows an update.
+        match unsafe { self.insert_or_update(user_key, trailer, value, location, |_| false) } {
+            Placed::Inserted { charge, .. } => charge,
+            Placed::Updated => unreachable!("no update was allowed"),
+        }
+    }
+
+    /// As [`insert`](Self::insert), but when the newest version of
+    /// `user_key` (byte-equal) in the list is a value of `value`'s length
+    /// and the entry is a value too, asks `may_update` (with that node's
+    /// index) whether to overwrite it: its value and location become the
+    /// entry's, its key (with its sequence) stays, and nothing is linked.
+    ///
+    /// # Safety
+    /// `may_update` returns true only when no reference to that node's
+    /// value bytes exists and none is made until the caller's exclusion of
+    /// readers ends (after this returns): no iterator reads the list, and
+    /// lookups of the key wait.
+    pub unsafe fn insert_or_update(
+        &self,
+        user_key: &[u8],
+        trailer: [u8; TRAILER_LEN],
+        value: &[u8],
+        location: PackedLocation,
+        may_update: impl FnOnce(u32) -> bool,
+    ) -> Placed {
         let mut w = self.writer.lock();
-        let mut node = Node::new(user_key, trailer, value, &mut w.arena);
+        let mut inline = [0u8; INLINE_KEY];
+        let mut spilled = Vec::new();
+        let key_len = user_key.len() + TRAILER_LEN;
+        let key: &[u8] = match inline.get_mut(..key_len) {
+            Some(buf) => {
+                buf[..user_key.len()].copy_from_slice(user_key);
+                buf[user_key.len()..].copy_from_slice(&trailer);
+                buf
+            }
+            None => {
+                spilled.extend_from_slice(user_key);
+                spilled.extend_from_slice(&trailer);
+                &spilled
+            }
+        };
         let height = random_height(&mut w.rng);
-        let key = node.key();
         let mut prev = [NIL; MAX_HEIGHT];
         let hinted =
             w.last != NIL && self.order.internal(self.node(w.last).key(), key) == Ordering::Less;
@@ -236,13 +320,46 @@ impl SkipList {
             }
             prev[level] = x;
         }
+        // The entry sorts before every older version of its key: the node
+        // after its place, if of the same user key, is the key's newest.
+        let newest = self.next_of(prev[0], 0);
+        let same_key = newest != NIL && {
+            let k = self.node(newest).key();
+            &k[..k.len() - TRAILER_LEN] == user_key
+        };
+        let updates = match same_key {
+            true => self.node(newest).updates().saturating_add(1),
+            false => 1,
+        };
+        let value_kind = ValueKind::from_u8(trailer[0]) == Some(ValueKind::Value);
+        if same_key && value_kind {
+            let node = self.node(newest);
+            if node.kind() == Some(ValueKind::Value)
+                && node.value().len() == value.len()
+                && may_update(newest)
+            {
+                // SAFETY: the arena lives as long as the list; the value's
+                // range is the node's own, and `may_update` said no reader
+                // references it until the caller lets readers in again
+                // (this function's contract); `value` is the caller's.
+                unsafe { node.buf.overwrite(node.value_start(), value) };
+                if let Some(locations) = &self.locations {
+                    if let Some(at) = locations.get(newest as usize) {
+                        at.store(location.0, AtomicOrdering::Relaxed);
+                    }
+                }
+                node.updates.store(updates, AtomicOrdering::Relaxed);
+                return Placed::Updated;
+            }
+        }
+        let mut node = Node::new(user_key, trailer, value, updates, &mut w.arena);
         for (level, link) in node.next.iter_mut().enumerate().take(height) {
             *link.get_mut() = self.next_of(prev[level], level);
         }
         let mut charge = node.charge();
         if let Some(locations) = &self.locations {
             // Pushed under the writer lock just before its node: the same index.
-            locations.push(location);
+            locations.push(AtomicU64::new(location.0));
             charge += std::mem::size_of::<PackedLocation>();
         }
         let index = self.nodes.push(node) as u32;
@@ -258,7 +375,10 @@ impl SkipList {
             *slot = if level < height { index } else { prev[level] };
         }
         w.last = index;
-        charge
+        Placed::Inserted {
+            charge,
+            superseded: same_key,
+        }
     }
 
     /// The first node whose key is `>= key`, or `NIL`.

@@ -371,6 +371,14 @@ options! {
         /// of `write_buffer_size`, write them to a fresh log, drop the old
         /// log and keep going instead of flushing; 0 disables it.
         triad_flush_threshold: f64 = 0.0; keyspace, lsm,
+        /// TRIAD's C_m (Algorithm 1): a write over a key whose newest
+        /// version in the active memtable is a value of the same length
+        /// overwrites that value in place (one entry per key, its update
+        /// count kept), unless a snapshot or iterator may read the older
+        /// version; so the memtable holds distinct keys and the log fills
+        /// first (`triad_log_limit`). Bytewise order only (ignored with a
+        /// custom comparator).
+        triad_in_place: bool = false; keyspace, lsm,
         /// TRIAD-LOG: a flush writes a log table (each key's address in the
         /// memtable's log, no value copied) instead of a table, and the log
         /// lives as long as a live log table references it.
@@ -441,6 +449,17 @@ options! {
         /// it) when the store has a block cache of its own; 0 reads every
         /// value from its log.
         triad_log_cache_size: u64 = 16 << 20; store, lsm,
+        /// TRIAD's commit-log limit, in memtables (`write_buffer_size`s):
+        /// when the active log reaches it the memtables are treated as
+        /// full, so FLUSH_TH (`triad_flush_threshold`) decides between
+        /// rewriting the log and flushing (Algorithm 1's FLUSH, run when
+        /// the log is full; the paper's log is larger than C_m). With
+        /// in-place updates the memtable fills with distinct keys only
+        /// and the log with every write. 0: no limit of its own (the log is
+        /// full when a memtable is); else at least 1 (a rewritten log holds
+        /// up to FLUSH_TH of a memtable: a smaller limit would rewrite it
+        /// at every write).
+        triad_log_limit: f64 = 0.0; store, lsm,
         /// Microseconds a writer queued behind a write group yields the
         /// CPU (`sched_yield`) before it sleeps on the queue's condition
         /// variable (RocksDB's `write_thread_max_yield_usec` with
@@ -701,6 +720,9 @@ impl Options {
         }
         if !(0.0..=0.9).contains(&self.triad_flush_threshold) {
             return bad("triad_flush_threshold must be between 0 and 0.9");
+        }
+        if self.triad_log_limit != 0.0 && !(1.0..=1024.0).contains(&self.triad_log_limit) {
+            return bad("triad_log_limit must be 0 or between 1 and 1024 memtables");
         }
         if !(0.0..=0.5).contains(&self.triad_hot_fraction) {
             return bad("triad_hot_fraction must be between 0 and 0.5");

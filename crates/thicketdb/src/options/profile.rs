@@ -199,6 +199,15 @@ impl Profile {
                 triad_mem: true,
                 triad_flush_threshold: 0.5,
                 triad_log: true,
+                // Algorithm 1's C_m, updated in place, and its commit log
+                // of four memtables: on ws1 (1M keys, 10% reads, 4 MiB
+                // memtables) 0.72x -> 1.03-1.13x `default` and 1.09x ->
+                // 1.37-1.52x RocksDB, device WA 2.88 -> 1.58-1.63
+                // (RocksDB's 7.4); capped 0.59x -> 1.08-1.19x `default`;
+                // ws2 unchanged (docs/reproduction.md, "TRIAD, session 23
+                // rounds").
+                triad_in_place: true,
+                triad_log_limit: 4.0,
                 // RocksDB's L0 slowdown and stop (20, 36), the base TRIAD
                 // was built on: TRIAD-DISK keeps up to 6 runs deferred, and
                 // `default`'s 8 then left two flushes before writes slowed

@@ -169,7 +169,7 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
     };
     let smallest_snapshot = inner.snapshots.oldest(&inner.last_sequence);
     let hot = if tree.options.triad_mem {
-        let k = (tree.options.triad_hot_fraction * imm.len() as f64) as usize;
+        let k = hot_key_count(&tree.options, &imm);
         hottest(&imm, k, smallest_snapshot)
     } else {
         Vec::new()
@@ -245,4 +245,15 @@ fn place_flushed_run<'a>(
         t.run = run;
     }
     Some(bg)
+}
+/// TRIAD-MEM's K (Algorithm 2's `hotKeyCount = sizeof(Memtable) *
+/// PERC_HOT / sizeof(Entry)`): `triad_hot_fraction` of the entries a full
+/// memtable holds, at `mem`'s average entry size. A memtable updated in
+/// place holds each key once and may be flushed before it is full (its
+/// log full, or another keyspace's memtable), so its own entry count would
+/// shrink K with the skew it should exploit.
+pub(crate) fn hot_key_count(options: &Options, mem: &Memtable) -> usize {
+    let fill = mem.approximate_size().max(1) as f64 / options.write_buffer_size as f64;
+    let entries = mem.len() as f64 / fill.min(1.0);
+    (options.triad_hot_fraction * entries) as usize
 }

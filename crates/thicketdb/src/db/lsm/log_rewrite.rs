@@ -4,9 +4,10 @@
 //! and the old log, unpinned with the old memtable, is deleted.
 //!
 //! The paper triggers this when the commit log is full while the memtable
-//! is not (its memtable updates in place). This memtable keeps every
-//! version, so log and memtable fill together: the memtable-full trigger
-//! is the log-size trigger here.
+//! is not (its memtable updates in place). With `triad_in_place` and
+//! `triad_log_limit` so does this store (`write.rs::make_room`); without
+//! them the memtable keeps every version, so log and memtable fill
+//! together and the memtable-full trigger is the log-size trigger.
 //!
 //! Crash safety: the old log stays pinned (and listed by the MANIFEST)
 //! until the new log is synced and installed. Recovery that still finds

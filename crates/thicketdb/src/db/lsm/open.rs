@@ -495,7 +495,7 @@ impl Replay<'_> {
                     .filter(|t| number >= t.target.log_number)
                     .map(|t| (t.target.id, &*t.mem))
                     .collect();
-                insert_into_memtables(&mems, &record, offset)
+                insert_into_memtables(&mems, &record, offset, &mut [])
             };
             last = last.max(applied.map_err(|why| Error::corruption(&path, offset, why))?);
             for i in 0..self.trees.len() {

@@ -81,5 +81,6 @@ pub(crate) fn memtable_on_log(
         options.comparator.clone(),
     )
     .tracking_locations(options.triad_log)
+    .updating_in_place(options.triad_in_place)
     .with_filter(options.memtable_filter_bytes())
 }

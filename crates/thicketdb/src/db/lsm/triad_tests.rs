@@ -136,3 +136,138 @@ fn relog_never_carries_a_key_a_newer_immutable_memtable_holds() {
     );
     assert_eq!(lookup(b"alone"), Some(Lookup::Value(b"carried".to_vec())));
 }
+
+fn in_place_options() -> Options {
+    Options {
+        write_buffer_size: 256 << 10,
+        triad_in_place: true,
+        ..Options::default()
+    }
+}
+
+/// TRIAD's C_m updates a key's newest value in place, but a version a
+/// snapshot or an open iterator reads stays: each reads what it read
+/// before, and the store reads the newest, also after a flush and reopen.
+#[test]
+fn in_place_updates_keep_what_snapshots_and_iterators_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), in_place_options()).unwrap();
+    let get = |db: &Db| db.get(b"k").unwrap().unwrap();
+    db.put(b"k", b"value-1").unwrap();
+    db.put(b"k", b"value-2").unwrap();
+    assert_eq!(
+        (db.stats().in_place_updates, get(&db)),
+        (1, b"value-2".to_vec())
+    );
+    let snapshot = db.snapshot();
+    db.put(b"k", b"value-3").unwrap();
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt(b"k", &at_snapshot).unwrap().unwrap(), b"value-2");
+    assert_eq!(get(&db), b"value-3");
+    let s = db.stats();
+    assert_eq!((s.in_place_updates, s.in_place_versions_kept), (1, 1));
+    drop(at_snapshot);
+    db.put(b"k", b"value-4").unwrap();
+    assert_eq!(db.stats().in_place_updates, 2, "no pin left");
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    db.put(b"k", b"value-5").unwrap();
+    db.put(b"j", b"other").unwrap();
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!((it.key(), it.value()), (&b"k"[..], &b"value-4"[..]));
+    it.next();
+    assert!(!it.valid(), "the iterator's snapshot");
+    drop(it);
+    let s = db.stats();
+    assert_eq!((s.in_place_updates, s.in_place_versions_kept), (2, 2));
+    assert_eq!(get(&db), b"value-5");
+    db.flush().unwrap();
+    assert_eq!(get(&db), b"value-5");
+    db.put(b"k", b"value-6").unwrap();
+    db.put(b"k", b"value-7").unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), in_place_options()).unwrap();
+    assert_eq!(get(&db), b"value-7");
+    assert_eq!(db.get(b"j").unwrap().as_deref(), Some(&b"other"[..]));
+}
+
+/// With in-place updates the memtable holds distinct keys and the log every
+/// write: `triad_log_limit` makes a full log rewrite itself while the
+/// newest values are under FLUSH_TH, and flush the memtable once they are
+/// not, before the memtable is full.
+#[test]
+fn the_log_limit_rewrites_or_flushes_before_the_memtable_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        write_buffer_size: 512 << 10,
+        triad_flush_threshold: 0.5,
+        triad_log_limit: 2.0,
+        ..in_place_options()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let value = |i: u32| vec![b'a' + (i % 26) as u8; 300];
+    for i in 0..20_000 {
+        db.put(key(i % 20), value(i)).unwrap();
+    }
+    let s = db.stats();
+    assert!(s.in_place_updates > 19_000, "{s:?}");
+    assert!(
+        s.log_limit_rewrites >= 4 && s.log_rewrites == s.log_limit_rewrites,
+        "{s:?}"
+    );
+    assert_eq!((s.flushes, s.log_limit_switches), (0, 0), "{s:?}");
+    // 1,000 keys of 300 bytes: above FLUSH_TH (256 KiB), within the
+    // memtable (512 KiB), rewritten four times over the log limit.
+    for i in 0..4_000 {
+        db.put(key(1000 + i % 1000), value(i)).unwrap();
+    }
+    let s = db.stats();
+    assert!(s.log_limit_switches >= 1, "{s:?}");
+    db.flush().unwrap();
+    for i in 0..20 {
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(19_980 + i)));
+    }
+    for i in 3000..4000 {
+        assert_eq!(db.get(key(1000 + i % 1000)).unwrap(), Some(value(i)));
+    }
+    drop(db);
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(19_987)));
+}
+
+/// K (hot keys a flush keeps) is a fraction of what a full memtable holds,
+/// as Algorithm 2's `hotKeyCount`: a memtable updated in place flushed
+/// a tenth full still keeps a tenth of a full one's hot keys' share.
+#[test]
+fn hot_key_count_is_a_share_of_a_full_memtable() {
+    let options = Options {
+        write_buffer_size: 1 << 20,
+        triad_hot_fraction: 0.01,
+        ..Options::default()
+    };
+    let mem = crate::memtable::Memtable::new(1, crate::format::KeyOrder::Bytewise);
+    for i in 0..300 {
+        mem.add(
+            u64::from(i) + 1,
+            crate::format::internal_key::ValueKind::Value,
+            &key(i),
+            &[b'v'; 250],
+        );
+    }
+    let fill = mem.approximate_size() as f64 / (1 << 20) as f64;
+    let expected = (0.01 * 300.0 / fill) as usize;
+    assert!(expected >= 7, "{expected}");
+    assert_eq!(super::flush::hot_key_count(&options, &mem), expected);
+    let full = Options {
+        write_buffer_size: 64 << 10,
+        ..options
+    };
+    assert_eq!(
+        super::flush::hot_key_count(&full, &mem),
+        3,
+        "a full memtable: its own entries"
+    );
+}

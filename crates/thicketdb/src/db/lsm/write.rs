@@ -24,7 +24,7 @@ use crate::db::batch::{DecodedBatch, OpKind, WriteBatch};
 use crate::db::call_options::WriteOptions;
 use crate::error::{Error, Result};
 use crate::log::LogWriter;
-use crate::memtable::Memtable;
+use crate::memtable::{InPlaceWrites, Memtable};
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::version::files::log_path;
@@ -143,6 +143,13 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
         let mems: Vec<(u32, &Memtable)> = svs.iter().map(|(id, sv)| (*id, &*sv.mem)).collect();
         let first = inner.last_sequence.load(Ordering::Acquire) + 1;
         let mut log = inner.log.lock();
+        // In-place updates (TRIAD's C_m): no snapshot or iterator is taken
+        // from the first update until the group is published (then it sees
+        // all of them), and versions a pinned one may read stay.
+        let pins = mems
+            .iter()
+            .any(|(_, m)| m.updates_in_place())
+            .then(|| inner.snapshots.hold());
         let record = merged.encode(first);
         let logged = log.writer.add_record(record).and_then(|offset| {
             log.writer.flush()?;
@@ -161,7 +168,14 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
             }
         };
         Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
-        insert_into_memtables(&mems, record, offset).map_err(|why| {
+        let mut in_place: Vec<InPlaceWrites> = match &pins {
+            Some(pins) => mems
+                .iter()
+                .map(|(_, m)| m.in_place_writes(pins.newest()))
+                .collect(),
+            None => Vec::new(),
+        };
+        insert_into_memtables(&mems, record, offset, &mut in_place).map_err(|why| {
             Error::invariant(format!(
                 "a batch this process encoded failed to decode: {why}"
             ))
@@ -169,6 +183,13 @@ fn lead(inner: &Arc<DbInner>, state: &mut RankedGuard<'_, WriteState>) -> Result
         inner
             .last_sequence
             .store(first + count - 1, Ordering::Release);
+        // Lookups of the keys updated in place wait until here.
+        let c = &inner.counters;
+        for writes in in_place {
+            Counters::add(&c.in_place_updates, writes.updated);
+            Counters::add(&c.in_place_versions_kept, writes.kept);
+        }
+        drop(pins);
         Ok(())
     });
     if result.is_ok() {
@@ -213,20 +234,27 @@ fn form_group(state: &mut RankedGuard<'_, WriteState>) -> (WriteBatch, usize, bo
 /// of a keyspace not there, dropped or already flushed past this log, is
 /// skipped; it still takes its sequence number); returns the batch's last
 /// sequence. A malformed batch is rejected before anything is inserted.
-pub(crate) fn insert_into_memtables(
-    mems: &[(u32, &Memtable)],
+/// `in_place`: one group of in-place writes per memtable of `mems`, or
+/// none (every write adds a version).
+pub(crate) fn insert_into_memtables<'a>(
+    mems: &[(u32, &'a Memtable)],
     record: &[u8],
     record_offset: u64,
+    in_place: &mut [InPlaceWrites<'a>],
 ) -> std::result::Result<u64, String> {
     let batch = DecodedBatch::parse(record)?;
     batch.for_each(|_| ())?;
     let mut seq = batch.first_sequence;
     batch.for_each(|op| {
-        if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == op.keyspace) {
+        if let Some(i) = mems.iter().position(|(id, _)| *id == op.keyspace) {
+            let mem = mems[i].1;
             match op.kind {
                 OpKind::Point(kind) => {
                     let at = location_in(record, record_offset, op.value);
-                    mem.add_at(seq, kind, op.key, op.value, at);
+                    match in_place.get_mut(i) {
+                        Some(writes) => mem.add_in_place(seq, kind, op.key, op.value, at, writes),
+                        None => mem.add_at(seq, kind, op.key, op.value, at),
+                    }
                 }
                 OpKind::RangeDeletion => mem.add_range_deletion(seq, op.key, op.value),
             }
@@ -270,9 +298,13 @@ fn make_room(
             );
             continue;
         }
+        let memtable_full = rooms.iter().any(|r| r.full);
+        // The log's own limit (TRIAD's Algorithm 1 flushes when the commit
+        // log is full): with in-place updates it fills before the memtable.
+        let log_full = !force && !memtable_full && log_full(inner);
         let switch = match force {
             true => svs.iter().any(|(_, sv)| !sv.mem.is_empty()),
-            false => rooms.iter().any(|r| r.full),
+            false => memtable_full || log_full,
         };
         if !switch {
             return Ok(());
@@ -290,6 +322,9 @@ fn make_room(
             continue;
         }
         if !force && super::log_rewrite::rewrite_small_log(inner, &svs)? {
+            if log_full {
+                Counters::add(&inner.counters.log_limit_rewrites, 1);
+            }
             // No flush follows to delete the old log, unpinned with the old
             // memtable once readers let go of it: delete it now, with the
             // queue still ours but its mutex released for the file I/O.
@@ -300,9 +335,20 @@ fn make_room(
             return Ok(());
         }
         switch_memtable(inner)?;
+        if log_full {
+            Counters::add(&inner.counters.log_limit_switches, 1);
+        }
         wake_background(inner);
         return Ok(());
     }
+}
+
+/// Whether the active log reached `triad_log_limit`.
+/// REQUIRES: `inner.write` held by the queue's front. Takes `log`.
+fn log_full(inner: &DbInner) -> bool {
+    let opts = &inner.options;
+    let limit = (opts.triad_log_limit * opts.write_buffer_size as f64) as u64;
+    limit > 0 && inner.log.lock().writer.len() >= limit
 }
 
 /// What one keyspace's memtable and tree say about room for a write.
