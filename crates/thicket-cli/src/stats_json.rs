@@ -251,7 +251,7 @@ mod tests {
         stats.block_cache_passing_hits = 101;
         stats.block_cache_passing_misses = 102;
         stats.tables_settled = 103;
-        stats.compactions_grouped = 104;
+        stats.compactions_grouped = 108;
         stats.get_blocks_read_per_level = vec![90];
         stats.buffer_hits_per_level = vec![91];
         stats.buffer_stops_per_level = vec![92];
@@ -357,7 +357,7 @@ mod tests {
                 "compactions_concurrent": 29,
                 "tables_moved": 30,
                 "tables_settled": 103,
-                "compactions_grouped": 104,
+                "compactions_grouped": 108,
                 "merge_checkpoints": 31,
                 "merges_resumed": 32,
                 "merge_in_progress": true,
