@@ -1220,7 +1220,13 @@ fn model_triad_techniques_alone_and_together() {
         log_table_bytes += stats.log_table_bytes;
         in_place_updates += stats.in_place_updates;
         assert_eq!(log_table_bytes > 0, name == "triad_log", "{name}");
-        assert_eq!(in_place_updates > 0, name == "triad_in_place", "{name}");
+        // A cut-down history (the debug job's) need not write a key twice
+        // into one memtable: only the full one must update in place.
+        match name {
+            "triad_in_place" if ops(OPS) >= OPS => assert!(in_place_updates > 0, "{name}"),
+            "triad_in_place" => {}
+            _ => assert_eq!(in_place_updates, 0, "{name}"),
+        }
     }
     let config = profile_config(Profile::Triad);
     assert!(
