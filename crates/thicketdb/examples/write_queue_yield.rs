@@ -12,14 +12,8 @@ use std::time::Instant;
 use thicketdb::{Db, Profile};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let dir = std::path::PathBuf::from(args.next().expect("DIR"));
-    let mut arg = |default: u64| {
-        args.next()
-            .map_or(default, |a| a.parse().expect("a number"))
-    };
-    let (yield_us, threads, keys) = (arg(50), arg(4), arg(1_000_000));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, mut args) = common::Args::parse();
+    let (yield_us, threads, keys) = (args.number(50), args.number(4), args.number(1_000_000));
     let options = Profile::Default
         .options()
         .write_thread_max_yield_micros(yield_us);

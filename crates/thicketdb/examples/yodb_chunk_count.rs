@@ -28,14 +28,12 @@ fn per_op(ops: u64, mut op: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let dir = std::path::PathBuf::from(args.next().expect("DIR"));
-    let mut arg = |default: u64| {
-        args.next()
-            .map_or(default, |a| a.parse().expect("a number"))
-    };
-    let (chunks, keys, ops) = (arg(1000), arg(200_000), arg(100_000));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, mut args) = common::Args::parse();
+    let (chunks, keys, ops) = (
+        args.number(1000),
+        args.number(200_000),
+        args.number(100_000),
+    );
     let mut options = Profile::YoDb.options();
     // A split fills each chunk to `chunk_fill_factor` of the size.
     let entry = 16 + 100 + 16;

@@ -16,14 +16,13 @@ use thicketdb::{Db, Profile, ReadOptions};
 use common::{key, next};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let dir = std::path::PathBuf::from(args.next().expect("DIR"));
-    let mut arg = |default: u64| {
-        args.next()
-            .map_or(default, |a| a.parse().expect("a number"))
-    };
-    let (keys, chunk, scans, len) = (arg(160_000), arg(1 << 20), arg(20_000), arg(10));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, mut args) = common::Args::parse();
+    let (keys, chunk, scans, len) = (
+        args.number(160_000),
+        args.number(1 << 20),
+        args.number(20_000),
+        args.number(10),
+    );
     let mut options = Profile::YoDb.options();
     options.chunk_size = chunk;
     options.funk_log_limit = chunk / 5;

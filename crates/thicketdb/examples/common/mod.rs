@@ -16,3 +16,22 @@ pub fn key(id: u64) -> Vec<u8> {
     key.extend_from_slice(&id.to_be_bytes());
     key
 }
+
+/// The command line `DIR [N...]`: the store's directory (emptied first),
+/// then numbers, each with its default when left out.
+pub struct Args(std::iter::Skip<std::env::Args>);
+
+impl Args {
+    pub fn parse() -> (std::path::PathBuf, Args) {
+        let mut args = std::env::args().skip(1);
+        let dir = std::path::PathBuf::from(args.next().expect("DIR"));
+        let _ = std::fs::remove_dir_all(&dir);
+        (dir, Args(args))
+    }
+
+    pub fn number(&mut self, default: u64) -> u64 {
+        self.0
+            .next()
+            .map_or(default, |a| a.parse().expect("a number"))
+    }
+}
