@@ -4,6 +4,7 @@
 //! metadata. The result is the edit that swaps inputs for outputs.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::bottommost::Bottommost;
@@ -40,6 +41,8 @@ pub struct ExecContext<'a> {
     /// Output segments bypass the page cache
     /// (`use_direct_io_for_flush_and_compaction`).
     pub direct_writes: bool,
+    /// Set when the store closes: the merge stops (`OutputSpec::stop`).
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// Commits the outputs persisted since the last checkpoint; the key is the
@@ -104,6 +107,7 @@ pub fn execute(
         segment_tables: ctx.segment_tables,
         new_file_number: ctx.new_file_number,
         direct_writes: ctx.direct_writes,
+        stop: ctx.stop,
     })
     .with_cut(GrandparentCut::new(
         ctx.grandparents.clone(),

@@ -17,10 +17,11 @@
 //! keyspan fragments at output boundaries the same way).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::grandparents::GrandparentCut;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::internal_key::user_key;
 use crate::format::range_tombstone::{successor, Fragments};
 use crate::io::segment::SegmentWriter;
@@ -44,7 +45,15 @@ pub struct OutputSpec<'a> {
     /// Segments bypass the page cache
     /// (`use_direct_io_for_flush_and_compaction`).
     pub direct_writes: bool,
+    /// Once set (the store is closing), the task stops with
+    /// `Error::Closed` and its unreferenced output is removed, as LevelDB
+    /// and RocksDB abandon a compaction on close; `None` for work that must
+    /// finish (flushes, repair).
+    pub stop: Option<&'a AtomicBool>,
 }
+
+/// Entries between two looks at `OutputSpec::stop`.
+const STOP_CHECK_INTERVAL: u32 = 1024;
 
 /// The tables written, the synced segments' bytes and the `fdatasync`s.
 #[derive(Debug, Default)]
@@ -70,6 +79,9 @@ pub struct OutputSink<'a> {
     /// and where the next table's share of them starts.
     range_dels: Fragments,
     range_lower: Option<Vec<u8>>,
+    /// Entries to add before the next look at `OutputSpec::stop` (counted
+    /// across streams: a task may merge many small groups).
+    until_stop_check: u32,
 }
 
 impl<'a> OutputSink<'a> {
@@ -83,6 +95,7 @@ impl<'a> OutputSink<'a> {
             cut: GrandparentCut::none(),
             range_dels: Fragments::default(),
             range_lower: None,
+            until_stop_check: STOP_CHECK_INTERVAL,
         }
     }
 
@@ -171,6 +184,11 @@ impl<'a> OutputSink<'a> {
     ) -> Result<usize> {
         let mut last_user_key = Vec::new();
         let mut completed = 0;
+        let stop = self.spec.stop;
+        let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+        if stopped() {
+            return Err(Error::Closed);
+        }
         while (source.valid() || !self.range_dels.is_empty()) && completed < max_tables {
             self.open_segment()?;
             let (number, _, segment) = self.open.as_mut().expect("segment is open");
@@ -184,6 +202,13 @@ impl<'a> OutputSink<'a> {
                         || self.cut.should_stop_before(key))
                 {
                     break;
+                }
+                self.until_stop_check -= 1;
+                if self.until_stop_check == 0 {
+                    self.until_stop_check = STOP_CHECK_INTERVAL;
+                    if stopped() {
+                        return Err(Error::Closed);
+                    }
                 }
                 if keep(key) {
                     builder.add(key, source.value())?;

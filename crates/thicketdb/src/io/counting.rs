@@ -1,5 +1,6 @@
 //! A file system for tests that counts what is read from chosen files
-//! (bytes and read calls, and opens for scattered reads), over another.
+//! (bytes and read calls, and opens for scattered reads), over another,
+//! and can call a hook as one of them is created (to hold a task there).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,11 +34,15 @@ impl Reads {
     }
 }
 
+/// Called with the path of a counted file about to be created.
+pub type CreateHook = Box<dyn Fn(&Path) + Send + Sync>;
+
 /// `inner`, counting reads of the files `counted` picks.
 pub struct CountingFs {
     inner: Arc<dyn FileSystem>,
     counted: fn(&Path) -> bool,
     reads: Arc<Reads>,
+    on_create: Option<CreateHook>,
 }
 
 impl CountingFs {
@@ -46,6 +51,22 @@ impl CountingFs {
             inner,
             counted,
             reads: Arc::default(),
+            on_create: None,
+        }
+    }
+
+    /// Calls `hook` (in the creating thread) before a counted file is
+    /// created.
+    pub fn with_create_hook(self, hook: CreateHook) -> CountingFs {
+        CountingFs {
+            on_create: Some(hook),
+            ..self
+        }
+    }
+
+    fn note_create(&self, path: &Path) {
+        if let Some(hook) = self.on_create.as_ref().filter(|_| (self.counted)(path)) {
+            hook(path);
         }
     }
 
@@ -97,6 +118,7 @@ impl SequentialFile for CountedSequential {
 
 impl FileSystem for CountingFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.note_create(path);
         self.inner.create(path)
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

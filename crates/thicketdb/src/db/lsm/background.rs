@@ -6,6 +6,7 @@
 //! step under the background mutex, so no two running tasks conflict; it
 //! runs and commits the task without the mutex and then releases the claim.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -116,11 +117,15 @@ fn run(inner: &Arc<DbInner>, worker: Worker) {
             if let Some((tree, claim)) = claim {
                 bg.busy_in(&tree).remove(claim);
             }
-            if let Err(e) = result {
-                bg.error.get_or_insert(e);
-                inner
-                    .failed
-                    .store(true, std::sync::atomic::Ordering::Release);
+            match result {
+                // A compaction the close stopped failed nothing: its inputs
+                // stay, its unreferenced output is gone.
+                Err(Error::Closed) if inner.closed.load(Ordering::Acquire) => {}
+                Err(e) => {
+                    bg.error.get_or_insert(e);
+                    inner.failed.store(true, Ordering::Release);
+                }
+                Ok(()) => {}
             }
             inner.background_cv.notify_all();
         }

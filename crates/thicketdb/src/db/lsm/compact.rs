@@ -109,6 +109,7 @@ fn run(
         grandparents,
         grandparent_limit,
         direct_writes: inner.options.use_direct_io_for_flush_and_compaction,
+        stop: Some(&inner.closed),
     };
     let Some(j) = journal else {
         return execute(task, &bottommost, &ctx, None);

@@ -101,6 +101,7 @@ impl FlushEnv<'_> {
             segment_tables: self.options.segment_tables(),
             new_file_number: self.new_file_number,
             direct_writes: self.options.use_direct_io_for_flush_and_compaction,
+            stop: None,
         });
         // Older tables may hold what the tombstones delete: all stay.
         sink.set_range_deletions(range_dels, None);

@@ -30,6 +30,8 @@ pub(crate) mod tree;
 pub(crate) mod write;
 
 #[cfg(test)]
+mod close_tests;
+#[cfg(test)]
 mod lsbm_tests;
 #[cfg(test)]
 mod readahead_tests;

@@ -413,6 +413,7 @@ fn write_salvaged(
         segment_tables: usize::MAX,
         new_file_number: new_number,
         direct_writes: options.use_direct_io_for_flush_and_compaction,
+        stop: None,
     });
     sink.set_range_deletions(range_dels, None);
     sink.add_stream(&mut source, &mut |_| true)?;
