@@ -23,6 +23,11 @@ pub fn stats_to_json(stats: &Stats) -> Value {
     fields_json(stats.fields().into_iter())
 }
 
+/// The space figures of `to_json` alone.
+pub fn space_to_json(space: &SpaceUsage) -> Value {
+    fields_json(space.fields().into_iter())
+}
+
 fn fields_json(fields: impl Iterator<Item = (&'static str, StatValue)>) -> Value {
     let mut object = Map::new();
     let mut fsyncs_by_cause = Map::new();

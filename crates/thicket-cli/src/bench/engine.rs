@@ -71,15 +71,18 @@ pub trait Engine: Sync {
     /// Read at the start and the end of the measured phase, never per
     /// operation.
     fn counters(&self) -> Counters;
-    /// Every statistic the engine keeps, as JSON (ThicketDB: `thicket
-    /// stats --json`); `None` where it keeps none worth recording.
-    fn engine_stats(&self) -> Option<serde_json::Value> {
+    /// The statistics the engine keeps without a scan of the store, as
+    /// JSON (ThicketDB: `thicket stats --json` less the space figures),
+    /// read once per second of the measured phase (the runs'
+    /// `mechanism_timeline`) and at its end; `None` where it keeps none
+    /// worth recording.
+    fn live_stats(&self) -> Option<serde_json::Value> {
         None
     }
-    /// `engine_stats` without figures that cost a scan of the store, read
-    /// once per second of the measured phase (the runs'
-    /// `mechanism_timeline`); `None` where the engine keeps none.
-    fn live_stats(&self) -> Option<serde_json::Value> {
+    /// The figures that cost a scan of the store (ThicketDB: `thicket
+    /// stats --json`'s space figures), read from a read-only reopen after
+    /// the run; `None` where the engine reports none.
+    fn space_stats(&self) -> Option<serde_json::Value> {
         None
     }
     fn close(self: Box<Self>) -> EngineResult<()>;
@@ -91,6 +94,17 @@ pub fn available() -> &'static [&'static str] {
         &["thicket", "rocksdb", "fjall"]
     } else {
         &["thicket"]
+    }
+}
+
+/// The settings' store opened read-only (fjall, which has no such mode,
+/// opens read-write), for the scans after a run: live keys and space.
+pub fn open_read_only(s: &Settings) -> EngineResult<Box<dyn Engine>> {
+    match s.engine.as_str() {
+        "thicket" => Ok(Box::new(Thicket::open_read_only(s)?)),
+        #[cfg(feature = "peers")]
+        "rocksdb" => Ok(Box::new(super::peers::Rocks::open_read_only(s)?)),
+        _ => open(s),
     }
 }
 
@@ -210,6 +224,14 @@ impl Thicket {
             write: WriteOptions { sync: s.sync },
         })
     }
+
+    fn open_read_only(s: &Settings) -> EngineResult<Thicket> {
+        let db = Db::open_read_only(&s.db, thicket_options(s)?).map_err(|e| e.to_string())?;
+        Ok(Thicket {
+            db,
+            write: WriteOptions { sync: s.sync },
+        })
+    }
 }
 
 struct ThicketCursor {
@@ -300,9 +322,9 @@ impl Engine for Thicket {
         }
     }
 
-    fn engine_stats(&self) -> Option<serde_json::Value> {
+    fn space_stats(&self) -> Option<serde_json::Value> {
         let space = self.db.space_usage().ok()?;
-        Some(crate::stats_json::to_json(&self.db.stats(), &space))
+        Some(crate::stats_json::space_to_json(&space))
     }
 
     fn live_stats(&self) -> Option<serde_json::Value> {

@@ -37,6 +37,17 @@ thread_local! {
 
 impl Rocks {
     pub fn open(s: &Settings) -> EngineResult<Rocks> {
+        Rocks::open_with(s, |o, path| rocksdb::DB::open(o, path))
+    }
+
+    pub fn open_read_only(s: &Settings) -> EngineResult<Rocks> {
+        Rocks::open_with(s, |o, path| rocksdb::DB::open_for_read_only(o, path, false))
+    }
+
+    fn open_with(
+        s: &Settings,
+        open: impl FnOnce(&rocksdb::Options, &std::path::Path) -> Result<rocksdb::DB, rocksdb::Error>,
+    ) -> EngineResult<Rocks> {
         let mut o = rocksdb::Options::default();
         o.create_if_missing(true);
         o.set_write_buffer_size(s.write_buffer_bytes as usize);
@@ -65,7 +76,7 @@ impl Rocks {
         if let Some(bytes) = s.table_bytes {
             o.set_target_file_size_base(bytes);
         }
-        let db = rocksdb::DB::open(&o, &s.db).map_err(err)?;
+        let db = open(&o, s.db.as_ref()).map_err(err)?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(s.sync);
         Ok(Rocks {
