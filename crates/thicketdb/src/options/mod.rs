@@ -206,6 +206,11 @@ options! {
         target_table_size: u64 = 2 << 20; keyspace, lsm,
         /// Uncompressed size of a data block.
         block_size: usize = TableOptions::DEFAULT.block_size; keyspace, both,
+        /// Data blocks of at most a page are cut to fit one and padded so
+        /// that none crosses a 4 KiB page boundary (RocksDB's
+        /// `block_align`): a block read from the device is one page, not
+        /// the two an unaligned block spans.
+        block_align: bool = true; keyspace, both,
         /// Keys between restart points in a block.
         block_restart_interval: usize = TableOptions::DEFAULT.restart_interval; keyspace, both,
         /// Bloom filter bits per key; 0 disables filters.
@@ -761,6 +766,7 @@ impl Options {
     pub fn table_options(&self) -> TableOptions {
         TableOptions {
             block_size: self.block_size,
+            block_align: self.block_align,
             restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,

@@ -97,6 +97,9 @@ impl Profile {
             dynamic_level_bytes: false,
             // LevelDB's configured counts, whatever the memtable.
             level_sizing_from_memtable: false,
+            // LevelDB's blocks, cut after they reach the block size and
+            // written back to back.
+            block_align: false,
             // LevelDB's single compaction thread.
             compaction_threads: 1,
             // One table per file, one fsync per table, one victim per

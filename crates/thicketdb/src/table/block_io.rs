@@ -48,6 +48,17 @@ pub fn write_block(
     } else {
         scratch
     };
+    write_stored(file, table_start, stored, kind)
+}
+
+/// Appends a block's stored bytes, compressed as `kind` says, and its
+/// trailer to `file`.
+pub fn write_stored(
+    file: &mut dyn WritableFile,
+    table_start: u64,
+    stored: &[u8],
+    kind: CompressionType,
+) -> Result<BlockHandle> {
     let handle = BlockHandle::new(file.len() - table_start, stored.len() as u64);
     let mut trailer = [0u8; BLOCK_TRAILER_LEN];
     trailer[0] = kind as u8;

@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 
 use super::block_builder::BlockBuilder;
 use super::block_handle::BlockHandle;
-use super::block_io::write_block;
-use super::compression::CompressionType;
+use super::block_io::{write_block, write_stored, BLOCK_TRAILER_LEN};
+use super::compression::{self, CompressionType};
 use super::filter::FilterBuilder;
 use super::footer::{
     Footer, FORMAT_VERSION, LOG_TABLE_FORMAT_VERSION, NAMED_FILTER_FORMAT_VERSION,
@@ -27,6 +27,14 @@ use crate::io::WritableFile;
 
 /// Largest key plus value accepted, keeping block offsets well inside u32.
 const MAX_ENTRY_LEN: usize = 1 << 30;
+
+/// The page `block_align` keeps data blocks within: 4 KiB, the page of
+/// every target this engine runs on, so one block costs one page read.
+pub const BLOCK_ALIGNMENT: u64 = 4096;
+
+/// More than a data block grows by for an entry beside its key and value:
+/// the three varint lengths and a restart point.
+const ENTRY_OVERHEAD: usize = 3 * 5 + 4;
 
 /// What a finished table is and where it was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +109,9 @@ impl<'a> TableBuilder<'a> {
             return Err(Error::invariant(
                 "table keys must be added in strictly increasing order",
             ));
+        }
+        if self.would_cross_a_page(internal_key.len() + value.len()) {
+            self.flush_data_block()?;
         }
         if let Some(handle) = self.pending.take() {
             if self.options.order.is_bytewise() {
@@ -272,19 +283,33 @@ impl<'a> TableBuilder<'a> {
         p.max_seq = p.max_seq.max(parsed.sequence);
     }
 
+    /// With `block_align`, whether adding an entry of `entry_len` key and
+    /// value bytes would grow the open block (and its trailer) past the
+    /// size that fits in a page: the block is then cut before it.
+    fn would_cross_a_page(&self, entry_len: usize) -> bool {
+        let fit = self.options.block_size.min(BLOCK_ALIGNMENT as usize);
+        self.options.block_align
+            && !self.data_block.is_empty()
+            && self.data_block.size_estimate() + entry_len + ENTRY_OVERHEAD + BLOCK_TRAILER_LEN
+                > fit
+    }
+
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
         let raw = self.data_block.finish();
         self.props.data_bytes += raw.len() as u64;
-        let handle = write_block(
-            self.file,
-            self.start,
-            raw,
-            self.options.compression,
-            &mut self.compressed,
-        )?;
+        let kind = compression::compress(self.options.compression, raw, &mut self.compressed);
+        let stored: &[u8] = if kind == CompressionType::None {
+            raw
+        } else {
+            &self.compressed
+        };
+        let handle = {
+            pad_to_page(self.file, self.options.block_align, stored.len() + BLOCK_TRAILER_LEN)?;
+            write_stored(self.file, self.start, stored, kind)?
+        };
         self.data_block.reset();
         self.pending = Some(handle);
         Ok(())
@@ -306,6 +331,20 @@ impl<'a> TableBuilder<'a> {
             &mut self.compressed,
         )
     }
+}
+
+/// With `align`, zeros up to the next page boundary when a block of
+/// `stored` bytes (trailer included) that fits in a page would start in one
+/// page and end in the next. Readers never see them: the index addresses
+/// each block.
+fn pad_to_page(file: &mut dyn WritableFile, align: bool, stored: usize) -> Result<()> {
+    let stored = stored as u64;
+    let in_page = file.len() % BLOCK_ALIGNMENT;
+    if align && stored <= BLOCK_ALIGNMENT && in_page + stored > BLOCK_ALIGNMENT {
+        let zeros = [0u8; BLOCK_ALIGNMENT as usize];
+        file.append(&zeros[..(BLOCK_ALIGNMENT - in_page) as usize])?;
+    }
+    Ok(())
 }
 
 /// The largest internal key a table whose tombstones end at `end`

@@ -11,6 +11,9 @@ pub struct TableOptions {
     /// Target uncompressed size of a data block; a block is cut once it
     /// reaches this size.
     pub block_size: usize,
+    /// Cut data blocks to fit a page and pad them so that none crosses a
+    /// page boundary (`Options::block_align`).
+    pub block_align: bool,
     /// Entries between restart points in data blocks: larger values shrink
     /// blocks, smaller ones shorten the scan after a binary search.
     pub restart_interval: usize,
@@ -34,6 +37,7 @@ impl TableOptions {
     /// names (`crate::options::Options`).
     pub const DEFAULT: TableOptions = TableOptions {
         block_size: 4096,
+        block_align: false,
         restart_interval: 16,
         bloom_bits_per_key: 10,
         compression: CompressionType::None,

@@ -577,6 +577,88 @@ mod tests {
         assert_eq!(t.properties().entries, 2000);
     }
 
+    /// Data blocks that cross a page boundary, by absolute offset, and the
+    /// largest stored block (trailer included).
+    fn page_crossings(t: &Table) -> (usize, u64) {
+        let page = crate::table::builder::BLOCK_ALIGNMENT;
+        let mut crossing = 0;
+        let mut largest = 0;
+        for i in 0..t.index().len() {
+            let h = t.index().handle(i);
+            let start = t.offset() + h.offset;
+            let stored = h.size + crate::table::block_io::BLOCK_TRAILER_LEN as u64;
+            largest = largest.max(stored);
+            if start / page != (start + stored - 1) / page {
+                crossing += 1;
+            }
+        }
+        (crossing, largest)
+    }
+
+    /// `block_align`: every data block lies inside one 4 KiB page of the
+    /// file (so a block read from the device is one page), the table
+    /// reads back whole, and the padding costs a few percent; without it
+    /// 4 KiB blocks straddle pages.
+    #[test]
+    fn aligned_blocks_stay_inside_one_page() {
+        // 16-byte keys and 200-byte values, as the capped read benchmark.
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..20_000u32)
+            .map(|i| {
+                let user = format!("key{i:013}");
+                let key = InternalKey::new(user.as_bytes(), 1, ValueKind::Value).into_vec();
+                (key, vec![b'v' ^ (i % 7) as u8; 200])
+            })
+            .collect();
+        let build = |align: bool| {
+            let opts = TableOptions {
+                block_align: align,
+                ..TableOptions::default()
+            };
+            let (file, s) = build_table(&entries, &opts);
+            (open_table(file, &s, None).unwrap(), s.length)
+        };
+        let (aligned, aligned_len) = build(true);
+        let (packed, packed_len) = build(false);
+        let (crossing, largest) = page_crossings(&aligned);
+        assert_eq!(crossing, 0, "an aligned block crosses a page");
+        assert!(largest <= 4096, "{largest}-byte block");
+        assert!(
+            page_crossings(&packed).0 > packed.index().len() / 2,
+            "unaligned 4 KiB blocks mostly straddle pages"
+        );
+        assert!(
+            aligned_len < packed_len + packed_len / 10,
+            "padding cost {aligned_len} against {packed_len} bytes"
+        );
+        aligned.verify_checksums().unwrap();
+        assert_eq!(collect_forward(&mut aligned.iter()), entries);
+        for (k, v) in entries.iter().step_by(97) {
+            assert_eq!(aligned.get(k).unwrap(), Some((k.clone(), v.clone())));
+        }
+    }
+
+    /// An entry larger than a page gets a block of its own, unpadded; the
+    /// blocks around it stay inside their pages.
+    #[test]
+    fn aligned_tables_take_entries_larger_than_a_page() {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..300u32)
+            .map(|i| {
+                let key = InternalKey::new(&ukey(i), 1, ValueKind::Value).into_vec();
+                let len = if i % 50 == 7 { 10_000 } else { 300 };
+                (key, vec![i as u8; len])
+            })
+            .collect();
+        let opts = TableOptions {
+            block_align: true,
+            ..TableOptions::default()
+        };
+        let (file, s) = build_table(&entries, &opts);
+        let t = open_table(file, &s, None).unwrap();
+        let (crossing, _) = page_crossings(&t);
+        assert_eq!(crossing, 6, "only the six large entries' blocks cross pages");
+        assert_eq!(collect_forward(&mut t.iter()), entries);
+    }
+
     /// What an open table keeps in memory is charged to the cache: its
     /// index, filter and properties (the key sketch among them), so the
     /// cache's capacity bounds the table cache's memory too.
@@ -871,10 +953,12 @@ mod tests {
                 Just(CompressionType::Lz4),
                 Just(CompressionType::Zstd)
             ],
+            any::<bool>(),
         )
             .prop_map(
-                |(block_size, restart_interval, bits, compression)| TableOptions {
+                |(block_size, restart_interval, bits, compression, block_align)| TableOptions {
                     block_size,
+                    block_align,
                     restart_interval,
                     bloom_bits_per_key: bits,
                     compression,
