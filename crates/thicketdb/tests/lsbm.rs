@@ -24,10 +24,11 @@ fn value(i: u64, round: u8) -> Vec<u8> {
     v
 }
 
-/// Tiny tables and levels (L1 64 KiB, L2 640 KiB), a block cache that
-/// holds everything, no trim during the test.
+/// Tiny tables and levels (L1 64 KiB, L2 640 KiB: fixed targets), a
+/// block cache that holds everything, no trim during the test.
 fn options() -> Options {
     tiny_tree(Profile::Lsbm.options(), 0)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(10)
         .block_cache_size(64 << 20)
         .lsbm_trim_interval(3_600_000)
@@ -167,6 +168,20 @@ fn keys_updated_or_deleted_after_their_table_entered_the_buffer_are_never_stale(
     // wherever it may serve.
     for by_cache in [true, false] {
         never_stale(options().lsbm_range_by_cache(by_cache), !by_cache);
+    }
+}
+
+/// The same on dynamic level sizing: L0 compacts into a base level below
+/// L1 (here L5 over L6), whose buffer takes L0's tables as B₁ does.
+#[test]
+fn on_dynamic_level_sizing_updated_or_deleted_keys_are_never_stale() {
+    for by_cache in [true, false] {
+        never_stale(
+            options()
+                .dynamic_level_bytes(true)
+                .lsbm_range_by_cache(by_cache),
+            !by_cache,
+        );
     }
 }
 
@@ -354,16 +369,36 @@ fn reopen_without_the_buffer_drops_it() {
 /// the newest version, and lookups are answered from B₁.
 #[test]
 fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
+    l0_tables_in_the_base_levels_buffer(options().max_bytes_for_level_base(4 << 20), 1);
+}
+
+/// The same on dynamic level sizing, where L0 compacts into the base
+/// level: a store of one level holds it in the last level (L6), whose
+/// buffer takes L0's tables.
+#[test]
+fn l0_tables_in_a_dynamic_base_levels_buffer_never_answer_with_a_stale_version() {
+    l0_tables_in_the_base_levels_buffer(
+        options()
+            .max_bytes_for_level_base(4 << 20)
+            .dynamic_level_bytes(true),
+        6,
+    );
+}
+
+/// Rounds of overwrites and deletes merged from L0 into level `base`,
+/// checking every key and a range read over them after each round; the
+/// base level's buffer must have held L0's tables and answered lookups.
+fn l0_tables_in_the_base_levels_buffer(options: Options, base: usize) {
     const SMALL: u64 = 2000;
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options().max_bytes_for_level_base(4 << 20)).unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
     let mut newest: Vec<Option<Vec<u8>>> = (0..SMALL).map(|i| Some(value(i, 1))).collect();
     for i in 0..SMALL {
         db.put(key(i), value(i, 1)).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let mut b1_seen = db.stats().buffer_tables_per_level[1] > 0;
+    let mut base_seen = db.stats().buffer_tables_per_level[base] > 0;
     for round in 2..=11u8 {
         for i in (u64::from(round)..SMALL).step_by(150) {
             let write = (i % 3 != 0).then(|| value(i, round));
@@ -377,7 +412,7 @@ fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
         if round % 3 == 0 {
             db.wait_for_compactions().unwrap();
         }
-        b1_seen |= db.stats().buffer_tables_per_level[1] > 0;
+        base_seen |= db.stats().buffer_tables_per_level[base] > 0;
         for i in 0..SMALL {
             assert_eq!(
                 db.get(key(i)).unwrap(),
@@ -396,6 +431,7 @@ fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
         assert!(got == want, "range read in round {round}");
     }
     let stats = db.stats();
-    assert!(b1_seen, "L1's buffer never held a table: {stats:?}");
+    assert!(base_seen, "L{base}'s buffer never held a table: {stats:?}");
+    assert!(stats.buffer_hits_per_level[base] > 0, "{stats:?}");
     assert!(stats.buffer_hits > 0, "{stats:?}");
 }
