@@ -265,6 +265,7 @@ fn l0_tables_join_a_dynamic_base_levels_buffer() {
         output_run: Some(1),
         reason: String::new(),
         compact_pointer: None,
+        grouped: false,
     };
     let mut edit = task.final_edit(1, &[meta(200, "a", "d", 200)], &HashSet::new(), None);
     let mut next = 900..;
