@@ -12,7 +12,9 @@
 //!   sizing L0 compacts into the base level, the levels above it empty:
 //!   its buffer is the one L0's tables join (the paper's B₁ is the buffer
 //!   of the first level holding data), and the freeze accounting and the
-//!   drain count the task from the level its tables leave.
+//!   drain count the task from the level its tables leave. The levels it
+//!   passes by are empty, but one the base level moved below keeps its
+//!   buffer: its copies of the arrivals' keys are removed (`pass_by`).
 //! - **Drain** (lines 18–20): as level n's victims leave it, the entries
 //!   of n's older buffer runs (all but the newest) that end inside the
 //!   victims' key range are removed, so the buffer empties in key order at
@@ -40,6 +42,7 @@
 //! nothing and is dropped.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -241,11 +244,50 @@ impl CompactionBuffer {
                     }
                 }
             }
+            Self::pass_by(version, &arrivals, input + 1..output, edit, &mut change);
         }
         let after = version.apply(edit)?;
         bound(&after, self.max_bytes, edit, &mut change);
         clean_up(&version.apply(edit)?, edit);
         Ok(change)
+    }
+
+    /// The arrivals of an L0 compaction into a dynamic base level pass by
+    /// the levels above it (`skipped`): those are empty, but a level the
+    /// base level moved below (its data all merged down) keeps its buffer,
+    /// copies of data older than the arrivals that no later arrival of its
+    /// own would shadow. Its present entries overlapping an arrival are
+    /// removed, so neither a lookup nor a range read (which would meet the
+    /// copy once the level holds data again, or through its empty run)
+    /// answers with a version the arrivals superseded; a tombstone among
+    /// them dropped at the last level would otherwise leave the copy's
+    /// version live (`model_lsbm_buffer_on_dynamic_level_sizing`, seed
+    /// 505).
+    fn pass_by(
+        version: &Version,
+        arrivals: &[Arc<TableMeta>],
+        skipped: std::ops::Range<usize>,
+        edit: &mut VersionEdit,
+        change: &mut BufferChange,
+    ) {
+        let order = &version.order;
+        for level in skipped {
+            for run in &version.levels[level].buffer {
+                for e in run.entries.iter().filter(|e| !e.removed) {
+                    let superseded = arrivals.iter().any(|t| {
+                        e.meta.overlaps(
+                            Some(t.smallest_user_key()),
+                            Some(t.largest_user_key()),
+                            order,
+                        )
+                    });
+                    if superseded {
+                        edit.remove_buffer_table(level, run.id, e.meta.id);
+                        change.removed[level] += 1;
+                    }
+                }
+            }
+        }
     }
 
     /// Freeze accounting for a task from `input` into `output` whose

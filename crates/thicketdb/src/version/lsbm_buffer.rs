@@ -9,7 +9,10 @@
 //! `compaction::lsbm_buffer_edits`; L0's overlapping runs join the buffer
 //! of the level they compact into, L1 or a dynamic base level, oldest
 //! first, and a flush placed below L0, which would bring data in past a
-//! level's buffer, is refused by `Options::validate`). A run
+//! level's buffer, is refused by `Options::validate`). Data that pass a
+//! level by on their way below it (L0 compacting into a dynamic base
+//! level further down) remove the buffer's present entries overlapping
+//! them, so no copy they supersede stays to answer. A run
 //! is sorted with disjoint key ranges, so a later arrival covering a key
 //! lands in a newer run than an earlier one covering it. Searching the
 //! runs newest first, the first entry covering the key is therefore the

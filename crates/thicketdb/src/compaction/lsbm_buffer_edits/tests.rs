@@ -278,6 +278,41 @@ fn l0_tables_join_a_dynamic_base_levels_buffer() {
     assert_eq!(after.levels[5].round.arrived, 100);
 }
 
+/// Dynamic level sizing moved the base level below L5 once L5's data had
+/// all merged down, and L5's buffer kept its copy of them. An L0 table
+/// (a tombstone at 50 among its keys) compacting into L6 passes L5 by:
+/// L5's copy of its keys goes, or it would answer for them once L5 holds
+/// data again (the tombstone dropped at the last level, nothing else
+/// would hide the copy's version).
+#[test]
+fn l0_tables_passing_a_levels_buffer_by_remove_its_copies_of_their_keys() {
+    let b = buffer("dynamic_level_bytes=true");
+    let v = version(
+        "L0 4: b-d/100@50
+         L6 2: a-z/1000@3
+         B5 7: a-c/100@20 x-z/100@20",
+    );
+    let task = CompactionTask {
+        merges: vec![vec![tables(&v, 0, 4, &[100]), tables(&v, 6, 2, &[101])]],
+        moves: Vec::new(),
+        output_level: 6,
+        output_run: Some(2),
+        reason: String::new(),
+        compact_pointer: None,
+        grouped: false,
+    };
+    let mut edit = task.final_edit(2, &[meta(200, "a", "z", 1050)], &HashSet::new(), None);
+    let mut next = 900..;
+    let change = b
+        .extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let after = v.apply(&edit).unwrap();
+    // L5's a-c copy goes (its level holds nothing it could guard), x-z
+    // stays; L6's buffer takes the L0 table.
+    assert_eq!(render(&after), "B5#7: 103 | B6#900: 100");
+    assert_eq!(change.removed[5], 1);
+}
+
 #[test]
 fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
     let b = buffer("");
