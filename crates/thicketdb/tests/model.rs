@@ -1112,11 +1112,13 @@ fn model_lsbm_buffer() {
 /// `model_lsbm_buffer` on the profile's dynamic level sizing: L0 compacts
 /// into a base level that moves as the store grows, whose buffer takes L0's tables;
 /// every read is checked against the model (stale versions included), on
-/// one and two compaction threads and across crashes (`FaultFs`).
+/// one and two compaction threads and across crashes (`FaultFs`). Seed
+/// 506 on two threads returned deleted keys in 5 of 8 runs while L0's
+/// tables could pass by an emptied level's buffer (505: about 1 in 15).
 #[test]
 fn model_lsbm_buffer_on_dynamic_level_sizing() {
     let (mut hits, mut removed) = (0, 0);
-    for (seed, threads) in seeds(&[504, 505]).into_iter().zip([1, 2]) {
+    for (seed, threads) in seeds(&[504, 505, 506]).into_iter().zip([1, 2, 2]) {
         let mut config = profile_config(Profile::Lsbm);
         config.options.compaction_threads = threads;
         config.options.block_cache_size = 32 << 10;
