@@ -24,10 +24,11 @@ fn value(i: u64, round: u8) -> Vec<u8> {
     v
 }
 
-/// Tiny tables and levels (L1 64 KiB, L2 640 KiB), a block cache that
-/// holds everything, no trim during the test.
+/// Tiny tables and levels (L1 64 KiB, L2 640 KiB: fixed targets), a
+/// block cache that holds everything, no trim during the test.
 fn options() -> Options {
     tiny_tree(Profile::Lsbm.options(), 0)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(10)
         .block_cache_size(64 << 20)
         .lsbm_trim_interval(3_600_000)
@@ -167,6 +168,20 @@ fn keys_updated_or_deleted_after_their_table_entered_the_buffer_are_never_stale(
     // wherever it may serve.
     for by_cache in [true, false] {
         never_stale(options().lsbm_range_by_cache(by_cache), !by_cache);
+    }
+}
+
+/// The same on dynamic level sizing: L0 compacts into a base level below
+/// L1 (here L5 over L6), whose buffer takes L0's tables as B₁ does.
+#[test]
+fn on_dynamic_level_sizing_updated_or_deleted_keys_are_never_stale() {
+    for by_cache in [true, false] {
+        never_stale(
+            options()
+                .dynamic_level_bytes(true)
+                .lsbm_range_by_cache(by_cache),
+            !by_cache,
+        );
     }
 }
 
@@ -354,16 +369,36 @@ fn reopen_without_the_buffer_drops_it() {
 /// the newest version, and lookups are answered from B₁.
 #[test]
 fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
+    l0_tables_in_the_base_levels_buffer(options().max_bytes_for_level_base(4 << 20), 1);
+}
+
+/// The same on dynamic level sizing, where L0 compacts into the base
+/// level: a store of one level holds it in the last level (L6), whose
+/// buffer takes L0's tables.
+#[test]
+fn l0_tables_in_a_dynamic_base_levels_buffer_never_answer_with_a_stale_version() {
+    l0_tables_in_the_base_levels_buffer(
+        options()
+            .max_bytes_for_level_base(4 << 20)
+            .dynamic_level_bytes(true),
+        6,
+    );
+}
+
+/// Rounds of overwrites and deletes merged from L0 into level `base`,
+/// checking every key and a range read over them after each round; the
+/// base level's buffer must have held L0's tables and answered lookups.
+fn l0_tables_in_the_base_levels_buffer(options: Options, base: usize) {
     const SMALL: u64 = 2000;
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options().max_bytes_for_level_base(4 << 20)).unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
     let mut newest: Vec<Option<Vec<u8>>> = (0..SMALL).map(|i| Some(value(i, 1))).collect();
     for i in 0..SMALL {
         db.put(key(i), value(i, 1)).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let mut b1_seen = db.stats().buffer_tables_per_level[1] > 0;
+    let mut base_seen = db.stats().buffer_tables_per_level[base] > 0;
     for round in 2..=11u8 {
         for i in (u64::from(round)..SMALL).step_by(150) {
             let write = (i % 3 != 0).then(|| value(i, round));
@@ -377,7 +412,7 @@ fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
         if round % 3 == 0 {
             db.wait_for_compactions().unwrap();
         }
-        b1_seen |= db.stats().buffer_tables_per_level[1] > 0;
+        base_seen |= db.stats().buffer_tables_per_level[base] > 0;
         for i in 0..SMALL {
             assert_eq!(
                 db.get(key(i)).unwrap(),
@@ -396,6 +431,118 @@ fn l0_tables_in_l1s_buffer_never_answer_with_a_stale_version() {
         assert!(got == want, "range read in round {round}");
     }
     let stats = db.stats();
-    assert!(b1_seen, "L1's buffer never held a table: {stats:?}");
+    assert!(base_seen, "L{base}'s buffer never held a table: {stats:?}");
+    assert!(stats.buffer_hits_per_level[base] > 0, "{stats:?}");
     assert!(stats.buffer_hits > 0, "{stats:?}");
+}
+
+/// Dynamic level sizing moves the base level below a level whose data
+/// all merged down (its buffer keeping their copies), and back above it
+/// once the store grows. Deletes compacted from L0 straight into the last
+/// level meanwhile pass that level's buffer by, and are dropped there: its
+/// copies of the deleted keys must not come back, to a lookup or a range
+/// read either way, once the level holds data again.
+#[test]
+fn a_buffer_the_base_level_passed_by_never_answers_with_a_stale_version() {
+    const N: u64 = 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let options = options()
+        .dynamic_level_bytes(true)
+        .lsbm_range_by_cache(false)
+        .l0_compaction_trigger(1);
+    let db = Db::open(dir.path(), options).unwrap();
+    let mut newest: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
+    // ~110 KiB in L6, over the 64 KiB base ceiling: L5 is the base level.
+    for i in 0..N {
+        db.put(key(i), value(i, 1)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Updates below key 200, deletes above: L0's table joins L5's buffer,
+    // then L5 merges down into L6, leaving L5 empty and its buffer run.
+    for i in 0..N {
+        if i < 200 {
+            db.put(key(i), value(i, 2)).unwrap();
+            newest.insert(key(i), value(i, 2));
+        } else {
+            db.delete(key(i)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.tables_per_level[5], 0, "{stats:?}");
+    assert!(stats.buffer_tables_per_level[5] > 0, "{stats:?}");
+    // ~22 KiB in L6 and nothing above it: L6 is the base level, and the
+    // deletes of the keys below 100 go from L0 straight into it.
+    let written = stats.level_bytes_written.clone();
+    for i in 0..100 {
+        db.delete(key(i)).unwrap();
+        newest.remove(&key(i));
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.level_bytes_written[5], written[5], "{stats:?}");
+    assert!(stats.level_bytes_written[6] > written[6], "{stats:?}");
+    // Fillers grow L6 past the base ceiling again (L5 the base level),
+    // then keys between the deleted ones bring data into L5 over them.
+    for i in 0..N {
+        db.put(filler(i), value(i, 9)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 0..100 {
+        let k = format!("a{i:07}+").into_bytes();
+        db.put(&k, value(i, 5)).unwrap();
+        newest.insert(k, value(i, 5));
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let stats = db.stats();
+    assert!(stats.tables_per_level[5] > 0, "{stats:?}");
+    for i in 0..N {
+        assert_eq!(
+            db.get(key(i)).unwrap().as_ref(),
+            newest.get(&key(i)),
+            "key {i}"
+        );
+    }
+    let want: Vec<(Vec<u8>, Vec<u8>)> = newest.into_iter().collect();
+    let forward: Vec<(Vec<u8>, Vec<u8>)> = db
+        .range(key(0)..key(N))
+        .unwrap()
+        .collect::<thicketdb::Result<_>>()
+        .unwrap();
+    assert!(
+        forward == want,
+        "forward: {} keys, want {}",
+        forward.len(),
+        want.len()
+    );
+    let mut it = db
+        .iter(thicketdb::ReadOptions {
+            lower_bound: Some(key(0)),
+            upper_bound: Some(key(N)),
+            ..Default::default()
+        })
+        .unwrap();
+    let mut backward = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        backward.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    it.status().unwrap();
+    backward.reverse();
+    assert!(
+        backward == want,
+        "backward: {} keys, want {}",
+        backward.len(),
+        want.len()
+    );
+    assert!(
+        db.stats().buffer_range_pieces > 0,
+        "the buffer served no range read"
+    );
 }

@@ -88,9 +88,11 @@ fn a_journaled_merge_keeps_every_write_across_a_power_loss_at_any_point() {
 }
 
 /// LSbM's options: small levels, no block cache (so every buffer table
-/// is trimmable), a trim only when asked.
-fn lsbm_options() -> Options {
+/// is trimmable), a trim only when asked; on fixed level targets or on
+/// dynamic level sizing (L0 compacting into a base level below L1).
+fn lsbm_options(dynamic: bool) -> Options {
     let options = tiny_tree(Profile::Lsbm.options(), 0)
+        .dynamic_level_bytes(dynamic)
         .level_size_multiplier(10)
         .block_cache_size(0)
         .lsbm_trim_threshold(1.0)
@@ -98,12 +100,19 @@ fn lsbm_options() -> Options {
     held(options)
 }
 
-/// LSbM: a manual compaction that merges L0 into L1's run and edits the
-/// compaction buffer (the tables it replaced appended to L1's buffer, which
-/// freezes on the repeated data and drops them), cut anywhere.
+/// LSbM: a manual compaction that merges L0 into L1's run (on dynamic
+/// level sizing, the base level's) and edits the compaction buffer (the
+/// tables it replaced appended to that level's buffer, which freezes on
+/// the repeated data and drops them), cut anywhere.
 #[test]
 fn a_buffered_compaction_keeps_every_write_across_a_power_loss_at_any_point() {
-    let options = lsbm_options();
+    for dynamic in [false, true] {
+        buffered_compaction_cut_anywhere(dynamic);
+    }
+}
+
+fn buffered_compaction_cut_anywhere(dynamic: bool) {
+    let options = lsbm_options(dynamic);
     let removed_before = std::cell::Cell::new(0);
     let prepare = |fs: &FaultFs, _| {
         let (db, mut model) = flushed_rounds(fs, &options, 2, 300);
@@ -117,7 +126,11 @@ fn a_buffered_compaction_keeps_every_write_across_a_power_loss_at_any_point() {
         (db, model)
     };
     let total = cut_at_every_op(&Cut {
-        name: "lsbm buffered compaction",
+        name: if dynamic {
+            "lsbm buffered compaction, dynamic levels"
+        } else {
+            "lsbm buffered compaction"
+        },
         options: options.clone(),
         prepare: &prepare,
         act: &|db| db.compact_range(None, None),
@@ -131,14 +144,20 @@ fn a_buffered_compaction_keeps_every_write_across_a_power_loss_at_any_point() {
         recovered: &|_, _, _| {},
         or_completed: None,
     });
-    eprintln!("lsbm buffered compaction: {total} operations");
+    eprintln!("lsbm buffered compaction (dynamic {dynamic}): {total} operations");
 }
 
 /// LSbM: a trim (Algorithm 2) removing the buffer's uncached tables and
 /// releasing their space, cut anywhere.
 #[test]
 fn a_buffer_trim_keeps_every_write_across_a_power_loss_at_any_point() {
-    let options = lsbm_options();
+    for dynamic in [false, true] {
+        buffer_trim_cut_anywhere(dynamic);
+    }
+}
+
+fn buffer_trim_cut_anywhere(dynamic: bool) {
+    let options = lsbm_options(dynamic);
     let prepare = |fs: &FaultFs, _| {
         let db = open_fault(fs, options.clone()).unwrap();
         let mut model = Model::new();
@@ -164,7 +183,11 @@ fn a_buffer_trim_keeps_every_write_across_a_power_loss_at_any_point() {
         (db, model)
     };
     let total = cut_at_every_op(&Cut {
-        name: "lsbm trim",
+        name: if dynamic {
+            "lsbm trim, dynamic levels"
+        } else {
+            "lsbm trim"
+        },
         options: options.clone(),
         prepare: &prepare,
         act: &|db| db.trim_compaction_buffer(),
@@ -175,7 +198,7 @@ fn a_buffer_trim_keeps_every_write_across_a_power_loss_at_any_point() {
         recovered: &|_, _, _| {},
         or_completed: None,
     });
-    eprintln!("lsbm trim: {total} operations");
+    eprintln!("lsbm trim (dynamic {dynamic}): {total} operations");
 }
 
 /// BoLT: a compaction writes its output tables into one compaction file

@@ -8,7 +8,13 @@
 //!   newest buffer run of n+1, or to a new run when they do not follow its
 //!   last table in key order (a new merge round). L0's tables join L1's
 //!   buffer (B₁) too, older L0 runs first: L0 runs overlap one another, so
-//!   a newer one's tables go to a newer buffer run.
+//!   a newer one's tables go to a newer buffer run. Under dynamic level
+//!   sizing L0 compacts into the base level, the levels above it empty:
+//!   its buffer is the one L0's tables join (the paper's B₁ is the buffer
+//!   of the first level holding data), and the freeze accounting and the
+//!   drain count the task from the level its tables leave. The levels it
+//!   passes by are empty, but one the base level moved below keeps its
+//!   buffer: its copies of the arrivals' keys are removed (`pass_by`).
 //! - **Drain** (lines 18–20): as level n's victims leave it, the entries
 //!   of n's older buffer runs (all but the newest) that end inside the
 //!   victims' key range are removed, so the buffer empties in key order at
@@ -36,6 +42,7 @@
 //! nothing and is dropped.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -161,11 +168,23 @@ impl CompactionBuffer {
         mut new_run: impl FnMut() -> u64,
     ) -> Result<BufferChange, String> {
         let output = task.output_level;
-        let input = output.saturating_sub(1);
+        // The level the task's tables leave: the one above `output`, or L0
+        // when L0 compacts into a dynamic base level below L1 (the levels
+        // between are empty: the base level is never below a level holding
+        // data). A task takes tables from one level above its output.
+        let input = task
+            .merge_inputs()
+            .chain(task.moves.iter())
+            .map(|i| i.level)
+            .filter(|&l| l < output)
+            .min()
+            .unwrap_or(output.saturating_sub(1));
         // The tables coming from the level above, older L0 runs first (run
         // ids grow with age) and each run in key order: an L0 table lands
         // in an older buffer run than a newer L0 table overlapping it, so
         // the newest buffer entry covering a key stays its newest version.
+        // Every table bringing data into `output` joins its buffer, so no
+        // version reaches the level past it.
         let arrivals: Vec<_> = {
             let mut tables: Vec<_> = task
                 .merge_inputs()
@@ -180,27 +199,9 @@ impl CompactionBuffer {
             tables.into_iter().map(|(_, t)| t).collect()
         };
         let departed: u64 = arrivals.iter().map(|t| t.length).sum();
-        // Data reaching `output` without joining its buffer (from any
-        // level but the one above: a manual or dynamic-base compaction)
-        // move its recording past them: range reads must not trust the
-        // buffer for them.
-        let unrecorded = task
-            .merge_inputs()
-            .chain(task.moves.iter())
-            .filter(|i| i.level < output && i.level != input)
-            .flat_map(|i| i.tables.iter().map(|t| t.max_seq))
-            .max();
-        if let (Some(seq), BufferRecording::Since(since)) =
-            (unrecorded, version.levels[output].recording)
-        {
-            if seq > since {
-                edit.buffer_recording
-                    .push((output, BufferRecording::Since(seq)));
-            }
-        }
         let mut change = BufferChange::default();
         let after = version.apply(edit)?;
-        let frozen = Self::account(version, &after, output, departed, edit, &mut change);
+        let frozen = Self::account(version, &after, (input, output), departed, edit, &mut change);
         if !arrivals.is_empty() {
             let newest = version.levels[output].buffer.first();
             let mut run = newest.map(|r| r.id);
@@ -243,6 +244,7 @@ impl CompactionBuffer {
                     }
                 }
             }
+            Self::pass_by(version, &arrivals, input + 1..output, edit, &mut change);
         }
         let after = version.apply(edit)?;
         bound(&after, self.max_bytes, edit, &mut change);
@@ -250,20 +252,57 @@ impl CompactionBuffer {
         Ok(change)
     }
 
-    /// Freeze accounting for a task into `output` whose `arrived` bytes
-    /// left the level above: returns whether `output` is frozen after the
-    /// edit, adding to it a freeze or unfreeze and the levels' new rounds.
-    /// Also counts what left `output`'s upper neighbour (its victims going
-    /// down into `output`).
+    /// The arrivals of an L0 compaction into a dynamic base level pass by
+    /// the levels above it (`skipped`): those are empty, but a level the
+    /// base level moved below (its data all merged down) keeps its buffer,
+    /// copies of data older than the arrivals that no later arrival of its
+    /// own would shadow. Its present entries overlapping an arrival are
+    /// removed, so neither a lookup nor a range read (which would meet the
+    /// copy once the level holds data again, or through its empty run)
+    /// answers with a version the arrivals superseded; a tombstone among
+    /// them dropped at the last level would otherwise leave the copy's
+    /// version live (`model_lsbm_buffer_on_dynamic_level_sizing`, seed
+    /// 505).
+    fn pass_by(
+        version: &Version,
+        arrivals: &[Arc<TableMeta>],
+        skipped: std::ops::Range<usize>,
+        edit: &mut VersionEdit,
+        change: &mut BufferChange,
+    ) {
+        let order = &version.order;
+        for level in skipped {
+            for run in &version.levels[level].buffer {
+                for e in run.entries.iter().filter(|e| !e.removed) {
+                    let superseded = arrivals.iter().any(|t| {
+                        e.meta.overlaps(
+                            Some(t.smallest_user_key()),
+                            Some(t.largest_user_key()),
+                            order,
+                        )
+                    });
+                    if superseded {
+                        edit.remove_buffer_table(level, run.id, e.meta.id);
+                        change.removed[level] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Freeze accounting for a task from `input` into `output` whose
+    /// `arrived` bytes left `input`: returns whether `output` is frozen
+    /// after the edit, adding to it a freeze or unfreeze and the levels'
+    /// new rounds. Also counts what left `input` (its victims going down
+    /// into `output`).
     fn account(
         before: &Version,
         after: &Version,
-        output: usize,
+        (input, output): (usize, usize),
         arrived: u64,
         edit: &mut VersionEdit,
         change: &mut BufferChange,
     ) -> bool {
-        let input = output.saturating_sub(1);
         if input >= 1 {
             let left = before.levels[input]
                 .bytes()
@@ -317,7 +356,20 @@ impl CompactionBuffer {
             edit.buffer_rounds.push((output, round));
             let expected = (round.start_bytes + round.arrived).saturating_sub(round.departed);
             let repeated = expected.saturating_sub(size);
-            if !frozen && size > 0 && repeated > size / FREEZE_REPEATED_DIVISOR {
+            // The last level's round never ends, and a store that filled
+            // it with unique data first (a load) needed a quarter of the
+            // level's size repeated after it: ~50 MB of the scaled
+            // experiment's 200 MB, more than its 60-100 s write, so its
+            // buffer kept a copy of the level and served range reads by
+            // merging its runs (0.31x `default`, 2026-11-29). The paper's
+            // test itself: a merge that leaves the level smaller than what
+            // it brought in (here: most of it superseded data already
+            // there) shows repeated data.
+            let repeats_here = last && dropped > arrived / 2;
+            if !frozen
+                && size > 0
+                && (repeated > size / FREEZE_REPEATED_DIVISOR || repeats_here)
+            {
                 frozen = true;
                 edit.buffer_frozen.push((output, true));
                 change.froze[output] += 1;
@@ -327,9 +379,14 @@ impl CompactionBuffer {
     }
 
     /// The edit of one trim of `version`: present tables (but those
-    /// appended since the previous trim, `trimmable`) whose cached-block
-    /// share (`cached_ratio`, by table id; tables without one are kept) is
-    /// under the threshold are removed.
+    /// appended since the previous trim, `trimmable`, unless their level is
+    /// frozen) whose cached-block share (`cached_ratio`, by table id;
+    /// tables without one are kept) is under the threshold are removed. A
+    /// frozen level takes no arrivals and its buffer holds data the level
+    /// is superseding, so the reason to spare fresh tables (reads still
+    /// loading their blocks) does not hold there: a last level frozen
+    /// after a load kept the load's copy, as much as the level itself
+    /// (413 tables, 200 MB), for a second trim interval.
     pub fn trim_edit(
         &self,
         version: &Version,
@@ -340,7 +397,7 @@ impl CompactionBuffer {
         for (level, l) in version.levels.iter().enumerate() {
             for run in &l.buffer {
                 for e in run.entries.iter().filter(|e| !e.removed) {
-                    if self.trimmable(e.meta.id)
+                    if (l.frozen || self.trimmable(e.meta.id))
                         && cached_ratio
                             .get(&e.meta.id)
                             .is_some_and(|&r| r < self.trim_threshold)

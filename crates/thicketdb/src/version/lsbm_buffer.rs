@@ -6,9 +6,13 @@
 //! Why a buffer lookup never returns a stale version: every table that
 //! brings data into a level with a buffer is appended to that buffer, as
 //! a present table or as a removed entry (see
-//! `compaction::lsbm_buffer_edits`; L0's overlapping runs join L1's buffer
-//! oldest first, and options that would bring data in past a level's
-//! buffer are refused by `Options::validate`). A run
+//! `compaction::lsbm_buffer_edits`; L0's overlapping runs join the buffer
+//! of the level they compact into, L1 or a dynamic base level, oldest
+//! first, and a flush placed below L0, which would bring data in past a
+//! level's buffer, is refused by `Options::validate`). Data that pass a
+//! level by on their way below it (L0 compacting into a dynamic base
+//! level further down) remove the buffer's present entries overlapping
+//! them, so no copy they supersede stays to answer. A run
 //! is sorted with disjoint key ranges, so a later arrival covering a key
 //! lands in a newer run than an earlier one covering it. Searching the
 //! runs newest first, the first entry covering the key is therefore the

@@ -239,6 +239,80 @@ fn l0_tables_join_l1s_buffer_older_runs_first_and_keep_the_recording() {
     assert_eq!(after.levels[1].recording, BufferRecording::Since(5));
 }
 
+/// Dynamic level sizing: L0 compacts into a base level below L1 (here
+/// L5, the levels between empty). L0's tables join the base level's
+/// buffer as they join B₁ under fixed targets, in a run newer than the
+/// buffer's older copy of the same keys, so a lookup meets the newest
+/// version first; nothing bypasses the buffer, so the recording stays.
+#[test]
+fn l0_tables_join_a_dynamic_base_levels_buffer() {
+    let b = buffer("dynamic_level_bytes=true");
+    let v = version(
+        "L0 4: b-d/100@50
+         L5 1: a-c/100@20
+         L6 2: a-z/1000@3
+         B5 7: a-c/100@20",
+    )
+    .apply(&VersionEdit {
+        buffer_recording: vec![(5, BufferRecording::Since(5))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let task = CompactionTask {
+        merges: vec![vec![tables(&v, 0, 4, &[100]), tables(&v, 5, 1, &[101])]],
+        moves: Vec::new(),
+        output_level: 5,
+        output_run: Some(1),
+        reason: String::new(),
+        compact_pointer: None,
+        grouped: false,
+    };
+    let mut edit = task.final_edit(1, &[meta(200, "a", "d", 200)], &HashSet::new(), None);
+    let mut next = 900..;
+    b.extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let after = v.apply(&edit).unwrap();
+    assert_eq!(render(&after), "B5#900: 100 | B5#7: 103");
+    assert_eq!(after.levels[5].recording, BufferRecording::Since(5));
+    // The round counts the arrival: 100 bytes into a level of 100.
+    assert_eq!(after.levels[5].round.arrived, 100);
+}
+
+/// Dynamic level sizing moved the base level below L5 once L5's data had
+/// all merged down, and L5's buffer kept its copy of them. An L0 table
+/// (a tombstone at 50 among its keys) compacting into L6 passes L5 by:
+/// L5's copy of its keys goes, or it would answer for them once L5 holds
+/// data again (the tombstone dropped at the last level, nothing else
+/// would hide the copy's version).
+#[test]
+fn l0_tables_passing_a_levels_buffer_by_remove_its_copies_of_their_keys() {
+    let b = buffer("dynamic_level_bytes=true");
+    let v = version(
+        "L0 4: b-d/100@50
+         L6 2: a-z/1000@3
+         B5 7: a-c/100@20 x-z/100@20",
+    );
+    let task = CompactionTask {
+        merges: vec![vec![tables(&v, 0, 4, &[100]), tables(&v, 6, 2, &[101])]],
+        moves: Vec::new(),
+        output_level: 6,
+        output_run: Some(2),
+        reason: String::new(),
+        compact_pointer: None,
+        grouped: false,
+    };
+    let mut edit = task.final_edit(2, &[meta(200, "a", "z", 1050)], &HashSet::new(), None);
+    let mut next = 900..;
+    let change = b
+        .extend_task_edit(&v, &task, &mut edit, || next.next().unwrap())
+        .unwrap();
+    let after = v.apply(&edit).unwrap();
+    // L5's a-c copy goes (its level holds nothing it could guard), x-z
+    // stays; L6's buffer takes the L0 table.
+    assert_eq!(render(&after), "B5#7: 103 | B6#900: 100");
+    assert_eq!(change.removed[5], 1);
+}
+
 #[test]
 fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
     let b = buffer("");
@@ -345,6 +419,32 @@ fn trim_removes_rarely_cached_tables_but_those_appended_since_the_last_trim() {
     assert_eq!(change.removed_total(), 3);
     let (edit, _) = b.trim_edit(&v, &HashMap::new()).unwrap();
     assert!(edit.is_empty(), "tables without a known ratio are kept");
+}
+
+/// A frozen level's tables are judged however fresh: it takes no
+/// arrivals, and what its buffer holds the level is superseding.
+#[test]
+fn trim_judges_a_frozen_levels_fresh_tables_too() {
+    let b = buffer("lsbm_trim_threshold=0.8");
+    let v = version(
+        "B2 9: a-b/10 c-d/10
+         B3 7: a-b/10 c-d/10
+         frozen 3",
+    );
+    for id in 100..104 {
+        b.note_appended(id);
+    }
+    let ratios: HashMap<u64, f64> = [(100, 0.1), (101, 0.9), (102, 0.1), (103, 0.9)]
+        .into_iter()
+        .collect();
+    let (edit, change) = b.trim_edit(&v, &ratios).unwrap();
+    // B2's fresh 100 is spared; frozen B3's 102 goes (nothing older to
+    // guard, so its entry is dropped), its cached 103 stays.
+    assert_eq!(
+        render(&v.apply(&edit).unwrap()),
+        "B2#9: 100 101 | B3#7: 103 | frozen 3"
+    );
+    assert_eq!(change.removed[3], 1);
 }
 
 #[test]
@@ -519,6 +619,38 @@ fn entries_kept_for_range_reads_are_bounded_and_move_the_recording() {
     // reads now leave the run's tables holding it to the run.
     assert!(left.iter().filter(|&&s| s == 1).count() == 2, "{left:?}");
     assert_eq!(after.levels[2].recording, BufferRecording::Since(1));
+}
+
+/// A last level filled with unique data first (a load) freezes on the
+/// first merge whose arrivals mostly repeat data it holds, however large
+/// the level; a merge of new keys into it does not.
+#[test]
+fn a_large_last_level_freezes_on_a_merge_of_mostly_repeated_data() {
+    let b = buffer("");
+    let v = version(
+        "L1 1: a-c/500 m-p/500
+         L2 2: a-c/50000 m-p/50000",
+    );
+    // New keys: the level grows by what arrived.
+    let (v, text, _) = merge(
+        &b,
+        &v,
+        (1, 1, &[100]),
+        (2, &[102]),
+        &[meta(200, "a", "c", 50500)],
+    );
+    assert_eq!(text, "B2#900: 100");
+    // Updates: the level grows by 100 of the 500 bytes that arrived.
+    let (v, text, change) = merge(
+        &b,
+        &v,
+        (1, 1, &[101]),
+        (2, &[103]),
+        &[meta(201, "m", "p", 50100)],
+    );
+    assert_eq!(text, "B2#900: 100 101x | frozen 2");
+    assert_eq!(change.froze_total(), 1);
+    assert!(v.levels[2].frozen);
 }
 
 #[test]

@@ -18,6 +18,8 @@ fn options() -> Options {
         group_compaction_bytes: 0,
         lsbm_trim_interval: 3_600_000,
         lsbm_superfile_tables: 4,
+        // Fixed targets: the tests find buffer runs in L1 and L2.
+        dynamic_level_bytes: false,
         ..Profile::Lsbm.options()
     }
 }
