@@ -279,6 +279,13 @@ fn switch(
     // A switch that does not happen deletes the new chunks' files (and
     // drops their munks).
     let retire_all = |chunks: &[Chunk]| discard(chunks.iter());
+    // The new funks' names made durable before the chunk turns immutable
+    // (the build created their files): each fsync under the exclusive
+    // lock stops the chunk's puts.
+    if let Err(e) = store.fs.sync_dir(&store.dir) {
+        retire_all(&new_chunks);
+        return Err(e);
+    }
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -300,11 +307,12 @@ fn switch(
         }),
         _ => Ok(()),
     };
+    // A new log the tail left empty has nothing to sync (its name is
+    // durable already).
     let synced = batches_synced.and_then(|()| {
         new_chunks
             .iter()
-            .try_for_each(|c| c.log.sync())
-            .and_then(|()| store.fs.sync_dir(&store.dir))
+            .try_for_each(|c| c.log.sync_if_dirty().map(|_| ()))
     });
     if let Err(e) = synced {
         retire_all(&new_chunks);
