@@ -15,6 +15,7 @@ use super::funk_tables::{FunkTable, FunkTables};
 use super::heat::Heat;
 use super::munk::Munk;
 use super::pending::Pending;
+use super::table_filter::Unignored;
 use crate::db::probe::{probe_table, Probe};
 use crate::error::Result;
 use crate::format::internal_key::{InternalKey, ValueKind};
@@ -150,13 +151,9 @@ impl Chunk {
                 .map(LogEntry::into_entry),
         );
         let log = self.log.range_deletions()?;
-        let tombstones = match &self.open_table()? {
-            Some(t) if !t.range_deletions().is_empty() => {
-                let all: Vec<RangeTombstone> = t
-                    .range_deletions()
-                    .tombstones()
-                    .chain(log.tombstones())
-                    .collect();
+        let tombstones = match self.table_range_deletions()? {
+            Some(table) if !table.is_empty() => {
+                let all: Vec<RangeTombstone> = table.tombstones().chain(log.tombstones()).collect();
                 Fragments::fragment(&all)
             }
             _ => (*log).clone(),
@@ -164,11 +161,32 @@ impl Chunk {
         Ok((entries, tombstones))
     }
 
-    /// Every entry of the table, sorted.
+    /// The table's range tombstones (but those recovery ignores).
+    pub fn table_range_deletions(&self) -> Result<Option<Arc<Fragments>>> {
+        let incarnations = self.tables.incarnations();
+        Ok(self
+            .open_table()?
+            .map(|t| super::table_filter::range_deletions(&t, incarnations)))
+    }
+
+    /// A cursor over the table's entries (but those recovery ignores).
+    pub fn table_iter(&self, fill_cache: bool) -> Result<Option<Box<dyn InternalIterator>>> {
+        let incarnations = self.tables.incarnations();
+        Ok(self.open_table()?.map(|t| {
+            let it = t.iter_with(fill_cache);
+            match incarnations.ignores_any() {
+                true => {
+                    Box::new(Unignored::new(it, incarnations.clone())) as Box<dyn InternalIterator>
+                }
+                false => Box::new(it),
+            }
+        }))
+    }
+
+    /// Every entry of the table (but those recovery ignores), sorted.
     pub fn table_entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
-        if let Some(table) = self.open_table()? {
-            let mut it = table.iter_with(false);
+        if let Some(mut it) = self.table_iter(false)? {
             it.seek_to_first();
             while it.valid() {
                 entries.push((it.key().to_vec(), it.value().to_vec()));
@@ -199,14 +217,19 @@ impl Chunk {
         let Some(table) = self.open_table()? else {
             return Ok(Found::Absent);
         };
-        let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
-        Ok(
-            match probe_table(&table, lookup.encoded(), true, <[u8]>::to_vec)? {
-                Probe::Found(v) => Found::Value(v),
-                Probe::Deleted => Found::Deleted,
-                Probe::Absent => Found::Absent,
-            },
-        )
+        let incarnations = self.tables.incarnations();
+        let probe = match incarnations.ignores_any() {
+            true => super::table_filter::probe(&table, key, sequence, incarnations)?,
+            false => {
+                let lookup = InternalKey::new(key, sequence, ValueKind::SEEK);
+                probe_table(&table, lookup.encoded(), true, <[u8]>::to_vec)?
+            }
+        };
+        Ok(match probe {
+            Probe::Found(v) => Found::Value(v),
+            Probe::Deleted => Found::Deleted,
+            Probe::Absent => Found::Absent,
+        })
     }
 }
 

@@ -52,8 +52,8 @@ impl Parts for ScanChunks {
         let chunk = self.views.chunk(index);
         // The log before the table: every version in the log is newer.
         let mut sources: Vec<Box<dyn InternalIterator>> = vec![Box::new(chunk.log.sorted_iter()?)];
-        if let Some(table) = chunk.open_table()? {
-            sources.push(Box::new(table.iter_with(self.fill_cache)));
+        if let Some(table) = chunk.table_iter(self.fill_cache)? {
+            sources.push(table);
         }
         Ok(Box::new(MergingIterator::new(sources, self.order.clone())))
     }

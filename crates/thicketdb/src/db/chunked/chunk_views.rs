@@ -120,8 +120,8 @@ impl ChunkViews {
             Some(munk) => vec![munk.range_deletions()],
             None => {
                 let mut lists = vec![chunk.log.range_deletions()?];
-                if let Some(table) = chunk.open_table()? {
-                    lists.push(table.range_deletions().clone());
+                if let Some(table) = chunk.table_range_deletions()? {
+                    lists.push(table);
                 }
                 lists
             }

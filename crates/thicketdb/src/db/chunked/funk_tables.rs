@@ -15,6 +15,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use super::files::funk_table_path;
+use super::incarnations::Incarnations;
 use crate::error::Result;
 use crate::io::FileSystem;
 use crate::table::{Table, TableContext};
@@ -33,6 +34,9 @@ pub(super) struct FunkTables {
     dir: PathBuf,
     context: TableContext,
     open: Cache<u64, Arc<Table>>,
+    /// The recovery table this run keeps: the writes it ignores are left
+    /// out of every table read (`table_filter.rs`).
+    incarnations: Arc<Incarnations>,
 }
 
 impl FunkTables {
@@ -41,13 +45,20 @@ impl FunkTables {
         dir: &Path,
         context: TableContext,
         max_open_files: usize,
+        incarnations: Arc<Incarnations>,
     ) -> FunkTables {
         FunkTables {
             fs,
             dir: dir.to_path_buf(),
             context,
             open: Cache::new(max_open_files.max(1)),
+            incarnations,
         }
+    }
+
+    /// The recovery table the tables are read by.
+    pub fn incarnations(&self) -> &Arc<Incarnations> {
+        &self.incarnations
     }
 
     pub fn fs(&self) -> &Arc<dyn FileSystem> {

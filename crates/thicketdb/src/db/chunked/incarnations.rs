@@ -6,7 +6,8 @@
 //! checkpoint before that crash, and every read of a chunk log ignores it
 //! (`chunk_log.rs` leaves it out of the log's index), so the store holds a
 //! prefix of the writes without reading the logs at open. Funk tables
-//! hold checkpointed writes only (`rebalance.rs`), so they need no check.
+//! may hold writes past a checkpoint (`rebalance.rs`): their reads leave
+//! them out the same way (`table_filter.rs`).
 //!
 //! Format (`docs/format.md`, *Recovery table*): `magic "TKRECOVR" |
 //! fixed32 version (1) | fixed32 body length | body | fixed32 masked
@@ -22,7 +23,11 @@ use crate::format::internal_key::MAX_SEQUENCE;
 use crate::io::FileSystem;
 
 const MAGIC: &[u8; 8] = b"TKRECOVR";
-const VERSION: u32 = 1;
+/// Version 2: funk tables may hold writes the table ignores (version 1's
+/// tables held checkpointed writes only, and its readers read them
+/// unchecked: a store a crash left is rewritten as version 2 before a
+/// table takes such a write, so that a reader of version 1 refuses it).
+const VERSION: u32 = 2;
 
 /// The file's name.
 const NAME: &str = "RECOVERY";
@@ -71,6 +76,11 @@ impl Incarnations {
             .is_some_and(|&last| sequence > last)
     }
 
+    /// Whether some write may be ignored (a past incarnation exists).
+    pub fn ignores_any(&self) -> bool {
+        !self.rows.is_empty()
+    }
+
     /// Whether a recovery may start another incarnation (else it drops the
     /// writes past the checkpoint from the logs instead).
     pub fn can_advance(&self) -> bool {
@@ -99,7 +109,7 @@ impl Incarnations {
     /// Parses the file; errors name `file` and the offset of the damage.
     pub fn decode(file: &Path, data: &[u8]) -> Result<Incarnations> {
         let bad = |offset: usize, why: &str| Error::corruption(file, offset as u64, why);
-        let (_, body) = super::framed::decode(file, data, MAGIC, "recovery table", &[VERSION])?;
+        let (_, body) = super::framed::decode(file, data, MAGIC, "recovery table", &[1, VERSION])?;
         let len = body.len();
         let mut cur = body;
         let at = |cur: &[u8]| super::framed::HEADER + len - cur.len();
@@ -126,6 +136,13 @@ impl Incarnations {
         super::framed::read_file(fs, dir, NAME)?
             .map(|(path, data)| Incarnations::decode(&path, &data))
             .transpose()
+    }
+
+    /// Whether the table in `dir` is of the current version (`false`: an
+    /// older one, or none).
+    pub fn stored_is_current(fs: &dyn FileSystem, dir: &Path) -> Result<bool> {
+        Ok(super::framed::read_file(fs, dir, NAME)?
+            .is_some_and(|(_, data)| data.get(8..12) == Some(&VERSION.to_le_bytes()[..])))
     }
 
     /// Writes the table in `dir` durably and atomically.

@@ -266,6 +266,27 @@ fn a_switch_syncs_no_other_chunks_log_and_a_power_loss_keeps_a_prefix() {
     );
 }
 
+/// A switch whose tail left its new logs empty syncs none of them, and
+/// the directory holding the new funks' names is synced before the chunk
+/// turns immutable: per rebalance, the new table and the chunk list are
+/// the only files synced (each fsync under the exclusive lock stopped the
+/// chunk's puts).
+#[test]
+fn a_switch_syncs_no_new_log_its_tail_left_empty() {
+    let fs = crate::io::fault::FaultFs::new();
+    let (db, _) = compacted_store(&fs);
+    for c in 0..20 {
+        db.put(key(c * (KEYS / 20) + 1), "again").unwrap();
+    }
+    db.flush().unwrap();
+    let (before, rebalances) = (fs.stats(), db.stats().chunk_funk_rebalances);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let (after, rebuilt) = (fs.stats(), db.stats().chunk_funk_rebalances - rebalances);
+    assert!(rebuilt >= 20, "{rebuilt} rebalances");
+    let synced = after.syncs - before.syncs;
+    assert_eq!(synced, 2 * rebuilt, "files synced by {rebuilt} rebalances");
+}
+
 /// A batch spanning two chunks, one of them rebalanced while the batch is
 /// in its tail: the switch syncs the batch log before the new chunk log,
 /// so a power loss right after keeps the batch whole (recovery completes

@@ -62,6 +62,7 @@ mod read;
 mod rebalance;
 mod row_cache;
 mod sync_group;
+mod table_filter;
 mod write;
 
 use std::path::{Path, PathBuf};

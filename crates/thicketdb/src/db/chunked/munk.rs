@@ -232,15 +232,22 @@ impl MunkCache {
     }
 
     /// Gives `chunk` (of the current set of its keyspace) a munk if the
-    /// budget allows, evicting a colder munk (of any keyspace) if need be.
+    /// budget has room for it to grow to its rebuild size
+    /// (`REBALANCE_GROWTH` times its image), evicting colder munks (of any
+    /// keyspace) if need be. Admitted with room for its image only, a munk
+    /// grown by puts pushed the cache past its budget, whose coldest munk
+    /// went, making room that the next chunk asking took: under puts, a
+    /// load and an eviction for every munk's worth of puts
+    /// (`docs/reproduction.md`, *YoDB put path, session 24*).
     /// REQUIRES: the chunk's `append_lock` (the munk misses no put).
     pub fn admit(&self, store: &ChunkStore, chunk: &Arc<Chunk>) -> Result<()> {
         if chunk.munk().is_some() {
             return Ok(());
         }
         let estimate = chunk.table_length() + chunk.log.len();
+        let needed = estimate.saturating_mul(REBALANCE_GROWTH);
         let heat = chunk.heat.get(self.epoch());
-        while self.resident_bytes() + estimate > self.budget {
+        while self.resident_bytes() + needed > self.budget {
             match self.coldest() {
                 Some((victim, victim_heat)) if victim_heat * 2 < heat => {
                     self.evict(&victim);

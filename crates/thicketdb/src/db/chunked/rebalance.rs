@@ -99,19 +99,37 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     // Every record of the chunk up to it is in the log once settled.
     let settled = store.last_sequence.load(Ordering::SeqCst);
     chunk.settle(settled);
-    // Read before the records: every record up to it is in the log. Only
-    // durable writes go to a table: the checkpointed ones in the
-    // asynchronous mode (a crash returns to the checkpoint, and tables are
-    // read unchecked), those up to the durable sequence in the synchronous
-    // one (a power loss keeps a prefix of the writes: a table holding a
-    // write past an unsynced one in another chunk's log would break it).
-    // The rest is the tail the switch copies into the new log.
+    // Read before the records: every record up to it is in the log. In
+    // the asynchronous mode every one goes to the table, as in the
+    // paper's funks: a crash starts the next incarnation, whose recovery
+    // table ignores the writes past the checkpoint in every read of a
+    // table too (`table_filter.rs`). In the last incarnation (a crash
+    // then cuts the logs instead, and leaves no row to ignore them by)
+    // and in the synchronous mode only durable writes go to a table: the
+    // checkpointed ones, or those up to the durable sequence (a power
+    // loss keeps a prefix of the writes: a table holding a write past an
+    // unsynced one in another chunk's log would break it). The rest is
+    // the tail the switch copies into the new log.
+    let unchecked = store.is_async() && store.tables.incarnations().can_advance();
     let durable = match store.is_async() {
         true => &store.checkpointed,
         false => &store.durable_sequence,
     };
-    let mut published = settled.min(durable.load(Ordering::Acquire));
-    let oldest = store.snapshots.oldest(&store.last_sequence);
+    let durable_point = || match unchecked {
+        true => settled,
+        false => settled.min(durable.load(Ordering::Acquire)),
+    };
+    let mut published = durable_point();
+    // The last checkpoint is a snapshot a crash may return to: each key
+    // keeps its newest version at or below it (and the tombstones past
+    // it) beside the later ones a crash takes back.
+    let oldest = match unchecked {
+        true => store
+            .snapshots
+            .oldest(&store.last_sequence)
+            .min(store.checkpointed.load(Ordering::Acquire)),
+        false => store.snapshots.oldest(&store.last_sequence),
+    };
     let log = chunk.log.records_from(0)?;
     let mut merged = first_past(&log, published)?;
     // In the synchronous mode nothing else moves the durable point unless
@@ -121,7 +139,7 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
         true => space.log_limit(chunk),
         false => space.log_limit(chunk) / 2,
     };
-    if past_bytes(&log[merged..]) > tail_limit {
+    if !unchecked && past_bytes(&log[merged..]) > tail_limit {
         // A build makes the store's writes durable (one sync of every
         // dirty log: a checkpoint, or a sync round) only when the writes
         // past the last durable point would leave the new log past its
@@ -134,15 +152,13 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
             true => store.take_checkpoint().map(|_| ())?,
             false => store.sync_dirty_logs()?,
         }
-        published = settled.min(durable.load(Ordering::Acquire));
+        published = durable_point();
         merged = first_past(&log, published)?;
     }
     let mut entries = chunk.table_entries()?;
-    let mut tombstones: Vec<RangeTombstone> = match chunk.open_table()? {
-        Some(table) => {
-            Counters::add(&store.counters.compaction_bytes_read, table.length());
-            table.range_deletions().tombstones().collect()
-        }
+    Counters::add(&store.counters.compaction_bytes_read, chunk.table_length());
+    let mut tombstones: Vec<RangeTombstone> = match chunk.table_range_deletions()? {
+        Some(table) => table.tombstones().collect(),
         None => Vec::new(),
     };
     for record in &log[..merged] {
@@ -263,6 +279,13 @@ fn switch(
     // A switch that does not happen deletes the new chunks' files (and
     // drops their munks).
     let retire_all = |chunks: &[Chunk]| discard(chunks.iter());
+    // The new funks' names made durable before the chunk turns immutable
+    // (the build created their files): each fsync under the exclusive
+    // lock stops the chunk's puts.
+    if let Err(e) = store.fs.sync_dir(&store.dir) {
+        retire_all(&new_chunks);
+        return Err(e);
+    }
     let _immutable = chunk.rebalance_lock.write();
     let copied = copy_tail(store, chunk, records, &new_chunks);
     if let Err(e) = copied {
@@ -284,11 +307,12 @@ fn switch(
         }),
         _ => Ok(()),
     };
+    // A new log the tail left empty has nothing to sync (its name is
+    // durable already).
     let synced = batches_synced.and_then(|()| {
         new_chunks
             .iter()
-            .try_for_each(|c| c.log.sync())
-            .and_then(|()| store.fs.sync_dir(&store.dir))
+            .try_for_each(|c| c.log.sync_if_dirty().map(|_| ()))
     });
     if let Err(e) = synced {
         retire_all(&new_chunks);

@@ -432,6 +432,40 @@ fn munk_budget_counts_the_installed_munks() {
     assert!(stats.chunk_munk_rebalances > 0, "{stats:?}");
 }
 
+/// A chunk gets a munk only if the budget has room for it to grow to its
+/// rebuild size: admitted with room for its image alone, puts grew it past
+/// the budget at once, evicting another chunk's munk (churn under puts).
+#[test]
+fn a_munk_is_admitted_only_with_room_to_grow_to_its_rebuild_size() {
+    let fs = FaultFs::new();
+    let dir = std::path::Path::new("/store");
+    let options = |munk_cache_bytes| Options {
+        chunk_size: 1 << 20,
+        funk_log_limit: 1 << 20,
+        funk_log_limit_with_munk: 1 << 20,
+        munk_cache_bytes,
+        row_cache_bytes: 0,
+        ..tiny()
+    };
+    let db = Db::open_with_fs(dir, options(0), process(&fs)).unwrap();
+    for i in 0..400u64 {
+        db.put(format!("key{i:06}"), [7u8; 100]).unwrap();
+    }
+    db.close().unwrap();
+    // The one chunk's image is about 45 KiB: within 64 KiB, but not twice.
+    let munks_after_gets = |budget| {
+        let db = Db::open_with_fs(dir, options(budget), process(&fs)).unwrap();
+        for i in 0..300u64 {
+            db.get(format!("key{:06}", i % 400)).unwrap();
+        }
+        let stats = db.stats();
+        db.close().unwrap();
+        (stats.chunks, stats.munks_resident)
+    };
+    assert_eq!(munks_after_gets(64 << 10), (1, 0));
+    assert_eq!(munks_after_gets(128 << 10), (1, 1));
+}
+
 /// The file system as a newly started process sees it (a `FaultFs` clone
 /// refuses changes once its process has crashed).
 fn process(fs: &FaultFs) -> Arc<dyn FileSystem> {

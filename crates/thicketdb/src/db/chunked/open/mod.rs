@@ -63,13 +63,17 @@ pub(super) fn open(
     let list = ChunkList::decode(&list_path, &fs.read_to_vec(&list_path)?)?;
     let counters = Arc::new(Counters::default());
     counters.restore(&list.counters);
+    let (last, stored_incarnations) = LastRun::read(fs.as_ref(), dir, &list, &options)?;
+    // Tables are read by the table this run keeps: its rows are the
+    // crashes whose writes past the checkpoint a table may hold
+    // (`table_filter.rs`).
     let tables = Arc::new(FunkTables::new(
         fs.clone(),
         dir,
         table_context(&options)?,
         options.max_open_files,
+        Arc::new(last.kept.clone()),
     ));
-    let (last, stored_incarnations) = LastRun::read(fs.as_ref(), dir, &list, &options)?;
     let mut logs = open_keyspaces(dir, &options, &fs, &list, &tables, &last)?;
     let plan = plan_cut(fs.as_ref(), dir, &list, &options, &last, &mut logs)?;
     let LastRun { durable, kept, .. } = last;
@@ -130,7 +134,9 @@ pub(super) fn open(
     }
     // Before anything is written in the new incarnation (a crash now
     // must find the table that ignores the old one's unsaved writes).
-    if stored_incarnations.as_ref() != Some(&kept) {
+    if stored_incarnations.as_ref() != Some(&kept)
+        || !super::incarnations::Incarnations::stored_is_current(fs.as_ref(), dir)?
+    {
         kept.write(fs.as_ref(), dir)?;
     }
     finish_recovery(&store, &list, &logs, &plan, missing, is_async)?;
