@@ -240,6 +240,8 @@ fn a_batch_with_a_tombstone_across_chunks() {
         db.put(k(i), value(i, 0)).unwrap();
         model.insert(k(i), value(i, 0));
     }
+    // The splits are built by the build threads: wait for them.
+    settle_builds(&db);
     assert!(store(&db).default_space().chunk_set().chunks.len() > 3);
     let mut batch = WriteBatch::new();
     batch.put(k(20), b"covered").unwrap();

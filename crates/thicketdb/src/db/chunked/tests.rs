@@ -20,7 +20,7 @@ pub(crate) fn tiny() -> Options {
         log_filter_parts: 4,
         block_size: 512,
         funk_log_limit_with_munk: 4 << 10,
-        munk_cache_bytes: 24 << 10,
+        munk_cache_bytes: 32 << 10,
         row_cache_bytes: 4 << 10,
         ..Options::default()
     }
