@@ -28,6 +28,20 @@ pub fn space_to_json(space: &SpaceUsage) -> Value {
     fields_json(space.fields().into_iter())
 }
 
+/// `stats_to_json`'s object with `space_to_json`'s figures added: what
+/// `to_json` gives for the two (a key of `stats` is never replaced).
+pub fn with_space(stats: Value, space: Value) -> Value {
+    match (stats, space) {
+        (Value::Object(mut stats), Value::Object(space)) => {
+            for (name, value) in space {
+                stats.entry(name).or_insert(value);
+            }
+            Value::Object(stats)
+        }
+        (stats, _) => stats,
+    }
+}
+
 fn fields_json(fields: impl Iterator<Item = (&'static str, StatValue)>) -> Value {
     let mut object = Map::new();
     let mut fsyncs_by_cause = Map::new();
@@ -38,7 +52,11 @@ fn fields_json(fields: impl Iterator<Item = (&'static str, StatValue)>) -> Value
             None => object.insert(name.to_string(), value),
         };
     }
-    object.insert(FSYNC_CAUSES.to_string(), Value::Object(fsyncs_by_cause));
+    // The space figures alone have no fsyncs: no empty map that would
+    // replace the stats' own when the two are joined.
+    if !fsyncs_by_cause.is_empty() {
+        object.insert(FSYNC_CAUSES.to_string(), Value::Object(fsyncs_by_cause));
+    }
     Value::Object(object)
 }
 
@@ -207,6 +225,13 @@ mod tests {
         }
         assert_eq!(v["fsyncs_by_cause"]["log"], 1);
         assert_eq!(v["tables_per_level"], json!([1, 2]));
+        // The benchmark driver reads the two halves apart (the space
+        // figures from a reopen) and joins them.
+        assert_eq!(
+            with_space(stats_to_json(&s), space_to_json(&space)),
+            v,
+            "joined halves differ from the whole"
+        );
         assert_eq!(v["space_amplification"], 1.5);
         let text = summary(&s, &space);
         assert!(text.contains("L1:"), "{text}");

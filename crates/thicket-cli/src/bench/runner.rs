@@ -630,10 +630,7 @@ fn with_space(
     space: Option<serde_json::Value>,
 ) -> Option<serde_json::Value> {
     match (stats, space) {
-        (Some(serde_json::Value::Object(mut stats)), Some(serde_json::Value::Object(space))) => {
-            stats.extend(space);
-            Some(serde_json::Value::Object(stats))
-        }
+        (Some(stats), Some(space)) => Some(crate::stats_json::with_space(stats, space)),
         (stats, _) => stats,
     }
 }
