@@ -281,7 +281,7 @@ fn a_switch_leaves_the_log_sync_to_the_flush() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
         write_buffer_size: 256 << 10,
-        ..crate::Profile::Triad.options()
+        ..crate::options::Profile::Triad.options()
     };
     let db = Db::open(dir.path(), options).unwrap();
     for i in 0..1000 {
