@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::flush_sync::{flush_needs_synced_log, sync_logs_released};
 use super::lock_order::RankedGuard;
 use super::log_table::LogAddresses;
 use super::relog::relog;
@@ -54,7 +55,8 @@ impl FlushEnv<'_> {
     /// them in memory). With `triad_log` (and every entry's place in the
     /// log known) the run is of log tables: keys and the addresses of their
     /// values in the memtable's log, which the tables then keep alive; the
-    /// log was synced when its memtable was switched out (or at recovery).
+    /// flush thread synced the log first (`flush_sync.rs`; recovery syncs
+    /// what it replays).
     pub fn flush_cold(
         &self,
         mem: Arc<Memtable>,
@@ -129,6 +131,10 @@ impl FlushEnv<'_> {
 /// commits it with the log number recovery must start from, and drops it
 /// (and with it the reference to its log).
 ///
+/// A flush that needs its memtable's log durable (TRIAD, several
+/// keyspaces) first syncs the logs switches left unsynced, with the log
+/// released (`flush_sync.rs`).
+///
 /// With `triad_mem` the hottest keys stay in memory: their newest versions
 /// are re-logged into the active log (synced) and inserted into the active
 /// memtable first, then only the cold keys are written, then the edit lets
@@ -168,6 +174,11 @@ pub(crate) fn flush_oldest(inner: &Arc<DbInner>) -> Result<()> {
         keyspace: tree.id,
         ..VersionEdit::default()
     };
+    // The switch left `imm`'s log unsynced; a log table keeps its values
+    // there and a re-logged record must not outlive it.
+    if flush_needs_synced_log(inner) {
+        sync_logs_released(inner, false)?;
+    }
     let smallest_snapshot = inner.snapshots.oldest(&inner.last_sequence);
     let hot = if tree.options.triad_mem {
         let k = hot_key_count(&tree.options, &imm);

@@ -61,6 +61,16 @@ pub(crate) fn rewrite_small_log(
         };
         records.push((!entries.is_empty()).then(|| encode_relogged(source, &entries)));
     }
+    // The record (synced below) holds writes newer than what the logs of
+    // the immutable memtables hold, which switches left unsynced
+    // (`flush_sync.rs`): they go first, so what survives stays a prefix.
+    match log.sync_all_but_current(inner.fs.as_ref(), &inner.dir) {
+        Ok(syncs) => Counters::add(&inner.counters.fsyncs_log, syncs),
+        Err(e) => {
+            set_background_error(inner, e.clone());
+            return Err(e);
+        }
+    }
     let number = inner.versions.lock().new_file_number();
     let written = create_log(
         inner.fs.as_ref(),

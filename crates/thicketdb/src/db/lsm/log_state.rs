@@ -66,7 +66,7 @@ impl LogState {
 
     /// Syncs the earlier logs a switch left unsynced, then the directory
     /// entry of the current one; returns the syncs taken.
-    fn sync_all_but_current(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+    pub fn sync_all_but_current(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
         let mut syncs = 0;
         for (_, earlier) in &mut self.unsynced {
             earlier.sync()?;

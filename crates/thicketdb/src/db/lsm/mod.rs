@@ -10,6 +10,7 @@ mod check_runs;
 pub(crate) mod checkpoint_copy;
 pub(crate) mod compact;
 pub(crate) mod flush;
+pub(crate) mod flush_sync;
 pub(crate) mod iter_sources;
 pub(crate) mod lock_order;
 pub(crate) mod log_rewrite;

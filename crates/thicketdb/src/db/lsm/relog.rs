@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::background_state::set_background_error;
+use super::flush_sync::sync_logs_released;
 use super::tree::Tree;
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -14,8 +15,9 @@ use crate::stats::Counters;
 
 /// TRIAD-MEM: carries `entries` (hot keys of the immutable memtable `from`
 /// of `tree`) into the tree's active memtable: appends them to the active log as one
-/// re-logged record, syncs it, and inserts them with their own sequence
-/// numbers. Returns the entries carried.
+/// re-logged record, inserts them with their own sequence numbers, and
+/// syncs the log outside `log` (`flush_sync.rs`). Returns the entries
+/// carried.
 ///
 /// Readers search the active memtable before the immutable ones, so a
 /// carried version must be newer than anything an immutable memtable newer
@@ -54,26 +56,24 @@ pub(crate) fn relog(
         keyspace: tree.id,
     };
     let record = encode_relogged(source, &entries);
-    let written = log.writer.add_record(&record).and_then(|offset| {
-        log.writer.flush()?;
-        log.writer.sync()?;
-        Ok(offset)
-    });
-    let offset = match written {
+    let offset = match log.writer.add_record(&record) {
         Ok(offset) => offset,
         Err(e) => {
             set_background_error(inner, e.clone());
             return Err(e);
         }
     };
-    let c = &inner.counters;
-    Counters::add(&c.log_bytes_written, record.len() as u64 + 7);
-    Counters::add(&c.fsyncs_log, 1);
+    Counters::add(&inner.counters.log_bytes_written, record.len() as u64 + 7);
     insert_relogged(&sv.mem, &record, offset).map_err(|why| {
         Error::invariant(format!(
             "a record this process encoded failed to decode: {why}"
         ))
     })?;
+    // Durable before the flush's edit lets the old log go; the writers
+    // append on meanwhile (a reader may see the carried versions first,
+    // as it sees any write before its sync).
+    drop(log);
+    sync_logs_released(inner, true)?;
     Ok(entries)
 }
 

@@ -271,3 +271,42 @@ fn hot_key_count_is_a_share_of_a_full_memtable() {
         "a full memtable: its own entries"
     );
 }
+
+/// A memtable switch leaves the old log unsynced, also with TRIAD, whose
+/// switch used to sync it while every writer waited (`flush_sync.rs`): the
+/// flush thread syncs it, with the log released, before its log tables
+/// address it and before the re-logged hot keys are synced.
+#[test]
+fn a_switch_leaves_the_log_sync_to_the_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        write_buffer_size: 256 << 10,
+        ..crate::options::Profile::Triad.options()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    for i in 0..1000 {
+        db.put(key(i), b"value").unwrap();
+    }
+    let inner = db.inner();
+    let syncs = db.stats().fsyncs_log;
+    let old = inner.log.lock().number;
+    {
+        let _front = inner.write.lock();
+        super::write::switch_memtable(inner).unwrap();
+    }
+    assert_eq!(db.stats().fsyncs_log, syncs, "no sync on the writers' path");
+    assert!(
+        inner.log.lock().unsynced.iter().any(|(n, _)| *n == old),
+        "the switched-out log waits for its flush"
+    );
+    db.flush().unwrap();
+    assert!(db.stats().fsyncs_log > syncs, "the flush synced the log");
+    assert!(db.stats().log_table_bytes > 0, "the flush wrote log tables");
+    assert!(
+        inner.log.lock().unsynced.is_empty(),
+        "no switched-out log is left unsynced after the flush"
+    );
+    for i in 0..1000 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&b"value"[..]));
+    }
+}

@@ -389,33 +389,22 @@ impl Room {
 /// the next sync write does, before its own (`LogState::sync`), and the
 /// flush that follows syncs the directory before its MANIFEST edit names
 /// the new log. A store re-logging values or pointing tables into its logs
-/// (TRIAD-MEM, FLUSH_TH, TRIAD-LOG in any keyspace) syncs both here, as
-/// those make an old log's writes durable elsewhere without a sync write;
-/// so does a store with several keyspaces (a flush of one of them would).
+/// (TRIAD-MEM, FLUSH_TH, TRIAD-LOG in any keyspace), or with several
+/// keyspaces, makes an old log's writes durable elsewhere without a sync
+/// write: its flush syncs the switched-out logs first, with the log
+/// released (`flush_sync.rs`), not this switch while every writer waits.
 /// REQUIRES: `inner.write` held by the queue's front (no write group is
 /// mid-commit). Takes `versions`, then `log`, then `super_version` (write).
-fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
+pub(super) fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     let (number, live_from) = {
         let versions = inner.versions.lock();
         (versions.new_file_number(), versions.log_number())
     };
-    // With several keyspaces, a flush of one keyspace's memtable makes its
-    // half of a cross-keyspace batch durable while the other half may sit
-    // in the unsynced old log: power loss would then split the batch.
-    let trees = inner.trees();
-    let eager = inner.options.triad_log
-        || trees.len() > 1
-        || trees
-            .iter()
-            .any(|t| t.options.triad_mem || t.options.triad_flush_threshold > 0.0);
+    // The old log is left unsynced whatever the options: a flush that
+    // needs it durable (TRIAD, several keyspaces) syncs it first, off the
+    // writers' path (`flush_sync.rs`).
     let path = log_path(&inner.dir, number);
-    let created = create_log(inner.fs.as_ref(), &inner.options, &path).and_then(|f| {
-        if eager {
-            inner.fs.sync_dir(&inner.dir)?;
-        }
-        Ok(f)
-    });
-    let file = match created {
+    let file = match create_log(inner.fs.as_ref(), &inner.options, &path) {
         Ok(f) => f,
         Err(e) => {
             set_background_error(inner, e.clone());
@@ -425,21 +414,7 @@ fn switch_memtable(inner: &Arc<DbInner>) -> Result<()> {
     // The log writer and the memtables change together under `log`: whoever
     // holds it sees the memtables whose log it appends to (`relog`).
     let mut log = inner.log.lock();
-    if eager {
-        // A later sync write syncs only the new log; syncing the old one
-        // now keeps every synced write's predecessors durable too.
-        match log.sync(inner.fs.as_ref(), &inner.dir) {
-            Ok(syncs) => Counters::add(&inner.counters.fsyncs_log, syncs + 1),
-            Err(e) => {
-                set_background_error(inner, e.clone());
-                return Err(e);
-            }
-        }
-        log.writer = LogWriter::new(file);
-        log.number = number;
-    } else {
-        log.switch_unsynced(LogWriter::new(file), number, live_from);
-    }
+    log.switch_unsynced(LogWriter::new(file), number, live_from);
     // Only the queue's front switches memtables, and flushes only remove
     // immutable memtables or replace the version, so building from the
     // current super version under its lock loses nothing.
