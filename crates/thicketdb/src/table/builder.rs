@@ -36,6 +36,12 @@ pub const BLOCK_ALIGNMENT: u64 = 4096;
 /// the three varint lengths and a restart point.
 const ENTRY_OVERHEAD: usize = 3 * 5 + 4;
 
+/// The most zeros `block_align` writes after a block to start the next
+/// on a page boundary: an eighth of a page. Entries larger than that leave
+/// their blocks straddling pages rather than waste up to an entry per page
+/// (with 1,000-byte values, a quarter of the file).
+const MAX_PADDING: u64 = BLOCK_ALIGNMENT / 8;
+
 /// What a finished table is and where it was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSummary {
@@ -283,15 +289,21 @@ impl<'a> TableBuilder<'a> {
         p.max_seq = p.max_seq.max(parsed.sequence);
     }
 
-    /// With `block_align`, whether adding an entry of `entry_len` key and
-    /// value bytes would grow the open block (and its trailer) past the
-    /// size that fits in a page: the block is then cut before it.
+    /// With `block_align`, whether the open block should end before an
+    /// entry of `entry_len` key and value bytes: it then ends within
+    /// `MAX_PADDING` of a page boundary that the entry would cross, and the
+    /// zeros after it start the next block on that boundary. Blocks larger
+    /// than a page end only at the boundary nearest their size.
     fn would_cross_a_page(&self, entry_len: usize) -> bool {
-        let fit = self.options.block_size.min(BLOCK_ALIGNMENT as usize);
-        self.options.block_align
-            && !self.data_block.is_empty()
-            && self.data_block.size_estimate() + entry_len + ENTRY_OVERHEAD + BLOCK_TRAILER_LEN
-                > fit
+        if !self.options.block_align || self.data_block.is_empty() {
+            return false;
+        }
+        let stored = (self.data_block.size_estimate() + BLOCK_TRAILER_LEN) as u64;
+        if stored + BLOCK_ALIGNMENT < self.options.block_size as u64 {
+            return false;
+        }
+        let gap = gap_to_page(self.file.len() + stored);
+        gap <= MAX_PADDING && (entry_len + ENTRY_OVERHEAD) as u64 > gap
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
@@ -306,10 +318,11 @@ impl<'a> TableBuilder<'a> {
         } else {
             &self.compressed
         };
-        let handle = {
-            pad_to_page(self.file, self.options.block_align, stored.len() + BLOCK_TRAILER_LEN)?;
-            write_stored(self.file, self.start, stored, kind)?
-        };
+        let handle = write_stored(self.file, self.start, stored, kind)?;
+        let gap = gap_to_page(self.file.len());
+        if self.options.block_align && gap <= MAX_PADDING {
+            self.file.append(&[0; MAX_PADDING as usize][..gap as usize])?;
+        }
         self.data_block.reset();
         self.pending = Some(handle);
         Ok(())
@@ -333,18 +346,9 @@ impl<'a> TableBuilder<'a> {
     }
 }
 
-/// With `align`, zeros up to the next page boundary when a block of
-/// `stored` bytes (trailer included) that fits in a page would start in one
-/// page and end in the next. Readers never see them: the index addresses
-/// each block.
-fn pad_to_page(file: &mut dyn WritableFile, align: bool, stored: usize) -> Result<()> {
-    let stored = stored as u64;
-    let in_page = file.len() % BLOCK_ALIGNMENT;
-    if align && stored <= BLOCK_ALIGNMENT && in_page + stored > BLOCK_ALIGNMENT {
-        let zeros = [0u8; BLOCK_ALIGNMENT as usize];
-        file.append(&zeros[..(BLOCK_ALIGNMENT - in_page) as usize])?;
-    }
-    Ok(())
+/// Bytes from `offset` to the next page boundary (0 on one).
+fn gap_to_page(offset: u64) -> u64 {
+    (BLOCK_ALIGNMENT - offset % BLOCK_ALIGNMENT) % BLOCK_ALIGNMENT
 }
 
 /// The largest internal key a table whose tombstones end at `end`

@@ -637,8 +637,35 @@ mod tests {
         }
     }
 
-    /// An entry larger than a page gets a block of its own, unpadded; the
-    /// blocks around it stay inside their pages.
+    /// Entries larger than the padding limit (1,000-byte values) leave
+    /// blocks straddling pages instead of padding up to an entry per page.
+    #[test]
+    fn aligned_tables_of_large_values_waste_little() {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..5_000u32)
+            .map(|i| {
+                let key = InternalKey::new(&ukey(i), 1, ValueKind::Value).into_vec();
+                (key, vec![i as u8; 1000])
+            })
+            .collect();
+        let length = |align: bool| {
+            let opts = TableOptions {
+                block_align: align,
+                ..TableOptions::default()
+            };
+            let (file, s) = build_table(&entries, &opts);
+            let t = open_table(file, &s, None).unwrap();
+            assert_eq!(collect_forward(&mut t.iter()), entries);
+            s.length
+        };
+        let (aligned, packed) = (length(true), length(false));
+        assert!(
+            aligned < packed + packed / 50,
+            "{aligned} bytes aligned against {packed}"
+        );
+    }
+
+    /// An entry larger than a page makes its block straddle pages; the
+    /// blocks after it are back inside their pages.
     #[test]
     fn aligned_tables_take_entries_larger_than_a_page() {
         let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..300u32)
