@@ -206,10 +206,12 @@ options! {
         target_table_size: u64 = 2 << 20; keyspace, lsm,
         /// Uncompressed size of a data block.
         block_size: usize = TableOptions::DEFAULT.block_size; keyspace, both,
-        /// Data blocks of at most a page are cut to fit one and padded so
-        /// that none crosses a 4 KiB page boundary (RocksDB's
-        /// `block_align`): a block read from the device is one page, not
-        /// the two an unaligned block spans.
+        /// A data block that ends within 512 bytes of a 4 KiB page
+        /// boundary its next entry would cross ends there, and zeros fill
+        /// the page, so the next block starts on the boundary: with entries
+        /// of up to a few hundred bytes a block read from the device is one
+        /// page, not the two an unaligned block spans (after RocksDB's
+        /// `block_align`, which pads every block).
         block_align: bool = true; keyspace, both,
         /// Keys between restart points in a block.
         block_restart_interval: usize = TableOptions::DEFAULT.restart_interval; keyspace, both,

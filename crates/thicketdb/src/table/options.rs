@@ -11,8 +11,8 @@ pub struct TableOptions {
     /// Target uncompressed size of a data block; a block is cut once it
     /// reaches this size.
     pub block_size: usize,
-    /// Cut data blocks to fit a page and pad them so that none crosses a
-    /// page boundary (`Options::block_align`).
+    /// End data blocks near page boundaries and pad to them, at most 512
+    /// bytes at a time (`Options::block_align`).
     pub block_align: bool,
     /// Entries between restart points in data blocks: larger values shrink
     /// blocks, smaller ones shorten the scan after a binary search.
