@@ -331,6 +331,7 @@ mod tests {
         stats.log_batch_reads = 76;
         stats.log_batch_read_bytes = 77;
         stats.log_spill_bytes = 78;
+        stats.log_values_shadowed = 79;
         stats.background_error = Some("disk full".into());
         stats.chunks = 60;
         stats.munks_resident = 61;
@@ -444,6 +445,7 @@ mod tests {
                 "log_batch_reads": 76,
                 "log_batch_read_bytes": 77,
                 "log_spill_bytes": 78,
+                "log_values_shadowed": 79,
                 "background_error": "disk full",
                 "chunks": 60,
                 "munks_resident": 61,

@@ -336,6 +336,7 @@ fn stats_json_lists_exactly_the_pinned_keys() {
         "log_batch_reads",
         "log_batch_read_bytes",
         "log_spill_bytes",
+        "log_values_shadowed",
         "background_error",
         "disk_bytes",
         "logical_bytes",

@@ -422,3 +422,47 @@ fn a_spilling_log_table_compaction_keeps_every_write_across_a_crash_at_any_point
         or_completed: None,
     });
 }
+
+/// A log rewrite over a C_m updated in place re-logs each key's entry with
+/// its first sequence number, older than the writes that updated it. After
+/// a power loss that leaves a rewritten log as the oldest one replayed (the
+/// writes after the rewrite unsynced, the old log's deletion made durable
+/// by the next rewrite's directory sync), the store holds the state of the
+/// first rewrite: its sequence must carry on after the writes that state
+/// holds, not restart below them.
+#[test]
+fn the_sequence_carries_on_after_a_power_loss_that_leaves_a_rewritten_log() {
+    let fs = FaultFs::new();
+    let options = log_limit_options();
+    let db = open_fault(&fs, options.clone()).unwrap();
+    let mut model = Model::new();
+    let mut at_first = None;
+    for i in 0.. {
+        let before = db.snapshot().sequence();
+        let w = few_keys_in_place(i);
+        db.write(batch_of(&w)).unwrap();
+        let rewrites = db.stats().log_limit_rewrites;
+        if rewrites == 1 && at_first.is_none() {
+            at_first = Some((before, model.clone()));
+        }
+        if rewrites == 2 {
+            break;
+        }
+        apply(&mut model, &w);
+    }
+    let (durable, model) = at_first.unwrap();
+    assert!(db.stats().in_place_updates > 500, "{:?}", db.stats());
+    end_process(&fs, db, true);
+    let db = open_fault(&fs, options).unwrap();
+    let got = scan_model(&db).unwrap();
+    assert!(
+        got == model,
+        "the first rewrite's state: {}",
+        diff(&got, &model)
+    );
+    let after = db.snapshot().sequence();
+    assert!(
+        after >= durable,
+        "sequence {after} restarted below {durable}"
+    );
+}

@@ -32,6 +32,7 @@ pub const MECHANISMS: &[(&str, &[&str])] = &[
             "log_batch_reads",
             "log_batch_read_bytes",
             "log_spill_bytes",
+            "log_values_shadowed",
         ],
     ),
     (

@@ -69,8 +69,9 @@ pub struct Executed {
 
 /// The values of `group`'s log tables (TRIAD-LOG), each log they address
 /// read once before the merge, `triad_log_compaction_batch` of them held in
-/// memory and the rest spilled to a scratch file (`version/log_prefetch.rs`);
-/// `None` without log tables, or with a batch of 0 (one read per value).
+/// memory and the rest spilled to a scratch file (`version/log_prefetch.rs`),
+/// none of those the merge drops; `None` without log tables, or with a
+/// batch of 0 (one read per value).
 fn prepare_log_values(
     group: &[TaskInput],
     ctx: &ExecContext<'_>,
@@ -85,7 +86,16 @@ fn prepare_log_values(
         return Ok(None);
     }
     let logs = ctx.table_cache.logs();
-    prepare(logs, ctx.table_cache, &log_tables, budget, ctx.new_file_number).map(Some)
+    prepare(
+        logs,
+        ctx.table_cache,
+        &log_tables,
+        &ctx.table_options.order,
+        ctx.smallest_snapshot,
+        budget,
+        ctx.new_file_number,
+    )
+    .map(Some)
 }
 
 /// Runs `task`. `bottommost` says whether no data older than the task's

@@ -103,6 +103,10 @@ with_counters!(stat_struct! {
         /// TRIAD-LOG: value bytes compactions spilled to scratch runs
         /// beyond `triad_log_compaction_batch` held in memory, since open.
         pub log_spill_bytes: u64,
+        /// TRIAD-LOG: puts of log tables whose values compactions did not
+        /// read, since open: a newer version of the key in the same
+        /// compaction is visible to every snapshot, so the merge drops them.
+        pub log_values_shadowed: u64,
         /// The background error that stopped writes, if any.
         pub background_error: Option<String>,
     }

@@ -21,15 +21,18 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::cmp::Ordering as CmpOrdering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::format::internal_key::{ParsedKey, ValueKind};
+use crate::format::KeyOrder;
 use crate::io::{FileSystem, RandomAccessFile, WritableFile};
 use crate::iterator::InternalIterator;
 use crate::log::ValueAddress;
-use crate::table::{is_put, PreparedValues};
+use crate::table::PreparedValues;
 use crate::version::files::temp_path;
 use crate::version::log_spans::SpanReader;
 use crate::version::log_values::StoreLogs;
@@ -49,6 +52,10 @@ const IN_MEMORY: u16 = u16::MAX;
 /// `run_of` for a value the pass did not read (never so once `prepare`
 /// returns; then the cursor would read it from the log).
 const UNREAD: u16 = u16::MAX - 1;
+
+/// `run_of` for a put the merge drops (a newer version of its key is
+/// visible to every snapshot): never read; the merge gets an empty value.
+const SHADOWED: u16 = u16::MAX - 2;
 
 /// The largest chunk (memory offsets are 32-bit).
 const MAX_CHUNK: u64 = 1 << 30;
@@ -90,6 +97,7 @@ struct RunCursor {
 }
 
 /// One log table's values, in its order of puts.
+#[derive(Default)]
 struct TableValues {
     /// Each put's stored address, in table order: `addresses[ends[i-1]..ends[i]]`.
     addresses: Vec<u8>,
@@ -139,7 +147,7 @@ impl TableValues {
     /// Passes put `i` without reading its value.
     fn skip(&mut self, i: usize) {
         let run = self.run_of[i];
-        if run != IN_MEMORY {
+        if run != IN_MEMORY && run != SHADOWED {
             let len = self.lens[i] as u64;
             self.cursor(run).pos += len;
         }
@@ -150,6 +158,9 @@ impl TableValues {
         out.clear();
         let len = self.lens[i] as usize;
         let run = self.run_of[i];
+        if run == SHADOWED {
+            return Ok(()); // the merge drops it (see `prepare`)
+        }
         if run == IN_MEMORY {
             let start = self.mem_start[i] as usize;
             out.extend_from_slice(&self.memory[start..start + len]);
@@ -203,55 +214,95 @@ struct Chunk {
 /// The values of `tables`' log tables, each log they address read once
 /// (see the module's comment). `budget`: the bytes of values held in
 /// memory at once (`triad_log_compaction_batch`); spilled runs go to a
-/// scratch file numbered by `new_file_number`.
+/// scratch file numbered by `new_file_number`. A put the merge will drop
+/// (a newer version of its key in the group's log tables is visible to
+/// every snapshot: `smallest_snapshot`, the merge's `DropRule`) is not
+/// read at all.
 pub fn prepare(
     logs: &StoreLogs,
     cache: &TableCache,
     tables: &[&Arc<TableMeta>],
+    order: &KeyOrder,
+    smallest_snapshot: u64,
     budget: u64,
     new_file_number: &dyn Fn() -> u64,
 ) -> Result<Arc<PreparedTables>> {
     let budget = budget.clamp(MIN_CHUNK, MAX_CHUNK) as usize;
-    let mut values = Vec::with_capacity(tables.len());
+    let mut values: Vec<TableValues> = tables.iter().map(|_| TableValues::default()).collect();
+    let mut cursors = Vec::with_capacity(tables.len());
     for meta in tables {
         let table = cache.table(meta)?;
-        let corrupt = |why: &str| Error::corruption(table.path(), 0, format!("log table entry: {why}"));
         let mut it = table.iter_with(false).with_stored_values();
-        let mut t = TableValues {
-            logs: Vec::new(),
-            addresses: Vec::new(),
-            ends: Vec::new(),
-            lens: Vec::new(),
-            run_of: Vec::new(),
-            mem_start: Vec::new(),
-            run_starts: Vec::new(),
-            next: 0,
-            cursors: Vec::new(),
-            memory: Arc::default(),
-            file: None,
-            file_len: 0,
-            spill: None,
-        };
         it.seek_to_first();
-        while it.valid() {
-            if is_put(it.key()) {
-                let stored = it.value();
-                let address = ValueAddress::decode(stored).map_err(corrupt)?;
-                let len = u32::try_from(address.len).map_err(|_| corrupt("value too long"))?;
+        cursors.push((it, table.path().to_path_buf()));
+    }
+    // The tables' entries merged in the merge's order (user key, then
+    // newest first): an entry is shadowed for every snapshot when the
+    // entry before it of the same user key is at or below
+    // `smallest_snapshot`, exactly the `DropRule`'s test (entries of the
+    // group's other tables can only make the merge drop more). On ws2 a
+    // compaction's log tables repeat a quarter of their hot keys; on ws1
+    // most of them.
+    let mut last_key: Vec<u8> = Vec::new();
+    let mut last_seq = u64::MAX;
+    loop {
+        let mut next: Option<usize> = None;
+        for (ci, (it, _)) in cursors.iter().enumerate() {
+            if !it.valid() {
+                continue;
+            }
+            let smaller = match next {
+                None => true,
+                Some(n) => order.internal(it.key(), cursors[n].0.key()) == CmpOrdering::Less,
+            };
+            if smaller {
+                next = Some(ci);
+            }
+        }
+        let Some(ci) = next else { break };
+        let (it, path) = &mut cursors[ci];
+        let path: &std::path::Path = path;
+        let corrupt = |why: &str| Error::corruption(path, 0, format!("log table entry: {why}"));
+        let key = ParsedKey::parse(it.key()).ok_or_else(|| corrupt("short key"))?;
+        let same_key = order.user(key.user_key, &last_key) == CmpOrdering::Equal && last_seq != u64::MAX;
+        // Two copies of one entry (none are written) would be both read:
+        // which one the merge keeps is its own choice.
+        let shadowed = same_key && last_seq <= smallest_snapshot && last_seq != key.sequence;
+        if !same_key {
+            last_key.clear();
+            last_key.extend_from_slice(key.user_key);
+        }
+        last_seq = key.sequence;
+        if key.kind == ValueKind::Value {
+            let t = &mut values[ci];
+            let stored = it.value();
+            let address = ValueAddress::decode(stored).map_err(corrupt)?;
+            let len = u32::try_from(address.len).map_err(|_| corrupt("value too long"))?;
+            if shadowed {
+                t.run_of.push(SHADOWED);
+                t.lens.push(0);
+            } else {
                 if !t.logs.contains(&address.record.log_number) {
                     t.logs.push(address.record.log_number);
                 }
-                t.addresses.extend_from_slice(stored);
-                t.ends.push(t.addresses.len() as u32);
+                t.run_of.push(UNREAD);
                 t.lens.push(len);
             }
-            it.next();
+            t.addresses.extend_from_slice(stored);
+            t.ends.push(t.addresses.len() as u32);
         }
-        it.status()?;
-        t.run_of = vec![UNREAD; t.ends.len()];
-        t.mem_start = vec![0; t.ends.len()];
-        values.push(t);
+        it.next();
     }
+    for (it, _) in &cursors {
+        it.status()?;
+    }
+    drop(cursors);
+    let mut shadowed = 0;
+    for t in &mut values {
+        t.mem_start = vec![0; t.ends.len()];
+        shadowed += t.run_of.iter().filter(|&&r| r == SHADOWED).count() as u64;
+    }
+    logs.note_shadowed(shadowed);
 
     let mut log_numbers: Vec<u64> = values.iter().flat_map(|t| t.logs.iter().copied()).collect();
     log_numbers.sort_unstable();
@@ -272,6 +323,9 @@ pub fn prepare(
                 continue;
             }
             for i in 0..t.ends.len() {
+                if t.run_of[i] == SHADOWED {
+                    continue;
+                }
                 // Decoded once already.
                 let a = ValueAddress::decode(t.address(i)).map_err(Error::invariant)?;
                 if a.record.log_number == log {
@@ -298,7 +352,7 @@ pub fn prepare(
                     spill = Some((guard, file));
                 }
                 let (_, file) = spill.as_mut().expect("made above");
-                if runs == UNREAD {
+                if runs >= SHADOWED {
                     return Err(Error::invariant("too many spilled runs of log values"));
                 }
                 written += spill_run(&mut chunk, &mut values, runs, written, file.as_mut())?;

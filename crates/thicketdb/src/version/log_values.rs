@@ -61,6 +61,8 @@ pub struct StoreLogs {
     /// spilled to scratch runs (`log_prefetch.rs`).
     batch_read_bytes: AtomicU64,
     spill_bytes: AtomicU64,
+    /// Puts a compaction's log pass left unread: the merge drops them.
+    shadowed: AtomicU64,
 }
 
 impl StoreLogs {
@@ -94,6 +96,7 @@ impl StoreLogs {
             batch_reads: AtomicU64::new(0),
             batch_read_bytes: AtomicU64::new(0),
             spill_bytes: AtomicU64::new(0),
+            shadowed: AtomicU64::new(0),
         }
     }
 
@@ -123,6 +126,16 @@ impl StoreLogs {
         self.batch_values.fetch_add(values, Ordering::Relaxed);
         self.batch_reads.fetch_add(reads, Ordering::Relaxed);
         self.batch_read_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Puts compactions' log passes left unread (the merge drops them).
+    pub fn shadowed(&self) -> u64 {
+        self.shadowed.load(Ordering::Relaxed)
+    }
+
+    /// Counts `puts` a compaction's log pass left unread.
+    pub(crate) fn note_shadowed(&self, puts: u64) {
+        self.shadowed.fetch_add(puts, Ordering::Relaxed);
     }
 
     /// Counts value bytes a compaction spilled.

@@ -22,6 +22,7 @@ use super::log_state::create_log;
 use super::relog::insert_relogged;
 use super::tree::Tree;
 use super::{DbInner, SuperVersion};
+use crate::db::WriteBatch;
 use crate::error::{Error, Result};
 use crate::log::{encode_relogged, LogWriter, RelogSource};
 use crate::memtable::newest::newest_entries;
@@ -61,6 +62,16 @@ pub(crate) fn rewrite_small_log(
         };
         records.push((!entries.is_empty()).then(|| encode_relogged(source, &entries)));
     }
+    // Entries updated in place keep their first sequence number, older
+    // than the writes that updated them: after a power loss that leaves
+    // this log alone, replay would restart the sequence below numbers
+    // already issued. An empty batch after the records carries the last
+    // one (replay takes a batch's first sequence - 1 + its count).
+    let last_sequence = inner
+        .last_sequence
+        .load(std::sync::atomic::Ordering::Acquire);
+    let mut marker = WriteBatch::new();
+    let marker = marker.encode(last_sequence + 1).to_vec();
     // The record (synced below) holds writes newer than what the logs of
     // the immutable memtables hold, which switches left unsynced
     // (`flush_sync.rs`): they go first, so what survives stays a prefix.
@@ -87,6 +98,7 @@ pub(crate) fn rewrite_small_log(
                 None => None,
             });
         }
+        writer.add_record(&marker)?;
         writer.flush()?;
         writer.sync()?;
         Ok((writer, offsets))
@@ -101,6 +113,7 @@ pub(crate) fn rewrite_small_log(
     let c = &inner.counters;
     Counters::add(&c.fsyncs_log, 2);
     Counters::add(&c.log_rewrites, 1);
+    Counters::add(&c.log_bytes_written, marker.len() as u64 + 7);
     let mut mems = Vec::with_capacity(svs.len());
     for ((tree, _), (record, offset)) in svs.iter().zip(records.iter().zip(offsets)) {
         let mem = tree.memtable_on_log(&inner.backings, number);

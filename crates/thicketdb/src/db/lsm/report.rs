@@ -62,6 +62,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         log_batch_reads: inner.table_cache.logs().batch_reads(),
         log_batch_read_bytes: inner.table_cache.logs().batch_read_bytes(),
         log_spill_bytes: inner.table_cache.logs().spill_bytes(),
+        log_values_shadowed: inner.table_cache.logs().shadowed(),
         background_error: inner
             .background
             .lock()
