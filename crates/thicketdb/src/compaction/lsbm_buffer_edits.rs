@@ -245,7 +245,7 @@ impl CompactionBuffer {
             for run in version.levels[input].buffer.iter().skip(drained) {
                 for e in run.entries.iter().filter(|e| !e.removed) {
                     let end = e.meta.largest_user_key();
-                    if emptied || version.order.le(lo, end) && version.order.le(end, hi) {
+                    if emptied || (version.order.le(lo, end) && version.order.le(end, hi)) {
                         edit.remove_buffer_table(input, run.id, e.meta.id);
                         change.removed[input] += 1;
                     }
