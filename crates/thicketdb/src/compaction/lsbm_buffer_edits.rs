@@ -230,15 +230,22 @@ impl CompactionBuffer {
                 last_key = Some(t.largest_user_key().to_vec());
             }
             // The victims left `input`: drain its older buffer runs to the
-            // same key.
+            // same key. A level they leave empty drains whole, its newest
+            // run too: Algorithm 1 (lines 18-20) empties B′ᵢ as C′ᵢ empties.
+            // Its copies are of data now below it, which no lookup asks
+            // this level for, and they held their space until a trim (B₄'s
+            // tables after the dynamic base level moved below it, session
+            // 24).
             let (lo, hi) = (
                 arrivals[0].smallest_user_key(),
                 arrivals[arrivals.len() - 1].largest_user_key(),
             );
-            for run in version.levels[input].buffer.iter().skip(1) {
+            let emptied = input >= 1 && after.levels[input].table_count() == 0;
+            let drained = usize::from(!emptied);
+            for run in version.levels[input].buffer.iter().skip(drained) {
                 for e in run.entries.iter().filter(|e| !e.removed) {
                     let end = e.meta.largest_user_key();
-                    if version.order.le(lo, end) && version.order.le(end, hi) {
+                    if emptied || (version.order.le(lo, end) && version.order.le(end, hi)) {
                         edit.remove_buffer_table(input, run.id, e.meta.id);
                         change.removed[input] += 1;
                     }

@@ -317,12 +317,14 @@ fn l0_tables_passing_a_levels_buffer_by_remove_its_copies_of_their_keys() {
 fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
     let b = buffer("");
     // B2's newest run (9) is kept; the older run 7 loses the entries that
-    // end inside the victims' range [d, k].
+    // end inside the victims' range [d, k]. (L2 keeps s-t: a level left
+    // empty drops its whole buffer.)
     let v = version(
         "L2 2: d-k/100
          L3 3: a-z/1000
          B2 9: e-f/10
-         B2 7: a-c/10 d-e/10 g-h/10 j-m/10",
+         B2 7: a-c/10 d-e/10 g-h/10 j-m/10
+         L2 2: s-t/100",
     );
     let (_, text, change) = merge(
         &b,
@@ -337,6 +339,29 @@ fn victims_leaving_a_level_drain_its_older_buffer_runs_in_key_order() {
 }
 
 #[test]
+fn a_level_its_victims_leave_empty_drops_its_whole_buffer() {
+    let b = buffer("");
+    // L2's last table leaves it: its buffer goes whole, the newest run (9)
+    // and the entries of run 7 ending outside the victims' range [d, k]
+    // included (otherwise `B2#9: 102 | B2#7: 103 104` stayed).
+    let v = version(
+        "L2 2: d-k/100
+         L3 3: a-z/1000
+         B2 9: e-f/10
+         B2 7: a-c/10 j-m/10",
+    );
+    let (_, text, change) = merge(
+        &b,
+        &v,
+        (2, 2, &[100]),
+        (3, &[101]),
+        &[meta(200, "a", "z", 1100)],
+    );
+    assert_eq!(text, "B3#900: 100");
+    assert_eq!(change.removed[2], 3);
+}
+
+#[test]
 fn drained_entries_over_an_older_present_table_stay_as_removed_entries() {
     let b = buffer("");
     // Entries 103 and 104 of run 7 are drained. Run 5 holds a present
@@ -347,7 +372,8 @@ fn drained_entries_over_an_older_present_table_stay_as_removed_entries() {
          L3 3: a-z/1000
          B2 9: x-y/10
          B2 7: d-e/10 g-h/10
-         B2 5: d-m/10",
+         B2 5: d-m/10
+         L2 2: s-t/100",
     );
     let (_, text, _) = merge(
         &b,
