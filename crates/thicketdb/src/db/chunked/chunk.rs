@@ -139,17 +139,14 @@ impl Chunk {
         std::mem::replace(&mut *self.munk.write(), munk)
     }
 
-    /// Every point entry of the table, then of the log (unsorted), and
-    /// every range tombstone of both, fragmented.
+    /// The point entries of the table that a reader at `live` or later
+    /// may read (not the versions a table keeps for a crash's sake below
+    /// a key's newest at or below `live`: `rebalance::build`), then every
+    /// one of the log (unsorted), and every range tombstone of both,
+    /// fragmented.
     /// REQUIRES: the chunk's `append_lock` (no append is half-way).
-    pub fn contents(&self) -> Result<(Vec<Entry>, Fragments)> {
-        let mut entries = self.table_entries()?;
-        entries.extend(
-            self.log
-                .entries(u64::MAX)?
-                .into_iter()
-                .map(LogEntry::into_entry),
-        );
+    pub fn contents(&self, live: u64) -> Result<(Vec<Entry>, Fragments)> {
+        let table = self.table_entries()?;
         let log = self.log.range_deletions()?;
         let tombstones = match self.table_range_deletions()? {
             Some(table) if !table.is_empty() => {
@@ -158,6 +155,15 @@ impl Chunk {
             }
             _ => (*log).clone(),
         };
+        // Every version in the log is newer than the table's: the table's
+        // entries alone tell which of them nobody reads.
+        let mut entries = super::rebalance::drop_unneeded(table, live, &tombstones);
+        entries.extend(
+            self.log
+                .entries(u64::MAX)?
+                .into_iter()
+                .map(LogEntry::into_entry),
+        );
         Ok((entries, tombstones))
     }
 

@@ -256,7 +256,8 @@ impl MunkCache {
                 _ => return Ok(()),
             }
         }
-        let (entries, tombstones) = chunk.contents()?;
+        let live = store.snapshots.oldest(&store.last_sequence);
+        let (entries, tombstones) = chunk.contents(live)?;
         let munk = Munk::build(entries, &tombstones, store.options.munk_array_list);
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
