@@ -64,8 +64,11 @@ pub(super) struct Chunk {
     /// Opened through `tables` when read.
     pub table: Option<FunkTable>,
     pub log: ChunkLog,
-    /// The munk cache's LFU score (`munk.rs`).
+    /// The munk cache's LFU score (`munk.rs`): its accesses, decayed.
     pub heat: Heat,
+    /// Its writes among them, decayed alike: the log limit adapts to
+    /// their share (`chunk_space::adaptive_limit`).
+    pub write_heat: Heat,
     munk: RwLock<Option<Arc<Munk>>>,
     /// Set when a rebalance replaced this chunk: its files are deleted on
     /// drop.
@@ -91,6 +94,7 @@ impl Chunk {
             table,
             log,
             heat: Heat::default(),
+            write_heat: Heat::default(),
             munk: RwLock::new(None),
             retired: AtomicBool::new(false),
             tables,

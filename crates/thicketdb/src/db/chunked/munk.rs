@@ -226,17 +226,29 @@ impl MunkCache {
         self.resident.load(Ordering::Relaxed)
     }
 
-    /// Counts an access of `chunk`; returns whether the chunk should be
-    /// offered a munk.
-    pub fn touch(&self, chunk: &Chunk, weight: u64) -> bool {
-        if self.budget == 0 {
-            return false;
-        }
+    /// Counts an access of `chunk` (a write if `write`); returns whether
+    /// the chunk should be offered a munk. Counted without munks too: the
+    /// log limit adapts to the writes' share (`write_share`).
+    pub fn touch(&self, chunk: &Chunk, weight: u64, write: bool) -> bool {
         if self.accesses.fetch_add(1, Ordering::Relaxed) % DECAY_PERIOD == DECAY_PERIOD - 1 {
             self.epoch.fetch_add(1, Ordering::Relaxed);
         }
-        let heat = chunk.heat.add(weight, self.epoch());
-        heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+        let epoch = self.epoch();
+        let heat = chunk.heat.add(weight, epoch);
+        if write {
+            chunk.write_heat.add(weight, epoch);
+        }
+        self.budget > 0 && heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+    }
+
+    /// The share of `chunk`'s recent accesses that were writes (1 for a
+    /// chunk not accessed of late: its limit stays the configured one).
+    pub fn write_share(&self, chunk: &Chunk) -> f64 {
+        let epoch = self.epoch();
+        match chunk.heat.get(epoch) {
+            0 => 1.0,
+            heat => chunk.write_heat.get(epoch) as f64 / heat as f64,
+        }
     }
 
     fn epoch(&self) -> u64 {

@@ -134,9 +134,10 @@ fn build(store: &ChunkStore, space: &ChunkSpace, chunk: &Chunk) -> Result<Built>
     // In the synchronous mode nothing else moves the durable point unless
     // writers sync: a build leaving half a log behind it syncs, or every
     // other build would merge nothing.
+    let limit = space.log_limit(chunk, store.munks.write_share(chunk));
     let tail_limit = match store.is_async() {
-        true => space.log_limit(chunk),
-        false => space.log_limit(chunk) / 2,
+        true => limit,
+        false => limit / 2,
     };
     if !unchecked && past_bytes(&log[merged..]) > tail_limit {
         // A build makes the store's writes durable (one sync of every
@@ -341,6 +342,7 @@ fn switch(
     let count = new_chunks.len() as u64;
     for child in &new_chunks {
         child.heat.inherit(&chunk.heat);
+        child.write_heat.inherit(&chunk.write_heat);
     }
     let mut chunks = set.chunks[..index].to_vec();
     chunks.extend(new_chunks.iter().cloned());

@@ -106,10 +106,10 @@ impl ChunkStore {
             // After the put withdrew: a munk rebalance stops the chunk's
             // puts only, never a reader or another chunk's put.
             self.rebalance_munk_if_grown(chunk);
-            if self.munks.touch(chunk, 1) {
+            if self.munks.touch(chunk, 1, true) {
                 self.admit_munk(chunk, false)?;
             }
-            let limit = space.log_limit(chunk);
+            let limit = space.log_limit(chunk, self.munks.write_share(chunk));
             if chunk.log.len() > limit {
                 self.rebalance_past_limit(space, chunk, limit)?;
             }
