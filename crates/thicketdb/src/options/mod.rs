@@ -404,6 +404,13 @@ options! {
         /// merges it into the chunk's table (YoDB: 2 MiB for munk-less
         /// chunks).
         funk_log_limit: u64 = 2 << 20; keyspace, chunked,
+        /// Chunked: the least share of `funk_log_limit` a munk-less
+        /// chunk's log limit shrinks to as reads outweigh writes among its
+        /// recent accesses (YoDB §5.3: a scan-heavy load gains from 512 KB
+        /// logs, a write-heavy one from 2 MB); the limit is
+        /// `funk_log_limit` times twice the writes' share, within this and
+        /// 1. 1 keeps the limit fixed.
+        funk_log_limit_min_share: f64 = 0.25; keyspace, chunked,
         /// Chunked: Bloom filters a chunk log's keys are split into, each
         /// over one part of the log, so a get knows whether and where to
         /// search it (YoDB: 16).
@@ -703,6 +710,9 @@ impl Options {
         }
         if self.funk_log_limit < 1024 {
             return bad("funk_log_limit must be at least 1024");
+        }
+        if !(0.01..=1.0).contains(&self.funk_log_limit_min_share) {
+            return bad("funk_log_limit_min_share must be between 0.01 and 1");
         }
         if !(2..=64).contains(&self.row_cache_tables) {
             return bad("row_cache_tables must be between 2 and 64");

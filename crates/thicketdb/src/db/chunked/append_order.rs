@@ -67,6 +67,12 @@ impl AppendOrder {
         }
     }
 
+    /// Holds the record's lock (a test's way to see who takes it).
+    #[cfg(test)]
+    pub(super) fn hold(&self) -> parking_lot::MutexGuard<'_, impl Sized> {
+        self.state.lock()
+    }
+
     /// Puts waiting for earlier numbers now.
     #[cfg(test)]
     pub(super) fn waiting(&self) -> usize {

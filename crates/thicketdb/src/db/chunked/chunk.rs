@@ -64,8 +64,11 @@ pub(super) struct Chunk {
     /// Opened through `tables` when read.
     pub table: Option<FunkTable>,
     pub log: ChunkLog,
-    /// The munk cache's LFU score (`munk.rs`).
+    /// The munk cache's LFU score (`munk.rs`): its accesses, decayed.
     pub heat: Heat,
+    /// Its writes among them, decayed alike: the log limit adapts to
+    /// their share (`chunk_space::adaptive_limit`).
+    pub write_heat: Heat,
     munk: RwLock<Option<Arc<Munk>>>,
     /// Set when a rebalance replaced this chunk: its files are deleted on
     /// drop.
@@ -91,6 +94,7 @@ impl Chunk {
             table,
             log,
             heat: Heat::default(),
+            write_heat: Heat::default(),
             munk: RwLock::new(None),
             retired: AtomicBool::new(false),
             tables,
@@ -139,17 +143,14 @@ impl Chunk {
         std::mem::replace(&mut *self.munk.write(), munk)
     }
 
-    /// Every point entry of the table, then of the log (unsorted), and
-    /// every range tombstone of both, fragmented.
+    /// The point entries of the table that a reader at `live` or later
+    /// may read (not the versions a table keeps for a crash's sake below
+    /// a key's newest at or below `live`: `rebalance::build`), then every
+    /// one of the log (unsorted), and every range tombstone of both,
+    /// fragmented.
     /// REQUIRES: the chunk's `append_lock` (no append is half-way).
-    pub fn contents(&self) -> Result<(Vec<Entry>, Fragments)> {
-        let mut entries = self.table_entries()?;
-        entries.extend(
-            self.log
-                .entries(u64::MAX)?
-                .into_iter()
-                .map(LogEntry::into_entry),
-        );
+    pub fn contents(&self, live: u64) -> Result<(Vec<Entry>, Fragments)> {
+        let table = self.table_entries()?;
         let log = self.log.range_deletions()?;
         let tombstones = match self.table_range_deletions()? {
             Some(table) if !table.is_empty() => {
@@ -158,6 +159,15 @@ impl Chunk {
             }
             _ => (*log).clone(),
         };
+        // Every version in the log is newer than the table's: the table's
+        // entries alone tell which of them nobody reads.
+        let mut entries = super::rebalance::drop_unneeded(table, live, &tombstones);
+        entries.extend(
+            self.log
+                .entries(u64::MAX)?
+                .into_iter()
+                .map(LogEntry::into_entry),
+        );
         Ok((entries, tombstones))
     }
 

@@ -67,11 +67,17 @@ impl ChunkSpace {
     }
 
     /// The bytes `chunk`'s log may hold before a funk rebalance merges
-    /// it: more for a chunk with a munk (its gets never read the log).
-    pub(super) fn log_limit(&self, chunk: &super::chunk::Chunk) -> u64 {
+    /// it: more for a chunk with a munk (its gets never read the log);
+    /// for one without, less as reads outweigh writes among its recent
+    /// accesses (`write_share`, `MunkCache::write_share`).
+    pub(super) fn log_limit(&self, chunk: &super::chunk::Chunk, write_share: f64) -> u64 {
         match chunk.munk() {
             Some(_) => self.options.funk_log_limit_with_munk,
-            None => self.options.funk_log_limit,
+            None => adaptive_limit(
+                self.options.funk_log_limit,
+                self.options.funk_log_limit_min_share,
+                write_share,
+            ),
         }
     }
 
@@ -84,6 +90,17 @@ impl ChunkSpace {
         k.extend_from_slice(key);
         k
     }
+}
+
+/// The log limit of a munk-less chunk (YoDB §5.3's adaptation of the
+/// funk log limit): `base` while writes make half its accesses or more
+/// (a write-heavy load, whose builds the limit spaces out), shrinking with
+/// the writes' share down to `min_share` of it (a read-heavy one: each get
+/// or scan of a munk-less chunk searches its log, and the few writes pay
+/// for builds more often).
+pub(super) fn adaptive_limit(base: u64, min_share: f64, write_share: f64) -> u64 {
+    let share = (2.0 * write_share).clamp(min_share, 1.0);
+    ((base as f64 * share) as u64).max(1)
 }
 
 /// The options a keyspace of a chunked store runs with: `requested` for
@@ -103,4 +120,20 @@ pub(crate) fn space_options(store: &Options, requested: &Options) -> Result<Opti
     Ok(crate::db::keyspace_rules::keyspace_options(
         store, requested,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::adaptive_limit;
+
+    #[test]
+    fn a_log_limit_shrinks_as_reads_outweigh_writes() {
+        let base = 2 << 20;
+        assert_eq!(adaptive_limit(base, 0.25, 1.0), base);
+        assert_eq!(adaptive_limit(base, 0.25, 0.5), base);
+        assert_eq!(adaptive_limit(base, 0.25, 0.25), base / 2);
+        assert_eq!(adaptive_limit(base, 0.25, 0.05), base / 4);
+        assert_eq!(adaptive_limit(base, 0.25, 0.0), base / 4);
+        assert_eq!(adaptive_limit(base, 1.0, 0.0), base);
+    }
 }

@@ -357,3 +357,30 @@ fn a_returned_put_survives_a_crash_while_an_earlier_numbered_put_appends() {
     });
     assert_eq!(get(&store, &last_key).as_deref(), Some(&b"late"[..]));
 }
+
+/// An asynchronous put takes no store-wide lock: the append order (a
+/// mutex and a map entry per put) is the synchronous mode's (a crash in
+/// the asynchronous mode returns to a checkpoint, which waits for every
+/// write below its point).
+#[test]
+fn an_asynchronous_put_takes_no_store_wide_append_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        durability: crate::options::Durability::Async,
+        checkpoint_interval: 3_600_000,
+        ..tiny_uncached()
+    };
+    let store = ChunkStore::open(dir.path(), options, Arc::new(PosixFs)).unwrap();
+    let held = store.append_order.hold();
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            put(&store, b"k", b"v", false);
+            done_tx.send(()).unwrap();
+        });
+        let done = done_rx.recv_timeout(Duration::from_secs(10));
+        drop(held);
+        done.expect("the put waited for the append order's lock");
+    });
+    assert_eq!(get(&store, b"k").as_deref(), Some(&b"v"[..]));
+}

@@ -179,6 +179,63 @@ fn the_munk_cache_records_exactly_the_chunks_holding_munks() {
     assert!(db.stats().chunk_munk_evictions > 0, "no munk was evicted");
 }
 
+/// A munk rebalance runs in a writer under its chunk's `append_lock`; an
+/// eviction (another chunk's admission, a writer keeping the budget)
+/// takes no lock of the chunk. One landing between the rebuild and its
+/// install must not leave the rebuilt munk installed: the cache would not
+/// record it (never evicted, its bytes counted for good).
+#[test]
+fn a_munk_evicted_while_it_is_rebuilt_is_not_installed_behind_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            chunk_size: 4 << 20,
+            funk_log_limit_with_munk: 4 << 20,
+            munk_cache_bytes: 8 << 20,
+            ..options()
+        },
+    )
+    .unwrap();
+    let store = super::tests::store(&db);
+    let evictions = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let evicted = evictions.clone();
+    *store.munks.before_install.lock() = Some(Arc::new(move |cache, chunk| {
+        cache.release(chunk);
+        evicted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }));
+    // The one chunk gets a munk, then grows it by overwrites past its
+    // rebuild size (twice its image, 64 KiB at least).
+    for round in 0..40u32 {
+        for i in 0..100 {
+            db.put(key(i), format!("{round}{}", value(i).len()).repeat(40))
+                .unwrap();
+        }
+        if evictions.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+    }
+    assert!(
+        evictions.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "no munk rebalance ran"
+    );
+    store.munks.before_install.lock().take();
+    let holding: std::collections::BTreeSet<usize> = store
+        .every_chunk()
+        .iter()
+        .filter(|c| c.munk().is_some())
+        .map(|c| std::ptr::from_ref(&**c) as usize)
+        .collect();
+    assert_eq!(store.munks.holders(), holding);
+    let bytes: u64 = store
+        .every_chunk()
+        .iter()
+        .filter_map(|c| c.munk())
+        .map(|m| m.bytes())
+        .sum();
+    assert_eq!(store.munks.resident_bytes(), bytes);
+}
+
 /// A store on `fs` built inline (`chunk_rebalance_threads` 0), loaded
 /// with every key and compacted: every chunk log empty, every write
 /// durable.

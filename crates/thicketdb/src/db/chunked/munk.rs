@@ -187,6 +187,10 @@ impl Munk {
     }
 }
 
+/// A test's hook into a munk rebalance.
+#[cfg(test)]
+pub(super) type InstallHook = Arc<dyn Fn(&MunkCache, &Chunk) + Send + Sync>;
+
 /// The munk cache's accounting.
 pub(super) struct MunkCache {
     budget: u64,
@@ -194,9 +198,15 @@ pub(super) struct MunkCache {
     accesses: AtomicU64,
     /// Decay periods passed (`heat.rs`).
     epoch: AtomicU64,
-    /// The chunks holding a munk, by address. A leaf lock: held to find
-    /// the coldest (reading their munk and heat), nothing else taken.
+    /// The chunks holding a munk, by address. A leaf lock but for the
+    /// chunks' munk slots: held to find the coldest (reading their munk
+    /// and heat), and while a munk is set or dropped, so that the record
+    /// and the slots agree.
     holders: Mutex<HashMap<usize, Weak<Chunk>>>,
+    /// Run by a munk rebalance between its rebuild and its install (a
+    /// test evicts the munk there).
+    #[cfg(test)]
+    pub before_install: Mutex<Option<InstallHook>>,
 }
 
 impl MunkCache {
@@ -207,6 +217,8 @@ impl MunkCache {
             accesses: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             holders: Mutex::new(HashMap::new()),
+            #[cfg(test)]
+            before_install: Mutex::new(None),
         }
     }
 
@@ -214,17 +226,29 @@ impl MunkCache {
         self.resident.load(Ordering::Relaxed)
     }
 
-    /// Counts an access of `chunk`; returns whether the chunk should be
-    /// offered a munk.
-    pub fn touch(&self, chunk: &Chunk, weight: u64) -> bool {
-        if self.budget == 0 {
-            return false;
-        }
+    /// Counts an access of `chunk` (a write if `write`); returns whether
+    /// the chunk should be offered a munk. Counted without munks too: the
+    /// log limit adapts to the writes' share (`write_share`).
+    pub fn touch(&self, chunk: &Chunk, weight: u64, write: bool) -> bool {
         if self.accesses.fetch_add(1, Ordering::Relaxed) % DECAY_PERIOD == DECAY_PERIOD - 1 {
             self.epoch.fetch_add(1, Ordering::Relaxed);
         }
-        let heat = chunk.heat.add(weight, self.epoch());
-        heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+        let epoch = self.epoch();
+        let heat = chunk.heat.add(weight, epoch);
+        if write {
+            chunk.write_heat.add(weight, epoch);
+        }
+        self.budget > 0 && heat >= ADMIT_HEAT && heat.is_power_of_two() && chunk.munk().is_none()
+    }
+
+    /// The share of `chunk`'s recent accesses that were writes (1 for a
+    /// chunk not accessed of late: its limit stays the configured one).
+    pub fn write_share(&self, chunk: &Chunk) -> f64 {
+        let epoch = self.epoch();
+        match chunk.heat.get(epoch) {
+            0 => 1.0,
+            heat => chunk.write_heat.get(epoch) as f64 / heat as f64,
+        }
     }
 
     fn epoch(&self) -> u64 {
@@ -256,13 +280,14 @@ impl MunkCache {
                 _ => return Ok(()),
             }
         }
-        let (entries, tombstones) = chunk.contents()?;
+        let live = store.snapshots.oldest(&store.last_sequence);
+        let (entries, tombstones) = chunk.contents(live)?;
         let munk = Munk::build(entries, &tombstones, store.options.munk_array_list);
+        let mut holders = self.holders.lock();
         self.resident.fetch_add(munk.bytes(), Ordering::Relaxed);
         chunk.set_munk(Some(Arc::new(munk)));
-        self.holders
-            .lock()
-            .insert(holder_key(chunk), Arc::downgrade(chunk));
+        holders.insert(holder_key(chunk), Arc::downgrade(chunk));
+        drop(holders);
         Counters::add(&store.counters.chunk_munk_loads, 1);
         Ok(())
     }
@@ -284,12 +309,16 @@ impl MunkCache {
         }
     }
 
+    /// Drops `chunk`'s munk. Under the holders' lock, as every install:
+    /// a munk rebalance (which holds the chunk's `append_lock`, not an
+    /// eviction) then sees whether its munk went while it rebuilt it.
     fn evict(&self, chunk: &Chunk) {
+        let mut holders = self.holders.lock();
         if let Some(old) = chunk.set_munk(None) {
             old.seal();
             self.resident.fetch_sub(old.bytes(), Ordering::Relaxed);
         }
-        self.holders.lock().remove(&holder_key(chunk));
+        holders.remove(&holder_key(chunk));
     }
 
     /// The addresses of the live chunks the cache counts as holding a
@@ -366,11 +395,27 @@ impl MunkCache {
         let kept = super::rebalance::drop_unneeded(munk.entries(), oldest, &tombstones);
         let tombstones = super::rebalance::needed_tombstones((*tombstones).clone(), oldest);
         let fresh = Munk::build(kept, &tombstones, munk.is_array_list());
+        #[cfg(test)]
+        {
+            let hook = self.before_install.lock().clone();
+            if let Some(hook) = hook {
+                hook(self, chunk);
+            }
+        }
+        let holders = self.holders.lock();
+        // An eviction (another chunk's admission or a writer keeping the
+        // budget) may have dropped the munk meanwhile: installed anyway,
+        // the fresh one was a munk the cache does not record, never
+        // evicted, its bytes counted for good.
+        if !chunk.munk().is_some_and(|m| Arc::ptr_eq(&m, &munk)) {
+            return;
+        }
         self.resident.fetch_add(fresh.bytes(), Ordering::Relaxed);
         if let Some(old) = chunk.set_munk(Some(Arc::new(fresh))) {
             old.seal();
             self.resident.fetch_sub(old.bytes(), Ordering::Relaxed);
         }
+        drop(holders);
         Counters::add(&store.counters.chunk_munk_rebalances, 1);
     }
 }

@@ -55,7 +55,7 @@ impl ChunkStore {
             }
         };
         let chunk = &set.chunks[index];
-        if self.munks.touch(chunk, 1) && !self.read_only {
+        if self.munks.touch(chunk, 1, false) && !self.read_only {
             // A get does not wait for writers to build a munk.
             self.admit_munk(chunk, true)?;
         }
@@ -124,7 +124,7 @@ impl ChunkStore {
     /// Counts a scan's access of `chunk` for the munk cache and offers a
     /// hot chunk a munk, without waiting for writers (as a get does).
     pub(super) fn touch_for_scan(&self, chunk: &Arc<Chunk>) -> Result<()> {
-        if self.munks.touch(chunk, 1) && !self.read_only && !chunk.is_retired() {
+        if self.munks.touch(chunk, 1, false) && !self.read_only && !chunk.is_retired() {
             self.admit_munk(chunk, true)?;
         }
         Ok(())

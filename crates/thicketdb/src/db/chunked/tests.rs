@@ -471,3 +471,40 @@ fn a_munk_is_admitted_only_with_room_to_grow_to_its_rebuild_size() {
 fn process(fs: &FaultFs) -> Arc<dyn FileSystem> {
     Arc::new(fs.clone())
 }
+
+/// A munk-less chunk's log limit follows the writes' share of its
+/// accesses (YoDB §5.3): written only, a chunk merges its log once per
+/// `funk_log_limit`; read forty times per write, once per quarter of it.
+#[test]
+fn a_read_mostly_chunk_merges_its_log_at_a_quarter_of_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            chunk_size: 64 << 10,
+            funk_log_limit: 8 << 10,
+            chunk_rebalance_threads: 0,
+            ..tiny_uncached()
+        },
+    )
+    .unwrap();
+    let key = |i: u32| format!("key{:02}", i % 50);
+    let value = |i: u32| format!("{i:06}{}", "v".repeat(100));
+    let rebalances = || db.stats().chunk_funk_rebalances;
+    for i in 0..400 {
+        db.put(key(i), value(i)).unwrap();
+    }
+    let written_only = rebalances();
+    for i in 400..800 {
+        db.put(key(i), value(i)).unwrap();
+        for j in 0..40 {
+            assert!(db.get(key(i + j)).unwrap().is_some());
+        }
+    }
+    let read_mostly = rebalances() - written_only;
+    assert!(written_only >= 3, "{written_only}");
+    assert!(
+        read_mostly >= 3 * written_only,
+        "{written_only} builds written only, {read_mostly} read mostly"
+    );
+}

@@ -106,10 +106,10 @@ impl ChunkStore {
             // After the put withdrew: a munk rebalance stops the chunk's
             // puts only, never a reader or another chunk's put.
             self.rebalance_munk_if_grown(chunk);
-            if self.munks.touch(chunk, 1) {
+            if self.munks.touch(chunk, 1, true) {
                 self.admit_munk(chunk, false)?;
             }
-            let limit = space.log_limit(chunk);
+            let limit = space.log_limit(chunk, self.munks.write_share(chunk));
             if chunk.log.len() > limit {
                 self.rebalance_past_limit(space, chunk, limit)?;
             }
@@ -205,7 +205,11 @@ impl ChunkStore {
             self.last_sequence.load(Ordering::SeqCst),
         );
         let first = self.last_sequence.fetch_add(count, Ordering::SeqCst) + 1;
-        let _taken = self.append_order.taken(first, first + count - 1);
+        // The synchronous mode's puts return in number order; an
+        // asynchronous crash returns to a checkpoint, which waits for
+        // every write below its point anyway, so its puts skip the
+        // store-wide record (a mutex and a map entry per put).
+        let _taken = (!self.is_async()).then(|| self.append_order.taken(first, first + count - 1));
         #[cfg(test)]
         {
             let hook = self.after_numbers_taken.lock().clone();
