@@ -22,7 +22,7 @@ use super::log_state::create_log;
 use super::relog::insert_relogged;
 use super::tree::Tree;
 use super::{DbInner, SuperVersion};
-use crate::db::WriteBatch;
+use crate::db::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::log::{encode_relogged, LogWriter, RelogSource};
 use crate::memtable::newest::newest_entries;
