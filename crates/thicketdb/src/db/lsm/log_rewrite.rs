@@ -24,7 +24,7 @@ use super::tree::Tree;
 use super::{DbInner, SuperVersion};
 use crate::db::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::log::{encode_relogged, LogWriter, RelogSource};
+use crate::log::{encode_relogged, LogWriter, RelogSource, HEADER_SIZE};
 use crate::memtable::newest::newest_entries;
 use crate::stats::Counters;
 use crate::version::files::log_path;
@@ -113,7 +113,7 @@ pub(crate) fn rewrite_small_log(
     let c = &inner.counters;
     Counters::add(&c.fsyncs_log, 2);
     Counters::add(&c.log_rewrites, 1);
-    Counters::add(&c.log_bytes_written, marker.len() as u64 + 7);
+    Counters::add(&c.log_bytes_written, (marker.len() + HEADER_SIZE) as u64);
     let mut mems = Vec::with_capacity(svs.len());
     for ((tree, _), (record, offset)) in svs.iter().zip(records.iter().zip(offsets)) {
         let mem = tree.memtable_on_log(&inner.backings, number);
